@@ -1,0 +1,194 @@
+//! `wirebench bench URL`: validate the options into a [`BenchPlan`], check the machine's limits
+//! and that the target answers, run the engine with a progress line, print the report.
+
+use super::{BenchArgs, parse_cores};
+use crate::engine::{self, ClientJob, EngineKind, sys};
+use crate::proto::ClientCodec;
+use crate::proto::http1::{Http1Client, RequestSpec};
+use crate::report::{self, RunInfo};
+use crate::stats::Report;
+use crate::target::{self, Scheme, Target};
+use crate::workload::Workload;
+use anyhow::{Context, Result, bail};
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// With `-n` and no `-d`, a run still ends after this long (every loop is bounded in time).
+pub const OPS_TIME_LIMIT: Duration = Duration::from_secs(600);
+/// Runs shorter than this show no progress line.
+const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+/// Pipelining deeper than this is almost surely a typo and would only fill buffers.
+const MAX_DEPTH: usize = 4096;
+/// The pre-flight connect gives up after this long.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What a bench run will do, validated once.
+#[derive(Debug, Clone)]
+pub struct BenchPlan {
+    pub target: Target,
+    pub engine: EngineKind,
+    pub job: ClientJob,
+    pub request: RequestSpec,
+    pub json: Option<std::path::PathBuf>,
+}
+
+impl BenchPlan {
+    pub fn from_args(args: &BenchArgs) -> Result<BenchPlan> {
+        let target = target::parse(&args.url)?;
+        if args.connections == 0 {
+            bail!("--connections must be at least 1");
+        }
+        if args.depth == 0 || args.depth > MAX_DEPTH {
+            bail!("--depth must be between 1 and {MAX_DEPTH}");
+        }
+        if args.ops == Some(0) {
+            bail!("-n/--ops must be at least 1");
+        }
+        if args.duration == Some(Duration::ZERO) || args.timeout.is_zero() {
+            bail!("durations must be longer than zero");
+        }
+        let duration = match (args.duration, args.ops) {
+            (Some(d), _) => d,
+            (None, Some(_)) => OPS_TIME_LIMIT,
+            (None, None) => Duration::from_secs(10),
+        };
+        let body = match (&args.size, &args.body_file) {
+            (Some(n), _) => vec![b'x'; *n],
+            (None, Some(path)) => {
+                std::fs::read(path).with_context(|| format!("cannot read --body-file {}", path.display()))?
+            }
+            (None, None) => Vec::new(),
+        };
+        let mut headers = Vec::new();
+        for h in &args.headers {
+            let (name, value) = h
+                .split_once(':')
+                .filter(|(n, _)| !n.trim().is_empty() && n.bytes().all(|b| b.is_ascii_graphic()))
+                .with_context(|| format!("header '{h}' is not 'Name: value'"))?;
+            if value.contains(['\r', '\n']) {
+                bail!("header '{name}' contains a line break");
+            }
+            headers.push((name.trim().to_string(), value.trim().to_string()));
+        }
+        let method = args.method.to_ascii_uppercase();
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            bail!("'{}' is not an HTTP method", args.method);
+        }
+        let mut cores = parse_cores(args.engine.cores.as_deref())?;
+        cores.truncate(args.connections); // a core with no connection would only report zeros
+        let cores_n = cores.len();
+        let request = RequestSpec {
+            method,
+            host: target.authority.clone(),
+            target: target.path.clone(),
+            headers,
+            body,
+        };
+        Ok(BenchPlan {
+            job: ClientJob {
+                addr: target.addr,
+                cores,
+                connections: args.connections,
+                depth: args.depth,
+                ops: args.ops,
+                duration,
+                warmup: args.warmup,
+                timeout: args.timeout,
+                workload: Workload::ClosedLoop,
+                stop: Arc::new(AtomicBool::new(false)),
+                progress: (0..cores_n).map(|_| AtomicU64::new(0)).collect(),
+            },
+            target,
+            engine: args.engine.engine,
+            request,
+            json: args.json.clone(),
+        })
+    }
+
+    pub fn info(&self, protocol: &'static str) -> RunInfo {
+        RunInfo {
+            target: self.target.url.clone(),
+            protocol,
+            engine: self.engine.name(),
+            cores: self.job.cores.clone(),
+            connections: self.job.connections,
+            depth: self.job.depth,
+        }
+    }
+}
+
+/// Check the machine can hold the run: file descriptors and io_uring locked memory.
+pub fn ensure_limits(sockets: u64, threads: usize) -> Result<()> {
+    sys::ensure_file_limit(sockets)?;
+    let locked = engine::glommio::LOCKED_MEMORY_MIN
+        .max(engine::glommio::LOCKED_MEMORY_PER_THREAD * threads as u64 + engine::glommio::LOCKED_MEMORY_MIN);
+    sys::ensure_locked_memory(locked)?;
+    Ok(())
+}
+
+/// One plain connect before the engines start, so an unreachable target is one clear line.
+pub fn preflight(target: &Target) -> Result<()> {
+    match std::net::TcpStream::connect_timeout(&target.addr, PREFLIGHT_TIMEOUT) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            bail!(
+                "cannot connect to {} ({}): connection refused; is the server running and listening there?",
+                target.url,
+                target.addr
+            )
+        }
+        Err(e) => bail!("cannot connect to {} ({}): {e}", target.url, target.addr),
+    }
+}
+
+/// The protocol's name in reports and its codec, chosen once from the URL's scheme.
+pub fn run(plan: &BenchPlan) -> Result<(RunInfo, Report)> {
+    ensure_limits(plan.job.connections as u64, plan.job.cores.len())?;
+    preflight(&plan.target)?;
+    super::stop_on_ctrl_c(plan.job.stop.clone());
+    match plan.target.scheme {
+        Scheme::Http => Ok((plan.info("http1"), drive(plan, Http1Client::new(&plan.request))?)),
+        Scheme::Ws | Scheme::Nsq | Scheme::NsqHttp => {
+            bail!("{}: this protocol is not supported by bench yet", plan.target.url)
+        }
+    }
+}
+
+/// Run the engine on its own thread while this one draws the progress line.
+fn drive<C: ClientCodec + Send + 'static>(plan: &BenchPlan, codec: C) -> Result<Report> {
+    let job = plan.job.clone();
+    let started = Instant::now();
+    let engine = plan.engine;
+    let worker = std::thread::spawn(move || match engine {
+        EngineKind::Glommio => engine::glommio::run_client(&job, codec),
+    });
+    let expected = plan.job.warmup + plan.job.duration;
+    let progress = report::Progress::new(
+        std::io::stdout().is_terminal() && (expected > PROGRESS_AFTER || plan.job.ops.is_some()),
+        plan.job.ops,
+        expected,
+    );
+    while !worker.is_finished() {
+        std::thread::sleep(Duration::from_millis(100));
+        let done: u64 = plan.job.progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
+        progress.update(done, started.elapsed());
+    }
+    progress.finish();
+    let run = worker.join().map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
+    Ok(run.report())
+}
+
+/// `wirebench bench`: run and print.
+pub fn main(args: &BenchArgs) -> Result<()> {
+    let plan = BenchPlan::from_args(args)?;
+    let (info, report) = run(&plan)?;
+    if plan.json.as_deref() != Some(std::path::Path::new("-")) {
+        print!("{}", report::text::render(&info, &report));
+    }
+    if let Some(path) = &plan.json {
+        report::json::write(path, &report::json::bench(&info, &report))?;
+    }
+    Ok(())
+}

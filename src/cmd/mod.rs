@@ -1,0 +1,215 @@
+//! Commands: the command line (clap), its validation into plain-data plans, and the composition
+//! of engines, codecs and reports for each subcommand. No protocol or syscall detail lives here.
+
+pub mod bench;
+pub mod serve;
+
+use crate::engine::EngineKind;
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Measure what network protocols cost on the wire and how servers scale across cores.
+#[derive(Debug, Parser)]
+#[command(name = "wirebench", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load a target with pinned thread-per-core engines and report ops/s, latency and exact bytes.
+    Bench(BenchArgs),
+    /// Run a built-in server (thread-per-core, io_uring) to measure against.
+    Serve(ServeArgs),
+}
+
+/// Options shared by every command that runs engines.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// CPUs to pin one engine thread each to: `0`, `0,1`, `0-3`, `0-3,8` (default: all online CPUs).
+    #[arg(long, value_name = "LIST")]
+    pub cores: Option<String>,
+    /// I/O engine.
+    #[arg(long, value_enum, default_value = "glommio")]
+    pub engine: EngineKind,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Target URL, e.g. http://127.0.0.1:8080/
+    pub url: String,
+    /// Connections in all, split across cores.
+    #[arg(short = 'c', long, default_value_t = 64)]
+    pub connections: usize,
+    /// Measured run length: `10s`, `500ms`, `2m` (default 10s unless -n is given).
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Total measured operations, split across connections (then -d, if given, still bounds the run).
+    #[arg(short = 'n', long)]
+    pub ops: Option<u64>,
+    /// Warm-up before measuring; its operations are sent and audited but not reported.
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+    /// Request method (HTTP).
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Extra header `Name: value` (repeatable); a given `Host` replaces the default.
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request body of N bytes (the letter 'x' repeated).
+    #[arg(long, value_name = "N", conflicts_with = "body_file")]
+    pub size: Option<usize>,
+    /// Request body read from a file.
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+    /// Operations in flight per connection (HTTP pipelining).
+    #[arg(long, default_value_t = 1)]
+    pub depth: usize,
+    /// A connect, write or response slower than this fails the connection (counted as timeout).
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub timeout: Duration,
+    /// Write the results as JSON to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Which built-in server.
+    #[arg(value_enum)]
+    pub kind: ServeKind,
+    /// Address to listen on (loopback by default; port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServeKind {
+    /// HTTP/1.1 hello world: `Hello World` for GET, `OK` for a request with a body.
+    Http,
+}
+
+/// `10s`, `500ms`, `2m`, `1.5s`, `250us`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 =
+        num.parse().map_err(|_| format!("'{text}' is not a duration: use e.g. 10s, 500ms, 2m"))?;
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("'{text}': unknown unit '{unit}': use us, ms, s, m or h")),
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 365.0 * 86400.0 {
+        return Err(format!("'{text}' is too long"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parse a CPU list (`0`, `0,2`, `0-3,8`) and check each CPU is one this process may run on.
+pub fn parse_cores(list: Option<&str>) -> Result<Vec<usize>> {
+    let online = crate::engine::sys::online_cpus();
+    let Some(list) = list else { return Ok(online) };
+    let mut cores = Vec::new();
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let bad = || format!("'{list}' is not a CPU list: use e.g. 0 or 0,1 or 0-3");
+        let lo: usize = lo.parse().with_context(bad)?;
+        let hi: usize = hi.parse().with_context(bad)?;
+        if lo > hi || hi - lo > 4096 {
+            bail!(bad());
+        }
+        cores.extend(lo..=hi);
+    }
+    if cores.is_empty() {
+        bail!("'{list}' names no CPU");
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for &c in &cores {
+        if !online.contains(&c) {
+            bail!(
+                "CPU {c} is not available to this process (available: {}); pick from those with --cores",
+                list_cores(&online)
+            );
+        }
+        if !seen.insert(c) {
+            bail!("CPU {c} is named twice in --cores {list}");
+        }
+    }
+    Ok(cores)
+}
+
+/// `0-3,8` style text for a CPU list.
+pub fn list_cores(cores: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cores.len() {
+        let mut j = i;
+        while j + 1 < cores.len() && cores[j + 1] == cores[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", cores[i], cores[j])
+        } else if j == i + 1 {
+            format!("{},{}", cores[i], cores[j])
+        } else {
+            cores[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Ask Ctrl-C to set `flag`; a second Ctrl-C exits at once.
+pub fn stop_on_ctrl_c(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::Ordering;
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::Relaxed) {
+            std::process::exit(130);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn core_lists() {
+        assert_eq!(parse_cores(Some("0")).unwrap(), vec![0]);
+        assert!(parse_cores(Some("99999")).is_err());
+        assert!(parse_cores(Some("0,0")).is_err());
+        assert!(parse_cores(Some("3-1")).is_err());
+        assert!(parse_cores(Some("x")).is_err());
+        assert_eq!(list_cores(&[0, 1, 2, 3, 8]), "0-3,8");
+        assert_eq!(list_cores(&[0, 1]), "0,1");
+    }
+}

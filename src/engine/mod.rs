@@ -1,0 +1,186 @@
+//! I/O drivers: sockets, buffers, pinning, time. One file per driver.
+//!
+//! An engine runs one thread per core, pinned, each owning its share of the connections and its
+//! own [`CoreRecorder`](crate::stats::CoreRecorder). It does not know which protocol it carries:
+//! it moves bytes between sockets and a [`ClientCodec`](crate::proto::ClientCodec) or
+//! [`ServerCodec`](crate::proto::ServerCodec), and counts every byte where the syscall returned
+//! it. The command layer picks protocol × engine with one `match`; the loops below are generic.
+
+pub mod glommio;
+pub mod sys;
+
+use crate::workload::Workload;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Duration;
+
+/// The I/O drivers there are. `--engine` names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    /// glommio: thread-per-core executor on io_uring (try-the-syscall-first sockets, io_uring poll).
+    Glommio,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Glommio => "glommio",
+        }
+    }
+}
+
+/// Everything an engine needs to drive the client side of a run.
+#[derive(Debug, Clone)]
+pub struct ClientJob {
+    pub addr: SocketAddr,
+    /// CPUs to pin one engine thread each to.
+    pub cores: Vec<usize>,
+    /// Connections in all, split across cores.
+    pub connections: usize,
+    /// Operations in flight per connection.
+    pub depth: usize,
+    /// Measured operations in all, split across connections; `None`: until the deadline.
+    pub ops: Option<u64>,
+    /// Measured window length; the run also stops at `warmup + duration`.
+    pub duration: Duration,
+    pub warmup: Duration,
+    /// A connect, write or response that takes longer fails its connection with `timeout`.
+    pub timeout: Duration,
+    pub workload: Workload,
+    /// Set by Ctrl-C: connections stop sending, drain and close.
+    pub stop: Arc<AtomicBool>,
+    /// Operations completed so far per core, published a few times a second for the progress line.
+    pub progress: Arc<[AtomicU64]>,
+}
+
+/// What the engine threads of one client run recorded.
+#[derive(Debug)]
+pub struct ClientRun {
+    /// Start of the measured window (engine start plus warm-up).
+    pub measure_from: std::time::Instant,
+    /// When the last connection of the last core finished.
+    pub finished: std::time::Instant,
+    pub cores: Vec<crate::stats::CoreRecorder>,
+}
+
+impl ClientRun {
+    pub fn report(self) -> crate::stats::Report {
+        let elapsed = self.finished.saturating_duration_since(self.measure_from);
+        crate::stats::Report::merge(self.cores, elapsed)
+    }
+}
+
+/// What one core of a built-in server counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerTally {
+    pub core: usize,
+    pub connections: u64,
+    pub requests: u64,
+    pub rx: u64,
+    pub tx: u64,
+}
+
+impl ServerTally {
+    pub fn sum(tallies: &[ServerTally]) -> ServerTally {
+        tallies.iter().fold(ServerTally::default(), |a, t| ServerTally {
+            core: a.core,
+            connections: a.connections + t.connections,
+            requests: a.requests + t.requests,
+            rx: a.rx + t.rx,
+            tx: a.tx + t.tx,
+        })
+    }
+}
+
+/// Errors an engine can meet before its loops start; during a run failures are only counted.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot start the engine thread on CPU {cpu}: {source}")]
+    Executor { cpu: usize, source: std::io::Error },
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("engine thread on CPU {cpu} panicked")]
+    Panicked { cpu: usize },
+}
+
+/// Initial per-connection receive buffer: small, since 10,000 connections must fit in little
+/// memory; it grows for larger messages.
+pub const RECV_BUF_INITIAL: usize = 16 * 1024;
+/// A single message (response head plus body, WebSocket frame) may grow the buffer to this.
+pub const RECV_BUF_MAX: usize = 80 * 1024 * 1024;
+
+/// A connection's receive buffer: `buf[start..end]` holds bytes read but not yet decoded.
+#[derive(Debug)]
+pub struct RecvBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl RecvBuf {
+    pub fn new() -> Self {
+        RecvBuf { buf: vec![0; RECV_BUF_INITIAL], start: 0, end: 0 }
+    }
+    /// Undecoded bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+    pub fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+    /// Free space to read into: compacts, or grows when full; `None` past [`RECV_BUF_MAX`].
+    pub fn spare(&mut self) -> Option<&mut [u8]> {
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else if self.buf.len() < RECV_BUF_MAX {
+                self.buf.resize((self.buf.len() * 2).min(RECV_BUF_MAX), 0);
+            } else {
+                return None;
+            }
+        }
+        Some(&mut self.buf[self.end..])
+    }
+    pub fn filled(&mut self, n: usize) {
+        self.end += n;
+    }
+    /// Forget everything (the connection ended); returns how many bytes were left undecoded.
+    pub fn reset(&mut self) -> usize {
+        let left = self.end - self.start;
+        self.start = 0;
+        self.end = 0;
+        left
+    }
+}
+
+impl Default for RecvBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recv_buf_compacts_then_grows() {
+        let mut b = RecvBuf::new();
+        let n = b.spare().unwrap().len();
+        b.filled(n);
+        b.consume(10);
+        assert_eq!(b.spare().unwrap().len(), 10);
+        b.filled(10);
+        assert_eq!(b.spare().unwrap().len(), RECV_BUF_INITIAL);
+        assert_eq!(b.data().len(), RECV_BUF_INITIAL);
+        assert_eq!(b.reset(), RECV_BUF_INITIAL);
+        assert!(b.data().is_empty());
+    }
+}

@@ -1,0 +1,611 @@
+//! HTTP/1.1: the client's request encoder and response decoder, and the built-in server's codec.
+//!
+//! Requests are encoded by hand, once, at start-up and copied for every operation; they are
+//! minimal unless the user adds headers: `GET /path HTTP/1.1\r\nHost: host:port\r\n\r\n`, with
+//! `Content-Length: N` after `Host` when there is a body. Responses and requests are parsed with
+//! `httparse`; bodies may be framed by `Content-Length`, by chunked transfer coding, or (responses
+//! only) by the end of the connection.
+
+use super::{ClientCodec, Decoded, Failure, Outcome, ProtoError, Served, ServerCodec};
+use std::sync::Arc;
+
+/// Most headers a response or request may carry; httparse needs a fixed-size array.
+const MAX_HEADERS: usize = 64;
+/// A response head larger than this is treated as a broken server rather than buffered forever.
+pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+/// Response bodies are held whole in the connection's read buffer before they are accounted,
+/// so they are bounded; 64 MiB is far above what a request/response benchmark returns.
+pub const MAX_RESPONSE_BODY: usize = 64 * 1024 * 1024;
+/// The built-in server answers 431 to a request head larger than this (nginx's default too).
+pub const MAX_REQUEST_HEAD: usize = 8 * 1024;
+/// The built-in server answers 413 to a request body larger than this.
+pub const MAX_REQUEST_BODY: usize = 16 * 1024 * 1024;
+
+/// What the user asked to send; turned into bytes once by [`encode_request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestSpec {
+    pub method: String,
+    /// The `Host` header's value, normally `host:port` as written in the URL.
+    pub host: String,
+    /// Path and query, starting with `/`.
+    pub target: String,
+    /// Extra headers in the order given; a `Host` here replaces the default one.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Encode one request exactly as it goes on the wire.
+pub fn encode_request(spec: &RequestSpec) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + spec.target.len() + spec.body.len());
+    out.extend_from_slice(spec.method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(spec.target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let user_host = spec.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host"));
+    let host = user_host.map_or(spec.host.as_str(), |(_, v)| v.as_str());
+    push_header(&mut out, "Host", host);
+    let user_length = spec.headers.iter().any(|(n, _)| {
+        n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding")
+    });
+    if !spec.body.is_empty() && !user_length {
+        push_header(&mut out, "Content-Length", &spec.body.len().to_string());
+    }
+    for (name, value) in spec.headers.iter().filter(|(n, _)| !n.eq_ignore_ascii_case("host")) {
+        push_header(&mut out, name, value);
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&spec.body);
+    out
+}
+
+fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// How the body of the message being decoded ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// Exactly this many bytes follow the head.
+    Length(usize),
+    /// Chunked transfer coding; `resume` is where the next chunk-size line starts.
+    Chunked { resume: usize },
+    /// The body runs to the end of the connection (a response with neither length nor chunking).
+    UntilEof,
+}
+
+/// A response head already parsed while its body is still arriving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Head {
+    len: usize,
+    status: u16,
+    framing: Framing,
+}
+
+/// The client side: one value per connection, cloned from a prototype holding the request.
+#[derive(Debug, Clone)]
+pub struct Http1Client {
+    request: Arc<[u8]>,
+    /// Responses to HEAD carry no body whatever their headers say.
+    head_method: bool,
+    head: Option<Head>,
+    closing: bool,
+}
+
+impl Http1Client {
+    pub fn new(spec: &RequestSpec) -> Self {
+        Http1Client {
+            request: encode_request(spec).into(),
+            head_method: spec.method.eq_ignore_ascii_case("HEAD"),
+            head: None,
+            closing: false,
+        }
+    }
+
+    /// The encoded request: the exact bytes of one operation.
+    pub fn request(&self) -> &[u8] {
+        &self.request
+    }
+
+    fn parse_head(&mut self, input: &[u8]) -> Result<Option<Head>, ProtoError> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut response = httparse::Response::new(&mut headers);
+        let len = match response.parse(input) {
+            Ok(httparse::Status::Complete(len)) => len,
+            Ok(httparse::Status::Partial) if input.len() > MAX_RESPONSE_HEAD => {
+                return Err(ProtoError::ResponseHeadTooLarge);
+            }
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(httparse::Error::TooManyHeaders) => return Err(ProtoError::ResponseHeadTooLarge),
+            Err(_) => return Err(ProtoError::BadResponseHead),
+        };
+        let status = response.code.ok_or(ProtoError::BadResponseHead)?;
+        let keep_alive_default = response.version == Some(1);
+        let mut length: Option<usize> = None;
+        let mut chunked = false;
+        let mut close = !keep_alive_default;
+        for h in response.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let n = parse_content_length(h.value)?;
+                if length.is_some_and(|l| l != n) {
+                    return Err(ProtoError::BadContentLength);
+                }
+                length = Some(n);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = last_token_is(h.value, b"chunked");
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                if has_token(h.value, b"close") {
+                    close = true;
+                } else if has_token(h.value, b"keep-alive") {
+                    close = false;
+                }
+            }
+        }
+        self.closing = close;
+        let no_body = self.head_method || status == 204 || status == 304 || status < 200;
+        let framing = if no_body {
+            Framing::Length(0)
+        } else if chunked {
+            Framing::Chunked { resume: len }
+        } else if let Some(n) = length {
+            if n > MAX_RESPONSE_BODY {
+                return Err(ProtoError::BodyTooLarge);
+            }
+            Framing::Length(n)
+        } else {
+            Framing::UntilEof
+        };
+        Ok(Some(Head { len, status, framing }))
+    }
+}
+
+impl ClientCodec for Http1Client {
+    fn handshake(&mut self, _out: &mut Vec<u8>) {}
+
+    fn decode_handshake(&mut self, _input: &[u8]) -> Result<Decoded, ProtoError> {
+        Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control })
+    }
+
+    fn encode_op(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.request);
+    }
+
+    fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+        let head = match self.head {
+            Some(head) => head,
+            None => match self.parse_head(input)? {
+                Some(head) => head,
+                None => return Ok(Decoded::Partial),
+            },
+        };
+        let end = match head.framing {
+            Framing::Length(n) => (input.len() >= head.len + n).then_some(head.len + n),
+            Framing::Chunked { resume } => match scan_chunked(input, resume)? {
+                ChunkScan::End(end) => Some(end),
+                ChunkScan::Need(resume) => {
+                    if resume - head.len > MAX_RESPONSE_BODY {
+                        return Err(ProtoError::BodyTooLarge);
+                    }
+                    self.head = Some(Head { framing: Framing::Chunked { resume }, ..head });
+                    return Ok(Decoded::Partial);
+                }
+            },
+            Framing::UntilEof => {
+                if input.len() - head.len > MAX_RESPONSE_BODY {
+                    return Err(ProtoError::BodyTooLarge);
+                }
+                None
+            }
+        };
+        match end {
+            None => {
+                self.head = Some(head);
+                Ok(Decoded::Partial)
+            }
+            Some(consumed) => {
+                self.head = None;
+                Ok(Decoded::Done { consumed, outcome: outcome_of(head.status) })
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, input: &[u8]) -> Result<Decoded, ProtoError> {
+        if input.is_empty() {
+            return Ok(Decoded::Partial);
+        }
+        let head = match self.head {
+            Some(head) => head,
+            None => self.parse_head(input)?.ok_or(ProtoError::TruncatedResponse)?,
+        };
+        match head.framing {
+            Framing::UntilEof => {
+                self.head = None;
+                self.closing = true;
+                Ok(Decoded::Done { consumed: input.len(), outcome: outcome_of(head.status) })
+            }
+            _ => Err(ProtoError::TruncatedResponse),
+        }
+    }
+
+    fn peer_closing(&self) -> bool {
+        self.closing
+    }
+}
+
+fn outcome_of(status: u16) -> Outcome {
+    match status {
+        100..=199 => Outcome::Control,
+        400.. => Outcome::OpFailed(Failure::Status(status)),
+        _ => Outcome::Op,
+    }
+}
+
+fn parse_content_length(value: &[u8]) -> Result<usize, ProtoError> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(ProtoError::BadContentLength);
+    }
+    Ok(digits.iter().fold(0, |n, d| n * 10 + usize::from(d - b'0')))
+}
+
+fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(<[u8]>::trim_ascii)
+}
+
+fn has_token(value: &[u8], token: &[u8]) -> bool {
+    tokens(value).any(|t| t.eq_ignore_ascii_case(token))
+}
+
+fn last_token_is(value: &[u8], token: &[u8]) -> bool {
+    tokens(value).last().is_some_and(|t| t.eq_ignore_ascii_case(token))
+}
+
+/// Progress through a chunked body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChunkScan {
+    /// Incomplete; scanning may resume at this offset (the start of a chunk-size line).
+    Need(usize),
+    /// The body, trailers included, ends at this offset.
+    End(usize),
+}
+
+/// Walk chunks from offset `from` of `buf`; bounded by the input's length.
+fn scan_chunked(buf: &[u8], mut from: usize) -> Result<ChunkScan, ProtoError> {
+    loop {
+        let Some(line_end) = find_crlf(&buf[from..]) else {
+            // A size line is a few hex digits; a long one without CRLF is garbage.
+            return if buf.len() - from > 1024 {
+                Err(ProtoError::BadChunk)
+            } else {
+                Ok(ChunkScan::Need(from))
+            };
+        };
+        let line = &buf[from..from + line_end];
+        let hex = line.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+        if hex.is_empty() || hex.len() > 15 {
+            return Err(ProtoError::BadChunk);
+        }
+        let mut size = 0usize;
+        for &d in hex {
+            let v = (d as char).to_digit(16).ok_or(ProtoError::BadChunk)?;
+            size = size * 16 + v as usize;
+        }
+        let data = from + line_end + 2;
+        if size == 0 {
+            // Trailer fields, then an empty line.
+            let mut pos = data;
+            loop {
+                let Some(end) = find_crlf(&buf[pos..]) else {
+                    return Ok(ChunkScan::Need(from));
+                };
+                if end == 0 {
+                    return Ok(ChunkScan::End(pos + 2));
+                }
+                pos += end + 2;
+            }
+        }
+        if size > MAX_RESPONSE_BODY {
+            return Err(ProtoError::BodyTooLarge);
+        }
+        if buf.len() < data + size + 2 {
+            return Ok(ChunkScan::Need(from));
+        }
+        if &buf[data + size..data + size + 2] != b"\r\n" {
+            return Err(ProtoError::BadChunk);
+        }
+        from = data + size + 2;
+    }
+}
+
+fn find_crlf(buf: &[u8]) -> Option<usize> {
+    buf.windows(2).position(|w| w == b"\r\n")
+}
+
+/// The built-in server's answers, encoded once. `Hello World` is 11 bytes, as in the classic
+/// hello-world benchmarks; a request with a body (POST and the like) is answered `OK`.
+pub const RESPONSE_HELLO: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nHello World";
+pub const RESPONSE_HELLO_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n";
+pub const RESPONSE_OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK";
+const RESPONSE_400: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const RESPONSE_413: &[u8] =
+    b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const RESPONSE_431: &[u8] =
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+/// The built-in hello-world server: keep-alive, pipelining, 400/413/431 with a close.
+#[derive(Debug, Clone, Default)]
+pub struct Http1Server;
+
+impl ServerCodec for Http1Server {
+    fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
+        let mut served = Served::default();
+        while served.consumed < input.len() && !served.close {
+            match serve_one(&input[served.consumed..], out) {
+                None => break,
+                Some((consumed, close)) => {
+                    served.consumed += consumed;
+                    served.requests += 1;
+                    served.close = close;
+                }
+            }
+        }
+        served
+    }
+}
+
+/// Answer the request at the start of `input`: `None` if it is incomplete, else the bytes it
+/// used and whether the connection closes after the answer.
+fn serve_one(input: &[u8], out: &mut Vec<u8>) -> Option<(usize, bool)> {
+    let refuse = |out: &mut Vec<u8>, response: &[u8]| {
+        out.extend_from_slice(response);
+        Some((input.len(), true))
+    };
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut headers);
+    let head_len = match request.parse(input) {
+        Ok(httparse::Status::Complete(n)) if n > MAX_REQUEST_HEAD => return refuse(out, RESPONSE_431),
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if input.len() > MAX_REQUEST_HEAD => return refuse(out, RESPONSE_431),
+        Ok(httparse::Status::Partial) => return None,
+        Err(httparse::Error::TooManyHeaders) => return refuse(out, RESPONSE_431),
+        Err(_) => return refuse(out, RESPONSE_400),
+    };
+    let mut close = request.version != Some(1);
+    let mut length = 0usize;
+    let mut chunked = false;
+    for h in request.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            match parse_content_length(h.value) {
+                Ok(n) => length = n,
+                Err(_) => return refuse(out, RESPONSE_400),
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            if !last_token_is(h.value, b"chunked") {
+                return refuse(out, RESPONSE_400);
+            }
+            chunked = true;
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            if has_token(h.value, b"close") {
+                close = true;
+            } else if has_token(h.value, b"keep-alive") {
+                close = false;
+            }
+        }
+    }
+    if length > MAX_REQUEST_BODY {
+        return refuse(out, RESPONSE_413);
+    }
+    let end = if chunked {
+        match scan_chunked(input, head_len) {
+            Ok(ChunkScan::End(end)) => end,
+            Ok(ChunkScan::Need(_)) if input.len() - head_len > MAX_REQUEST_BODY => {
+                return refuse(out, RESPONSE_413);
+            }
+            Ok(ChunkScan::Need(_)) => return None,
+            Err(_) => return refuse(out, RESPONSE_400),
+        }
+    } else if input.len() >= head_len + length {
+        head_len + length
+    } else {
+        return None;
+    };
+    let method = request.method.unwrap_or_default();
+    let response = match method {
+        "GET" => RESPONSE_HELLO,
+        "HEAD" => RESPONSE_HELLO_HEAD,
+        _ => RESPONSE_OK,
+    };
+    if close {
+        // Same answer with `Connection: close` before the blank line.
+        let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 2;
+        out.extend_from_slice(&response[..head_end]);
+        out.extend_from_slice(b"Connection: close\r\n");
+        out.extend_from_slice(&response[head_end..]);
+    } else {
+        out.extend_from_slice(response);
+    }
+    Some((end, close))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(method: &str, body: &[u8]) -> RequestSpec {
+        RequestSpec {
+            method: method.into(),
+            host: "127.0.0.1:8080".into(),
+            target: "/a?b=c".into(),
+            headers: vec![],
+            body: body.to_vec(),
+        }
+    }
+
+    #[test]
+    fn minimal_get_is_exact() {
+        let req = encode_request(&spec("GET", b""));
+        assert_eq!(req, b"GET /a?b=c HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n");
+    }
+
+    #[test]
+    fn body_adds_content_length_after_host() {
+        let req = encode_request(&spec("POST", b"hello"));
+        assert_eq!(req, b"POST /a?b=c HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 5\r\n\r\nhello");
+    }
+
+    #[test]
+    fn user_host_replaces_default_and_headers_follow_in_order() {
+        let mut s = spec("GET", b"");
+        s.headers = vec![("X-A".into(), "1".into()), ("host".into(), "example".into())];
+        let req = encode_request(&s);
+        assert_eq!(req, b"GET /a?b=c HTTP/1.1\r\nHost: example\r\nX-A: 1\r\n\r\n");
+    }
+
+    fn decode_all(client: &mut Http1Client, input: &[u8]) -> Result<Decoded, ProtoError> {
+        client.decode_op(input, &mut Vec::new())
+    }
+
+    const CL: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+    const CHUNKED: &[u8] =
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n1\r\n!\r\n0\r\nT: v\r\n\r\n";
+
+    #[test]
+    fn content_length_and_chunked_responses() {
+        let mut c = Http1Client::new(&spec("GET", b""));
+        assert_eq!(decode_all(&mut c, CL), Ok(Decoded::Done { consumed: CL.len(), outcome: Outcome::Op }));
+        assert_eq!(
+            decode_all(&mut c, CHUNKED),
+            Ok(Decoded::Done { consumed: CHUNKED.len(), outcome: Outcome::Op })
+        );
+    }
+
+    #[test]
+    fn every_prefix_is_partial() {
+        for whole in [CL, CHUNKED] {
+            let mut c = Http1Client::new(&spec("GET", b""));
+            for cut in 0..whole.len() {
+                assert_eq!(decode_all(&mut c, &whole[..cut]), Ok(Decoded::Partial), "cut {cut}");
+            }
+            assert!(matches!(decode_all(&mut c, whole), Ok(Decoded::Done { .. })));
+        }
+    }
+
+    /// Pipelined responses split at every byte: the decoder sees growing prefixes, as the engine
+    /// feeds it, and must find each response's exact end.
+    #[test]
+    fn pipelined_responses_split_at_every_byte() {
+        let stream: Vec<u8> =
+            [CL, CHUNKED, CL, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"].concat();
+        for split in 0..=stream.len() {
+            let mut c = Http1Client::new(&spec("GET", b""));
+            let mut buf = Vec::new();
+            let mut outcomes = Vec::new();
+            for piece in [&stream[..split], &stream[split..]] {
+                buf.extend_from_slice(piece);
+                while let Decoded::Done { consumed, outcome } = decode_all(&mut c, &buf).unwrap() {
+                    outcomes.push(outcome);
+                    buf.drain(..consumed);
+                }
+            }
+            assert!(buf.is_empty(), "split {split}");
+            assert_eq!(
+                outcomes,
+                [Outcome::Op, Outcome::Op, Outcome::Op, Outcome::OpFailed(Failure::Status(404))]
+            );
+        }
+    }
+
+    #[test]
+    fn close_delimited_body_ends_at_eof() {
+        let resp = b"HTTP/1.1 200 OK\r\n\r\nuntil the end";
+        let mut c = Http1Client::new(&spec("GET", b""));
+        assert_eq!(decode_all(&mut c, resp), Ok(Decoded::Partial));
+        assert_eq!(c.decode_eof(resp), Ok(Decoded::Done { consumed: resp.len(), outcome: Outcome::Op }));
+        assert!(c.peer_closing());
+    }
+
+    #[test]
+    fn connection_close_and_http10_are_noticed() {
+        let mut c = Http1Client::new(&spec("GET", b""));
+        let r = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+        assert!(matches!(decode_all(&mut c, r), Ok(Decoded::Done { .. })));
+        assert!(c.peer_closing());
+        let r = b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n";
+        assert!(matches!(decode_all(&mut c, r), Ok(Decoded::Done { .. })));
+        assert!(c.peer_closing());
+        assert!(matches!(decode_all(&mut c, CL), Ok(Decoded::Done { .. })));
+        assert!(!c.peer_closing());
+    }
+
+    #[test]
+    fn head_and_204_have_no_body() {
+        let mut c = Http1Client::new(&spec("HEAD", b""));
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n";
+        assert_eq!(decode_all(&mut c, r), Ok(Decoded::Done { consumed: r.len(), outcome: Outcome::Op }));
+        let mut c = Http1Client::new(&spec("GET", b""));
+        let r = b"HTTP/1.1 204 No Content\r\n\r\n";
+        assert_eq!(decode_all(&mut c, r), Ok(Decoded::Done { consumed: r.len(), outcome: Outcome::Op }));
+    }
+
+    #[test]
+    fn garbage_is_a_protocol_error() {
+        let mut c = Http1Client::new(&spec("GET", b""));
+        assert_eq!(decode_all(&mut c, b"SSH-2.0-OpenSSH\r\n\r\n"), Err(ProtoError::BadResponseHead));
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n";
+        assert_eq!(decode_all(&mut c, r), Err(ProtoError::BadContentLength));
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+        assert_eq!(decode_all(&mut Http1Client::new(&spec("GET", b"")), r), Err(ProtoError::BadChunk));
+        let big = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &vec![b'a'; MAX_RESPONSE_HEAD]].concat();
+        assert_eq!(decode_all(&mut c, &big), Err(ProtoError::ResponseHeadTooLarge));
+        assert_eq!(
+            c.decode_eof(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab"),
+            Err(ProtoError::TruncatedResponse)
+        );
+    }
+
+    fn serve(input: &[u8]) -> (Served, Vec<u8>) {
+        let mut out = Vec::new();
+        (Http1Server.serve(input, &mut out), out)
+    }
+
+    #[test]
+    fn server_answers_pipelined_get_and_post() {
+        let input =
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\nPOST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET";
+        let (served, out) = serve(input);
+        assert_eq!(served, Served { consumed: input.len() - 3, requests: 2, close: false });
+        assert_eq!(out, [RESPONSE_HELLO, RESPONSE_OK].concat());
+        assert_eq!(RESPONSE_HELLO.len(), 50);
+    }
+
+    #[test]
+    fn server_waits_for_whole_body_and_chunked_body() {
+        let (served, out) = serve(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nab");
+        assert_eq!((served.requests, out.len()), (0, 0));
+        let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+        let (served, out) = serve(chunked);
+        assert_eq!(served, Served { consumed: chunked.len(), requests: 1, close: false });
+        assert_eq!(out, RESPONSE_OK);
+    }
+
+    #[test]
+    fn server_refuses_bad_and_huge_requests_and_closes() {
+        let (served, out) = serve(b"NOT HTTP\r\n\r\n");
+        assert!(served.close);
+        assert!(out.starts_with(b"HTTP/1.1 400 "));
+        let huge = [b"GET / HTTP/1.1\r\nX: ".as_slice(), &vec![b'a'; MAX_REQUEST_HEAD]].concat();
+        let (served, out) = serve(&huge);
+        assert!(served.close);
+        assert!(out.starts_with(b"HTTP/1.1 431 "));
+    }
+
+    #[test]
+    fn server_honours_connection_close() {
+        let (served, out) = serve(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+        assert_eq!(served.requests, 1);
+        assert!(served.close);
+        assert_eq!(out, b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\nHello World");
+    }
+}

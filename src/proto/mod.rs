@@ -1,0 +1,154 @@
+//! Protocol codecs, sans-IO: bytes in, bytes out, nothing else.
+//!
+//! Every protocol lives in one file with its client and server roles. A codec never sees a
+//! socket, a clock or a runtime: the engine hands it the bytes received so far and a buffer to
+//! append to. "Need more bytes" is [`Decoded::Partial`], never an error and never `WouldBlock`
+//! (the quinn-proto / httparse split), so each codec is tested with plain byte vectors.
+
+pub mod http1;
+
+use std::fmt;
+
+/// What a decoder made of the bytes it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded {
+    /// Not a whole message yet: call again with more bytes (the same prefix plus what follows).
+    Partial,
+    /// One whole message occupied the first `consumed` bytes of the input.
+    Done { consumed: usize, outcome: Outcome },
+}
+
+/// What one whole message from the server meant to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It completed the oldest operation in flight, successfully.
+    Op,
+    /// It completed the oldest operation in flight, but the server said the operation failed
+    /// (an HTTP status >= 400, an NSQ `E_*` frame). Counted as an error of the failure's class.
+    OpFailed(Failure),
+    /// It belonged to no operation (a heartbeat, a ping, a pong): its bytes are `control` bytes.
+    /// Any reply the codec wants sent was appended to the output buffer it was given.
+    Control,
+}
+
+/// Why the server refused an operation; small and `Copy` so that counting it costs nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Failure {
+    /// An HTTP response status of 400 or more.
+    Status(u16),
+}
+
+impl Failure {
+    /// The error class it is counted under in reports.
+    pub fn class(self) -> ErrorClass {
+        match self {
+            Failure::Status(_) => ErrorClass::Status,
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Status(code) => write!(f, "HTTP {code}"),
+        }
+    }
+}
+
+/// The classes that failures are counted under during a run (the JSON `errors` object).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorClass {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+    Status,
+    Protocol,
+}
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; 6] = [
+        ErrorClass::Connect,
+        ErrorClass::Read,
+        ErrorClass::Write,
+        ErrorClass::Timeout,
+        ErrorClass::Status,
+        ErrorClass::Protocol,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::Read => "read",
+            ErrorClass::Write => "write",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Status => "status",
+            ErrorClass::Protocol => "protocol",
+        }
+    }
+}
+
+/// The server broke the protocol: the connection cannot go on and is closed.
+/// Small and `Copy`; the engine counts it under [`ErrorClass::Protocol`] with its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, thiserror::Error)]
+pub enum ProtoError {
+    #[error("malformed HTTP response head")]
+    BadResponseHead,
+    #[error("HTTP response head larger than the limit")]
+    ResponseHeadTooLarge,
+    #[error("invalid Content-Length")]
+    BadContentLength,
+    #[error("malformed chunked body")]
+    BadChunk,
+    #[error("response body larger than the limit")]
+    BodyTooLarge,
+    #[error("response arrived with no request in flight")]
+    UnexpectedResponse,
+    #[error("connection closed in the middle of a response")]
+    TruncatedResponse,
+}
+
+/// The client role of a protocol: what the engine drives for every connection.
+///
+/// The engine calls [`handshake`](Self::handshake) once per connection and feeds the replies to
+/// [`decode_handshake`](Self::decode_handshake) until it is `Done`; then it appends operations with
+/// [`encode_op`](Self::encode_op) (as many as the workload allows in flight) and hands everything it
+/// reads to [`decode_op`](Self::decode_op). Each codec value belongs to one connection; the engine
+/// makes one per connection by cloning a prototype built at start-up (encode once, send many).
+pub trait ClientCodec: Clone {
+    /// Bytes to send once when a connection opens (may append nothing).
+    fn handshake(&mut self, out: &mut Vec<u8>);
+    /// Decode the server's answer to the handshake. Not called when `handshake` wrote nothing.
+    fn decode_handshake(&mut self, input: &[u8]) -> Result<Decoded, ProtoError>;
+    /// Append one operation.
+    fn encode_op(&mut self, out: &mut Vec<u8>);
+    /// Decode one message from the server; control replies (pong, NOP) are appended to `out`.
+    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError>;
+    /// The peer closed the connection; `input` holds what was left undecoded. A protocol whose
+    /// messages may end at end-of-stream (an HTTP body without a length) completes it here.
+    fn decode_eof(&mut self, input: &[u8]) -> Result<Decoded, ProtoError> {
+        if input.is_empty() { Ok(Decoded::Partial) } else { Err(ProtoError::TruncatedResponse) }
+    }
+    /// Whether the server asked, in the message just decoded, to close the connection after it
+    /// (HTTP `Connection: close`). The engine reconnects and counts a reconnect.
+    fn peer_closing(&self) -> bool {
+        false
+    }
+}
+
+/// What a server codec did with the bytes it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Served {
+    /// Input bytes used; the rest is kept for the next call.
+    pub consumed: usize,
+    /// Whole requests answered.
+    pub requests: u64,
+    /// Close the connection once `out` has been written.
+    pub close: bool,
+}
+
+/// The server role of a protocol: the built-in targets of `wirebench serve`.
+pub trait ServerCodec: Clone {
+    /// Answer every whole request at the start of `input`, appending the responses to `out`.
+    fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served;
+}

@@ -1,0 +1,93 @@
+//! `--json`: the same numbers as the text summary, with stable field names (see the README).
+
+use super::RunInfo;
+use crate::proto::ErrorClass;
+use crate::stats::Report;
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// Round to 3 decimals so the JSON shows measured precision, not float noise.
+fn r3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// The `bench` object.
+pub fn bench(info: &RunInfo, r: &Report) -> Value {
+    let mut errors = serde_json::Map::new();
+    for class in ErrorClass::ALL {
+        errors.insert(class.name().into(), json!(r.error_count(class)));
+    }
+    errors.insert("total".into(), json!(r.errors_total()));
+    let failures: serde_json::Map<String, Value> =
+        r.failures.iter().map(|(f, n)| (f.to_string(), json!(n))).collect();
+    json!({
+        "target": info.target,
+        "protocol": info.protocol,
+        "engine": info.engine,
+        "cores": info.cores,
+        "connections": info.connections,
+        "depth": info.depth,
+        "duration_s": r3(r.elapsed.as_secs_f64()),
+        "ops": r.ops,
+        "ops_per_sec": r3(r.ops_per_sec()),
+        "errors": errors,
+        "failures": failures,
+        "error_samples": r.error_samples,
+        "connects": r.connects,
+        "reconnects": r.reconnects,
+        "bytes": {
+            "tx": r.tx.total(),
+            "rx": r.rx.total(),
+            "op_tx": r.tx.op,
+            "op_rx": r.rx.op,
+            "warmup_tx": r.tx.warmup_op,
+            "warmup_rx": r.rx.warmup_op,
+            "handshake_tx": r.tx.handshake,
+            "handshake_rx": r.rx.handshake,
+            "control_tx": r.tx.control,
+            "control_rx": r.rx.control,
+            "tx_per_op": r3(r.tx_per_op()),
+            "rx_per_op": r3(r.rx_per_op()),
+        },
+        "latency_us": {
+            "min": r3(if r.latency.is_empty() { 0.0 } else { r.latency.min() as f64 / 1e3 }),
+            "mean": r3(r.latency.mean() / 1e3),
+            "p50": r3(r.latency_us(0.5)),
+            "p90": r3(r.latency_us(0.9)),
+            "p99": r3(r.latency_us(0.99)),
+            "p999": r3(r.latency_us(0.999)),
+            "max": r3(if r.latency.is_empty() { 0.0 } else { r.latency.max() as f64 / 1e3 }),
+        },
+        "cpu_us_per_op": r3(r.cpu_us_per_op()),
+        "imbalance_pct": r3(r.imbalance_pct()),
+        "per_core": r.per_core.iter().map(|c| json!({
+            "core": c.core,
+            "ops": c.ops,
+            "cpu_util": r3(c.cpu_util()),
+            "cpu_us_per_op": r3(c.cpu_us_per_op()),
+        })).collect::<Vec<_>>(),
+        "audit": {
+            "app_tx": r.tx.total(),
+            "app_rx": r.rx.total(),
+            "kernel_tx": r.kernel.bytes_acked,
+            "kernel_rx": r.kernel.bytes_received,
+            "segs_out": r.kernel.segs_out,
+            "segs_in": r.kernel.segs_in,
+            "sockets": r.kernel.sockets,
+            "unreadable": r.kernel.unreadable,
+            "match": r.audit_matches(),
+        },
+    })
+}
+
+/// Write `value` pretty-printed to `path` (`-`: stdout).
+pub fn write(path: &Path, value: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)? + "\n";
+    if path == Path::new("-") {
+        print!("{text}");
+        Ok(())
+    } else {
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    }
+}

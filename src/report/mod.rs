@@ -1,0 +1,112 @@
+//! Presentation: the text summary, JSON, and the progress line. Nothing here measures; every
+//! figure comes from a [`Report`](crate::stats::Report).
+
+pub mod json;
+pub mod text;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use std::time::Duration;
+
+/// What was run, for the report's header and JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInfo {
+    pub target: String,
+    /// `http1`, `ws`, `nsq`, `nsq-http`.
+    pub protocol: &'static str,
+    pub engine: &'static str,
+    pub cores: Vec<usize>,
+    pub connections: usize,
+    pub depth: usize,
+}
+
+/// The progress line: on a terminal only, drawn from the counts the cores publish.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    ops: Option<u64>,
+    expected: Duration,
+}
+
+impl Progress {
+    pub fn new(visible: bool, ops: Option<u64>, expected: Duration) -> Progress {
+        let bar = visible.then(|| {
+            let bar = match ops {
+                Some(n) => ProgressBar::new(n),
+                None => ProgressBar::new(expected.as_millis() as u64),
+            };
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Progress { bar, ops, expected }
+    }
+
+    pub fn update(&self, done: u64, elapsed: Duration) {
+        let Some(bar) = &self.bar else { return };
+        let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+        match self.ops {
+            Some(_) => bar.set_position(done),
+            None => bar.set_position(elapsed.min(self.expected).as_millis() as u64),
+        }
+        bar.set_message(format!("{done} ops, {} ops/s", si(rate)));
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// 1234567 → `1.23M`; for rates and counts in one line of text.
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Bytes for people: `512 B`, `1.50 KiB`, `3.20 MiB`.
+pub fn bytes(n: f64) -> String {
+    if n >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GiB", n / (1024.0 * 1024.0 * 1024.0))
+    } else if n >= 1024.0 * 1024.0 {
+        format!("{:.2} MiB", n / (1024.0 * 1024.0))
+    } else if n >= 1024.0 {
+        format!("{:.2} KiB", n / 1024.0)
+    } else {
+        format!("{n:.0} B")
+    }
+}
+
+/// A latency in µs for people: `850us`, `12.3ms`, `1.20s`.
+pub fn micros(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{:.2}s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.2}ms", us / 1e3)
+    } else {
+        format!("{us:.1}us")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_units() {
+        assert_eq!(si(1_234_567.0), "1.23M");
+        assert_eq!(si(999.0), "999");
+        assert_eq!(bytes(1536.0), "1.50 KiB");
+        assert_eq!(micros(850.0), "850.0us");
+        assert_eq!(micros(12_300.0), "12.30ms");
+    }
+}

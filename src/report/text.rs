@@ -1,0 +1,128 @@
+//! The text summary, in the spirit of wrk and ab: what ran, throughput, latency, bytes per
+//! operation, totals, errors by class, a per-core table, and the kernel audit line.
+
+use super::{RunInfo, bytes, micros, si};
+use crate::cmd::list_cores;
+use crate::proto::ErrorClass;
+use crate::stats::Report;
+use std::fmt::Write;
+
+/// An engine thread this busy may be what limits the run.
+pub const BUSY_CORE: f64 = 0.90;
+
+pub fn render(info: &RunInfo, r: &Report) -> String {
+    let mut s = String::new();
+    let secs = r.elapsed.as_secs_f64();
+    let _ = writeln!(
+        s,
+        "{} {} — {} engine on CPU {}, {} connection{}, depth {}, {:.2}s measured",
+        info.protocol,
+        info.target,
+        info.engine,
+        list_cores(&info.cores),
+        info.connections,
+        if info.connections == 1 { "" } else { "s" },
+        info.depth,
+        secs
+    );
+    let _ = writeln!(s, "  ops         {} in {:.2}s = {} ops/s", r.ops, secs, si(r.ops_per_sec()));
+    if r.latency.is_empty() {
+        let _ = writeln!(s, "  latency     (no operation completed)");
+    } else {
+        let _ = writeln!(
+            s,
+            "  latency     min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+            micros(r.latency.min() as f64 / 1e3),
+            micros(r.latency.mean() / 1e3),
+            micros(r.latency_us(0.5)),
+            micros(r.latency_us(0.9)),
+            micros(r.latency_us(0.99)),
+            micros(r.latency_us(0.999)),
+            micros(r.latency.max() as f64 / 1e3),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  bytes/op    tx {:.2}  rx {:.2}  (operation bytes / ops)",
+        r.tx_per_op(),
+        r.rx_per_op()
+    );
+    let _ = writeln!(
+        s,
+        "  transfer    tx {} ({}/s)  rx {} ({}/s) in the measured window",
+        bytes(r.tx.op as f64),
+        bytes(r.tx.op as f64 / secs.max(1e-9)),
+        bytes(r.rx.op as f64),
+        bytes(r.rx.op as f64 / secs.max(1e-9)),
+    );
+    let _ = writeln!(
+        s,
+        "  other bytes handshake tx {} rx {}  control tx {} rx {}  warm-up tx {} rx {}",
+        r.tx.handshake, r.rx.handshake, r.tx.control, r.rx.control, r.tx.warmup_op, r.rx.warmup_op
+    );
+    let _ = writeln!(s, "  connections {} opened, {} reconnects", r.connects, r.reconnects);
+    if r.errors_total() == 0 {
+        let _ = writeln!(s, "  errors      none");
+    } else {
+        let by_class: Vec<String> = ErrorClass::ALL
+            .iter()
+            .filter(|c| r.error_count(**c) > 0)
+            .map(|c| format!("{} {}", c.name(), r.error_count(*c)))
+            .collect();
+        let _ = writeln!(s, "  errors      {} ({})", r.errors_total(), by_class.join(", "));
+        if !r.failures.is_empty() {
+            let f: Vec<String> = r.failures.iter().map(|(f, n)| format!("{f} ×{n}")).collect();
+            let _ = writeln!(s, "              refused: {}", f.join(", "));
+        }
+        for sample in &r.error_samples {
+            let _ = writeln!(s, "              e.g. {sample}");
+        }
+    }
+    let _ = writeln!(s, "  per core    cpu  ops         share   busy   cpu/op");
+    for c in &r.per_core {
+        let _ = writeln!(
+            s,
+            "              {:>3}  {:<10}  {:>5.1}%  {:>4.0}%  {:.2}us",
+            c.core,
+            c.ops,
+            100.0 * crate::stats::ratio(c.ops as f64, r.ops as f64),
+            100.0 * c.cpu_util(),
+            c.cpu_us_per_op()
+        );
+    }
+    if r.per_core.len() > 1 {
+        let _ = writeln!(s, "              imbalance {:.1}% ((max − min) / mean ops)", r.imbalance_pct());
+    }
+    let verdict = if r.audit_matches() {
+        "match".to_string()
+    } else if r.kernel.unreadable > 0 {
+        format!("{} socket(s) unreadable", r.kernel.unreadable)
+    } else {
+        format!(
+            "DIFFER by tx {:+} rx {:+}",
+            r.kernel.bytes_acked as i128 - r.tx.total() as i128,
+            r.kernel.bytes_received as i128 - r.rx.total() as i128
+        )
+    };
+    let _ = writeln!(
+        s,
+        "  audit       app tx {} rx {}  kernel tx {} rx {} (TCP_INFO, {} sockets, segs out {} in {}): {}",
+        r.tx.total(),
+        r.rx.total(),
+        r.kernel.bytes_acked,
+        r.kernel.bytes_received,
+        r.kernel.sockets,
+        r.kernel.segs_out,
+        r.kernel.segs_in,
+        verdict
+    );
+    for c in r.per_core.iter().filter(|c| c.cpu_util() >= BUSY_CORE) {
+        let _ = writeln!(
+            s,
+            "  warning     engine CPU {} was {:.0}% busy: the generator may be the bottleneck; give it more cores with --cores",
+            c.core,
+            100.0 * c.cpu_util()
+        );
+    }
+    s
+}
