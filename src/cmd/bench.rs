@@ -11,8 +11,7 @@ use crate::target::{self, Scheme, Target};
 use crate::workload::Workload;
 use anyhow::{Context, Result, bail};
 use std::io::IsTerminal;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// With `-n` and no `-d`, a run still ends after this long (every loop is bounded in time).
@@ -97,7 +96,7 @@ impl BenchPlan {
                 warmup: args.warmup,
                 timeout: args.timeout,
                 workload: Workload::ClosedLoop,
-                stop: Arc::new(AtomicBool::new(false)),
+                stop: super::interrupted(),
                 progress: (0..cores_n).map(|_| AtomicU64::new(0)).collect(),
             },
             target,
@@ -147,7 +146,6 @@ pub fn preflight(target: &Target) -> Result<()> {
 pub fn run(plan: &BenchPlan) -> Result<(RunInfo, Report)> {
     ensure_limits(plan.job.connections as u64, plan.job.cores.len())?;
     preflight(&plan.target)?;
-    super::stop_on_ctrl_c(plan.job.stop.clone());
     match plan.target.scheme {
         Scheme::Http => Ok((plan.info("http1"), drive(plan, Http1Client::new(&plan.request))?)),
         Scheme::Ws | Scheme::Nsq | Scheme::NsqHttp => {

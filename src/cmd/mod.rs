@@ -178,14 +178,23 @@ pub fn list_cores(cores: &[usize]) -> String {
     parts.join(",")
 }
 
-/// Ask Ctrl-C to set `flag`; a second Ctrl-C exits at once.
-pub fn stop_on_ctrl_c(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    use std::sync::atomic::Ordering;
-    let _ = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::Relaxed) {
-            std::process::exit(130);
-        }
-    });
+/// The process-wide stop flag, set by Ctrl-C: runs drain and report, servers stop. A second
+/// Ctrl-C exits at once. (One flag for the process, since a handler can be installed only once.)
+pub fn interrupted() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, OnceLock};
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let set = flag.clone();
+        let _ = ctrlc::set_handler(move || {
+            if set.swap(true, Ordering::Relaxed) {
+                std::process::exit(130);
+            }
+        });
+        flag
+    })
+    .clone()
 }
 
 #[cfg(test)]

@@ -40,8 +40,8 @@ pub fn main(args: &ServeArgs) -> Result<()> {
     if args.duration == Some(Duration::ZERO) {
         bail!("--duration must be longer than zero");
     }
+    let interrupted = super::interrupted();
     let stop = Arc::new(AtomicBool::new(false));
-    super::stop_on_ctrl_c(stop.clone());
     let handle = start(args.kind, args.engine.engine, listen, &cores, stop.clone())?;
     println!(
         "wirebench serve {:?}: listening on {} — {} engine on CPU {} (Ctrl-C stops)",
@@ -51,7 +51,7 @@ pub fn main(args: &ServeArgs) -> Result<()> {
         super::list_cores(&cores)
     );
     let started = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
+    while !interrupted.load(Ordering::Relaxed) {
         if args.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }

@@ -1,0 +1,152 @@
+//! The binary as a user runs it: bad input gets one clear line and exit status 2; a `serve`
+//! process and a `bench --json -` process talk over loopback; broken servers are counted.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+use wirebench::proto::ErrorClass;
+
+fn wirebench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wirebench")).args(args).output().expect("binary runs")
+}
+
+/// Exit status 2, one line on stderr containing `needle`, no panic or backtrace.
+fn assert_user_error(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(stderr.contains(needle), "expected '{needle}' in: {stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
+}
+
+#[test]
+fn unreachable_target_is_one_clear_line() {
+    let port = free_port().to_string();
+    let out = wirebench(&["bench", &format!("http://127.0.0.1:{port}/"), "-d", "1s"]);
+    assert_user_error(&out, "connection refused");
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn malformed_urls_and_options_are_one_clear_line() {
+    assert_user_error(&wirebench(&["bench", "127.0.0.1:8080"]), "not a URL");
+    assert_user_error(&wirebench(&["bench", "gopher://127.0.0.1/"]), "unsupported scheme");
+    assert_user_error(&wirebench(&["bench", "http://127.0.0.1:99999/"]), "invalid port");
+    assert_user_error(&wirebench(&["bench", "http://127.0.0.1:1/", "-c", "0"]), "at least 1");
+    assert_user_error(&wirebench(&["bench", "http://127.0.0.1:1/", "--cores", "4096"]), "not available");
+    assert_user_error(&wirebench(&["bench", "http://127.0.0.1:1/", "-d", "ten"]), "not a duration");
+    assert_user_error(&wirebench(&["bench", "http://127.0.0.1:1/", "-H", "no colon"]), "Name: value");
+}
+
+/// Run the binary with a hard resource limit and without root's power to raise it.
+fn limited(resource: &str, args: &[&str]) -> Option<Output> {
+    let (prlimit, setpriv) = (which("prlimit")?, which("setpriv")?);
+    let mut cmd = Command::new(prlimit);
+    cmd.arg(format!("--{resource}")).arg("--").arg(setpriv);
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_wirebench")]);
+    Some(cmd.args(args).output().expect("runs"))
+}
+
+#[test]
+fn too_many_connections_for_the_file_limit_says_how() {
+    let Some(out) = limited("nofile=256:256", &["bench", "http://127.0.0.1:1/", "-c", "1000"]) else {
+        eprintln!("skipped: prlimit/setpriv not installed");
+        return;
+    };
+    assert_user_error(&out, "ulimit -n");
+}
+
+#[test]
+fn too_little_locked_memory_says_how() {
+    let Some(out) = limited("memlock=65536:65536", &["bench", "http://127.0.0.1:1/", "-c", "1"]) else {
+        eprintln!("skipped: prlimit/setpriv not installed");
+        return;
+    };
+    assert_user_error(&out, "ulimit -l");
+}
+
+#[test]
+fn serve_and_bench_processes_on_separate_cpus_with_json() {
+    let server_cpu = server_cpu().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args(["serve", "http", "--listen", "127.0.0.1:0", "--cores", &server_cpu, "-d", "20s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr =
+        first.split("listening on ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().to_string();
+    let _server = Peer(child);
+    let out = wirebench(&[
+        "bench",
+        &format!("http://{addr}/hello?x=1"),
+        "-c",
+        "16",
+        "-n",
+        "5000",
+        "--cores",
+        &client_cpu().to_string(),
+        "--json",
+        "-",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON alone");
+    assert_eq!(v["protocol"], "http1");
+    assert_eq!(v["ops"], 5000);
+    assert_eq!(v["errors"]["total"], 0);
+    let request = format!("GET /hello?x=1 HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    assert_eq!(v["bytes"]["tx_per_op"].as_f64(), Some(request.len() as f64));
+    assert_eq!(v["bytes"]["rx_per_op"].as_f64(), Some(50.0));
+    assert_eq!(v["audit"]["match"], true);
+    assert_eq!(v["audit"]["kernel_tx"], v["audit"]["app_tx"]);
+    for key in ["min", "mean", "p50", "p90", "p99", "p999", "max"] {
+        assert!(v["latency_us"][key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    assert_eq!(v["per_core"][0]["ops"], 5000);
+    assert!(v["per_core"][0]["cpu_us_per_op"].as_f64().unwrap() > 0.0);
+}
+
+/// A server that answers every request with `reply` and then does `then` to the connection.
+fn broken_server(reply: &'static [u8], reset: bool) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(100_000) {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                if matches!(s.read(&mut buf), Ok(n) if n > 0) {
+                    let _ = s.write_all(reply);
+                }
+                if reset {
+                    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time() {
+    let addr = broken_server(b"SSH-2.0-not-http\r\n\r\n", false);
+    let r =
+        bench(&[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()]);
+    assert_eq!(r.ops, 0);
+    assert!(r.error_count(ErrorClass::Protocol) > 0, "{:?}", r.errors);
+    assert!(r.error_samples.iter().any(|s| s.contains("malformed HTTP response head")));
+    assert!(r.elapsed < Duration::from_secs(3));
+}
+
+#[test]
+fn resets_are_read_errors_and_the_run_ends_on_time() {
+    let addr = broken_server(b"", true);
+    let r =
+        bench(&[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()]);
+    assert_eq!(r.ops, 0);
+    assert!(r.error_count(ErrorClass::Read) > 0, "{:?} {:?}", r.errors, r.error_samples);
+    assert!(r.elapsed < Duration::from_secs(3));
+}

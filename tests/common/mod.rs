@@ -1,0 +1,115 @@
+//! Helpers shared by the integration tests: built-in servers on ephemeral loopback ports,
+//! bench runs parsed from a command line exactly as a user would type it, and real peers.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+use wirebench::cmd::{Cli, Command as Cmd, ServeKind, bench};
+use wirebench::engine::EngineKind;
+use wirebench::engine::glommio::ServerHandle;
+use wirebench::stats::Report;
+
+/// The CPU the built-in servers run on in tests, and the one the generator uses: different
+/// CPUs where the machine has two or more.
+pub fn server_cpu() -> usize {
+    *wirebench::engine::sys::online_cpus().last().unwrap()
+}
+pub fn client_cpu() -> usize {
+    wirebench::engine::sys::online_cpus()[0]
+}
+
+pub fn start_builtin(kind: ServeKind) -> ServerHandle {
+    let stop = Arc::new(AtomicBool::new(false));
+    wirebench::cmd::serve::start(
+        kind,
+        EngineKind::Glommio,
+        "127.0.0.1:0".parse().unwrap(),
+        &[server_cpu()],
+        stop,
+    )
+    .expect("built-in server starts")
+}
+
+/// Run `wirebench bench ARGS…` in-process and return its report.
+pub fn bench(args: &[&str]) -> Report {
+    let mut argv = vec!["wirebench", "bench"];
+    argv.extend_from_slice(args);
+    let cli = <Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
+    let Cmd::Bench(args) = cli.command else { unreachable!() };
+    let plan = bench::BenchPlan::from_args(&args).expect("plan validates");
+    bench::run(&plan).expect("bench runs").1
+}
+
+/// Every figure a clean run must show: no error, every byte audited.
+pub fn assert_clean(r: &Report) {
+    assert_eq!(r.errors_total(), 0, "errors: {:?} {:?}", r.errors, r.error_samples);
+    assert!(r.audit_matches(), "audit: app tx {} rx {} vs kernel {:?}", r.tx.total(), r.rx.total(), r.kernel);
+}
+
+/// A process that is killed when dropped, so a failing test leaves nothing running.
+pub struct Peer(pub Child);
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free loopback port (bound and released; good enough for a test's own peer).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Wait until something accepts connections on `addr`, bounded.
+pub fn wait_listening(addr: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("nothing listens on {addr} after 10s");
+}
+
+/// Start nginx answering `Hello World` on a free port with its own config in a temp dir.
+pub fn start_nginx() -> (Peer, SocketAddr) {
+    let nginx = which("nginx").expect("nginx is installed (.ci/run installs it)");
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("wirebench-nginx-{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = format!(
+        "worker_processes 1;\ndaemon off;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections 4096; }}\n\
+         http {{\n access_log off;\n keepalive_requests 100000000;\n keepalive_timeout 60s;\n default_type text/plain;\n\
+         client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+         server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"Hello World\"; }} }}\n}}\n",
+        d = dir.display()
+    );
+    let conf_path = dir.join("nginx.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let child = Command::new(nginx)
+        .arg("-c")
+        .arg(&conf_path)
+        .arg("-p")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("nginx starts");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let peer = Peer(child);
+    wait_listening(addr);
+    (peer, addr)
+}
+
+pub fn which(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/usr/local/sbin".into(), "/usr/local/bin".into()])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install the real peers the ignored tests run against: nginx (Debian), nsqd (built from the
+# Go module proxy into tools/bin/), Python's `websockets` (PyPI). Idempotent; needs root for apt.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+NSQ_VERSION="${NSQ_VERSION:-v1.3.0}"
+
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
+fi
+
+# `go install …@v1.3.0` asks the proxy for nsq's version list, which it refuses here; downloading
+# the exact module version and building inside the module cache needs no list.
+if [ ! -x "$here/bin/nsqd" ]; then
+    mkdir -p "$here/bin"
+    go mod download "github.com/nsqio/nsq@$NSQ_VERSION"
+    (cd "$(go env GOMODCACHE)/github.com/nsqio/nsq@$NSQ_VERSION" &&
+        GOFLAGS=-mod=mod go build -o "$here/bin/nsqd" ./apps/nsqd)
+fi
+
+if ! python3 -c 'import websockets' 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check websockets
+fi
+echo "peers: $(nginx -v 2>&1), nsqd $("$here/bin/nsqd" --version 2>&1 | head -1), websockets $(python3 -c 'import websockets; print(websockets.__version__)')"
