@@ -20,12 +20,12 @@ fn request(addr: std::net::SocketAddr, method: &str, body: usize) -> Vec<u8> {
 #[test]
 fn get_bytes_per_op_are_exact_and_audited() {
     let server = start_builtin(ServeKind::Http);
-    let url = format!("http://{}/", server.addr);
+    let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
     let r = bench(&[&url, "-c", "8", "-n", "20000", "--cores", &cpu]);
     assert_clean(&r);
     assert_eq!(r.ops, 20000);
-    assert_eq!(r.tx_per_op(), request(server.addr, "GET", 0).len() as f64);
+    assert_eq!(r.tx_per_op(), request(server.addr(), "GET", 0).len() as f64);
     assert_eq!(r.rx_per_op(), RESPONSE_HELLO.len() as f64);
     assert_eq!(r.tx.handshake + r.rx.handshake + r.tx.control + r.rx.control, 0);
     let served = wirebench::engine::ServerTally::sum(&server.stop().unwrap());
@@ -38,7 +38,7 @@ fn get_bytes_per_op_are_exact_and_audited() {
 #[test]
 fn pipelined_post_with_warmup_counts_only_measured_ops() {
     let server = start_builtin(ServeKind::Http);
-    let url = format!("http://{}/", server.addr);
+    let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
     let r = bench(&[
         &url, "-c", "4", "-d", "700ms", "--warmup", "200ms", "--depth", "8", "-m", "POST", "--size", "400",
@@ -47,7 +47,7 @@ fn pipelined_post_with_warmup_counts_only_measured_ops() {
     assert_clean(&r);
     assert!(r.ops > 0);
     assert!(r.tx.warmup_op > 0, "warm-up traffic is audited");
-    assert_eq!(r.tx_per_op(), request(server.addr, "POST", 400).len() as f64);
+    assert_eq!(r.tx_per_op(), request(server.addr(), "POST", 400).len() as f64);
     assert_eq!(r.rx_per_op(), RESPONSE_OK.len() as f64);
     assert!(r.elapsed.as_millis() >= 690 && r.elapsed.as_millis() < 2000, "{:?}", r.elapsed);
 }
@@ -55,7 +55,7 @@ fn pipelined_post_with_warmup_counts_only_measured_ops() {
 #[test]
 fn server_that_closes_each_connection_means_reconnects_not_errors() {
     let server = start_builtin(ServeKind::Http);
-    let url = format!("http://{}/", server.addr);
+    let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
     let r = bench(&[&url, "-c", "2", "-n", "200", "-H", "Connection: close", "--cores", &cpu]);
     assert_clean(&r);
@@ -68,7 +68,7 @@ fn status_errors_are_counted_and_the_run_goes_on() {
     // A header block over 8 KiB gets 431 and a close from the built-in server: every
     // operation fails with `status`, the run reconnects and ends on time.
     let server = start_builtin(ServeKind::Http);
-    let url = format!("http://{}/", server.addr);
+    let url = format!("http://{}/", server.addr());
     let big = format!("X-Big: {}", "a".repeat(9000));
     let cpu = client_cpu().to_string();
     let r = bench(&[&url, "-c", "2", "-d", "300ms", "-H", &big, "--cores", &cpu]);

@@ -5,6 +5,7 @@ use super::{BenchArgs, parse_cores};
 use crate::engine::{self, ClientJob, EngineKind, sys};
 use crate::proto::ClientCodec;
 use crate::proto::http1::{Http1Client, RequestSpec};
+use crate::proto::nsq::{self, NsqClient, PublishSpec};
 use crate::report::{self, RunInfo};
 use crate::stats::Report;
 use crate::target::{self, Scheme, Target};
@@ -30,8 +31,16 @@ pub struct BenchPlan {
     pub engine: EngineKind,
     pub job: ClientJob,
     pub request: RequestSpec,
+    /// NSQ targets: what to publish, and the IDENTIFY body (`None`: magic only).
+    pub publish: Option<PublishSpec>,
+    pub identify: Option<Vec<u8>>,
+    /// NSQ over HTTP with a batch: binary `/mpub`.
+    pub binary: bool,
     pub json: Option<std::path::PathBuf>,
 }
+
+/// NSQ messages default to the study's 400 bytes.
+const NSQ_DEFAULT_SIZE: usize = 400;
 
 impl BenchPlan {
     pub fn from_args(args: &BenchArgs) -> Result<BenchPlan> {
@@ -53,12 +62,52 @@ impl BenchPlan {
             (None, Some(_)) => OPS_TIME_LIMIT,
             (None, None) => Duration::from_secs(10),
         };
+        let is_nsq = matches!(target.scheme, Scheme::Nsq | Scheme::NsqHttp);
         let body = match (&args.size, &args.body_file) {
             (Some(n), _) => vec![b'x'; *n],
             (None, Some(path)) => {
                 std::fs::read(path).with_context(|| format!("cannot read --body-file {}", path.display()))?
             }
+            (None, None) if is_nsq => vec![b'x'; NSQ_DEFAULT_SIZE],
             (None, None) => Vec::new(),
+        };
+        if !is_nsq
+            && (args.batch != 1
+                || args.defer_ms.is_some()
+                || args.identify.is_some()
+                || args.no_identify
+                || args.binary)
+        {
+            bail!(
+                "--batch, --defer-ms, --identify, --no-identify and --binary apply to nsq:// and nsq+http:// targets"
+            );
+        }
+        if args.batch == 0 || args.batch > 100_000 {
+            bail!("--batch must be between 1 and 100000");
+        }
+        if args.batch > 1 && args.defer_ms.is_some() {
+            bail!("--defer-ms publishes single messages (DPUB); it cannot be combined with --batch");
+        }
+        let publish = if is_nsq {
+            let topic = target.path.trim_start_matches('/').split('?').next().unwrap_or_default().to_string();
+            if topic.is_empty() {
+                bail!("{}: an NSQ URL names its topic: nsq://127.0.0.1:4150/TOPIC", target.url);
+            }
+            if target.scheme == Scheme::NsqHttp && args.batch > 1 && !args.binary && body.contains(&b'\n') {
+                bail!("the message contains a newline, which /mpub's text form would split: add --binary");
+            }
+            Some(PublishSpec { topic, message: body.clone(), batch: args.batch, defer_ms: args.defer_ms })
+        } else {
+            None
+        };
+        let identify = match (&args.identify, args.no_identify) {
+            (_, true) => None,
+            (Some(json), false) => {
+                serde_json::from_str::<serde_json::Value>(json)
+                    .with_context(|| format!("--identify '{json}' is not JSON"))?;
+                Some(json.clone().into_bytes())
+            }
+            (None, false) => Some(nsq::default_identify(&hostname())),
         };
         let mut headers = Vec::new();
         for h in &args.headers {
@@ -102,12 +151,16 @@ impl BenchPlan {
             target,
             engine: args.engine.engine,
             request,
+            publish,
+            identify,
+            binary: args.binary,
             json: args.json.clone(),
         })
     }
 
     pub fn info(&self, protocol: &'static str) -> RunInfo {
         RunInfo {
+            messages_per_op: self.publish.as_ref().map_or(1, |p| p.batch as u64),
             target: self.target.url.clone(),
             protocol,
             engine: self.engine.name(),
@@ -146,9 +199,17 @@ pub fn preflight(target: &Target) -> Result<()> {
 pub fn run(plan: &BenchPlan) -> Result<(RunInfo, Report)> {
     ensure_limits(plan.job.connections as u64, plan.job.cores.len())?;
     preflight(&plan.target)?;
-    match plan.target.scheme {
-        Scheme::Http => Ok((plan.info("http1"), drive(plan, Http1Client::new(&plan.request))?)),
-        Scheme::Ws | Scheme::Nsq | Scheme::NsqHttp => {
+    match (plan.target.scheme, &plan.publish) {
+        (Scheme::Http, _) => Ok((plan.info("http1"), drive(plan, Http1Client::new(&plan.request))?)),
+        (Scheme::Nsq, Some(publish)) => {
+            Ok((plan.info("nsq"), drive(plan, NsqClient::new(publish, plan.identify.as_deref()))?))
+        }
+        (Scheme::NsqHttp, Some(publish)) => {
+            let mut request = nsq::http_publish_request(&plan.target.authority, publish, plan.binary);
+            request.headers = plan.request.headers.clone();
+            Ok((plan.info("nsq-http"), drive(plan, Http1Client::new(&request))?))
+        }
+        (Scheme::Ws, _) | (Scheme::Nsq | Scheme::NsqHttp, None) => {
             bail!("{}: this protocol is not supported by bench yet", plan.target.url)
         }
     }
@@ -176,6 +237,12 @@ fn drive<C: ClientCodec + Send + 'static>(plan: &BenchPlan, codec: C) -> Result<
     progress.finish();
     let run = worker.join().map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
     Ok(run.report())
+}
+
+/// This machine's name, for NSQ's IDENTIFY.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "localhost".into(), |h| h.trim().to_string())
 }
 
 /// `wirebench bench`: run and print.

@@ -59,15 +59,30 @@ pub struct BenchArgs {
     /// Extra header `Name: value` (repeatable); a given `Host` replaces the default.
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
-    /// Request body of N bytes (the letter 'x' repeated).
+    /// Request body / message of N bytes (the letter 'x' repeated; NSQ's default is 400).
     #[arg(long, value_name = "N", conflicts_with = "body_file")]
     pub size: Option<usize>,
     /// Request body read from a file.
     #[arg(long, value_name = "PATH")]
     pub body_file: Option<PathBuf>,
-    /// Operations in flight per connection (HTTP pipelining).
+    /// Operations in flight per connection (HTTP pipelining, NSQ publishes in flight).
     #[arg(long, default_value_t = 1)]
     pub depth: usize,
+    /// NSQ: messages per operation (`MPUB` over TCP, `/mpub` over HTTP).
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    /// NSQ: publish deferred by D milliseconds (`DPUB`, or `/pub?defer=D`).
+    #[arg(long, value_name = "D")]
+    pub defer_ms: Option<u64>,
+    /// NSQ over TCP: send only the magic, no `IDENTIFY`.
+    #[arg(long, conflicts_with = "identify")]
+    pub no_identify: bool,
+    /// NSQ over TCP: the `IDENTIFY` JSON body to send instead of the default one.
+    #[arg(long, value_name = "JSON")]
+    pub identify: Option<String>,
+    /// NSQ over HTTP with --batch: the binary `/mpub` form instead of newline-separated messages.
+    #[arg(long)]
+    pub binary: bool,
     /// A connect, write or response slower than this fails the connection (counted as timeout).
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub timeout: Duration,
@@ -83,9 +98,19 @@ pub struct ServeArgs {
     /// Which built-in server.
     #[arg(value_enum)]
     pub kind: ServeKind,
-    /// Address to listen on (loopback by default; port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub listen: String,
+    /// Address to listen on (loopback by default: 127.0.0.1:8080 for http, :9001 for ws,
+    /// :4150 for nsq; port 0 picks a free port).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// nsq: the address of the HTTP side (`/pub`, `/mpub`, `/ping`).
+    #[arg(long, default_value = "127.0.0.1:4151")]
+    pub http_listen: String,
+    /// nsq: largest message accepted (nsqd's `--max-msg-size`).
+    #[arg(long, default_value_t = crate::proto::nsq::DEFAULT_MAX_MSG_SIZE)]
+    pub max_msg_size: u64,
+    /// nsq: largest MPUB body accepted (nsqd's `--max-body-size`).
+    #[arg(long, default_value_t = crate::proto::nsq::DEFAULT_MAX_BODY_SIZE)]
+    pub max_body_size: u64,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(short = 'd', long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -97,6 +122,18 @@ pub struct ServeArgs {
 pub enum ServeKind {
     /// HTTP/1.1 hello world: `Hello World` for GET, `OK` for a request with a body.
     Http,
+    /// An nsqd-compatible publish sink on TCP (`PUB`, `MPUB`, `DPUB`) and HTTP (`/pub`, `/mpub`):
+    /// answers byte for byte as nsqd 1.3.0; messages are counted and dropped, never stored.
+    Nsq,
+}
+
+impl ServeKind {
+    pub fn default_listen(self) -> &'static str {
+        match self {
+            ServeKind::Http => "127.0.0.1:8080",
+            ServeKind::Nsq => "127.0.0.1:4150",
+        }
+    }
 }
 
 /// `10s`, `500ms`, `2m`, `1.5s`, `250us`; a bare number is seconds.

@@ -3,54 +3,106 @@
 use super::{ServeArgs, ServeKind, parse_cores};
 use crate::engine::{self, EngineKind, ServerTally, glommio::ServerHandle};
 use crate::proto::http1::Http1Server;
+use crate::proto::nsq::{NsqHttpServer, NsqServer, SinkLimits};
+use crate::proto::{Served, ServerCodec};
 use anyhow::{Context, Result, bail};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Connections a built-in server expects to hold at most; the file limit is raised for them.
 const SERVER_SOCKETS: u64 = 65_536;
 
-/// Start the built-in server of `kind` on `cores`; it runs until its stop flag is set.
+/// Every built-in server, so one engine core can serve several listeners (nsq's TCP and HTTP
+/// sides; all of them for `compare`). One `match` per read, not per byte.
+#[derive(Debug, Clone)]
+pub enum Builtin {
+    Http(Http1Server),
+    Nsq(NsqServer),
+    NsqHttp(NsqHttpServer),
+}
+
+impl ServerCodec for Builtin {
+    fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
+        match self {
+            Builtin::Http(s) => s.serve(input, out),
+            Builtin::Nsq(s) => s.serve(input, out),
+            Builtin::NsqHttp(s) => s.serve(input, out),
+        }
+    }
+    fn set_unix_time(&mut self, secs: u64) {
+        if let Builtin::NsqHttp(s) = self {
+            s.set_unix_time(secs);
+        }
+    }
+    fn heartbeat_interval(&self) -> Option<Duration> {
+        match self {
+            Builtin::Nsq(s) => s.heartbeat_interval(),
+            _ => None,
+        }
+    }
+    fn heartbeat(&mut self, out: &mut Vec<u8>) -> bool {
+        match self {
+            Builtin::Nsq(s) => s.heartbeat(out),
+            _ => true,
+        }
+    }
+}
+
+/// Start built-in servers, one listener each, on `cores`; they run until `stop` is set.
 pub fn start(
-    kind: ServeKind,
     engine: EngineKind,
-    listen: SocketAddr,
+    listeners: Vec<(SocketAddr, Builtin)>,
     cores: &[usize],
     stop: Arc<AtomicBool>,
 ) -> Result<ServerHandle> {
     // Best effort for the file limit: a server with fewer sockets still serves.
     let _ = engine::sys::ensure_file_limit(SERVER_SOCKETS);
     super::bench::ensure_limits(0, cores.len())?;
-    let handle = match (engine, kind) {
-        (EngineKind::Glommio, ServeKind::Http) => {
-            engine::glommio::start_server(listen, cores, Http1Server, stop)?
-        }
+    let handle = match engine {
+        EngineKind::Glommio => engine::glommio::start_server(listeners, cores, stop)?,
     };
     Ok(handle)
 }
 
+/// The listeners of one `serve KIND`.
+pub fn listeners(kind: ServeKind, args: &ServeArgs) -> Result<Vec<(SocketAddr, Builtin)>> {
+    let listen = resolve(args.listen.as_deref().unwrap_or(kind.default_listen()), "--listen")?;
+    let limits = SinkLimits { max_msg_size: args.max_msg_size, max_body_size: args.max_body_size };
+    Ok(match kind {
+        ServeKind::Http => vec![(listen, Builtin::Http(Http1Server))],
+        ServeKind::Nsq => vec![
+            (listen, Builtin::Nsq(NsqServer::new(limits))),
+            (resolve(&args.http_listen, "--http-listen")?, Builtin::NsqHttp(NsqHttpServer::new(limits))),
+        ],
+    })
+}
+
+fn resolve(text: &str, flag: &str) -> Result<SocketAddr> {
+    text.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .with_context(|| format!("{flag} '{text}' is not an address: use e.g. 127.0.0.1:8080"))
+}
+
 pub fn main(args: &ServeArgs) -> Result<()> {
-    let listen =
-        args.listen.to_socket_addrs().ok().and_then(|mut a| a.next()).with_context(|| {
-            format!("--listen '{}' is not an address: use e.g. 127.0.0.1:8080", args.listen)
-        })?;
     let cores = parse_cores(args.engine.cores.as_deref())?;
     if args.duration == Some(Duration::ZERO) {
         bail!("--duration must be longer than zero");
     }
     let interrupted = super::interrupted();
     let stop = Arc::new(AtomicBool::new(false));
-    let handle = start(args.kind, args.engine.engine, listen, &cores, stop.clone())?;
+    let handle = start(args.engine.engine, listeners(args.kind, args)?, &cores, stop)?;
+    let addrs: Vec<String> = handle.addrs.iter().map(ToString::to_string).collect();
     println!(
-        "wirebench serve {:?}: listening on {} — {} engine on CPU {} (Ctrl-C stops)",
-        args.kind,
-        handle.addr,
+        "wirebench serve {}: listening on {} — {} engine on CPU {} (Ctrl-C stops)",
+        format!("{:?}", args.kind).to_lowercase(),
+        addrs.join(" and "),
         args.engine.engine.name(),
         super::list_cores(&cores)
     );
-    let started = Instant::now();
+    let started = std::time::Instant::now();
     while !interrupted.load(Ordering::Relaxed) {
         if args.duration.is_some_and(|d| started.elapsed() >= d) {
             break;
@@ -65,8 +117,9 @@ pub fn main(args: &ServeArgs) -> Result<()> {
 pub fn render_tally(tallies: &[ServerTally], elapsed: Duration) -> String {
     let total = ServerTally::sum(tallies);
     let mut s = format!(
-        "served {} requests on {} connections in {:.2}s; rx {} B tx {} B\n",
+        "served {} requests ({} messages) on {} connections in {:.2}s; rx {} B tx {} B\n",
         total.requests,
+        total.messages,
         total.connections,
         elapsed.as_secs_f64(),
         total.rx,
@@ -74,8 +127,8 @@ pub fn render_tally(tallies: &[ServerTally], elapsed: Duration) -> String {
     );
     for t in tallies {
         s += &format!(
-            "  cpu {:>3}: {} requests, {} connections, rx {} B, tx {} B\n",
-            t.core, t.requests, t.connections, t.rx, t.tx
+            "  cpu {:>3}: {} requests, {} messages, {} connections, rx {} B, tx {} B\n",
+            t.core, t.requests, t.messages, t.connections, t.rx, t.tx
         );
     }
     s

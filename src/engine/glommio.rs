@@ -335,8 +335,10 @@ async fn exchange<C: ClientCodec>(
                 conn.sent += 1;
             }
         }
-        if let Some(traffic) = batch_traffic {
-            write_counted(stream, &conn.send, traffic, rec).await?;
+        if let Some(traffic) = batch_traffic
+            && let Err(end) = write_counted(stream, &conn.send, traffic, rec).await
+        {
+            return Err(salvage(ctx, stream, conn, end).await);
         }
         if conn.inflight.is_empty() {
             if conn.stopped(Instant::now(), &job.stop) {
@@ -384,6 +386,39 @@ async fn exchange<C: ClientCodec>(
     }
 }
 
+/// How long a failed write waits for the server's last words.
+const SALVAGE_WAIT: Duration = Duration::from_millis(100);
+
+/// A write failed because the server closed: it often said why first (an NSQ `E_BAD_MESSAGE`
+/// frame, an HTTP 413). Read what is already there, briefly, and count those answers; only if
+/// there are none is the failure a plain write error.
+async fn salvage<C: ClientCodec>(
+    ctx: &CoreCtx<C>,
+    stream: &mut TcpStream,
+    conn: &mut Conn<C>,
+    end: End,
+) -> End {
+    if !matches!(end, End::Failed(ErrorClass::Write, _)) {
+        return end;
+    }
+    let _ = stream.set_read_timeout(Some(SALVAGE_WAIT));
+    if !matches!(read_some(stream, &mut conn.recv).await, Ok(n) if n > 0) {
+        return end;
+    }
+    let now = Instant::now();
+    let mut answered = false;
+    conn.control.clear();
+    while let Ok(Decoded::Done { consumed, outcome }) =
+        conn.codec.decode_op(conn.recv.data(), &mut conn.control)
+    {
+        if complete(ctx, conn, consumed, outcome, now).is_err() {
+            break;
+        }
+        answered = true;
+    }
+    if answered { End::Reconnect } else { end }
+}
+
 /// Account one whole message from the server.
 fn complete<C>(
     ctx: &CoreCtx<C>,
@@ -416,25 +451,22 @@ fn complete<C>(
     Ok(())
 }
 
-/// A running built-in server: its address, and how to stop it and collect its tally.
+/// A running built-in server: its addresses, and how to stop it and collect its tally.
 pub struct ServerHandle {
-    pub addr: SocketAddr,
+    /// One per listener, in the order given.
+    pub addrs: Vec<SocketAddr>,
     stop: Arc<AtomicBool>,
     threads: Vec<(usize, std::thread::JoinHandle<ServerTally>)>,
 }
 
 impl ServerHandle {
-    /// Ask every core to stop (a flag the cores look at every few milliseconds).
-    pub fn stop_flag(&self) -> Arc<AtomicBool> {
-        self.stop.clone()
+    /// The first listener's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addrs[0]
     }
     /// Stop and wait for every core; returns their tallies.
     pub fn stop(self) -> Result<Vec<ServerTally>, EngineError> {
         self.stop.store(true, Ordering::Relaxed);
-        self.join()
-    }
-    /// Wait until the cores stop by themselves (the stop flag was set elsewhere).
-    pub fn join(self) -> Result<Vec<ServerTally>, EngineError> {
         self.threads.into_iter().map(|(cpu, h)| h.join().map_err(|_| EngineError::Panicked { cpu })).collect()
     }
 }
@@ -442,51 +474,54 @@ impl ServerHandle {
 /// How often a server core looks at the stop flag.
 const STOP_POLL: Duration = Duration::from_millis(20);
 
-/// Start a built-in server on `cores`, one `SO_REUSEPORT` listener per core on `listen`
-/// (port 0 picks one free port for all of them). Returns once every core is listening.
+/// Start a built-in server on `cores`: on each core, one `SO_REUSEPORT` listener per entry of
+/// `listeners`, answered by a clone of its codec (port 0 picks one free port, the same on every
+/// core). Returns once every core is listening.
 pub fn start_server<S>(
-    listen: SocketAddr,
+    listeners: Vec<(SocketAddr, S)>,
     cores: &[usize],
-    prototype: S,
     stop: Arc<AtomicBool>,
 ) -> Result<ServerHandle, EngineError>
 where
     S: ServerCodec + Send + 'static,
 {
-    // Reserve the port first so every core binds the same one: a bound, non-listening socket in
-    // the same SO_REUSEPORT group receives no connections.
-    let reserve = socket2::Socket::new(socket2::Domain::for_address(listen), socket2::Type::STREAM, None)
-        .and_then(|s| {
-            s.set_reuse_port(true)?;
-            s.bind(&listen.into())?;
-            Ok(s)
-        })
-        .map_err(|source| EngineError::Listen { addr: listen, source })?;
-    let addr = reserve.local_addr().ok().and_then(|a| a.as_socket()).ok_or_else(|| EngineError::Listen {
-        addr: listen,
-        source: std::io::Error::other("no local address"),
-    })?;
+    // Reserve each port first so every core binds the same one: a bound, non-listening socket
+    // in the same SO_REUSEPORT group receives no connections.
+    let mut reserved = Vec::new();
+    let mut bound = Vec::new();
+    for (listen, codec) in listeners {
+        let reserve = socket2::Socket::new(socket2::Domain::for_address(listen), socket2::Type::STREAM, None)
+            .and_then(|s| {
+                s.set_reuse_port(true)?;
+                s.bind(&listen.into())?;
+                Ok(s)
+            })
+            .map_err(|source| EngineError::Listen { addr: listen, source })?;
+        let addr = reserve.local_addr().ok().and_then(|a| a.as_socket()).ok_or_else(|| {
+            EngineError::Listen { addr: listen, source: std::io::Error::other("no local address") }
+        })?;
+        reserved.push(reserve);
+        bound.push((addr, codec));
+    }
+    let addrs: Vec<SocketAddr> = bound.iter().map(|(a, _)| *a).collect();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), EngineError>>();
     let mut threads = Vec::new();
     for &cpu in cores {
-        let (prototype, stop, ready) = (prototype.clone(), stop.clone(), ready_tx.clone());
+        let (listeners, stop, ready) = (bound.clone(), stop.clone(), ready_tx.clone());
         let handle = std::thread::Builder::new()
             .name(format!("wirebench-serve-{cpu}"))
-            .spawn(move || {
-                let ex = match executor(cpu, "wirebench-serve") {
-                    Ok(ex) => ex,
-                    Err(e) => {
-                        let _ = ready.send(Err(e));
-                        return ServerTally { core: cpu, ..Default::default() };
-                    }
-                };
-                ex.run(server_core(addr, cpu, prototype, stop, ready))
+            .spawn(move || match executor(cpu, "wirebench-serve") {
+                Ok(ex) => ex.run(server_core(listeners, cpu, stop, ready)),
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    ServerTally { core: cpu, ..Default::default() }
+                }
             })
             .map_err(|source| EngineError::Executor { cpu, source })?;
         threads.push((cpu, handle));
     }
     drop(ready_tx);
-    let handle = ServerHandle { addr, stop: stop.clone(), threads };
+    let handle = ServerHandle { addrs, stop: stop.clone(), threads };
     for _ in cores {
         match ready_rx.recv() {
             Ok(Ok(())) => {}
@@ -497,47 +532,54 @@ where
             Err(_) => break,
         }
     }
-    drop(reserve);
+    drop(reserved);
     Ok(handle)
 }
 
 async fn server_core<S: ServerCodec + 'static>(
-    addr: SocketAddr,
+    listeners: Vec<(SocketAddr, S)>,
     cpu: usize,
-    prototype: S,
     stop: Arc<AtomicBool>,
     ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
 ) -> ServerTally {
     let tally = Rc::new(RefCell::new(ServerTally { core: cpu, ..Default::default() }));
-    let listener = match TcpListener::bind(addr) {
-        Ok(l) => l,
-        Err(e) => {
-            let source = std::io::Error::other(e.to_string());
-            let _ = ready.send(Err(EngineError::Listen { addr, source }));
-            return *tally.borrow();
+    let mut bound = Vec::new();
+    for (addr, codec) in listeners {
+        match TcpListener::bind(addr) {
+            Ok(l) => bound.push((l, codec)),
+            Err(e) => {
+                let source = std::io::Error::other(e.to_string());
+                let _ = ready.send(Err(EngineError::Listen { addr, source }));
+                return tally.take();
+            }
         }
-    };
+    }
     let _ = ready.send(Ok(()));
-    let stopped = async {
-        while !stop.load(Ordering::Relaxed) {
-            glommio::timer::sleep(STOP_POLL).await;
-        }
-    };
-    let accept_loop = async {
-        loop {
-            let Ok(stream) = listener.accept().await else {
-                // Out of file descriptors and the like: back off instead of spinning.
-                glommio::timer::sleep(STOP_POLL).await;
-                continue;
-            };
-            tally.borrow_mut().connections += 1;
-            let _ = stream.set_nodelay(true);
-            glommio::spawn_local(serve_connection(stream, prototype.clone(), tally.clone())).detach();
-        }
-    };
-    futures_lite::future::or(stopped, accept_loop).await;
-    // Connection tasks still open are dropped with the executor, closing their sockets.
+    for (listener, prototype) in bound {
+        let tally = tally.clone();
+        glommio::spawn_local(async move {
+            loop {
+                let Ok(stream) = listener.accept().await else {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    glommio::timer::sleep(STOP_POLL).await;
+                    continue;
+                };
+                tally.borrow_mut().connections += 1;
+                let _ = stream.set_nodelay(true);
+                glommio::spawn_local(serve_connection(stream, prototype.clone(), tally.clone())).detach();
+            }
+        })
+        .detach();
+    }
+    while !stop.load(Ordering::Relaxed) {
+        glommio::timer::sleep(STOP_POLL).await;
+    }
+    // Accept loops and open connections are dropped with the executor, closing their sockets.
     tally.take()
+}
+
+fn unix_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 async fn serve_connection<S: ServerCodec>(
@@ -547,19 +589,42 @@ async fn serve_connection<S: ServerCodec>(
 ) {
     let mut recv = RecvBuf::new();
     let mut out = Vec::with_capacity(4096);
+    // Servers that speak unprompted (nsqd's heartbeats) wake on a read timeout when one is due.
+    let mut interval = codec.heartbeat_interval();
+    let mut next_beat = interval.map(|i| Instant::now() + i);
     loop {
+        if let Some(due) = next_beat {
+            let _ = stream.set_read_timeout(Some(
+                due.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)),
+            ));
+        }
         let Some(spare) = recv.spare() else { return };
         let n = match stream.read(spare).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) => return,
             Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut && next_beat.is_some() => {
+                if !codec.heartbeat(&mut out) {
+                    return;
+                }
+                if stream.write_all(&out).await.is_err() {
+                    return;
+                }
+                tally.borrow_mut().tx += out.len() as u64;
+                out.clear();
+                next_beat = next_beat.zip(interval).map(|(due, i)| due + i);
+                continue;
+            }
+            Err(_) => return,
         };
         recv.filled(n);
+        codec.set_unix_time(unix_secs());
         let served = codec.serve(recv.data(), &mut out);
         recv.consume(served.consumed);
         {
             let mut t = tally.borrow_mut();
             t.rx += n as u64;
             t.requests += served.requests;
+            t.messages += served.messages;
         }
         if !out.is_empty() {
             if stream.write_all(&out).await.is_err() {
@@ -571,6 +636,25 @@ async fn serve_connection<S: ServerCodec>(
         if served.close {
             let _ = stream.close().await;
             return;
+        }
+        // A busy connection never waits long enough for the read timeout: beat on schedule
+        // anyway, as nsqd's ticker does.
+        if next_beat.is_some_and(|due| Instant::now() >= due) {
+            if !codec.heartbeat(&mut out) || stream.write_all(&out).await.is_err() {
+                return;
+            }
+            tally.borrow_mut().tx += out.len() as u64;
+            out.clear();
+            next_beat = next_beat.zip(interval).map(|(due, i)| due + i);
+        }
+        // IDENTIFY may change or disable the heartbeat; nsqd restarts its ticker then.
+        let now_interval = codec.heartbeat_interval();
+        if now_interval != interval {
+            interval = now_interval;
+            next_beat = interval.map(|i| Instant::now() + i);
+            if interval.is_none() {
+                let _ = stream.set_read_timeout(None);
+            }
         }
     }
 }

@@ -77,6 +77,8 @@ pub struct ServerTally {
     pub core: usize,
     pub connections: u64,
     pub requests: u64,
+    /// Messages published (NSQ sinks).
+    pub messages: u64,
     pub rx: u64,
     pub tx: u64,
 }
@@ -87,6 +89,7 @@ impl ServerTally {
             core: a.core,
             connections: a.connections + t.connections,
             requests: a.requests + t.requests,
+            messages: a.messages + t.messages,
             rx: a.rx + t.rx,
             tx: a.tx + t.tx,
         })

@@ -340,50 +340,108 @@ pub struct Http1Server;
 
 impl ServerCodec for Http1Server {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
-        let mut served = Served::default();
-        while served.consumed < input.len() && !served.close {
-            match serve_one(&input[served.consumed..], out) {
-                None => break,
-                Some((consumed, close)) => {
-                    served.consumed += consumed;
-                    served.requests += 1;
-                    served.close = close;
-                }
+        serve_requests(input, out, HELLO_LIMITS, |request, out| {
+            let response = match request {
+                Err(Refusal::BadRequest) => RESPONSE_400,
+                Err(Refusal::HeadTooLarge) => RESPONSE_431,
+                Err(Refusal::BodyTooLarge) => RESPONSE_413,
+                Ok(r) if r.method == "GET" => RESPONSE_HELLO,
+                Ok(r) if r.method == "HEAD" => RESPONSE_HELLO_HEAD,
+                Ok(_) => RESPONSE_OK,
+            };
+            if request.is_ok_and(|r| r.close) {
+                // Same answer with `Connection: close` before the blank line.
+                let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 2;
+                out.extend_from_slice(&response[..head_end]);
+                out.extend_from_slice(b"Connection: close\r\n");
+                out.extend_from_slice(&response[head_end..]);
+            } else {
+                out.extend_from_slice(response);
             }
-        }
-        served
+        })
     }
 }
 
-/// Answer the request at the start of `input`: `None` if it is incomplete, else the bytes it
-/// used and whether the connection closes after the answer.
-fn serve_one(input: &[u8], out: &mut Vec<u8>) -> Option<(usize, bool)> {
-    let refuse = |out: &mut Vec<u8>, response: &[u8]| {
-        out.extend_from_slice(response);
-        Some((input.len(), true))
-    };
+/// Size limits a server applies to requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    pub max_head: usize,
+    pub max_body: usize,
+}
+
+const HELLO_LIMITS: RequestLimits = RequestLimits { max_head: MAX_REQUEST_HEAD, max_body: MAX_REQUEST_BODY };
+
+/// Why a request was refused; the server answers and closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    BadRequest,
+    HeadTooLarge,
+    BodyTooLarge,
+}
+
+/// One whole request, borrowed from the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<'a> {
+    pub method: &'a str,
+    /// Path and query as sent.
+    pub target: &'a str,
+    /// The body as sent (still chunk-framed for a chunked request; see `chunked`).
+    pub body: &'a [u8],
+    pub chunked: bool,
+    /// The client asked to close (or spoke HTTP/1.0 without keep-alive).
+    pub close: bool,
+}
+
+/// Answer every whole request at the start of `input` with `respond`, which appends one
+/// response per call; a refusal closes the connection after its answer.
+pub fn serve_requests(
+    input: &[u8],
+    out: &mut Vec<u8>,
+    limits: RequestLimits,
+    mut respond: impl FnMut(Result<&Request<'_>, Refusal>, &mut Vec<u8>),
+) -> Served {
+    let mut served = Served::default();
+    while served.consumed < input.len() && !served.close {
+        match parse_request(&input[served.consumed..], limits) {
+            Ok(None) => break,
+            Ok(Some((request, consumed))) => {
+                respond(Ok(&request), out);
+                served.consumed += consumed;
+                served.requests += 1;
+                served.close = request.close;
+            }
+            Err(refusal) => {
+                respond(Err(refusal), out);
+                served.consumed = input.len();
+                served.close = true;
+            }
+        }
+    }
+    served
+}
+
+/// Parse the request at the start of `input`: `Ok(None)` if incomplete, else the request and
+/// the bytes it occupies.
+pub fn parse_request(input: &[u8], limits: RequestLimits) -> Result<Option<(Request<'_>, usize)>, Refusal> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
     let head_len = match request.parse(input) {
-        Ok(httparse::Status::Complete(n)) if n > MAX_REQUEST_HEAD => return refuse(out, RESPONSE_431),
+        Ok(httparse::Status::Complete(n)) if n > limits.max_head => return Err(Refusal::HeadTooLarge),
         Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) if input.len() > MAX_REQUEST_HEAD => return refuse(out, RESPONSE_431),
-        Ok(httparse::Status::Partial) => return None,
-        Err(httparse::Error::TooManyHeaders) => return refuse(out, RESPONSE_431),
-        Err(_) => return refuse(out, RESPONSE_400),
+        Ok(httparse::Status::Partial) if input.len() > limits.max_head => return Err(Refusal::HeadTooLarge),
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(Refusal::HeadTooLarge),
+        Err(_) => return Err(Refusal::BadRequest),
     };
     let mut close = request.version != Some(1);
     let mut length = 0usize;
     let mut chunked = false;
     for h in request.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
-            match parse_content_length(h.value) {
-                Ok(n) => length = n,
-                Err(_) => return refuse(out, RESPONSE_400),
-            }
+            length = parse_content_length(h.value).map_err(|_| Refusal::BadRequest)?;
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             if !last_token_is(h.value, b"chunked") {
-                return refuse(out, RESPONSE_400);
+                return Err(Refusal::BadRequest);
             }
             chunked = true;
         } else if h.name.eq_ignore_ascii_case("connection") {
@@ -394,39 +452,31 @@ fn serve_one(input: &[u8], out: &mut Vec<u8>) -> Option<(usize, bool)> {
             }
         }
     }
-    if length > MAX_REQUEST_BODY {
-        return refuse(out, RESPONSE_413);
+    if length > limits.max_body {
+        return Err(Refusal::BodyTooLarge);
     }
     let end = if chunked {
         match scan_chunked(input, head_len) {
             Ok(ChunkScan::End(end)) => end,
-            Ok(ChunkScan::Need(_)) if input.len() - head_len > MAX_REQUEST_BODY => {
-                return refuse(out, RESPONSE_413);
+            Ok(ChunkScan::Need(_)) if input.len() - head_len > limits.max_body => {
+                return Err(Refusal::BodyTooLarge);
             }
-            Ok(ChunkScan::Need(_)) => return None,
-            Err(_) => return refuse(out, RESPONSE_400),
+            Ok(ChunkScan::Need(_)) => return Ok(None),
+            Err(_) => return Err(Refusal::BadRequest),
         }
     } else if input.len() >= head_len + length {
         head_len + length
     } else {
-        return None;
+        return Ok(None);
     };
-    let method = request.method.unwrap_or_default();
-    let response = match method {
-        "GET" => RESPONSE_HELLO,
-        "HEAD" => RESPONSE_HELLO_HEAD,
-        _ => RESPONSE_OK,
+    let request = Request {
+        method: request.method.unwrap_or_default(),
+        target: request.path.unwrap_or("/"),
+        body: &input[head_len..end],
+        chunked,
+        close,
     };
-    if close {
-        // Same answer with `Connection: close` before the blank line.
-        let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 2;
-        out.extend_from_slice(&response[..head_end]);
-        out.extend_from_slice(b"Connection: close\r\n");
-        out.extend_from_slice(&response[head_end..]);
-    } else {
-        out.extend_from_slice(response);
-    }
-    Some((end, close))
+    Ok(Some((request, end)))
 }
 
 #[cfg(test)]
@@ -575,7 +625,7 @@ mod tests {
         let input =
             b"GET / HTTP/1.1\r\nHost: x\r\n\r\nPOST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET";
         let (served, out) = serve(input);
-        assert_eq!(served, Served { consumed: input.len() - 3, requests: 2, close: false });
+        assert_eq!(served, Served { consumed: input.len() - 3, requests: 2, messages: 0, close: false });
         assert_eq!(out, [RESPONSE_HELLO, RESPONSE_OK].concat());
         assert_eq!(RESPONSE_HELLO.len(), 50);
     }
@@ -586,7 +636,7 @@ mod tests {
         assert_eq!((served.requests, out.len()), (0, 0));
         let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
         let (served, out) = serve(chunked);
-        assert_eq!(served, Served { consumed: chunked.len(), requests: 1, close: false });
+        assert_eq!(served, Served { consumed: chunked.len(), requests: 1, messages: 0, close: false });
         assert_eq!(out, RESPONSE_OK);
     }
 

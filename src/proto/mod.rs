@@ -6,6 +6,7 @@
 //! (the quinn-proto / httparse split), so each codec is tested with plain byte vectors.
 
 pub mod http1;
+pub mod nsq;
 
 use std::fmt;
 
@@ -36,6 +37,8 @@ pub enum Outcome {
 pub enum Failure {
     /// An HTTP response status of 400 or more.
     Status(u16),
+    /// An NSQ error frame, by its code (`E_BAD_TOPIC`, …).
+    Nsq(&'static str),
 }
 
 impl Failure {
@@ -43,6 +46,7 @@ impl Failure {
     pub fn class(self) -> ErrorClass {
         match self {
             Failure::Status(_) => ErrorClass::Status,
+            Failure::Nsq(_) => ErrorClass::Protocol,
         }
     }
 }
@@ -51,6 +55,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Status(code) => write!(f, "HTTP {code}"),
+            Failure::Nsq(code) => f.write_str(code),
         }
     }
 }
@@ -106,6 +111,12 @@ pub enum ProtoError {
     UnexpectedResponse,
     #[error("connection closed in the middle of a response")]
     TruncatedResponse,
+    #[error("malformed NSQ frame")]
+    BadFrame,
+    #[error("the server refused IDENTIFY")]
+    IdentifyRefused,
+    #[error("unexpected NSQ message frame (a publisher receives none)")]
+    UnexpectedMessage,
 }
 
 /// The client role of a protocol: what the engine drives for every connection.
@@ -143,6 +154,8 @@ pub struct Served {
     pub consumed: usize,
     /// Whole requests answered.
     pub requests: u64,
+    /// Messages published by those requests (NSQ sinks count them; others leave 0).
+    pub messages: u64,
     /// Close the connection once `out` has been written.
     pub close: bool,
 }
@@ -151,4 +164,16 @@ pub struct Served {
 pub trait ServerCodec: Clone {
     /// Answer every whole request at the start of `input`, appending the responses to `out`.
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served;
+    /// The wall-clock time in whole Unix seconds, given by the engine before each `serve` (for
+    /// HTTP `Date` headers: the codec itself never reads a clock).
+    fn set_unix_time(&mut self, _secs: u64) {}
+    /// How often the server speaks unprompted (nsqd's heartbeats); `None`: never.
+    fn heartbeat_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// A heartbeat is due: append it to `out`. Returns `false` to close the connection instead
+    /// (the client stayed silent too long).
+    fn heartbeat(&mut self, _out: &mut Vec<u8>) -> bool {
+        true
+    }
 }

@@ -17,6 +17,8 @@ pub struct RunInfo {
     pub cores: Vec<usize>,
     pub connections: usize,
     pub depth: usize,
+    /// Messages each operation carries (an NSQ batch); 1 otherwise.
+    pub messages_per_op: u64,
 }
 
 /// The progress line: on a terminal only, drawn from the counts the cores publish.

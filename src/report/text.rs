@@ -26,6 +26,15 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         secs
     );
     let _ = writeln!(s, "  ops         {} in {:.2}s = {} ops/s", r.ops, secs, si(r.ops_per_sec()));
+    if info.messages_per_op > 1 {
+        let _ = writeln!(
+            s,
+            "  messages    {} ({} per op) = {} msg/s",
+            r.ops * info.messages_per_op,
+            info.messages_per_op,
+            si(r.ops_per_sec() * info.messages_per_op as f64)
+        );
+    }
     if r.latency.is_empty() {
         let _ = writeln!(s, "  latency     (no operation completed)");
     } else {

@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use wirebench::cmd::{Cli, Command as Cmd, ServeKind, bench};
 use wirebench::engine::EngineKind;
+pub use wirebench::engine::ServerTally;
 use wirebench::engine::glommio::ServerHandle;
 use wirebench::stats::Report;
 
@@ -21,16 +22,19 @@ pub fn client_cpu() -> usize {
     wirebench::engine::sys::online_cpus()[0]
 }
 
+/// Start the built-in server of `kind` on ephemeral loopback ports (all its listeners).
 pub fn start_builtin(kind: ServeKind) -> ServerHandle {
+    let name = match kind {
+        ServeKind::Http => "http",
+        ServeKind::Nsq => "nsq",
+    };
+    let argv = ["wirebench", "serve", name, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"];
+    let cli = <Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
+    let Cmd::Serve(args) = cli.command else { unreachable!() };
+    let listeners = wirebench::cmd::serve::listeners(kind, &args).expect("listeners");
     let stop = Arc::new(AtomicBool::new(false));
-    wirebench::cmd::serve::start(
-        kind,
-        EngineKind::Glommio,
-        "127.0.0.1:0".parse().unwrap(),
-        &[server_cpu()],
-        stop,
-    )
-    .expect("built-in server starts")
+    wirebench::cmd::serve::start(EngineKind::Glommio, listeners, &[server_cpu()], stop)
+        .expect("built-in server starts")
 }
 
 /// Run `wirebench bench ARGS…` in-process and return its report.
