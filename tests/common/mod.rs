@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use wirebench::cmd::{Cli, Command as Cmd, ServeKind, bench};
 use wirebench::engine::EngineKind;
+#[allow(unused_imports)]
 pub use wirebench::engine::ServerTally;
 use wirebench::engine::glommio::ServerHandle;
 use wirebench::stats::Report;
