@@ -118,3 +118,47 @@ pub fn which(name: &str) -> Option<std::path::PathBuf> {
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
+
+/// nsqd from `tools/bin` (built by `tools/install-peers.sh`) or the PATH.
+pub fn nsqd_binary() -> std::path::PathBuf {
+    let local = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/bin/nsqd");
+    if local.is_file() {
+        return local;
+    }
+    which("nsqd").expect("nsqd is installed (tools/install-peers.sh builds it into tools/bin)")
+}
+
+/// Start a real nsqd on free loopback ports with its own data directory.
+/// Returns the process and its TCP and HTTP addresses.
+pub fn start_nsqd() -> (Peer, SocketAddr, SocketAddr) {
+    let (tcp, http) = (free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!("wirebench-nsqd-{tcp}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let child = Command::new(nsqd_binary())
+        .arg(format!("--tcp-address=127.0.0.1:{tcp}"))
+        .arg(format!("--http-address=127.0.0.1:{http}"))
+        .arg(format!("--data-path={}", dir.display()))
+        .arg("--log-level=warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nsqd starts");
+    let peer = Peer(child);
+    let (tcp, http): (SocketAddr, SocketAddr) =
+        (format!("127.0.0.1:{tcp}").parse().unwrap(), format!("127.0.0.1:{http}").parse().unwrap());
+    wait_listening(tcp);
+    wait_listening(http);
+    (peer, tcp, http)
+}
+
+/// `GET path` over a plain socket with `Connection: close`; the whole response as text.
+pub fn http_get(addr: SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}

@@ -1,0 +1,85 @@
+//! The same NSQ runs against a real nsqd and against the built-in sink: equal bytes per
+//! operation both ways, zero errors, and nsqd's own `/stats` counts the messages.
+//! Needs nsqd (`tools/install-peers.sh`); run by `.ci/run` with `--include-ignored`.
+
+mod common;
+use common::*;
+use wirebench::cmd::ServeKind;
+
+fn message_count(http: std::net::SocketAddr, topic: &str) -> u64 {
+    let response = http_get(http, "/stats?format=json");
+    let body = response.split("\r\n\r\n").nth(1).expect("a body");
+    let stats: serde_json::Value = serde_json::from_str(body).expect("JSON stats");
+    stats["topics"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["topic_name"] == topic))
+        .and_then(|t| t["message_count"].as_u64())
+        .unwrap_or(0)
+}
+
+#[test]
+#[ignore = "needs nsqd: run by .ci/run"]
+fn nsqd_and_sink_cost_the_same_bytes_per_message() {
+    let (_nsqd, tcp, http) = start_nsqd();
+    let sink = start_builtin(ServeKind::Nsq);
+    let cpu = client_cpu().to_string();
+    // The same Host header on both sides, so the request bytes cannot differ by a port's digits.
+    let host = "Host: 127.0.0.1:4151";
+    let runs: [(&str, &[&str], u64); 4] = [
+        ("nsq", &["-n", "20000"], 1),
+        ("nsq", &["-n", "2000", "--batch", "10"], 10),
+        ("nsq+http", &["-n", "5000", "-H", host], 1),
+        ("nsq+http", &["-n", "1000", "--batch", "10", "-H", host], 10),
+    ];
+    for (i, (scheme, extra, per_op)) in runs.iter().enumerate() {
+        let topic = format!("wb{i}");
+        let (real_addr, sink_addr) =
+            if *scheme == "nsq" { (tcp, sink.addrs[0]) } else { (http, sink.addrs[1]) };
+        let mut reports = Vec::new();
+        for addr in [real_addr, sink_addr] {
+            let url = format!("{scheme}://{addr}/{topic}");
+            let mut args = vec![url.as_str(), "-c", "1", "--size", "400", "--cores", &cpu];
+            args.extend_from_slice(extra);
+            let r = bench(&args);
+            assert_clean(&r);
+            reports.push(r);
+        }
+        let (real, ours) = (&reports[0], &reports[1]);
+        assert_eq!(real.tx_per_op(), ours.tx_per_op(), "{scheme} {extra:?}: tx per op");
+        assert_eq!(real.rx_per_op(), ours.rx_per_op(), "{scheme} {extra:?}: rx per op");
+        assert_eq!(real.tx.handshake, ours.tx.handshake);
+        assert_eq!(real.rx.handshake, ours.rx.handshake);
+        assert_eq!(message_count(http, &topic), real.ops * per_op, "nsqd counted every message");
+    }
+    // The study's figures for a 400-byte message over TCP.
+    let r = bench(&[&format!("nsq://{tcp}/test"), "-c", "1", "-n", "1000", "--cores", &cpu]);
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (413.0, 10.0));
+}
+
+#[test]
+#[ignore = "needs nsqd: run by .ci/run"]
+fn nsqd_heartbeats_and_refusals_match_the_sink() {
+    let (_nsqd, tcp, _http) = start_nsqd();
+    let sink = start_builtin(ServeKind::Nsq);
+    let cpu = client_cpu().to_string();
+    let identify = r#"{"client_id":"hb","heartbeat_interval":1000}"#;
+    for addr in [tcp, sink.addrs[0]] {
+        let r = bench(&[
+            &format!("nsq://{addr}/hb"),
+            "-c",
+            "1",
+            "-d",
+            "2500ms",
+            "--identify",
+            identify,
+            "--cores",
+            &cpu,
+        ]);
+        assert_clean(&r);
+        assert!(r.rx.control >= 2 * 19 && r.rx.control % 19 == 0, "{addr}: {}", r.rx.control);
+        assert_eq!(r.tx.control, r.rx.control / 19 * 4);
+        let r = bench(&[&format!("nsq://{addr}/bad!"), "-c", "1", "-d", "300ms", "--cores", &cpu]);
+        assert_eq!(r.ops, 0);
+        assert!(r.failures.keys().any(|f| f.to_string() == "E_BAD_TOPIC"), "{addr}: {:?}", r.failures);
+    }
+}
