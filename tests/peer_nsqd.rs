@@ -76,7 +76,7 @@ fn nsqd_heartbeats_and_refusals_match_the_sink() {
             &cpu,
         ]);
         assert_clean(&r);
-        assert!(r.rx.control >= 2 * 19 && r.rx.control % 19 == 0, "{addr}: {}", r.rx.control);
+        assert!(r.rx.control >= 2 * 19 && r.rx.control.is_multiple_of(19), "{addr}: {}", r.rx.control);
         assert_eq!(r.tx.control, r.rx.control / 19 * 4);
         let r = bench(&[&format!("nsq://{addr}/bad!"), "-c", "1", "-d", "300ms", "--cores", &cpu]);
         assert_eq!(r.ops, 0);
