@@ -6,6 +6,7 @@ use crate::engine::{self, ClientJob, EngineKind, sys};
 use crate::proto::ClientCodec;
 use crate::proto::http1::{Http1Client, RequestSpec};
 use crate::proto::nsq::{self, NsqClient, PublishSpec};
+use crate::proto::ws::{WsClient, WsSpec};
 use crate::report::{self, RunInfo};
 use crate::stats::Report;
 use crate::target::{self, Scheme, Target};
@@ -36,11 +37,13 @@ pub struct BenchPlan {
     pub identify: Option<Vec<u8>>,
     /// NSQ over HTTP with a batch: binary `/mpub`.
     pub binary: bool,
+    /// WebSocket: text frames.
+    pub text: bool,
     pub json: Option<std::path::PathBuf>,
 }
 
-/// NSQ messages default to the study's 400 bytes.
-const NSQ_DEFAULT_SIZE: usize = 400;
+/// WebSocket and NSQ messages default to the NSQ study's 400 bytes.
+const DEFAULT_MESSAGE_SIZE: usize = 400;
 
 impl BenchPlan {
     pub fn from_args(args: &BenchArgs) -> Result<BenchPlan> {
@@ -63,12 +66,13 @@ impl BenchPlan {
             (None, None) => Duration::from_secs(10),
         };
         let is_nsq = matches!(target.scheme, Scheme::Nsq | Scheme::NsqHttp);
+        let is_message = is_nsq || target.scheme == Scheme::Ws;
         let body = match (&args.size, &args.body_file) {
             (Some(n), _) => vec![b'x'; *n],
             (None, Some(path)) => {
                 std::fs::read(path).with_context(|| format!("cannot read --body-file {}", path.display()))?
             }
-            (None, None) if is_nsq => vec![b'x'; NSQ_DEFAULT_SIZE],
+            (None, None) if is_message => vec![b'x'; DEFAULT_MESSAGE_SIZE],
             (None, None) => Vec::new(),
         };
         if !is_nsq
@@ -81,6 +85,12 @@ impl BenchPlan {
             bail!(
                 "--batch, --defer-ms, --identify, --no-identify and --binary apply to nsq:// and nsq+http:// targets"
             );
+        }
+        if args.text && target.scheme != Scheme::Ws {
+            bail!("--text applies to ws:// targets");
+        }
+        if args.text && std::str::from_utf8(&body).is_err() {
+            bail!("--text needs a UTF-8 message; the body is not");
         }
         if args.batch == 0 || args.batch > 100_000 {
             bail!("--batch must be between 1 and 100000");
@@ -154,6 +164,7 @@ impl BenchPlan {
             publish,
             identify,
             binary: args.binary,
+            text: args.text,
             json: args.json.clone(),
         })
     }
@@ -209,7 +220,17 @@ pub fn run(plan: &BenchPlan) -> Result<(RunInfo, Report)> {
             request.headers = plan.request.headers.clone();
             Ok((plan.info("nsq-http"), drive(plan, Http1Client::new(&request))?))
         }
-        (Scheme::Ws, _) | (Scheme::Nsq | Scheme::NsqHttp, None) => {
+        (Scheme::Ws, _) => {
+            let spec = WsSpec {
+                host: plan.request.host.clone(),
+                path: plan.request.target.clone(),
+                headers: plan.request.headers.clone(),
+                message: plan.request.body.clone(),
+                text: plan.text,
+            };
+            Ok((plan.info("ws"), drive(plan, WsClient::new(spec))?))
+        }
+        (Scheme::Nsq | Scheme::NsqHttp, None) => {
             bail!("{}: this protocol is not supported by bench yet", plan.target.url)
         }
     }

@@ -59,7 +59,7 @@ pub struct BenchArgs {
     /// Extra header `Name: value` (repeatable); a given `Host` replaces the default.
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
-    /// Request body / message of N bytes (the letter 'x' repeated; NSQ's default is 400).
+    /// Request body / message of N bytes (the letter 'x' repeated; 400 for ws and nsq by default).
     #[arg(long, value_name = "N", conflicts_with = "body_file")]
     pub size: Option<usize>,
     /// Request body read from a file.
@@ -83,6 +83,9 @@ pub struct BenchArgs {
     /// NSQ over HTTP with --batch: the binary `/mpub` form instead of newline-separated messages.
     #[arg(long)]
     pub binary: bool,
+    /// WebSocket: send text frames instead of binary ones.
+    #[arg(long)]
+    pub text: bool,
     /// A connect, write or response slower than this fails the connection (counted as timeout).
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub timeout: Duration,
@@ -105,6 +108,9 @@ pub struct ServeArgs {
     /// nsq: the address of the HTTP side (`/pub`, `/mpub`, `/ping`).
     #[arg(long, default_value = "127.0.0.1:4151")]
     pub http_listen: String,
+    /// ws: largest message accepted; a larger one closes with 1009.
+    #[arg(long, default_value_t = crate::proto::ws::DEFAULT_MAX_MESSAGE)]
+    pub max_message: usize,
     /// nsq: largest message accepted (nsqd's `--max-msg-size`).
     #[arg(long, default_value_t = crate::proto::nsq::DEFAULT_MAX_MSG_SIZE)]
     pub max_msg_size: u64,
@@ -122,6 +128,9 @@ pub struct ServeArgs {
 pub enum ServeKind {
     /// HTTP/1.1 hello world: `Hello World` for GET, `OK` for a request with a body.
     Http,
+    /// WebSocket echo: validates the upgrade, echoes every data message with its opcode,
+    /// answers ping, completes the close handshake.
+    Ws,
     /// An nsqd-compatible publish sink on TCP (`PUB`, `MPUB`, `DPUB`) and HTTP (`/pub`, `/mpub`):
     /// answers byte for byte as nsqd 1.3.0; messages are counted and dropped, never stored.
     Nsq,
@@ -131,6 +140,7 @@ impl ServeKind {
     pub fn default_listen(self) -> &'static str {
         match self {
             ServeKind::Http => "127.0.0.1:8080",
+            ServeKind::Ws => "127.0.0.1:9001",
             ServeKind::Nsq => "127.0.0.1:4150",
         }
     }

@@ -4,6 +4,7 @@ use super::{ServeArgs, ServeKind, parse_cores};
 use crate::engine::{self, EngineKind, ServerTally, glommio::ServerHandle};
 use crate::proto::http1::Http1Server;
 use crate::proto::nsq::{NsqHttpServer, NsqServer, SinkLimits};
+use crate::proto::ws::WsServer;
 use crate::proto::{Served, ServerCodec};
 use anyhow::{Context, Result, bail};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -21,6 +22,7 @@ pub enum Builtin {
     Http(Http1Server),
     Nsq(NsqServer),
     NsqHttp(NsqHttpServer),
+    Ws(WsServer),
 }
 
 impl ServerCodec for Builtin {
@@ -29,6 +31,7 @@ impl ServerCodec for Builtin {
             Builtin::Http(s) => s.serve(input, out),
             Builtin::Nsq(s) => s.serve(input, out),
             Builtin::NsqHttp(s) => s.serve(input, out),
+            Builtin::Ws(s) => s.serve(input, out),
         }
     }
     fn set_unix_time(&mut self, secs: u64) {
@@ -72,6 +75,7 @@ pub fn listeners(kind: ServeKind, args: &ServeArgs) -> Result<Vec<(SocketAddr, B
     let limits = SinkLimits { max_msg_size: args.max_msg_size, max_body_size: args.max_body_size };
     Ok(match kind {
         ServeKind::Http => vec![(listen, Builtin::Http(Http1Server))],
+        ServeKind::Ws => vec![(listen, Builtin::Ws(WsServer::new(args.max_message)))],
         ServeKind::Nsq => vec![
             (listen, Builtin::Nsq(NsqServer::new(limits))),
             (resolve(&args.http_listen, "--http-listen")?, Builtin::NsqHttp(NsqHttpServer::new(limits))),

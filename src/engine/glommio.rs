@@ -342,6 +342,7 @@ async fn exchange<C: ClientCodec>(
         }
         if conn.inflight.is_empty() {
             if conn.stopped(Instant::now(), &job.stop) {
+                goodbye(ctx, stream, conn).await;
                 return Ok(End::Done);
             }
             if let Some(wait) = conn.pacer.idle_wait() {
@@ -374,14 +375,48 @@ async fn exchange<C: ClientCodec>(
                 Ok(Decoded::Done { consumed, outcome }) => {
                     complete(ctx, conn, consumed, outcome, now)?;
                     if conn.codec.peer_closing() {
-                        return Ok(End::Reconnect);
+                        break;
                     }
                 }
                 Err(e) => return Err(End::Failed(ErrorClass::Protocol, e.to_string())),
             }
         }
+        // Replies the codec asked for (pong, NOP, the answer to a WebSocket close).
         if !conn.control.is_empty() {
             write_counted(stream, &conn.control, Traffic::Control, rec).await?;
+        }
+        if conn.codec.peer_closing() {
+            return Ok(End::Reconnect);
+        }
+    }
+}
+
+/// How long a connection waits for the server's answer to its goodbye, and how many reads.
+const GOODBYE_WAIT: Duration = Duration::from_secs(1);
+const GOODBYE_READS: usize = 16;
+
+/// The run is over for this connection: say goodbye if the protocol has one (WebSocket Close
+/// 1000) and wait, bounded, for the server's answer. Best effort: nothing here is an error.
+async fn goodbye<C: ClientCodec>(ctx: &CoreCtx<C>, stream: &mut TcpStream, conn: &mut Conn<C>) {
+    conn.send.clear();
+    if !conn.codec.goodbye(&mut conn.send)
+        || write_counted(stream, &conn.send, Traffic::Control, &ctx.rec).await.is_err()
+    {
+        return;
+    }
+    let _ = stream.set_read_timeout(Some(GOODBYE_WAIT));
+    for _ in 0..GOODBYE_READS {
+        while let Ok(Decoded::Done { consumed, .. }) =
+            conn.codec.decode_op(conn.recv.data(), &mut conn.control)
+        {
+            conn.recv.consume(consumed);
+            ctx.rec.borrow_mut().rx.add(Traffic::Control, consumed as u64);
+            if conn.codec.peer_closing() {
+                return;
+            }
+        }
+        if !matches!(read_some(stream, &mut conn.recv).await, Ok(n) if n > 0) {
+            return;
         }
     }
 }
@@ -431,6 +466,14 @@ fn complete<C>(
     conn.recv.consume(consumed);
     if outcome == Outcome::Control {
         rec.rx.add(Traffic::Control, consumed as u64);
+        return Ok(());
+    }
+    if outcome == Outcome::OpPart {
+        let Some(op) = conn.inflight.front() else {
+            rec.rx.add(Traffic::Control, consumed as u64);
+            return Err(End::Failed(ErrorClass::Protocol, "response with no request in flight".into()));
+        };
+        rec.rx.add(op.traffic, consumed as u64);
         return Ok(());
     }
     let Some(op) = conn.inflight.pop_front() else {

@@ -7,6 +7,7 @@
 
 pub mod http1;
 pub mod nsq;
+pub mod ws;
 
 use std::fmt;
 
@@ -30,6 +31,9 @@ pub enum Outcome {
     /// It belonged to no operation (a heartbeat, a ping, a pong): its bytes are `control` bytes.
     /// Any reply the codec wants sent was appended to the output buffer it was given.
     Control,
+    /// Part of the answer to the oldest operation in flight (a WebSocket fragment): its bytes
+    /// are that operation's, and the operation stays in flight.
+    OpPart,
 }
 
 /// Why the server refused an operation; small and `Copy` so that counting it costs nothing.
@@ -117,6 +121,28 @@ pub enum ProtoError {
     IdentifyRefused,
     #[error("unexpected NSQ message frame (a publisher receives none)")]
     UnexpectedMessage,
+    #[error("WebSocket upgrade refused: HTTP {0} instead of 101")]
+    UpgradeRefused(u16),
+    #[error(
+        "WebSocket upgrade without `Upgrade: websocket` / `Connection: Upgrade`, or with an extension not offered"
+    )]
+    BadUpgrade,
+    #[error("wrong Sec-WebSocket-Accept")]
+    BadAcceptKey,
+    #[error("WebSocket frame with reserved bits set")]
+    ReservedBits,
+    #[error("masked frame from the server")]
+    MaskedServerFrame,
+    #[error("WebSocket frame larger than the limit")]
+    FrameTooLarge,
+    #[error("fragmented or oversized WebSocket control frame")]
+    BadControlFrame,
+    #[error("WebSocket continuation out of place")]
+    BadFragment,
+    #[error("unknown WebSocket opcode")]
+    BadOpcode,
+    #[error("echoed message length differs from the message sent")]
+    EchoLength,
 }
 
 /// The client role of a protocol: what the engine drives for every connection.
@@ -143,6 +169,11 @@ pub trait ClientCodec: Clone {
     /// Whether the server asked, in the message just decoded, to close the connection after it
     /// (HTTP `Connection: close`). The engine reconnects and counts a reconnect.
     fn peer_closing(&self) -> bool {
+        false
+    }
+    /// The run is over for this connection: append a closing message (WebSocket Close 1000)
+    /// and return `true` if the server's reply should be awaited (bounded) before closing.
+    fn goodbye(&mut self, _out: &mut Vec<u8>) -> bool {
         false
     }
 }

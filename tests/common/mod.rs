@@ -28,6 +28,7 @@ pub fn start_builtin(kind: ServeKind) -> ServerHandle {
     let name = match kind {
         ServeKind::Http => "http",
         ServeKind::Nsq => "nsq",
+        ServeKind::Ws => "ws",
     };
     let argv = ["wirebench", "serve", name, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"];
     let cli = <Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");

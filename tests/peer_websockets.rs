@@ -1,0 +1,50 @@
+//! Real WebSocket peers that no one here wrote: Python's `websockets` echo server under
+//! `bench`, and its client against `serve ws`. Needs `pip install websockets`; run by `.ci/run`.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use wirebench::cmd::ServeKind;
+
+fn tool(name: &str) -> String {
+    format!("{}/tools/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+#[ignore = "needs Python's websockets: run by .ci/run"]
+fn bench_against_pythons_websockets_echo_server() {
+    let port = free_port();
+    let mut child = Command::new("python3")
+        .args([tool("ws_echo_server.py"), port.to_string(), "60".into()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let ready = BufReader::new(child.stdout.take().unwrap()).lines().next();
+    let _server = Peer(child);
+    assert_eq!(ready.and_then(Result::ok).as_deref(), Some("ready"));
+    let url = format!("ws://127.0.0.1:{port}/");
+    let cpu = client_cpu().to_string();
+    let r = bench(&[&url, "-c", "16", "-n", "20000", "--size", "500", "--cores", &cpu]);
+    assert_clean(&r);
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (508.0, 504.0));
+    assert_eq!((r.tx.control, r.rx.control), (16 * 8, 16 * 4), "every close handshake completed");
+    let r =
+        bench(&[&url, "-c", "2", "-n", "100", "--text", "--size", "70000", "--depth", "4", "--cores", &cpu]);
+    assert_clean(&r);
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (70014.0, 70010.0));
+}
+
+#[test]
+#[ignore = "needs Python's websockets: run by .ci/run"]
+fn pythons_websockets_client_against_serve_ws() {
+    let server = start_builtin(ServeKind::Ws);
+    let out = Command::new("python3")
+        .args([tool("ws_echo_client.py"), format!("ws://{}/", server.addr())])
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("echo ok: str of 10") && stdout.contains("ping ok"), "{stdout}");
+    assert!(stdout.contains("close ok: 1000"), "{stdout}");
+}

@@ -1,0 +1,133 @@
+//! `bench ws://` against the built-in echo server, and against scripted servers that break
+//! the protocol in one way each.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::time::Duration;
+use wirebench::cmd::ServeKind;
+use wirebench::proto::ErrorClass;
+use wirebench::proto::ws::accept_key;
+
+#[test]
+fn echo_of_500_bytes_is_508_out_504_back() {
+    let server = start_builtin(ServeKind::Ws);
+    let cpu = client_cpu().to_string();
+    let url = format!("ws://{}/", server.addr());
+    let r = bench(&[&url, "-c", "8", "-n", "20000", "--size", "500", "--cores", &cpu]);
+    assert_clean(&r);
+    assert_eq!(r.ops, 20000);
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (508.0, 504.0));
+    // The upgrade is handshake traffic; each connection's Close 1000 (2 + 4 + 2 masked) and the
+    // server's answer (2 + 2) are control traffic.
+    assert!(r.tx.handshake > 0 && r.rx.handshake > 0);
+    assert_eq!((r.tx.control, r.rx.control), (8 * 8, 8 * 4));
+    assert_eq!(ServerTally::sum(&server.stop().unwrap()).messages, 20000);
+}
+
+#[test]
+fn lengths_at_the_boundaries_text_and_pipelined() {
+    let server = start_builtin(ServeKind::Ws);
+    let cpu = client_cpu().to_string();
+    let url = format!("ws://{}/", server.addr());
+    for (size, tx, rx) in [(125, 131, 127), (126, 134, 130), (65535, 65543, 65539), (65536, 65550, 65546)] {
+        let size = size.to_string();
+        let r = bench(&[
+            &url, "-c", "2", "-n", "200", "--depth", "4", "--text", "--size", &size, "--cores", &cpu,
+        ]);
+        assert_clean(&r);
+        assert_eq!((r.tx_per_op(), r.rx_per_op()), (tx as f64, rx as f64), "size {size}");
+    }
+}
+
+#[test]
+fn two_thousand_connections() {
+    let server = start_builtin(ServeKind::Ws);
+    let url = format!("ws://{}/", server.addr());
+    let r =
+        bench(&[&url, "-c", "2000", "-d", "1500ms", "--size", "100", "--cores", &client_cpu().to_string()]);
+    assert_clean(&r);
+    assert_eq!(r.connects, 2000);
+    assert!(r.ops > 2000);
+}
+
+#[test]
+fn http_server_answering_200_is_a_protocol_error() {
+    let server = start_builtin(ServeKind::Http);
+    let r = bench(&[
+        &format!("ws://{}/", server.addr()),
+        "-c",
+        "2",
+        "-d",
+        "300ms",
+        "--cores",
+        &client_cpu().to_string(),
+    ]);
+    assert_eq!(r.ops, 0);
+    assert!(r.error_count(ErrorClass::Protocol) > 0);
+    assert!(r.error_samples.iter().any(|s| s.contains("HTTP 200 instead of 101")), "{:?}", r.error_samples);
+    assert!(r.elapsed < Duration::from_secs(3));
+}
+
+/// A server that completes the upgrade (with a right or wrong accept key) and then sends `after`.
+fn scripted(right_key: bool, after: &'static [u8]) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(10_000) {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = vec![0u8; 4096];
+                let Ok(n) = s.read(&mut buf) else { return };
+                let text = String::from_utf8_lossy(&buf[..n]).to_string();
+                let key = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                let accept = if right_key { accept_key(key.as_bytes()) } else { accept_key(b"wrong") };
+                let head = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+                );
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.read(&mut buf); // the first message
+                let _ = s.write_all(after);
+                std::thread::sleep(Duration::from_millis(50));
+            });
+        }
+    });
+    addr
+}
+
+fn run_against(addr: std::net::SocketAddr) -> wirebench::stats::Report {
+    bench(&[
+        &format!("ws://{addr}/"),
+        "-c",
+        "2",
+        "-d",
+        "400ms",
+        "--size",
+        "10",
+        "--cores",
+        &client_cpu().to_string(),
+    ])
+}
+
+#[test]
+fn broken_servers_are_counted_by_class_and_the_run_ends_on_time() {
+    let cases: [(bool, &'static [u8], &str); 4] = [
+        (false, b"", "wrong Sec-WebSocket-Accept"),
+        (true, &[0xC2, 0x0A, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], "reserved bits"),
+        (true, &[0x82, 0x7F, 0, 0, 0x01, 0, 0, 0, 0, 0], "larger than the limit"),
+        (true, b"\x8fgarbage after the upgrade", "unknown WebSocket opcode"),
+    ];
+    for (right_key, after, expected) in cases {
+        let r = run_against(scripted(right_key, after));
+        assert_eq!(r.ops, 0);
+        assert!(r.error_count(ErrorClass::Protocol) > 0, "{expected}: {:?}", r.errors);
+        assert!(r.error_samples.iter().any(|s| s.contains(expected)), "{expected}: {:?}", r.error_samples);
+        assert!(r.elapsed < Duration::from_secs(3));
+    }
+}
