@@ -2,13 +2,14 @@
 //! one clear line and exit status 2.
 
 use clap::Parser;
-use wirebench::cmd::{Cli, Command, bench, serve};
+use wirebench::cmd::{Cli, Command, bench, compare, serve};
 
 fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Bench(args) => bench::main(args),
         Command::Serve(args) => serve::main(args),
+        Command::Compare(args) => compare::main(args),
     };
     if let Err(e) = result {
         eprintln!("wirebench: error: {e:#}");

@@ -2,6 +2,7 @@
 //! of engines, codecs and reports for each subcommand. No protocol or syscall detail lives here.
 
 pub mod bench;
+pub mod compare;
 pub mod serve;
 
 use crate::engine::EngineKind;
@@ -24,6 +25,48 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run a built-in server (thread-per-core, io_uring) to measure against.
     Serve(ServeArgs),
+    /// The same payload through every protocol, side by side: bytes per message, framing
+    /// overhead, segments, speed (on the built-in servers unless targets are given).
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Targets to compare (default: the built-in servers, started in-process on loopback).
+    /// An nsq:// target gives a PUB row and an MPUB row.
+    pub urls: Vec<String>,
+    /// Payload of N bytes per message (the letter 'x' repeated).
+    #[arg(long, default_value_t = 400, conflicts_with = "body_file")]
+    pub size: usize,
+    /// Payload read from a file.
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+    /// Connections per protocol (1: one persistent connection, as in the NSQ study).
+    #[arg(short = 'c', long, default_value_t = 1)]
+    pub connections: usize,
+    /// Messages per protocol (an MPUB of --batch messages counts --batch).
+    #[arg(short = 'n', long, default_value_t = 100_000)]
+    pub messages: u64,
+    /// Upper bound on each protocol's run.
+    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// Operations in flight per connection.
+    #[arg(long, default_value_t = 1)]
+    pub depth: usize,
+    /// Messages per NSQ MPUB.
+    #[arg(long, default_value_t = 10)]
+    pub batch: usize,
+    /// CPUs for the built-in servers (default: the last online CPU).
+    #[arg(long, value_name = "LIST")]
+    pub server_cores: Option<String>,
+    /// Write every row as JSON to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Draw bytes per message (payload vs framing) and messages/s as an SVG chart.
+    #[arg(long, value_name = "PATH")]
+    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// Options shared by every command that runs engines.

@@ -1,7 +1,9 @@
 //! Presentation: the text summary, JSON, and the progress line. Nothing here measures; every
 //! figure comes from a [`Report`](crate::stats::Report).
 
+pub mod compare;
 pub mod json;
+pub mod svg;
 pub mod text;
 
 use indicatif::{ProgressBar, ProgressStyle};

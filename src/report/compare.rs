@@ -1,0 +1,221 @@
+//! The comparison table: one row per protocol, per message, then the HTTP-vs-TCP ratios.
+//! Every figure is derived from a bench [`Report`]; the wire estimate adds the IP and TCP
+//! headers of the segments the kernel counted (`TCP_INFO`), at a header size stated in the output.
+
+use super::{RunInfo, micros, si};
+use crate::cmd::list_cores;
+use crate::stats::{Report, ratio};
+use serde_json::{Value, json};
+use std::fmt::Write;
+use std::time::Duration;
+
+/// Bytes of headers per segment on loopback: IPv4 20 + TCP 20 + the timestamp option 12
+/// (Linux sends timestamps by default); no link layer. IPv6 is 40 + 20 + 12.
+pub const HEADER_BYTES_V4: f64 = 52.0;
+pub const HEADER_BYTES_V6: f64 = 72.0;
+/// The study this command replaces timed 100,000 messages.
+pub const STUDY_MESSAGES: f64 = 100_000.0;
+
+/// What the comparison ran with.
+#[derive(Debug, Clone)]
+pub struct CompareInfo {
+    pub payload: usize,
+    pub connections: usize,
+    pub depth: usize,
+    pub messages: u64,
+    pub duration: Duration,
+    pub engine: &'static str,
+    pub client_cores: Vec<usize>,
+    /// `None` when the targets were the user's own.
+    pub server_cores: Option<Vec<usize>>,
+    /// Server and generator had to share a CPU (a 1-CPU machine, or as asked).
+    pub shared_cpu: bool,
+}
+
+/// One protocol's run.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub label: String,
+    pub info: RunInfo,
+    pub report: Report,
+    pub payload: usize,
+    pub ipv6: bool,
+}
+
+impl Row {
+    pub fn messages(&self) -> f64 {
+        (self.report.ops * self.info.messages_per_op) as f64
+    }
+    pub fn tx_per_msg(&self) -> f64 {
+        ratio(self.report.tx.op as f64, self.messages())
+    }
+    pub fn rx_per_msg(&self) -> f64 {
+        ratio(self.report.rx.op as f64, self.messages())
+    }
+    /// (tx + rx − payload) / payload: what the protocol adds to each message.
+    pub fn overhead(&self) -> f64 {
+        ratio(self.tx_per_msg() + self.rx_per_msg() - self.payload as f64, self.payload as f64)
+    }
+    /// Segments both ways per message, over the connections' whole lives (set-up included).
+    pub fn segs_per_msg(&self) -> f64 {
+        ratio((self.report.kernel.segs_out + self.report.kernel.segs_in) as f64, self.messages())
+    }
+    pub fn header_bytes(&self) -> f64 {
+        if self.ipv6 { HEADER_BYTES_V6 } else { HEADER_BYTES_V4 }
+    }
+    /// Estimated bytes on the wire per message: payload and framing plus IP/TCP headers.
+    pub fn wire_per_msg(&self) -> f64 {
+        self.tx_per_msg() + self.rx_per_msg() + self.segs_per_msg() * self.header_bytes()
+    }
+    pub fn msgs_per_sec(&self) -> f64 {
+        self.report.ops_per_sec() * self.info.messages_per_op as f64
+    }
+    pub fn secs_per_study(&self) -> f64 {
+        ratio(STUDY_MESSAGES, self.msgs_per_sec())
+    }
+    pub fn cpu_us_per_msg(&self) -> f64 {
+        ratio(self.report.cpu_us_per_op(), self.info.messages_per_op as f64)
+    }
+    pub fn handshake(&self) -> (f64, f64) {
+        let conns = self.report.connects.max(1) as f64;
+        (self.report.tx.handshake as f64 / conns, self.report.rx.handshake as f64 / conns)
+    }
+}
+
+pub fn header(info: &CompareInfo) -> String {
+    let mut s = format!(
+        "wirebench compare: {}-byte payload, {} connection{}, depth {}, {} messages or {:.0?} per protocol, {} engine\n",
+        info.payload,
+        info.connections,
+        if info.connections == 1 { "" } else { "s" },
+        info.depth,
+        info.messages,
+        info.duration,
+        info.engine
+    );
+    match &info.server_cores {
+        Some(server) => {
+            let _ = write!(
+                s,
+                "built-in servers on CPU {}, generator on CPU {}",
+                list_cores(server),
+                list_cores(&info.client_cores)
+            );
+            if info.shared_cpu {
+                s += " (shared: this machine has one CPU, so server and generator compete for it)";
+            }
+        }
+        None => {
+            let _ = write!(s, "generator on CPU {}", list_cores(&info.client_cores));
+        }
+    }
+    s += "\n\nprotocol              tx/msg   rx/msg  payload  overhead  segs/msg  wire/msg      msg/s  100k msgs      p50      p99  cpu/msg  errors  audit";
+    s
+}
+
+pub fn line(r: &Row) -> String {
+    format!(
+        "{:<20} {:>7.1}  {:>7.1}  {:>7}  {:>7.1}%  {:>8.2}  {:>8.1}  {:>9}  {:>8.2}s  {:>7}  {:>7}  {:>5.2}us  {:>6}  {}",
+        r.label,
+        r.tx_per_msg(),
+        r.rx_per_msg(),
+        r.payload,
+        100.0 * r.overhead(),
+        r.segs_per_msg(),
+        r.wire_per_msg(),
+        si(r.msgs_per_sec()),
+        r.secs_per_study(),
+        micros(r.report.latency_us(0.5)),
+        micros(r.report.latency_us(0.99)),
+        r.cpu_us_per_msg(),
+        r.report.errors_total(),
+        if r.report.audit_matches() { "match" } else { "DIFFER" }
+    )
+}
+
+/// HTTP against TCP for the same message: NSQ's `/pub` against `PUB` (the study's question).
+pub fn http_vs_tcp(rows: &[Row]) -> Option<(&Row, &Row)> {
+    let http = rows.iter().find(|r| r.info.protocol == "nsq-http" && r.info.messages_per_op == 1)?;
+    let tcp = rows.iter().find(|r| r.info.protocol == "nsq" && r.info.messages_per_op == 1)?;
+    Some((http, tcp))
+}
+
+pub fn footer(rows: &[Row]) -> String {
+    let mut s = String::from("\nhandshake per connection (apart from the per-message bytes):");
+    for r in rows.iter().filter(|r| r.handshake() != (0.0, 0.0)) {
+        let (tx, rx) = r.handshake();
+        let _ = write!(s, " {} tx {tx:.0} rx {rx:.0};", r.label);
+    }
+    if rows.iter().all(|r| r.handshake() == (0.0, 0.0)) {
+        s += " none";
+    }
+    s += "\n";
+    if let Some((http, tcp)) = http_vs_tcp(rows) {
+        let _ = writeln!(
+            s,
+            "HTTP vs TCP (NSQ /pub vs PUB): writes {:.2}x ({:.0} vs {:.0} B), reads {:.2}x ({:.0} vs {:.0} B), speed {:.2}x ({} vs {} msg/s)",
+            ratio(http.tx_per_msg(), tcp.tx_per_msg()),
+            http.tx_per_msg(),
+            tcp.tx_per_msg(),
+            ratio(http.rx_per_msg(), tcp.rx_per_msg()),
+            http.rx_per_msg(),
+            tcp.rx_per_msg(),
+            ratio(http.msgs_per_sec(), tcp.msgs_per_sec()),
+            si(http.msgs_per_sec()),
+            si(tcp.msgs_per_sec()),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "wire/msg = tx + rx + segments × {:.0} B (IPv4 20 + TCP 20 + timestamps 12; no link layer on loopback); segments from TCP_INFO, set-up included",
+        HEADER_BYTES_V4
+    );
+    for r in rows.iter().filter(|r| r.report.errors_total() > 0) {
+        let _ = writeln!(
+            s,
+            "{}: {} errors, e.g. {}",
+            r.label,
+            r.report.errors_total(),
+            r.report.error_samples.join("; ")
+        );
+    }
+    s
+}
+
+pub fn json(info: &CompareInfo, rows: &[Row]) -> Value {
+    let ratios = http_vs_tcp(rows).map(|(http, tcp)| {
+        json!({
+            "tx": ratio(http.tx_per_msg(), tcp.tx_per_msg()),
+            "rx": ratio(http.rx_per_msg(), tcp.rx_per_msg()),
+            "speed": ratio(http.msgs_per_sec(), tcp.msgs_per_sec()),
+        })
+    });
+    json!({
+        "payload": info.payload,
+        "connections": info.connections,
+        "depth": info.depth,
+        "messages": info.messages,
+        "client_cores": info.client_cores,
+        "server_cores": info.server_cores,
+        "header_bytes_per_segment": HEADER_BYTES_V4,
+        "rows": rows.iter().map(|r| {
+            let mut v = super::json::bench(&r.info, &r.report);
+            v["label"] = json!(r.label);
+            v["derived"] = json!({
+                "tx_per_msg": r.tx_per_msg(),
+                "rx_per_msg": r.rx_per_msg(),
+                "payload": r.payload,
+                "overhead": r.overhead(),
+                "segs_per_msg": r.segs_per_msg(),
+                "wire_per_msg": r.wire_per_msg(),
+                "msgs_per_sec": r.msgs_per_sec(),
+                "secs_per_100k_msgs": r.secs_per_study(),
+                "cpu_us_per_msg": r.cpu_us_per_msg(),
+                "handshake_tx_per_conn": r.handshake().0,
+                "handshake_rx_per_conn": r.handshake().1,
+            });
+            v
+        }).collect::<Vec<_>>(),
+        "http_vs_tcp": ratios,
+    })
+}

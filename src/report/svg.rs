@@ -1,0 +1,126 @@
+//! SVG charts (plotters): what people would rather look at than read. The comparison chart
+//! shows bytes per message stacked as payload and framing, and messages per second, one bar
+//! per protocol.
+
+use super::compare::{CompareInfo, Row};
+use anyhow::{Result, anyhow};
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+
+const PAYLOAD: RGBColor = RGBColor(0x4c, 0x78, 0xa8);
+const FRAMING: RGBColor = RGBColor(0xe4, 0x57, 0x56);
+const SPEED: RGBColor = RGBColor(0x54, 0xa2, 0x4b);
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing the chart: {e:?}")
+}
+
+pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let n = rows.len().max(1);
+        let root = SVGBackend::with_string(&mut svg, (1200, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let title = format!(
+            "wirebench compare: {}-byte payload, {} connection(s), depth {}",
+            info.payload, info.connections, info.depth
+        );
+        let root = root.titled(&title, ("sans-serif", 22)).map_err(err)?;
+        let (left, right) = root.split_horizontally(600);
+        let label = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                rows.get(*i).map(|r| r.label.clone()).unwrap_or_default()
+            }
+            SegmentValue::Last => String::new(),
+        };
+
+        let max_bytes = rows.iter().map(|r| r.tx_per_msg() + r.rx_per_msg()).fold(1.0, f64::max) * 1.2;
+        let mut chart = ChartBuilder::on(&left)
+            .caption("bytes per message, written + read", ("sans-serif", 16))
+            .margin(15)
+            .x_label_area_size(70)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0..n).into_segmented(), 0f64..max_bytes)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&label)
+            .x_label_style(("sans-serif", 12))
+            .y_desc("bytes")
+            .draw()
+            .map_err(err)?;
+        let bar = |i: usize, from: f64, to: f64, color: RGBColor| {
+            let mut r = Rectangle::new(
+                [(SegmentValue::Exact(i), from), (SegmentValue::Exact(i + 1), to)],
+                color.filled(),
+            );
+            r.set_margin(0, 0, 18, 18);
+            r
+        };
+        chart
+            .draw_series(rows.iter().enumerate().map(|(i, r)| bar(i, 0.0, r.payload as f64, PAYLOAD)))
+            .map_err(err)?
+            .label("payload")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], PAYLOAD.filled()));
+        chart
+            .draw_series(
+                rows.iter()
+                    .enumerate()
+                    .map(|(i, r)| bar(i, r.payload as f64, r.tx_per_msg() + r.rx_per_msg(), FRAMING)),
+            )
+            .map_err(err)?
+            .label("framing (tx + rx − payload)")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], FRAMING.filled()));
+        chart
+            .draw_series(rows.iter().enumerate().map(|(i, r)| {
+                Text::new(
+                    format!("{:.0}", r.tx_per_msg() + r.rx_per_msg()),
+                    (SegmentValue::CenterOf(i), r.tx_per_msg() + r.rx_per_msg() + max_bytes * 0.02),
+                    ("sans-serif", 13).into_font().color(&BLACK),
+                )
+            }))
+            .map_err(err)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+
+        let max_rate = rows.iter().map(Row::msgs_per_sec).fold(1.0, f64::max) * 1.2;
+        let mut chart = ChartBuilder::on(&right)
+            .caption("messages per second", ("sans-serif", 16))
+            .margin(15)
+            .x_label_area_size(70)
+            .y_label_area_size(70)
+            .build_cartesian_2d((0..n).into_segmented(), 0f64..max_rate)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&label)
+            .x_label_style(("sans-serif", 12))
+            .y_label_formatter(&|v| super::si(*v))
+            .y_desc("msg/s")
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(rows.iter().enumerate().map(|(i, r)| bar(i, 0.0, r.msgs_per_sec(), SPEED)))
+            .map_err(err)?;
+        chart
+            .draw_series(rows.iter().enumerate().map(|(i, r)| {
+                Text::new(
+                    super::si(r.msgs_per_sec()),
+                    (SegmentValue::CenterOf(i), r.msgs_per_sec() + max_rate * 0.02),
+                    ("sans-serif", 13).into_font().color(&BLACK),
+                )
+            }))
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
