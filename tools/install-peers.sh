@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Install the real peers the ignored tests run against: nginx (Debian), nsqd (built from the
-# Go module proxy into tools/bin/), Python's `websockets` (PyPI). Idempotent; needs root for apt.
+# Install the real peers the ignored tests run against: nginx and Chromium (Debian), nsqd (built
+# from the Go module proxy into tools/bin/), Python's `websockets` (PyPI). Idempotent; needs root.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 NSQ_VERSION="${NSQ_VERSION:-v1.3.0}"
 
-if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+# nginx (HTTP/1.1 peer), Chromium (renders the SVG charts in a test), prlimit/setpriv (limit tests).
+missing=()
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+command -v chromium >/dev/null || missing+=(chromium)
+command -v setpriv >/dev/null || missing+=(util-linux)
+if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # `go install …@v1.3.0` asks the proxy for nsq's version list, which it refuses here; downloading

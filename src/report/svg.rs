@@ -6,6 +6,7 @@ use super::compare::{CompareInfo, Row};
 use anyhow::{Result, anyhow};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 const PAYLOAD: RGBColor = RGBColor(0x4c, 0x78, 0xa8);
 const FRAMING: RGBColor = RGBColor(0xe4, 0x57, 0x56);
@@ -40,11 +41,12 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
             .margin(15)
             .x_label_area_size(70)
             .y_label_area_size(60)
-            .build_cartesian_2d((0..n).into_segmented(), 0f64..max_bytes)
+            .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..max_bytes)
             .map_err(err)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .light_line_style(TRANSPARENT)
             .x_labels(n)
             .x_label_formatter(&label)
             .x_label_style(("sans-serif", 12))
@@ -77,8 +79,8 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
             .draw_series(rows.iter().enumerate().map(|(i, r)| {
                 Text::new(
                     format!("{:.0}", r.tx_per_msg() + r.rx_per_msg()),
-                    (SegmentValue::CenterOf(i), r.tx_per_msg() + r.rx_per_msg() + max_bytes * 0.02),
-                    ("sans-serif", 13).into_font().color(&BLACK),
+                    (SegmentValue::CenterOf(i), r.tx_per_msg() + r.rx_per_msg() + max_bytes * 0.01),
+                    ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Bottom)),
                 )
             }))
             .map_err(err)?;
@@ -96,11 +98,12 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
             .margin(15)
             .x_label_area_size(70)
             .y_label_area_size(70)
-            .build_cartesian_2d((0..n).into_segmented(), 0f64..max_rate)
+            .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..max_rate)
             .map_err(err)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .light_line_style(TRANSPARENT)
             .x_labels(n)
             .x_label_formatter(&label)
             .x_label_style(("sans-serif", 12))
@@ -115,8 +118,8 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
             .draw_series(rows.iter().enumerate().map(|(i, r)| {
                 Text::new(
                     super::si(r.msgs_per_sec()),
-                    (SegmentValue::CenterOf(i), r.msgs_per_sec() + max_rate * 0.02),
-                    ("sans-serif", 13).into_font().color(&BLACK),
+                    (SegmentValue::CenterOf(i), r.msgs_per_sec() + max_rate * 0.01),
+                    ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Bottom)),
                 )
             }))
             .map_err(err)?;

@@ -1,0 +1,135 @@
+//! `wirebench compare` as a user runs it: five rows on the built-in servers with exact bytes,
+//! JSON and an SVG; the same against a real nsqd; the SVG rendered by headless Chromium.
+
+mod common;
+use common::*;
+use std::process::Command;
+
+fn compare(args: &[&str]) -> (String, serde_json::Value) {
+    let dir = std::env::temp_dir().join(format!("wirebench-compare-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("compare.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .arg("compare")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    (stdout, serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap())
+}
+
+fn row<'a>(v: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"] == label)
+        .unwrap_or_else(|| panic!("no row {label}"))
+}
+
+#[test]
+fn five_protocols_on_the_builtin_servers() {
+    let svg = std::env::temp_dir().join(format!("wirebench-compare-{}.svg", free_port()));
+    let (stdout, v) = compare(&["-n", "3000", "-d", "5s", "--svg", svg.to_str().unwrap()]);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "{stdout}");
+    for r in rows {
+        assert_eq!(r["errors"]["total"], 0, "{}", r["label"]);
+        assert_eq!(r["audit"]["match"], true, "{}", r["label"]);
+        assert!(r["derived"]["msgs_per_sec"].as_f64().unwrap() > 0.0);
+    }
+    let pubrow = row(&v, "NSQ TCP PUB");
+    assert_eq!(
+        (pubrow["derived"]["tx_per_msg"].as_f64(), pubrow["derived"]["rx_per_msg"].as_f64()),
+        (Some(413.0), Some(10.0))
+    );
+    let mpub = row(&v, "NSQ TCP MPUB×10");
+    assert_eq!(mpub["bytes"]["tx_per_op"].as_f64(), Some(4058.0));
+    assert_eq!(mpub["messages"], 3000);
+    let ws = row(&v, "WebSocket binary");
+    assert_eq!(
+        (ws["derived"]["tx_per_msg"].as_f64(), ws["derived"]["rx_per_msg"].as_f64()),
+        (Some(408.0), Some(404.0))
+    );
+    let http = row(&v, "NSQ HTTP /pub");
+    assert_eq!(http["derived"]["rx_per_msg"].as_f64(), Some(156.0));
+    assert_eq!(v["http_vs_tcp"]["rx"].as_f64(), Some(15.6));
+    assert!(stdout.contains("HTTP vs TCP (NSQ /pub vs PUB)"), "{stdout}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
+    assert!(chart.contains("NSQ TCP PUB") && chart.contains("messages per second"));
+}
+
+#[test]
+#[ignore = "needs nsqd: run by .ci/run"]
+fn the_same_nsq_bytes_against_a_real_nsqd() {
+    let (_nsqd, tcp, http) = start_nsqd();
+    let (stdout, v) =
+        compare(&[&format!("nsq://{tcp}/test"), &format!("nsq+http://{http}/test"), "-n", "3000"]);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 3, "{stdout}");
+    let pubrow = row(&v, "NSQ TCP PUB");
+    assert_eq!(
+        (pubrow["derived"]["tx_per_msg"].as_f64(), pubrow["derived"]["rx_per_msg"].as_f64()),
+        (Some(413.0), Some(10.0))
+    );
+    assert_eq!(row(&v, "NSQ TCP MPUB×10")["bytes"]["tx_per_op"].as_f64(), Some(4058.0));
+    assert_eq!(row(&v, "NSQ HTTP /pub")["derived"]["rx_per_msg"].as_f64(), Some(156.0));
+}
+
+/// Render `svg` to a PNG with headless Chromium; returns the PNG's path.
+fn screenshot(svg: &std::path::Path, png: &std::path::Path) {
+    let chromium =
+        which("chromium").or_else(|| which("chromium-browser")).expect("chromium (.ci/run installs it)");
+    let profile = std::env::temp_dir().join(format!("wirebench-chromium-{}", free_port()));
+    let status = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1200,560",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", svg.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("chromium runs");
+    assert!(status.success());
+}
+
+#[test]
+#[ignore = "needs chromium: run by .ci/run"]
+fn the_chart_renders_in_a_browser() {
+    let dir = std::env::temp_dir().join(format!("wirebench-chart-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (svg, png) = (dir.join("compare.svg"), dir.join("compare.png"));
+    compare(&["-n", "2000", "--svg", svg.to_str().unwrap()]);
+    screenshot(&svg, &png);
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((frame.width, frame.height), (1200, 560));
+    let channels = frame.line_size / frame.width as usize;
+    let pixels: Vec<&[u8]> = buf[..frame.buffer_size()].chunks(channels).collect();
+    // The bars' colours are on screen: payload blue, framing red, speed green.
+    let near = |p: &[u8], c: [u8; 3]| p.iter().zip(c).all(|(a, b)| a.abs_diff(b) < 12);
+    for (name, colour) in
+        [("payload", [0x4c, 0x78, 0xa8]), ("framing", [0xe4, 0x57, 0x56]), ("speed", [0x54, 0xa2, 0x4b])]
+    {
+        let count = pixels.iter().filter(|p| near(p, colour)).count();
+        assert!(count > 500, "{name} bars: {count} pixels");
+    }
+    // And text: dark pixels beyond the bars.
+    assert!(pixels.iter().filter(|p| p[..3].iter().all(|&v| v < 60)).count() > 1000);
+}
