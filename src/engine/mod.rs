@@ -6,6 +6,7 @@
 //! [`ServerCodec`](crate::proto::ServerCodec), and counts every byte where the syscall returned
 //! it. The command layer picks protocol × engine with one `match`; the loops below are generic.
 
+pub mod conn;
 pub mod glommio;
 pub mod sys;
 
@@ -69,6 +70,86 @@ impl ClientRun {
         let elapsed = self.finished.saturating_duration_since(self.measure_from);
         crate::stats::Report::merge(self.cores, elapsed)
     }
+}
+
+/// How often each core publishes its operation count for the progress line.
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
+/// Lines the engine threads of a run up so their clocks start together: every thread calls
+/// [`wait`](Self::wait) exactly once, after building its runtime, even if that failed.
+pub struct StartGate {
+    barrier: Arc<std::sync::Barrier>,
+    start: Arc<std::sync::OnceLock<std::time::Instant>>,
+}
+
+impl StartGate {
+    /// Wait for every core; returns the run's common start instant.
+    pub fn wait(self) -> std::time::Instant {
+        self.barrier.wait();
+        *self.start.get_or_init(std::time::Instant::now)
+    }
+}
+
+/// The per-core body of a client run: (job, codec, cpu, core index, connection indices, gate).
+pub type CoreFn<C> = fn(
+    ClientJob,
+    C,
+    usize,
+    usize,
+    std::ops::Range<usize>,
+    StartGate,
+) -> Result<(crate::stats::CoreRecorder, std::time::Instant), EngineError>;
+
+/// Spawn one thread per core of `job`, each running `core` on its share of the connections;
+/// join them and assemble the run. Shared by every engine.
+pub fn run_client_threads<C>(job: &ClientJob, prototype: C, core: CoreFn<C>) -> Result<ClientRun, EngineError>
+where
+    C: crate::proto::ClientCodec + Send + 'static,
+{
+    let start = Arc::new(std::sync::OnceLock::new());
+    let barrier = Arc::new(std::sync::Barrier::new(job.cores.len()));
+    let cores = job.cores.len();
+    let mut threads = Vec::new();
+    let mut first_conn = 0;
+    for (index, &cpu) in job.cores.iter().enumerate() {
+        let conns = crate::workload::split_ops(job.connections as u64, cores, index) as usize;
+        let range = first_conn..first_conn + conns;
+        first_conn += conns;
+        let gate = StartGate { barrier: barrier.clone(), start: start.clone() };
+        let (job, prototype) = (job.clone(), prototype.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("wirebench-client-{cpu}"))
+            .spawn(move || core(job, prototype, cpu, index, range, gate))
+            .map_err(|source| EngineError::Executor { cpu, source })?;
+        threads.push((cpu, handle));
+    }
+    let ends: Vec<(crate::stats::CoreRecorder, std::time::Instant)> = threads
+        .into_iter()
+        .map(|(cpu, h)| h.join().map_err(|_| EngineError::Panicked { cpu })?)
+        .collect::<Result<_, _>>()?;
+    let start = *start.get_or_init(std::time::Instant::now);
+    let finished = ends.iter().map(|(_, end)| *end).max().unwrap_or(start);
+    Ok(ClientRun {
+        measure_from: start + job.warmup,
+        finished,
+        cores: ends.into_iter().map(|(rec, _)| rec).collect(),
+    })
+}
+
+/// The state machine of connection `index` of `job` (its share of `-n`, the run's deadline).
+pub fn new_conn<C: crate::proto::ClientCodec>(
+    job: &ClientJob,
+    prototype: &C,
+    index: usize,
+    start: std::time::Instant,
+) -> conn::Conn<C> {
+    let measure_from = start + job.warmup;
+    let budget = crate::workload::Budget {
+        ops: job.ops.map(|n| crate::workload::split_ops(n, job.connections, index)),
+        deadline: measure_from + job.duration,
+        measure_from,
+    };
+    conn::Conn::new(prototype, job.workload.pacer(), budget, job.depth, job.timeout)
 }
 
 /// What one core of a built-in server counted.
