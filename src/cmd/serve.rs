@@ -64,7 +64,8 @@ pub fn start(
     let _ = engine::sys::ensure_file_limit(SERVER_SOCKETS);
     super::bench::ensure_limits(0, cores.len())?;
     let handle = match engine {
-        EngineKind::Glommio => engine::glommio::start_server(listeners, cores, stop)?,
+        // The raw io_uring engine drives clients only; servers run on glommio.
+        EngineKind::Glommio | EngineKind::Uring => engine::glommio::start_server(listeners, cores, stop)?,
     };
     Ok(handle)
 }

@@ -9,6 +9,7 @@
 pub mod conn;
 pub mod glommio;
 pub mod sys;
+pub mod uring;
 
 use crate::workload::Workload;
 use std::net::SocketAddr;
@@ -21,12 +22,16 @@ use std::time::Duration;
 pub enum EngineKind {
     /// glommio: thread-per-core executor on io_uring (try-the-syscall-first sockets, io_uring poll).
     Glommio,
+    /// Raw io_uring (the `io-uring` crate): sends and receives as SQEs, one `io_uring_enter`
+    /// per loop for all of a core's connections. Client side only; servers use glommio.
+    Uring,
 }
 
 impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Glommio => "glommio",
+            EngineKind::Uring => "uring",
         }
     }
 }

@@ -92,7 +92,16 @@ pub struct Http1Client {
     head_method: bool,
     head: Option<Head>,
     closing: bool,
+    /// The previous response's head, byte for byte, and what parsing it gave. A server
+    /// answering the same request sends the same head (but for a `Date` that changes once a
+    /// second): a head that starts the input byte for byte is the same head, parsed the same,
+    /// and a memcmp replaces the parse.
+    last_head: Vec<u8>,
+    last: Option<(Head, bool)>,
 }
+
+/// Heads longer than this are parsed every time rather than remembered.
+const MAX_CACHED_HEAD: usize = 1024;
 
 impl Http1Client {
     pub fn new(spec: &RequestSpec) -> Self {
@@ -101,7 +110,28 @@ impl Http1Client {
             head_method: spec.method.eq_ignore_ascii_case("HEAD"),
             head: None,
             closing: false,
+            last_head: Vec::new(),
+            last: None,
         }
+    }
+
+    /// The head at the start of `input`, from the cache when it is byte-identical.
+    fn head_of(&mut self, input: &[u8]) -> Result<Option<Head>, ProtoError> {
+        if let Some((head, closing)) = self.last
+            && input.starts_with(&self.last_head)
+        {
+            self.closing = closing;
+            return Ok(Some(head));
+        }
+        let head = self.parse_head(input)?;
+        if let Some(h) = head
+            && h.len <= MAX_CACHED_HEAD
+        {
+            self.last_head.clear();
+            self.last_head.extend_from_slice(&input[..h.len]);
+            self.last = Some((h, self.closing));
+        }
+        Ok(head)
     }
 
     /// The encoded request: the exact bytes of one operation.
@@ -175,7 +205,7 @@ impl ClientCodec for Http1Client {
     fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
         let head = match self.head {
             Some(head) => head,
-            None => match self.parse_head(input)? {
+            None => match self.head_of(input)? {
                 Some(head) => head,
                 None => return Ok(Decoded::Partial),
             },
@@ -565,6 +595,27 @@ mod tests {
                 [Outcome::Op, Outcome::Op, Outcome::Op, Outcome::OpFailed(Failure::Status(404))]
             );
         }
+    }
+
+    #[test]
+    fn a_remembered_head_gives_the_same_answers() {
+        let mut c = Http1Client::new(&spec("GET", b""));
+        let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nhi";
+        for _ in 0..3 {
+            assert_eq!(
+                decode_all(&mut c, CL),
+                Ok(Decoded::Done { consumed: CL.len(), outcome: Outcome::Op })
+            );
+            assert!(!c.peer_closing());
+            assert_eq!(
+                decode_all(&mut c, close),
+                Ok(Decoded::Done { consumed: close.len(), outcome: Outcome::Op })
+            );
+            assert!(c.peer_closing());
+        }
+        // Same head, body still arriving: partial, then whole.
+        assert_eq!(decode_all(&mut c, &close[..close.len() - 1]), Ok(Decoded::Partial));
+        assert!(matches!(decode_all(&mut c, close), Ok(Decoded::Done { .. })));
     }
 
     #[test]

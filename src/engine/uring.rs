@@ -1,0 +1,309 @@
+//! The raw io_uring engine: one pinned thread per core, one ring per thread, every connection
+//! a state machine ([`Conn`]) driven by completions.
+//!
+//! Per loop: every connection that can move pushes its next operation (connect, send, recv) as
+//! an SQE; one `io_uring_enter` submits them all and waits for completions (ring set up with
+//! `SINGLE_ISSUER | DEFER_TASKRUN` where the kernel has them, so completions run in this
+//! thread, in batches). With many connections a request costs a fraction of a syscall: the
+//! send and the recv are SQEs, not syscalls. Timeouts: a periodic scan cancels operations past
+//! their deadline (`ASYNC_CANCEL`).
+
+use super::conn::{Conn, Want};
+use super::sys::{add_tcp_info, thread_cpu_time};
+use super::{ClientJob, ClientRun, EngineError, StartGate};
+use crate::proto::ClientCodec;
+use crate::stats::CoreRecorder;
+use io_uring::{IoUring, opcode, types};
+use std::io;
+use std::os::fd::{IntoRawFd, RawFd};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Longest wait in `io_uring_enter`; also how often deadlines and sleepers are looked at.
+const TICK: Duration = Duration::from_millis(5);
+/// Operation kinds, in the low bits of an SQE's user data (the slot index above them).
+const KIND_BITS: u64 = 2;
+const OP_CANCEL: u64 = 0;
+const OP_CONNECT: u64 = 1;
+const OP_SEND: u64 = 2;
+const OP_RECV: u64 = 3;
+
+/// Run the client side of `job` with the raw io_uring engine.
+pub fn run_client<C>(job: &ClientJob, prototype: C) -> Result<ClientRun, EngineError>
+where
+    C: ClientCodec + Send + 'static,
+{
+    super::run_client_threads(job, prototype, client_core::<C>)
+}
+
+/// A ring for `entries` operations, with the single-issuer and deferred-task-run flags where
+/// the kernel knows them (6.1+), without them otherwise.
+pub fn ring(entries: u32) -> io::Result<IoUring> {
+    IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_coop_taskrun()
+        .build(entries)
+        .or_else(|_| IoUring::builder().build(entries))
+}
+
+/// One connection's slot: its machine, its socket, and the operation in flight.
+struct Slot<C> {
+    conn: Conn<C>,
+    fd: Option<RawFd>,
+    /// The operation in flight (its kind) and when it times out.
+    busy: Option<(u64, Instant)>,
+    cancelled: bool,
+    sleep_until: Option<Instant>,
+    done: bool,
+    addr: socket2::SockAddr,
+}
+
+fn client_core<C: ClientCodec>(
+    job: ClientJob,
+    prototype: C,
+    cpu: usize,
+    index: usize,
+    conns: std::ops::Range<usize>,
+    gate: StartGate,
+) -> Result<(CoreRecorder, Instant), EngineError> {
+    let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+    let entries = (2 * conns.len() + 64).next_power_of_two().min(32_768) as u32;
+    let ring = ring(entries);
+    let start = gate.wait();
+    if !pinned {
+        return Err(EngineError::Executor {
+            cpu,
+            source: io::Error::other("cannot pin the thread to this CPU"),
+        });
+    }
+    let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
+    let cpu_before = thread_cpu_time();
+    let wall_before = Instant::now();
+    let mut rec = CoreRecorder::new(cpu);
+    let addr = socket2::SockAddr::from(job.addr);
+    let mut slots: Vec<Slot<C>> = conns
+        .map(|i| Slot {
+            conn: super::new_conn(&job, &prototype, i, start),
+            fd: None,
+            busy: None,
+            cancelled: false,
+            sleep_until: None,
+            done: false,
+            addr: addr.clone(),
+        })
+        .collect();
+    let mut ready: Vec<usize> = (0..slots.len()).collect();
+    let mut remaining = slots.len();
+    let mut next_tick = Instant::now() + TICK;
+    let mut next_progress = Instant::now() + super::PROGRESS_EVERY;
+    let result = loop {
+        let now = Instant::now();
+        for i in ready.drain(..) {
+            if let Err(e) = drive(&mut ring, &mut slots, i, now, &job, &mut rec) {
+                break_with(&mut slots);
+                return Err(EngineError::Executor { cpu, source: e });
+            }
+            if slots[i].done {
+                remaining -= 1;
+            }
+        }
+        if remaining == 0 {
+            break Ok(());
+        }
+        let ts = types::Timespec::from(TICK);
+        match ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+            Err(e) => break Err(e),
+        }
+        let now = Instant::now();
+        for cqe in ring.completion() {
+            let (i, kind) =
+                ((cqe.user_data() >> KIND_BITS) as usize, cqe.user_data() & ((1 << KIND_BITS) - 1));
+            if kind == OP_CANCEL {
+                continue;
+            }
+            let slot = &mut slots[i];
+            let cancelled = std::mem::take(&mut slot.cancelled);
+            slot.busy = None;
+            let result = cqe.result();
+            let error = |r: i32| {
+                if cancelled && r == -libc::ECANCELED {
+                    io::Error::new(io::ErrorKind::TimedOut, "timed out")
+                } else {
+                    io::Error::from_raw_os_error(-r)
+                }
+            };
+            match kind {
+                OP_CONNECT if result >= 0 => slot.conn.connected(&mut rec),
+                OP_CONNECT => {
+                    if let Some(fd) = slot.fd.take() {
+                        // SAFETY: our socket, no operation in flight on it.
+                        unsafe { libc::close(fd) };
+                    }
+                    slot.conn.connect_failed(&error(result), now, &mut rec)
+                }
+                OP_SEND if result >= 0 => slot.conn.wrote(result as usize, &mut rec),
+                OP_SEND => slot.conn.write_failed(&error(result), &mut rec),
+                OP_RECV if result >= 0 => slot.conn.read(result as usize, now, &mut rec),
+                _ => slot.conn.read_failed(&error(result), &mut rec),
+            }
+            ready.push(i);
+        }
+        if now >= next_tick {
+            next_tick = now + TICK;
+            for (i, slot) in slots.iter_mut().enumerate() {
+                match (slot.busy, slot.sleep_until) {
+                    (Some((kind, deadline)), _) if now >= deadline && !slot.cancelled => {
+                        slot.cancelled = true;
+                        let sqe = opcode::AsyncCancel::new(user_data(i, kind))
+                            .build()
+                            .user_data(user_data(i, OP_CANCEL));
+                        push(&mut ring, &sqe).map_err(|source| EngineError::Executor { cpu, source })?;
+                    }
+                    (None, Some(until)) if now >= until && !slot.done => {
+                        slot.sleep_until = None;
+                        ready.push(i);
+                    }
+                    _ => {}
+                }
+            }
+            // Ctrl-C: wake sleepers so they notice.
+            if job.stop.load(Ordering::Relaxed) {
+                for (i, slot) in slots.iter_mut().enumerate() {
+                    if slot.sleep_until.take().is_some() {
+                        ready.push(i);
+                    }
+                }
+            }
+        }
+        if now >= next_progress {
+            next_progress = now + super::PROGRESS_EVERY;
+            job.progress[index].store(rec.ops, Ordering::Relaxed);
+        }
+    };
+    if let Err(source) = result {
+        break_with(&mut slots);
+        return Err(EngineError::Executor { cpu, source });
+    }
+    let finished = Instant::now();
+    job.progress[index].store(rec.ops, Ordering::Relaxed);
+    rec.cpu = thread_cpu_time().saturating_sub(cpu_before);
+    rec.wall = finished - wall_before;
+    Ok((rec, finished))
+}
+
+fn user_data(slot: usize, kind: u64) -> u64 {
+    ((slot as u64) << KIND_BITS) | kind
+}
+
+/// Push an SQE, submitting first if the queue is full.
+fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> io::Result<()> {
+    // SAFETY: every buffer an SQE points at lives in a slot that is neither moved (the slot
+    // vector never grows) nor touched until the operation completes.
+    if unsafe { ring.submission().push(sqe) }.is_err() {
+        ring.submit()?;
+        // SAFETY: as above.
+        unsafe { ring.submission().push(sqe) }.map_err(|_| io::Error::other("submission queue full"))?;
+    }
+    Ok(())
+}
+
+/// Ask slot `i`'s machine what to do until it is waiting on an operation, asleep or done.
+fn drive<C: ClientCodec>(
+    ring: &mut IoUring,
+    slots: &mut [Slot<C>],
+    i: usize,
+    now: Instant,
+    job: &ClientJob,
+    rec: &mut CoreRecorder,
+) -> io::Result<()> {
+    let slot = &mut slots[i];
+    loop {
+        match slot.conn.next(now, &job.stop) {
+            Want::Done => {
+                slot.done = true;
+                return Ok(());
+            }
+            Want::Sleep(until) => {
+                slot.sleep_until = Some(until);
+                return Ok(());
+            }
+            Want::Connect => {
+                let socket = socket2::Socket::new(
+                    socket2::Domain::for_address(job.addr),
+                    socket2::Type::STREAM.nonblocking().cloexec(),
+                    None,
+                );
+                let socket = match socket {
+                    Ok(s) => s,
+                    Err(e) => {
+                        slot.conn.connect_failed(&e, now, rec);
+                        continue;
+                    }
+                };
+                let _ = socket.set_tcp_nodelay(true);
+                let fd = socket.into_raw_fd();
+                slot.fd = Some(fd);
+                let sqe = opcode::Connect::new(types::Fd(fd), slot.addr.as_ptr().cast(), slot.addr.len())
+                    .build()
+                    .user_data(user_data(i, OP_CONNECT));
+                slot.busy = Some((OP_CONNECT, now + job.timeout));
+                return push(ring, &sqe);
+            }
+            Want::Write => {
+                let Some(fd) = slot.fd else {
+                    return Ok(slot.conn.write_failed(&io::Error::other("no connection"), rec));
+                };
+                let buf = slot.conn.to_write();
+                let sqe =
+                    opcode::Send::new(types::Fd(fd), buf.as_ptr(), buf.len().min(u32::MAX as usize) as u32)
+                        .flags(libc::MSG_NOSIGNAL)
+                        .build()
+                        .user_data(user_data(i, OP_SEND));
+                slot.busy = Some((OP_SEND, now + job.timeout));
+                return push(ring, &sqe);
+            }
+            Want::Read(timeout) => {
+                let Some(fd) = slot.fd else {
+                    return Ok(slot.conn.read_failed(&io::Error::other("no connection"), rec));
+                };
+                let Some(buf) = slot.conn.read_buf() else {
+                    slot.conn.read_failed(&io::Error::other("message larger than the receive limit"), rec);
+                    continue;
+                };
+                let sqe = opcode::Recv::new(
+                    types::Fd(fd),
+                    buf.as_mut_ptr(),
+                    buf.len().min(u32::MAX as usize) as u32,
+                )
+                .build()
+                .user_data(user_data(i, OP_RECV));
+                slot.busy = Some((OP_RECV, now + timeout));
+                return push(ring, &sqe);
+            }
+            Want::Close => {
+                if let Some(fd) = slot.fd.take() {
+                    add_tcp_info(fd, &mut rec.kernel);
+                    // SAFETY: our socket; no operation is in flight on it (we only get here
+                    // between operations).
+                    unsafe { libc::close(fd) };
+                }
+                slot.conn.closed(now, rec);
+            }
+        }
+    }
+}
+
+/// The ring failed under us: operations may still point into the slots' buffers, so the
+/// slots are leaked rather than freed (and their sockets closed) before the ring goes.
+fn break_with<C>(slots: &mut Vec<Slot<C>>) {
+    for slot in slots.iter_mut() {
+        if let Some(fd) = slot.fd.take() {
+            // SAFETY: our sockets.
+            unsafe { libc::close(fd) };
+        }
+    }
+    std::mem::forget(std::mem::take(slots));
+}
