@@ -254,7 +254,8 @@ fn drive<C: ClientCodec>(
             }
             Want::Write => {
                 let Some(fd) = slot.fd else {
-                    return Ok(slot.conn.write_failed(&io::Error::other("no connection"), rec));
+                    slot.conn.write_failed(&io::Error::other("no connection"), rec);
+                    continue;
                 };
                 let buf = slot.conn.to_write();
                 let sqe =
@@ -267,7 +268,8 @@ fn drive<C: ClientCodec>(
             }
             Want::Read(timeout) => {
                 let Some(fd) = slot.fd else {
-                    return Ok(slot.conn.read_failed(&io::Error::other("no connection"), rec));
+                    slot.conn.read_failed(&io::Error::other("no connection"), rec);
+                    continue;
                 };
                 let Some(buf) = slot.conn.read_buf() else {
                     slot.conn.read_failed(&io::Error::other("message larger than the receive limit"), rec);
