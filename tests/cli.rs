@@ -132,6 +132,12 @@ fn broken_server(reply: &'static [u8], reset: bool) -> std::net::SocketAddr {
 
 #[test]
 fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time() {
+    for engine in ENGINES {
+        garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time_on(engine);
+    }
+}
+
+fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time_on(engine: &str) {
     let addr = broken_server(b"SSH-2.0-not-http\r\n\r\n", false);
     let r =
         bench(&[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()]);
@@ -143,6 +149,12 @@ fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time() {
 
 #[test]
 fn resets_are_read_errors_and_the_run_ends_on_time() {
+    for engine in ENGINES {
+        resets_are_read_errors_and_the_run_ends_on_time_on(engine);
+    }
+}
+
+fn resets_are_read_errors_and_the_run_ends_on_time_on(engine: &str) {
     let addr = broken_server(b"", true);
     let r =
         bench(&[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()]);

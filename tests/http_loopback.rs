@@ -19,10 +19,16 @@ fn request(addr: std::net::SocketAddr, method: &str, body: usize) -> Vec<u8> {
 
 #[test]
 fn get_bytes_per_op_are_exact_and_audited() {
+    for engine in ENGINES {
+        get_bytes_per_op_are_exact_and_audited_on(engine);
+    }
+}
+
+fn get_bytes_per_op_are_exact_and_audited_on(engine: &str) {
     let server = start_builtin(ServeKind::Http);
     let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
-    let r = bench(&[&url, "-c", "8", "-n", "20000", "--cores", &cpu]);
+    let r = bench_on(engine, &[&url, "-c", "8", "-n", "20000", "--cores", &cpu]);
     assert_clean(&r);
     assert_eq!(r.ops, 20000);
     assert_eq!(r.tx_per_op(), request(server.addr(), "GET", 0).len() as f64);
@@ -37,13 +43,22 @@ fn get_bytes_per_op_are_exact_and_audited() {
 
 #[test]
 fn pipelined_post_with_warmup_counts_only_measured_ops() {
+    for engine in ENGINES {
+        pipelined_post_with_warmup_counts_only_measured_ops_on(engine);
+    }
+}
+
+fn pipelined_post_with_warmup_counts_only_measured_ops_on(engine: &str) {
     let server = start_builtin(ServeKind::Http);
     let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
-    let r = bench(&[
-        &url, "-c", "4", "-d", "700ms", "--warmup", "200ms", "--depth", "8", "-m", "POST", "--size", "400",
-        "--cores", &cpu,
-    ]);
+    let r = bench_on(
+        engine,
+        &[
+            &url, "-c", "4", "-d", "700ms", "--warmup", "200ms", "--depth", "8", "-m", "POST", "--size",
+            "400", "--cores", &cpu,
+        ],
+    );
     assert_clean(&r);
     assert!(r.ops > 0);
     assert!(r.tx.warmup_op > 0, "warm-up traffic is audited");
@@ -54,10 +69,16 @@ fn pipelined_post_with_warmup_counts_only_measured_ops() {
 
 #[test]
 fn server_that_closes_each_connection_means_reconnects_not_errors() {
+    for engine in ENGINES {
+        server_that_closes_each_connection_means_reconnects_not_errors_on(engine);
+    }
+}
+
+fn server_that_closes_each_connection_means_reconnects_not_errors_on(engine: &str) {
     let server = start_builtin(ServeKind::Http);
     let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
-    let r = bench(&[&url, "-c", "2", "-n", "200", "-H", "Connection: close", "--cores", &cpu]);
+    let r = bench_on(engine, &[&url, "-c", "2", "-n", "200", "-H", "Connection: close", "--cores", &cpu]);
     assert_clean(&r);
     assert_eq!(r.ops, 200);
     assert!(r.reconnects >= 198, "reconnects {}", r.reconnects);
@@ -65,13 +86,19 @@ fn server_that_closes_each_connection_means_reconnects_not_errors() {
 
 #[test]
 fn status_errors_are_counted_and_the_run_goes_on() {
+    for engine in ENGINES {
+        status_errors_are_counted_and_the_run_goes_on_on(engine);
+    }
+}
+
+fn status_errors_are_counted_and_the_run_goes_on_on(engine: &str) {
     // A header block over 8 KiB gets 431 and a close from the built-in server: every
     // operation fails with `status`, the run reconnects and ends on time.
     let server = start_builtin(ServeKind::Http);
     let url = format!("http://{}/", server.addr());
     let big = format!("X-Big: {}", "a".repeat(9000));
     let cpu = client_cpu().to_string();
-    let r = bench(&[&url, "-c", "2", "-d", "300ms", "-H", &big, "--cores", &cpu]);
+    let r = bench_on(engine, &[&url, "-c", "2", "-d", "300ms", "-H", &big, "--cores", &cpu]);
     assert_eq!(r.ops, 0);
     assert!(r.error_count(ErrorClass::Status) > 0);
     assert!(r.failures.keys().any(|f| f.to_string() == "HTTP 431"));

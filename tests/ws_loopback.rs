@@ -11,10 +11,16 @@ use wirebench::proto::ws::accept_key;
 
 #[test]
 fn echo_of_500_bytes_is_508_out_504_back() {
+    for engine in ENGINES {
+        echo_of_500_bytes_is_508_out_504_back_on(engine);
+    }
+}
+
+fn echo_of_500_bytes_is_508_out_504_back_on(engine: &str) {
     let server = start_builtin(ServeKind::Ws);
     let cpu = client_cpu().to_string();
     let url = format!("ws://{}/", server.addr());
-    let r = bench(&[&url, "-c", "8", "-n", "20000", "--size", "500", "--cores", &cpu]);
+    let r = bench_on(engine, &[&url, "-c", "8", "-n", "20000", "--size", "500", "--cores", &cpu]);
     assert_clean(&r);
     assert_eq!(r.ops, 20000);
     assert_eq!((r.tx_per_op(), r.rx_per_op()), (508.0, 504.0));
@@ -27,14 +33,21 @@ fn echo_of_500_bytes_is_508_out_504_back() {
 
 #[test]
 fn lengths_at_the_boundaries_text_and_pipelined() {
+    for engine in ENGINES {
+        lengths_at_the_boundaries_text_and_pipelined_on(engine);
+    }
+}
+
+fn lengths_at_the_boundaries_text_and_pipelined_on(engine: &str) {
     let server = start_builtin(ServeKind::Ws);
     let cpu = client_cpu().to_string();
     let url = format!("ws://{}/", server.addr());
     for (size, tx, rx) in [(125, 131, 127), (126, 134, 130), (65535, 65543, 65539), (65536, 65550, 65546)] {
         let size = size.to_string();
-        let r = bench(&[
-            &url, "-c", "2", "-n", "200", "--depth", "4", "--text", "--size", &size, "--cores", &cpu,
-        ]);
+        let r = bench_on(
+            engine,
+            &[&url, "-c", "2", "-n", "200", "--depth", "4", "--text", "--size", &size, "--cores", &cpu],
+        );
         assert_clean(&r);
         assert_eq!((r.tx_per_op(), r.rx_per_op()), (tx as f64, rx as f64), "size {size}");
     }
@@ -42,10 +55,18 @@ fn lengths_at_the_boundaries_text_and_pipelined() {
 
 #[test]
 fn two_thousand_connections() {
+    for engine in ENGINES {
+        two_thousand_connections_on(engine);
+    }
+}
+
+fn two_thousand_connections_on(engine: &str) {
     let server = start_builtin(ServeKind::Ws);
     let url = format!("ws://{}/", server.addr());
-    let r =
-        bench(&[&url, "-c", "2000", "-d", "1500ms", "--size", "100", "--cores", &client_cpu().to_string()]);
+    let r = bench_on(
+        engine,
+        &[&url, "-c", "2000", "-d", "1500ms", "--size", "100", "--cores", &client_cpu().to_string()],
+    );
     assert_clean(&r);
     assert_eq!(r.connects, 2000);
     assert!(r.ops > 2000);
@@ -53,16 +74,25 @@ fn two_thousand_connections() {
 
 #[test]
 fn http_server_answering_200_is_a_protocol_error() {
+    for engine in ENGINES {
+        http_server_answering_200_is_a_protocol_error_on(engine);
+    }
+}
+
+fn http_server_answering_200_is_a_protocol_error_on(engine: &str) {
     let server = start_builtin(ServeKind::Http);
-    let r = bench(&[
-        &format!("ws://{}/", server.addr()),
-        "-c",
-        "2",
-        "-d",
-        "300ms",
-        "--cores",
-        &client_cpu().to_string(),
-    ]);
+    let r = bench_on(
+        engine,
+        &[
+            &format!("ws://{}/", server.addr()),
+            "-c",
+            "2",
+            "-d",
+            "300ms",
+            "--cores",
+            &client_cpu().to_string(),
+        ],
+    );
     assert_eq!(r.ops, 0);
     assert!(r.error_count(ErrorClass::Protocol) > 0);
     assert!(r.error_samples.iter().any(|s| s.contains("HTTP 200 instead of 101")), "{:?}", r.error_samples);
@@ -101,22 +131,31 @@ fn scripted(right_key: bool, after: &'static [u8]) -> std::net::SocketAddr {
     addr
 }
 
-fn run_against(addr: std::net::SocketAddr) -> wirebench::stats::Report {
-    bench(&[
-        &format!("ws://{addr}/"),
-        "-c",
-        "2",
-        "-d",
-        "400ms",
-        "--size",
-        "10",
-        "--cores",
-        &client_cpu().to_string(),
-    ])
+fn run_against(engine: &str, addr: std::net::SocketAddr) -> wirebench::stats::Report {
+    bench_on(
+        engine,
+        &[
+            &format!("ws://{addr}/"),
+            "-c",
+            "2",
+            "-d",
+            "400ms",
+            "--size",
+            "10",
+            "--cores",
+            &client_cpu().to_string(),
+        ],
+    )
 }
 
 #[test]
 fn broken_servers_are_counted_by_class_and_the_run_ends_on_time() {
+    for engine in ENGINES {
+        broken_servers_are_counted_by_class_and_the_run_ends_on_time_on(engine);
+    }
+}
+
+fn broken_servers_are_counted_by_class_and_the_run_ends_on_time_on(engine: &str) {
     let cases: [(bool, &'static [u8], &str); 4] = [
         (false, b"", "wrong Sec-WebSocket-Accept"),
         (true, &[0xC2, 0x0A, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], "reserved bits"),
@@ -124,7 +163,7 @@ fn broken_servers_are_counted_by_class_and_the_run_ends_on_time() {
         (true, b"\x8fgarbage after the upgrade", "unknown WebSocket opcode"),
     ];
     for (right_key, after, expected) in cases {
-        let r = run_against(scripted(right_key, after));
+        let r = run_against(engine, scripted(right_key, after));
         assert_eq!(r.ops, 0);
         assert!(r.error_count(ErrorClass::Protocol) > 0, "{expected}: {:?}", r.errors);
         assert!(r.error_samples.iter().any(|s| s.contains(expected)), "{expected}: {:?}", r.error_samples);

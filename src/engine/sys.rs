@@ -24,15 +24,21 @@ const TCPI_NEEDED: usize = 144;
 /// `CLOSE_WAIT` has received one). A socket whose counters cannot be read is counted as
 /// `unreadable`, so the audit says so rather than match by accident.
 pub fn add_tcp_info(fd: RawFd, into: &mut KernelCounts) {
-    let mut buf = [0u8; 256];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: buf is valid for `len` bytes and outlives the call; the kernel writes at most len.
-    let rc =
-        unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len) };
-    if rc != 0 || (len as usize) < TCPI_NEEDED {
-        into.unreadable += 1;
-        return;
+    // The kernel reads the state before it locks the socket for the counters: a FIN arriving
+    // in between makes a torn snapshot (state ESTABLISHED, FIN counted). Two equal reads in a
+    // row are a consistent one.
+    let mut previous = None;
+    for _ in 0..4 {
+        let Some(buf) = read_tcp_info(fd) else {
+            into.unreadable += 1;
+            return;
+        };
+        if previous == Some(buf) {
+            break;
+        }
+        previous = Some(buf);
     }
+    let Some(buf) = previous else { return };
     let u64_at = |o: usize| u64::from_ne_bytes(buf[o..o + 8].try_into().expect("8 bytes"));
     let u32_at = |o: usize| u32::from_ne_bytes(buf[o..o + 4].try_into().expect("4 bytes"));
     into.bytes_acked += u64_at(TCPI_BYTES_ACKED).saturating_sub(1);
@@ -41,6 +47,18 @@ pub fn add_tcp_info(fd: RawFd, into: &mut KernelCounts) {
     into.segs_out += u64::from(u32_at(TCPI_SEGS_OUT));
     into.segs_in += u64::from(u32_at(TCPI_SEGS_IN));
     into.sockets += 1;
+}
+
+fn read_tcp_info(fd: RawFd) -> Option<[u8; TCPI_NEEDED]> {
+    let mut buf = [0u8; 256];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf is valid for `len` bytes and outlives the call; the kernel writes at most len.
+    let rc =
+        unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len) };
+    if rc != 0 || (len as usize) < TCPI_NEEDED {
+        return None;
+    }
+    buf[..TCPI_NEEDED].try_into().ok()
 }
 
 /// CPU time (user + system) of the calling thread. `CLOCK_THREAD_CPUTIME_ID` is the same

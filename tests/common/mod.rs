@@ -39,9 +39,17 @@ pub fn start_builtin(kind: ServeKind) -> ServerHandle {
         .expect("built-in server starts")
 }
 
+/// Every client engine; the loopback suites run on each.
+pub const ENGINES: [&str; 2] = ["glommio", "uring"];
+
 /// Run `wirebench bench ARGS…` in-process and return its report.
 pub fn bench(args: &[&str]) -> Report {
-    let mut argv = vec!["wirebench", "bench"];
+    bench_on("glommio", args)
+}
+
+/// The same on the given engine.
+pub fn bench_on(engine: &str, args: &[&str]) -> Report {
+    let mut argv = vec!["wirebench", "bench", "--engine", engine];
     argv.extend_from_slice(args);
     let cli = <Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
     let Cmd::Bench(args) = cli.command else { unreachable!() };
