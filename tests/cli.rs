@@ -139,8 +139,10 @@ fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time() {
 
 fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time_on(engine: &str) {
     let addr = broken_server(b"SSH-2.0-not-http\r\n\r\n", false);
-    let r =
-        bench(&[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()]);
+    let r = bench_on(
+        engine,
+        &[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()],
+    );
     assert_eq!(r.ops, 0);
     assert!(r.error_count(ErrorClass::Protocol) > 0, "{:?}", r.errors);
     assert!(r.error_samples.iter().any(|s| s.contains("malformed HTTP response head")));
@@ -156,8 +158,10 @@ fn resets_are_read_errors_and_the_run_ends_on_time() {
 
 fn resets_are_read_errors_and_the_run_ends_on_time_on(engine: &str) {
     let addr = broken_server(b"", true);
-    let r =
-        bench(&[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()]);
+    let r = bench_on(
+        engine,
+        &[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()],
+    );
     assert_eq!(r.ops, 0);
     assert!(r.error_count(ErrorClass::Read) > 0, "{:?} {:?}", r.errors, r.error_samples);
     assert!(r.elapsed < Duration::from_secs(3));
