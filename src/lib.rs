@@ -28,4 +28,5 @@ pub mod proto;
 pub mod report;
 pub mod stats;
 pub mod target;
+pub mod watch;
 pub mod workload;

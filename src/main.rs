@@ -2,7 +2,7 @@
 //! one clear line and exit status 2.
 
 use clap::Parser;
-use wirebench::cmd::{Cli, Command, bench, compare, serve};
+use wirebench::cmd::{Cli, Command, bench, compare, serve, sweep};
 
 fn main() {
     let cli = Cli::parse();
@@ -10,6 +10,7 @@ fn main() {
         Command::Bench(args) => bench::main(args),
         Command::Serve(args) => serve::main(args),
         Command::Compare(args) => compare::main(args),
+        Command::Sweep(args) => sweep::main(args),
     };
     if let Err(e) = result {
         eprintln!("wirebench: error: {e:#}");

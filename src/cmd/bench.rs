@@ -270,12 +270,21 @@ fn hostname() -> String {
 /// `wirebench bench`: run and print.
 pub fn main(args: &BenchArgs) -> Result<()> {
     let plan = BenchPlan::from_args(args)?;
+    let watcher = args.watch_pid.map(crate::watch::start).transpose()?;
     let (info, report) = run(&plan)?;
+    let watched = watcher.map(crate::watch::Watcher::finish);
     if plan.json.as_deref() != Some(std::path::Path::new("-")) {
         print!("{}", report::text::render(&info, &report));
+        if let Some(w) = &watched {
+            print!("{}", report::text::render_watch(w));
+        }
     }
     if let Some(path) = &plan.json {
-        report::json::write(path, &report::json::bench(&info, &report))?;
+        let mut value = report::json::bench(&info, &report);
+        if let Some(w) = &watched {
+            value["server_watch"] = report::json::watch(w);
+        }
+        report::json::write(path, &value)?;
     }
     Ok(())
 }

@@ -106,7 +106,14 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         server_cores: server.as_ref().map(|_| server_cores.clone()),
         shared_cpu: same_cpu && server.is_some(),
     };
-    println!("{}", table::header(&info));
+    // With `--json -` stdout carries the JSON alone.
+    let human = args.json.as_deref() != Some(std::path::Path::new("-"));
+    let say = |text: &str| {
+        if human {
+            println!("{text}");
+        }
+    };
+    say(&table::header(&info));
     let mut rows = Vec::new();
     for p in planned {
         if interrupted.load(Ordering::Relaxed) {
@@ -136,20 +143,22 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             payload: info.payload,
             ipv6: plan.target.addr.is_ipv6(),
         };
-        println!("{}", table::line(&row));
+        say(&table::line(&row));
         rows.push(row);
     }
     if let Some(handle) = server {
         handle.stop()?;
     }
-    print!("{}", table::footer(&rows));
+    if human {
+        print!("{}", table::footer(&rows));
+    }
     if let Some(path) = &args.json {
         report::json::write(path, &table::json(&info, &rows))?;
     }
     if let Some(path) = &args.svg {
         std::fs::write(path, report::svg::compare(&info, &rows)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        println!("chart: {}", path.display());
+        say(&format!("chart: {}", path.display()));
     }
     Ok(())
 }

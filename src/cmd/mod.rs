@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod compare;
 pub mod serve;
+pub mod sweep;
 
 use crate::engine::EngineKind;
 use anyhow::{Context, Result, bail};
@@ -28,6 +29,63 @@ pub enum Command {
     /// The same payload through every protocol, side by side: bytes per message, framing
     /// overhead, segments, speed (on the built-in servers unless targets are given).
     Compare(CompareArgs),
+    /// Scaling across cores: the same bench at 1, 2, 4, … client cores, or built-in server
+    /// cores, or the cores of your own server started per step (`--server-cmd`).
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// Target URL (omit with --serve: the built-in server's own URL is used).
+    pub url: Option<String>,
+    /// Client scaling: engine core counts, e.g. 1,2,4,8,16 (CPUs taken in order from --cpu-set).
+    #[arg(long, value_name = "COUNTS", conflicts_with = "server_cores")]
+    pub cores: Option<String>,
+    /// Server scaling: server core counts, e.g. 1,2,4 (CPUs taken in order from --cpu-set,
+    /// the generator's CPUs last).
+    #[arg(long, value_name = "COUNTS")]
+    pub server_cores: Option<String>,
+    /// Server scaling on a built-in server.
+    #[arg(long, value_enum, value_name = "KIND", conflicts_with = "server_cmd")]
+    pub serve: Option<ServeKind>,
+    /// Server scaling on your own server: started pinned for each step, `{cores}` and `{cpus}`
+    /// replaced by the step's core count and CPU list, stopped after the step.
+    #[arg(long, value_name = "CMD")]
+    pub server_cmd: Option<String>,
+    /// CPUs the generator uses in server sweeps (default: the first online CPU).
+    #[arg(long, value_name = "LIST")]
+    pub client_cores: Option<String>,
+    /// CPUs the core lists are taken from, in order (default: all online CPUs).
+    #[arg(long, value_name = "LIST")]
+    pub cpu_set: Option<String>,
+    /// Sample this server process's CPU and memory at every step.
+    #[arg(long, value_name = "PID")]
+    pub watch_pid: Option<u32>,
+    /// Connections in all.
+    #[arg(short = 'c', long, default_value_t = 64)]
+    pub connections: usize,
+    /// Each step's measured length.
+    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s")]
+    pub duration: Duration,
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+    #[arg(long, default_value_t = 1)]
+    pub depth: usize,
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    #[arg(long, value_name = "N")]
+    pub size: Option<usize>,
+    /// Write every step as JSON to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Draw ops/s and efficiency against cores as an SVG chart.
+    #[arg(long, value_name = "PATH")]
+    pub svg: Option<PathBuf>,
+    /// I/O engine of the generator (built-in servers run on glommio).
+    #[arg(long, value_enum, default_value = "glommio")]
+    pub engine: EngineKind,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -135,6 +193,9 @@ pub struct BenchArgs {
     /// Write the results as JSON to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Sample this server process's CPU % (with its child processes) and memory during the run.
+    #[arg(long, value_name = "PID")]
+    pub watch_pid: Option<u32>,
     #[command(flatten)]
     pub engine: EngineArgs,
 }

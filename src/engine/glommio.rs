@@ -237,6 +237,7 @@ async fn server_core<S: ServerCodec + 'static>(
     ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
 ) -> ServerTally {
     let tally = Rc::new(RefCell::new(ServerTally { core: cpu, ..Default::default() }));
+    let (cpu_before, wall_before) = (thread_cpu_time(), Instant::now());
     let mut bound = Vec::new();
     for (addr, codec) in listeners {
         match TcpListener::bind(addr) {
@@ -269,7 +270,10 @@ async fn server_core<S: ServerCodec + 'static>(
         glommio::timer::sleep(STOP_POLL).await;
     }
     // Accept loops and open connections are dropped with the executor, closing their sockets.
-    tally.take()
+    let mut t = tally.take();
+    t.cpu = thread_cpu_time().saturating_sub(cpu_before);
+    t.wall = wall_before.elapsed();
+    t
 }
 
 fn unix_secs() -> u64 {

@@ -167,6 +167,9 @@ pub struct ServerTally {
     pub messages: u64,
     pub rx: u64,
     pub tx: u64,
+    /// CPU time of the core's thread, and the wall time it served.
+    pub cpu: Duration,
+    pub wall: Duration,
 }
 
 impl ServerTally {
@@ -178,6 +181,8 @@ impl ServerTally {
             messages: a.messages + t.messages,
             rx: a.rx + t.rx,
             tx: a.tx + t.tx,
+            cpu: a.cpu + t.cpu,
+            wall: a.wall.max(t.wall),
         })
     }
 }

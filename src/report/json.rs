@@ -84,6 +84,18 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
     })
 }
 
+/// The `--watch-pid` object.
+pub fn watch(w: &crate::watch::WatchReport) -> Value {
+    let spread = |s: crate::watch::Spread| json!({"min": r3(s.min), "mean": r3(s.mean), "max": r3(s.max)});
+    json!({
+        "pid": w.pid,
+        "samples": w.samples,
+        "cpu_pct": spread(w.cpu_pct),
+        "rss_kib": spread(w.rss_kib),
+        "per_cpu_pct": w.per_cpu_pct.iter().map(|(c, p)| (c.to_string(), json!(r3(*p)))).collect::<serde_json::Map<_, _>>(),
+    })
+}
+
 /// Write `value` pretty-printed to `path` (`-`: stdout).
 pub fn write(path: &Path, value: &Value) -> Result<()> {
     let text = serde_json::to_string_pretty(value)? + "\n";

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod json;
 pub mod svg;
+pub mod sweep;
 pub mod text;
 
 use indicatif::{ProgressBar, ProgressStyle};

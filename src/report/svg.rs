@@ -127,3 +127,65 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
     }
     Ok(svg)
 }
+
+/// The sweep chart: ops/s against cores, and efficiency against cores.
+pub fn sweep(info: &super::sweep::SweepInfo, steps: &[super::sweep::Step]) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1100, 480)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let root =
+            root.titled(&format!("wirebench sweep of {}", info.what), ("sans-serif", 22)).map_err(err)?;
+        let (left, right) = root.split_horizontally(550);
+        let max_cores = steps.iter().map(|s| s.cores).max().unwrap_or(1) as f64;
+        let first = steps.first();
+        let points: Vec<(f64, f64, f64)> = steps
+            .iter()
+            .map(|s| (s.cores as f64, s.report.ops_per_sec(), 100.0 * first.map_or(1.0, |f| s.efficiency(f))))
+            .collect();
+        let max_rate = points.iter().map(|p| p.1).fold(1.0, f64::max) * 1.2;
+        let mut chart = ChartBuilder::on(&left)
+            .caption("ops/s against cores", ("sans-serif", 16))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.5f64..max_cores + 0.5, 0f64..max_rate)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_desc("cores")
+            .y_desc("ops/s")
+            .y_label_formatter(&|v| super::si(*v))
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(points.iter().map(|p| (p.0, p.1)), PAYLOAD.stroke_width(3)))
+            .map_err(err)?;
+        chart
+            .draw_series(points.iter().map(|p| Circle::new((p.0, p.1), 5, PAYLOAD.filled())))
+            .map_err(err)?;
+        let mut chart = ChartBuilder::on(&right)
+            .caption("efficiency (speedup / core ratio)", ("sans-serif", 16))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.5f64..max_cores + 0.5, 0f64..120f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_desc("cores")
+            .y_desc("%")
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(points.iter().map(|p| (p.0, p.2)), FRAMING.stroke_width(3)))
+            .map_err(err)?;
+        chart
+            .draw_series(points.iter().map(|p| Circle::new((p.0, p.2), 5, FRAMING.filled())))
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}

@@ -135,3 +135,23 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
     }
     s
 }
+
+/// The `--watch-pid` lines: the server's CPU and memory during the run.
+pub fn render_watch(w: &crate::watch::WatchReport) -> String {
+    let mut s = format!(
+        "  server pid {} ({} samples): CPU min {:.0}% mean {:.0}% max {:.0}%  RSS min {} mean {} max {}\n",
+        w.pid,
+        w.samples,
+        w.cpu_pct.min,
+        w.cpu_pct.mean,
+        w.cpu_pct.max,
+        super::bytes(w.rss_kib.min * 1024.0),
+        super::bytes(w.rss_kib.mean * 1024.0),
+        super::bytes(w.rss_kib.max * 1024.0),
+    );
+    if !w.per_cpu_pct.is_empty() {
+        let per: Vec<String> = w.per_cpu_pct.iter().map(|(c, p)| format!("cpu{c} {p:.0}%")).collect();
+        let _ = writeln!(s, "              per CPU (by each thread's last CPU): {}", per.join("  "));
+    }
+    s
+}

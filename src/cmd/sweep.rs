@@ -1,0 +1,332 @@
+//! `wirebench sweep`: the same bench at several core counts. What scales is either the
+//! generator (`--cores 1,2,4`), a built-in server (`--serve KIND --server-cores 1,2,4`), or the
+//! user's own server, started pinned for each step (`--server-cmd '… {cores} … {cpus}'`).
+//! Each step prints its placement; the table shows speedup, efficiency and imbalance.
+
+use super::{Cli, Command, SweepArgs, list_cores, parse_cores};
+use crate::cmd::bench::{self, BenchPlan};
+use crate::report::sweep::{Step, SweepInfo};
+use crate::report::{self, sweep as table};
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a `--server-cmd` server has to start accepting connections.
+const SERVER_START_LIMIT: Duration = Duration::from_secs(10);
+/// How long it has to exit after SIGTERM before it is killed.
+const SERVER_STOP_LIMIT: Duration = Duration::from_secs(5);
+
+/// Parse `1,2,4,8,16` into counts.
+pub fn parse_counts(text: &str) -> Result<Vec<usize>> {
+    let counts: Vec<usize> = text
+        .split(',')
+        .map(|c| c.trim().parse::<usize>().ok().filter(|n| *n > 0))
+        .collect::<Option<_>>()
+        .with_context(|| format!("'{text}' is not a list of core counts: use e.g. 1,2,4,8,16"))?;
+    if counts.is_empty() {
+        bail!("no core count given");
+    }
+    Ok(counts)
+}
+
+/// One CPU list per count, taken in order from `cpu_set`; counts above what it holds are
+/// skipped with a warning.
+pub fn plan_steps(counts: &[usize], cpu_set: &[usize]) -> (Vec<Vec<usize>>, Vec<String>) {
+    let mut steps = Vec::new();
+    let mut warnings = Vec::new();
+    for &n in counts {
+        if n > cpu_set.len() {
+            warnings.push(format!(
+                "skipping {n} cores: only {} CPUs in the set ({})",
+                cpu_set.len(),
+                list_cores(cpu_set)
+            ));
+        } else {
+            steps.push(cpu_set[..n].to_vec());
+        }
+    }
+    (steps, warnings)
+}
+
+/// The CPU order for server steps: CPUs the generator does not use first, then its own.
+pub fn server_order(cpu_set: &[usize], client: &[usize]) -> Vec<usize> {
+    let mut order: Vec<usize> = cpu_set.iter().copied().filter(|c| !client.contains(c)).collect();
+    order.extend(cpu_set.iter().copied().filter(|c| client.contains(c)));
+    order
+}
+
+/// `{cores}` and `{cpus}` filled in.
+pub fn server_command(template: &str, cpus: &[usize]) -> String {
+    template.replace("{cores}", &cpus.len().to_string()).replace("{cpus}", &list_cores(cpus))
+}
+
+/// A user's server for one step: its own process group, pinned, stopped for sure on drop.
+struct OwnServer {
+    child: Child,
+}
+
+impl OwnServer {
+    fn start(command: &str, cpus: &[usize], target: SocketAddr) -> Result<OwnServer> {
+        use std::os::unix::process::CommandExt;
+        let cpus_owned = cpus.to_vec();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", command]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        // SAFETY: only async-signal-safe calls between fork and exec (setpgid, sched_setaffinity).
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::setpgid(0, 0);
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                for &c in &cpus_owned {
+                    libc::CPU_SET(c, &mut set);
+                }
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().with_context(|| format!("cannot start --server-cmd '{command}'"))?;
+        let mut server = OwnServer { child };
+        let deadline = Instant::now() + SERVER_START_LIMIT;
+        loop {
+            if std::net::TcpStream::connect_timeout(&target, Duration::from_millis(200)).is_ok() {
+                return Ok(server);
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                bail!("--server-cmd '{command}' exited ({status}) before accepting connections on {target}");
+            }
+            if Instant::now() >= deadline {
+                server.stop();
+                bail!(
+                    "--server-cmd '{command}' did not accept connections on {target} within {SERVER_START_LIMIT:?}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM to the group, bounded wait, then SIGKILL.
+    fn stop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: signalling our own child's process group.
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let deadline = Instant::now() + SERVER_STOP_LIMIT;
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above; harmless if the group is gone.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+pub fn main(args: &SweepArgs) -> Result<()> {
+    let cpu_set = parse_cores(args.cpu_set.as_deref())?;
+    let online = crate::engine::sys::online_cpus();
+    let server_mode = args.server_cores.is_some() || args.serve.is_some() || args.server_cmd.is_some();
+    if server_mode && args.server_cores.is_none() {
+        bail!("server sweeps need --server-cores, e.g. --server-cores 1,2,4");
+    }
+    if server_mode && args.serve.is_none() && args.server_cmd.is_none() {
+        bail!("--server-cores needs --serve KIND (built-in) or --server-cmd 'CMD' (your own server)");
+    }
+    if !server_mode && args.cores.is_none() {
+        bail!(
+            "say what to scale: --cores 1,2,4 (the generator) or --server-cores 1,2,4 with --serve or --server-cmd"
+        );
+    }
+    if args.serve.is_none() && args.url.is_none() {
+        bail!("a sweep needs a URL (or --serve KIND for a built-in server)");
+    }
+    let client_cores = match &args.client_cores {
+        Some(list) => parse_cores(Some(list))?,
+        None => vec![online[0]],
+    };
+    let (counts, order) = if server_mode {
+        (
+            parse_counts(args.server_cores.as_deref().unwrap_or_default())?,
+            server_order(&cpu_set, &client_cores),
+        )
+    } else {
+        (parse_counts(args.cores.as_deref().unwrap_or_default())?, cpu_set.clone())
+    };
+    let (steps, warnings) = plan_steps(&counts, &order);
+    for w in &warnings {
+        eprintln!("wirebench: warning: {w}");
+    }
+    if steps.is_empty() {
+        bail!("no step fits this machine's CPUs ({})", list_cores(&cpu_set));
+    }
+    let info = SweepInfo {
+        what: if !server_mode {
+            "client cores".into()
+        } else if let Some(kind) = args.serve {
+            format!("built-in {} server cores", format!("{kind:?}").to_lowercase())
+        } else {
+            "server cores".into()
+        },
+        target: args.url.clone().unwrap_or_default(),
+        connections: args.connections,
+        duration: args.duration,
+        engine: args.engine.name(),
+    };
+    // With `--json -` stdout carries the JSON alone.
+    let human = args.json.as_deref() != Some(std::path::Path::new("-"));
+    let say = |text: &str| {
+        if human {
+            println!("{text}");
+        }
+    };
+    say(&table::header(&info));
+    let interrupted = super::interrupted();
+    let mut rows: Vec<Step> = Vec::new();
+    for cpus in steps {
+        if interrupted.load(Ordering::Relaxed) {
+            break;
+        }
+        let step_client = if server_mode { client_cores.clone() } else { cpus.clone() };
+        let mut builtin = None;
+        let mut own = None;
+        let url = match (args.serve, &args.server_cmd) {
+            (Some(kind), _) if server_mode => {
+                let argv = [
+                    "wirebench",
+                    "serve",
+                    &format!("{kind:?}").to_lowercase(),
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--http-listen",
+                    "127.0.0.1:0",
+                ];
+                let Command::Serve(serve_args) = Cli::try_parse_from(argv)?.command else { unreachable!() };
+                let listeners = super::serve::listeners(kind, &serve_args)?;
+                let handle = super::serve::start(
+                    crate::engine::EngineKind::Glommio,
+                    listeners,
+                    &cpus,
+                    Arc::new(AtomicBool::new(false)),
+                )?;
+                let url = match kind {
+                    super::ServeKind::Http => format!("http://{}/", handle.addr()),
+                    super::ServeKind::Ws => format!("ws://{}/", handle.addr()),
+                    super::ServeKind::Nsq => format!("nsq://{}/sweep", handle.addr()),
+                };
+                builtin = Some(handle);
+                url
+            }
+            (_, Some(template)) => {
+                let url = args.url.clone().unwrap_or_default();
+                let target = crate::target::parse(&url)?;
+                let command = server_command(template, &cpus);
+                own = Some(OwnServer::start(&command, &cpus, target.addr)?);
+                url
+            }
+            _ => args.url.clone().unwrap_or_default(),
+        };
+        let placement = if server_mode {
+            format!("server on CPU {}, generator on CPU {}", list_cores(&cpus), list_cores(&step_client))
+        } else {
+            format!("generator on CPU {}", list_cores(&cpus))
+        };
+        let watch_pid = own.as_ref().map(OwnServer::pid).or(args.watch_pid);
+        let mut argv: Vec<String> = vec!["wirebench".into(), "bench".into(), url.clone()];
+        argv.extend([
+            "-c".into(),
+            args.connections.to_string(),
+            "-d".into(),
+            format!("{}ms", args.duration.as_millis()),
+        ]);
+        argv.extend([
+            "--warmup".into(),
+            format!("{}ms", args.warmup.as_millis()),
+            "--depth".into(),
+            args.depth.to_string(),
+        ]);
+        argv.extend([
+            "--cores".into(),
+            list_cores(&step_client),
+            "--engine".into(),
+            args.engine.name().into(),
+        ]);
+        if !url.starts_with("nsq") && !url.starts_with("ws") {
+            argv.extend(["-m".into(), args.method.clone()]);
+        }
+        for h in &args.headers {
+            argv.extend(["-H".into(), h.clone()]);
+        }
+        if let Some(n) = args.size {
+            argv.extend(["--size".into(), n.to_string()]);
+        }
+        let Command::Bench(bench_args) = Cli::try_parse_from(&argv)?.command else { unreachable!() };
+        let plan = BenchPlan::from_args(&bench_args)?;
+        let watcher = watch_pid.map(crate::watch::start).transpose()?;
+        let result = bench::run(&plan);
+        let watched = watcher.map(crate::watch::Watcher::finish);
+        let tallies = builtin.map(|h| h.stop()).transpose()?;
+        drop(own);
+        let (_, report) = result.with_context(|| format!("step {}", placement))?;
+        let step = Step { cores: cpus.len(), placement, cpus, report, watched, server: tallies };
+        say(&table::line(&step, rows.first()));
+        rows.push(step);
+    }
+    if human {
+        print!("{}", table::footer(&rows));
+    }
+    if let Some(path) = &args.json {
+        report::json::write(path, &table::json(&info, &rows))?;
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, report::svg::sweep(&info, &rows)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        say(&format!("chart: {}", path.display()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_steps() {
+        assert_eq!(parse_counts("1,2,4").unwrap(), vec![1, 2, 4]);
+        assert!(parse_counts("1,x").is_err());
+        assert!(parse_counts("0").is_err());
+        let (steps, warnings) = plan_steps(&[1, 2, 4, 8, 16], &[0, 1, 2, 3]);
+        assert_eq!(steps, vec![vec![0], vec![0, 1], vec![0, 1, 2, 3]]);
+        assert_eq!(warnings.len(), 2);
+        assert!(warnings[0].contains("skipping 8 cores"));
+    }
+
+    #[test]
+    fn server_cpus_avoid_the_generator_first() {
+        assert_eq!(server_order(&[0, 1, 2, 3], &[0]), vec![1, 2, 3, 0]);
+        let (steps, _) = plan_steps(&[1, 2], &server_order(&[0, 1], &[0]));
+        assert_eq!(steps, vec![vec![1], vec![1, 0]]);
+    }
+
+    #[test]
+    fn server_command_placeholders() {
+        assert_eq!(
+            server_command("nginx -g 'worker_processes {cores};' # {cpus}", &[2, 3, 4, 8]),
+            "nginx -g 'worker_processes 4;' # 2-4,8"
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! The sweep table: one row per core count, with speedup and efficiency against the first
+//! step, the spread of work across the scaled cores, and the server's CPU and memory where a
+//! server process is known.
+
+use super::{bytes, micros, si};
+use crate::engine::ServerTally;
+use crate::stats::{Report, imbalance_pct, ratio};
+use crate::watch::WatchReport;
+use serde_json::{Value, json};
+use std::fmt::Write;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct SweepInfo {
+    /// What scales: "client cores", "built-in http server cores", "server cores".
+    pub what: String,
+    pub target: String,
+    pub connections: usize,
+    pub duration: Duration,
+    pub engine: &'static str,
+}
+
+/// One step of a sweep.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub cores: usize,
+    pub cpus: Vec<usize>,
+    pub placement: String,
+    pub report: Report,
+    /// The server process's CPU and memory (`--server-cmd`, `--watch-pid`).
+    pub watched: Option<WatchReport>,
+    /// The built-in server's per-core tallies.
+    pub server: Option<Vec<ServerTally>>,
+}
+
+impl Step {
+    pub fn speedup(&self, first: &Step) -> f64 {
+        ratio(self.report.ops_per_sec(), first.report.ops_per_sec())
+    }
+    /// Speedup divided by the growth in cores: 1.0 is perfect scaling.
+    pub fn efficiency(&self, first: &Step) -> f64 {
+        ratio(self.speedup(first), self.cores as f64 / first.cores as f64)
+    }
+    /// Work per scaled core: server requests per core for a built-in server, CPU % per CPU for
+    /// a watched one, the generator's ops per core otherwise.
+    pub fn per_core(&self) -> (Vec<f64>, &'static str) {
+        if let Some(t) = &self.server {
+            (t.iter().map(|t| t.requests as f64).collect(), "requests")
+        } else if let Some(w) = self.watched.as_ref().filter(|w| !w.per_cpu_pct.is_empty()) {
+            (self.cpus.iter().map(|c| w.per_cpu_pct.get(c).copied().unwrap_or(0.0)).collect(), "cpu%")
+        } else {
+            (self.report.per_core.iter().map(|c| c.ops as f64).collect(), "ops")
+        }
+    }
+    pub fn imbalance(&self) -> f64 {
+        let (v, _) = self.per_core();
+        imbalance_pct(&v.iter().map(|x| x.round() as u64).collect::<Vec<_>>())
+    }
+    /// The server's CPU % (100 = one CPU) and peak RSS in KiB, where known.
+    pub fn server_cpu_rss(&self) -> (Option<f64>, Option<f64>) {
+        if let Some(w) = &self.watched {
+            return (Some(w.cpu_pct.mean), Some(w.rss_kib.max));
+        }
+        if let Some(t) = &self.server {
+            let sum = ServerTally::sum(t);
+            return (Some(100.0 * ratio(sum.cpu.as_secs_f64(), sum.wall.as_secs_f64())), None);
+        }
+        (None, None)
+    }
+}
+
+pub fn header(info: &SweepInfo) -> String {
+    format!(
+        "wirebench sweep of {} {}, {} connections, {:.0?} per step, {} engine\n\n\
+         cores        ops/s  speedup  effic.      p50      p99  per-core min..max     imbal.  gen cpu/op  server cpu   server RSS  placement",
+        info.what,
+        if info.target.is_empty() {
+            "on the built-in server".to_string()
+        } else {
+            format!("of {}", info.target)
+        },
+        info.connections,
+        info.duration,
+        info.engine
+    )
+}
+
+pub fn line(s: &Step, first: Option<&Step>) -> String {
+    let first = first.unwrap_or(s);
+    let (per, unit) = s.per_core();
+    let min = per.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = per.iter().copied().fold(0.0, f64::max);
+    let (cpu, rss) = s.server_cpu_rss();
+    format!(
+        "{:>5}  {:>11}  {:>6.2}x  {:>5.0}%  {:>7}  {:>7}  {:<20}  {:>5.1}%  {:>8.2}us  {:>10}  {:>11}  {}",
+        s.cores,
+        si(s.report.ops_per_sec()),
+        s.speedup(first),
+        100.0 * s.efficiency(first),
+        micros(s.report.latency_us(0.5)),
+        micros(s.report.latency_us(0.99)),
+        format!("{}..{} {unit}", si(if min.is_finite() { min } else { 0.0 }), si(max)),
+        s.imbalance(),
+        s.report.cpu_us_per_op(),
+        cpu.map_or("-".into(), |c| format!("{c:.0}%")),
+        rss.map_or("-".into(), |r| bytes(r * 1024.0)),
+        s.placement
+    )
+}
+
+pub fn footer(steps: &[Step]) -> String {
+    let mut s = String::from(
+        "\nspeedup: ops/s over the first step's; efficiency: speedup / core ratio (100% = linear); \
+         imbalance: (max − min) / mean of the per-core figures\n",
+    );
+    for st in steps.iter().filter(|st| st.report.errors_total() > 0 || !st.report.audit_matches()) {
+        let _ = writeln!(
+            s,
+            "{} cores: {} errors{}; e.g. {}",
+            st.cores,
+            st.report.errors_total(),
+            if st.report.audit_matches() { "" } else { ", audit differs" },
+            st.report.error_samples.join("; ")
+        );
+    }
+    s
+}
+
+pub fn json(info: &SweepInfo, steps: &[Step]) -> Value {
+    let first = steps.first();
+    json!({
+        "what": info.what,
+        "target": info.target,
+        "connections": info.connections,
+        "steps": steps.iter().map(|s| {
+            let first = first.unwrap_or(s);
+            let (per, unit) = s.per_core();
+            let (cpu, rss) = s.server_cpu_rss();
+            json!({
+                "cores": s.cores,
+                "cpus": s.cpus,
+                "placement": s.placement,
+                "ops_per_sec": s.report.ops_per_sec(),
+                "speedup": s.speedup(first),
+                "efficiency": s.efficiency(first),
+                "p50_us": s.report.latency_us(0.5),
+                "p99_us": s.report.latency_us(0.99),
+                "per_core": per,
+                "per_core_unit": unit,
+                "imbalance_pct": s.imbalance(),
+                "generator_cpu_us_per_op": s.report.cpu_us_per_op(),
+                "server_cpu_pct": cpu,
+                "server_rss_kib": rss,
+                "errors": s.report.errors_total(),
+                "audit_match": s.report.audit_matches(),
+                "server_watch": s.watched.as_ref().map(super::json::watch),
+            })
+        }).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,207 @@
+//! Watching a server process from `/proc`: CPU % of the process and its descendants (all
+//! threads; nginx's workers are children of its master), per CPU where the threads' last CPU
+//! is known, and resident memory, sampled a few times a second during a run — what people
+//! otherwise read off `top`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often the process tree is sampled.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
+/// min / mean / max of a series.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spread {
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Spread {
+        if values.is_empty() {
+            return Spread::default();
+        }
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Spread { min, mean: values.iter().sum::<f64>() / values.len() as f64, max }
+    }
+}
+
+/// What a watch saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WatchReport {
+    pub pid: u32,
+    pub samples: usize,
+    /// CPU % of the whole tree per interval (100 = one CPU busy).
+    pub cpu_pct: Spread,
+    /// Resident memory of the whole tree, KiB.
+    pub rss_kib: Spread,
+    /// Mean CPU % per CPU over the run, by the CPU each thread last ran on.
+    pub per_cpu_pct: BTreeMap<usize, f64>,
+}
+
+/// One thread's CPU time so far (clock ticks) and the CPU it last ran on, from
+/// `/proc/PID/task/TID/stat`; the command name may hold spaces and parentheses, so fields are
+/// counted after its last `)`.
+pub fn parse_stat(stat: &str) -> Option<(u64, usize, u32)> {
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(3) ppid(4) … utime(14) stime(15) … processor(39); index = field - 3.
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    let cpu = f.get(36)?.parse().ok()?;
+    let ppid = f.get(1)?.parse().ok()?;
+    Some((ticks, cpu, ppid))
+}
+
+/// `VmRSS` of `/proc/PID/status`, KiB.
+pub fn parse_rss_kib(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// The pid and all its descendants, from every process's parent in `/proc`.
+fn tree(root: u32) -> Vec<u32> {
+    let mut parent = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            if let Some((_, _, ppid)) =
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().as_deref().and_then(parse_stat)
+            {
+                parent.insert(pid, ppid);
+            }
+        }
+    }
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(parent.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    out
+}
+
+/// CPU ticks per thread (keyed by tid) with their last CPU, and the tree's RSS.
+fn sample(root: u32) -> (HashMap<u32, (u64, usize)>, u64) {
+    let mut threads = HashMap::new();
+    let mut rss = 0;
+    for pid in tree(root) {
+        rss += std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .as_deref()
+            .and_then(parse_rss_kib)
+            .unwrap_or(0);
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            if let Some((ticks, cpu, _)) =
+                std::fs::read_to_string(task.path().join("stat")).ok().as_deref().and_then(parse_stat)
+            {
+                threads.insert(tid, (ticks, cpu));
+            }
+        }
+    }
+    (threads, rss)
+}
+
+/// A watch in progress on its own thread.
+pub struct Watcher {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<WatchReport>,
+}
+
+/// Start watching `pid` (and its descendants).
+pub fn start(pid: u32) -> anyhow::Result<Watcher> {
+    if !std::path::Path::new(&format!("/proc/{pid}/stat")).exists() {
+        anyhow::bail!("--watch-pid {pid}: no such process");
+    }
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let handle = std::thread::spawn(move || {
+        let (mut last, first_rss) = sample(pid);
+        let mut last_at = Instant::now();
+        let mut cpu = Vec::new();
+        let mut rss = vec![first_rss as f64];
+        let mut per_cpu: BTreeMap<usize, f64> = BTreeMap::new();
+        let started = last_at;
+        while !flag.load(Ordering::Relaxed) {
+            std::thread::sleep(SAMPLE_EVERY);
+            let (now, now_rss) = sample(pid);
+            let at = Instant::now();
+            let secs = (at - last_at).as_secs_f64().max(1e-6);
+            let mut total = 0.0;
+            for (tid, (ticks, on)) in &now {
+                let before = last.get(tid).map_or(0, |(t, _)| *t);
+                let used = ticks.saturating_sub(before) as f64 / hz;
+                total += used;
+                *per_cpu.entry(*on).or_default() += used;
+            }
+            cpu.push(100.0 * total / secs);
+            rss.push(now_rss as f64);
+            last = now;
+            last_at = at;
+        }
+        let wall = (last_at - started).as_secs_f64().max(1e-6);
+        WatchReport {
+            pid,
+            samples: cpu.len(),
+            cpu_pct: Spread::of(&cpu),
+            rss_kib: Spread::of(&rss),
+            per_cpu_pct: per_cpu.into_iter().map(|(c, s)| (c, 100.0 * s / wall)).collect(),
+        }
+    });
+    Ok(Watcher { stop, handle })
+}
+
+impl Watcher {
+    pub fn finish(self) -> WatchReport {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_after_a_tricky_name() {
+        let stat = "1234 (nginx: worker (x)) S 1200 1200 1200 0 -1 4194624 100 0 0 0 \
+                    250 50 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0";
+        assert_eq!(parse_stat(stat), Some((300, 3, 1200)));
+    }
+
+    #[test]
+    fn rss_from_status() {
+        assert_eq!(parse_rss_kib("Name:\tx\nVmRSS:\t  2048 kB\nThreads: 1\n"), Some(2048));
+        assert_eq!(parse_rss_kib("Name:\tkthread\n"), None);
+    }
+
+    #[test]
+    fn spread() {
+        assert_eq!(Spread::of(&[1.0, 2.0, 6.0]), Spread { min: 1.0, mean: 3.0, max: 6.0 });
+        assert_eq!(Spread::of(&[]), Spread::default());
+    }
+
+    #[test]
+    fn watching_a_busy_child_sees_its_cpu_and_memory() {
+        let mut child = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+        let w = start(std::process::id()).unwrap();
+        std::thread::sleep(Duration::from_millis(1100));
+        let r = w.finish();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(r.samples >= 3);
+        assert!(r.cpu_pct.max > 20.0, "the spinning child counts: {:?}", r.cpu_pct);
+        assert!(r.rss_kib.min > 0.0);
+        assert!(!r.per_cpu_pct.is_empty());
+    }
+}

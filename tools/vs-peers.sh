@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# wirebench's HTTP client against wrk, ab, h2load and oha, side by side on one machine.
+#
+# Part 1: each client, pinned to the first CPU, loads nginx (one worker pinned to the last CPU)
+# with the same connections and duration, tools alternating over ROUNDS rounds; per tool the
+# median requests/s, client CPU µs per request (user + sys from the process's own accounting,
+# GNU time), user-space µs per request, syscalls per request (strace -c -f, separate short run)
+# and peak RSS; ratios against wrk. Part 2: nginx against `wirebench serve http` on the same CPU,
+# loaded by the same clients. Part 3: memory per connection at 10,000 connections, and RSS of a
+# short and a long run. Stops by itself, cleans up, prints the machine.
+#
+# Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run)
+set -euo pipefail
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5}
+CONNS=${CONNS:-64}
+LONG=${LONG:-60}
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+cpus=$(nproc)
+CLIENT_CPU=0
+SERVER_CPU=$((cpus - 1))
+
+# --- tools ---------------------------------------------------------------------------------
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v ab >/dev/null || need+=(apache2-utils)
+command -v h2load >/dev/null || need+=(nghttp2-client)
+command -v strace >/dev/null || need+=(strace)
+[ -x /usr/bin/time ] || need+=(time)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+OHA=$(command -v oha || true)
+if [ -z "$OHA" ]; then
+    [ -x "$here/bin/oha/bin/oha" ] || cargo install -q --locked oha --root "$here/bin/oha"
+    OHA="$here/bin/oha/bin/oha"
+fi
+(cd "$root" && cargo build -q --release)
+WB="$root/target/release/wirebench"
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing on port $1" >&2; exit 1; }
+
+start_nginx() {
+    local port=$1
+    mkdir -p "$work/nginx"
+    cat >"$work/nginx/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+user root;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+worker_rlimit_nofile 30000;
+events { worker_connections 20000; }
+http { access_log off; keepalive_requests 1000000000; default_type text/plain;
+  server { listen 127.0.0.1:$port; location / { return 200 "Hello World"; } } }
+CONF
+    taskset -c "$SERVER_CPU" "$NGINX" -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+    pids+=($!)
+    wait_port "$port"
+}
+
+start_serve() {
+    local port=$1
+    "$WB" serve http --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >/dev/null &
+    pids+=($!)
+    wait_port "$port"
+}
+
+stop_servers() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    pids=()
+}
+
+# The command line of each client, loading $1 for $2 seconds.
+client_cmd() {
+    local tool=$1 url=$2 secs=$3
+    case $tool in
+        wrk) echo "wrk -t1 -c$CONNS -d${secs}s $url" ;;
+        ab) echo "ab -q -k -c $CONNS -t $secs -n 1000000000 $url" ;;
+        h2load) echo "h2load --h1 -t1 -c $CONNS -D $secs $url" ;;
+        oha) echo "$OHA --no-tui -c $CONNS -z ${secs}s $url" ;;
+        wirebench) echo "$WB bench $url -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
+    esac
+}
+
+# Requests per second from a client's output.
+rps_of() {
+    local tool=$1 file=$2
+    case $tool in
+        wrk) awk '/Requests\/sec:/ {print $2}' "$file" ;;
+        ab) awk '/Requests per second:/ {print $4}' "$file" ;;
+        h2load) sed -n 's/.*finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' "$file" ;;
+        oha) awk '/Requests\/sec:/ {print $2}' "$file" ;;
+        wirebench) python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ops_per_sec"])' "$file" ;;
+    esac
+}
+
+# One timed run: prints "rps user_s sys_s rss_kb".
+run_one() {
+    local tool=$1 url=$2 secs=$3
+    local out="$work/out" tm="$work/time"
+    # shellcheck disable=SC2046
+    /usr/bin/time -f "%U %S %M" -o "$tm" taskset -c "$CLIENT_CPU" $(client_cmd "$tool" "$url" "$secs") >"$out" 2>&1 || true
+    echo "$(rps_of "$tool" "$out") $(cat "$tm" | tail -1)"
+}
+
+# Syscalls per request in a short run under strace.
+syscalls_per_req() {
+    local tool=$1 url=$2 secs=2
+    local out="$work/sout" st="$work/strace"
+    # shellcheck disable=SC2046
+    strace -c -f -o "$st" taskset -c "$CLIENT_CPU" $(client_cmd "$tool" "$url" "$secs") >"$out" 2>&1 || true
+    local calls; calls=$(awk '$NF=="total" {print $(NF-2)}' "$st")
+    local rps; rps=$(rps_of "$tool" "$out")
+    python3 -c "import sys; c,r,s=map(float,sys.argv[1:]); print(f'{c/(r*s):.3f}' if r>0 else 'nan')" "$calls" "${rps:-0}" "$secs"
+}
+
+TOOLS=(wrk wirebench ab h2load oha)
+
+measure_clients() {
+    local url=$1 label=$2 results="$work/results-$label"
+    : >"$results"
+    for r in $(seq "$ROUNDS"); do
+        # Rotate the order each round so that no tool always runs first or last.
+        local n=${#TOOLS[@]} order=()
+        for i in $(seq 0 $((n - 1))); do order+=("${TOOLS[$(((i + r) % n))]}"); done
+        for t in "${order[@]}"; do
+            echo "$t $(run_one "$t" "$url" "$DURATION")" >>"$results"
+        done
+    done
+    for t in "${TOOLS[@]}"; do echo "$t sys $(syscalls_per_req "$t" "$url")" >>"$results"; done
+    python3 - "$results" "$DURATION" "$label" <<'PY'
+import statistics, sys
+rows, secs, label = {}, float(sys.argv[2]), sys.argv[3]
+sysc = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f[1] == "sys":
+        sysc[f[0]] = float(f[2]); continue
+    if len(f) < 5 or not f[1]: continue
+    rps, user, system, rss = float(f[1]), float(f[2]), float(f[3]), int(f[4])
+    reqs = rps * secs
+    rows.setdefault(f[0], []).append((rps, (user + system) * 1e6 / reqs, user * 1e6 / reqs, rss))
+med = {t: [statistics.median(x[i] for x in v) for i in range(4)] for t, v in rows.items()}
+w = med.get("wrk")
+print(f"\n### {label}: clients on CPU 0, median of {len(next(iter(rows.values())))} alternating rounds of {secs:.0f}s\n")
+print("| client | requests/s | CPU µs/req | user µs/req | syscalls/req | peak RSS | CPU vs wrk | user vs wrk | syscalls vs wrk |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for t, (rps, cpu, user, rss) in sorted(med.items(), key=lambda kv: kv[1][1]):
+    s = sysc.get(t, float("nan"))
+    ratio = lambda a, b: f"{a / b:.2f}" if w and b else "-"
+    print(f"| {t} | {rps:,.0f} | {cpu:.2f} | {user:.2f} | {s:.2f} | {rss / 1024:.1f} MiB | {ratio(cpu, w[1])} | {ratio(user, w[2])} | {ratio(s, sysc.get('wrk', 0))} |")
+PY
+}
+
+echo "## wirebench vs peers — $(date -u +%Y-%m-%d)"
+echo
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r); clients on CPU $CLIENT_CPU, server on CPU $SERVER_CPU; $CONNS connections"
+
+# Part 1: the clients against nginx.
+port=$(free_port)
+start_nginx "$port"
+measure_clients "http://127.0.0.1:$port/" "Clients against nginx (1 worker)"
+stop_servers
+
+# Part 2: nginx against wirebench serve http, the same clients (wirebench's and wrk), alternating.
+p1=$(free_port); p2=$(free_port)
+echo
+echo "### Servers on CPU $SERVER_CPU: requests/s, the same client on CPU $CLIENT_CPU, $CONNS connections"
+echo
+echo "| client | nginx | wirebench serve http | serve / nginx |"
+echo "|---|---:|---:|---:|"
+for client in wirebench wrk; do
+    ng=(); wb=()
+    for r in $(seq "$ROUNDS"); do
+        start_nginx "$p1"; ng+=("$(run_one "$client" "http://127.0.0.1:$p1/" "$DURATION" | cut -d' ' -f1)"); stop_servers
+        start_serve "$p2"; wb+=("$(run_one "$client" "http://127.0.0.1:$p2/" "$DURATION" | cut -d' ' -f1)"); stop_servers
+    done
+    python3 -c "import statistics,sys; a=list(map(float,sys.argv[2].split())); b=list(map(float,sys.argv[3].split())); n,w=statistics.median(a),statistics.median(b); print(f'| {sys.argv[1]} | {n:,.0f} | {w:,.0f} | {w/n:.2f} |')" "$client" "${ng[*]}" "${wb[*]}"
+done
+
+# Part 3: memory.
+echo
+echo "### Memory of the wirebench client (peak RSS, GNU time)"
+echo
+port=$(free_port)
+start_serve "$port"
+rss() { /usr/bin/time -f "%M" -o "$work/m" taskset -c "$CLIENT_CPU" "$WB" bench "http://127.0.0.1:$port/" -c "$1" -d "$2s" --cores "$CLIENT_CPU" --engine uring >/dev/null 2>&1; tail -1 "$work/m"; }
+base=$(rss 1 2); big=$(rss 10000 5)
+python3 -c "import sys; b,g=map(int,sys.argv[1:]); print(f'- 10,000 connections: {g/1024:.1f} MiB peak, {(g-b)/10000:.1f} KiB per connection above a 1-connection run ({b/1024:.1f} MiB)')" "$base" "$big"
+if [ "${QUICK:-0}" != 1 ]; then
+    short=$(rss 64 5); long=$(rss 64 "$LONG")
+    python3 -c "import sys; s,l,n=map(int,sys.argv[1:]); print(f'- 64 connections: {s/1024:.1f} MiB after 5 s, {l/1024:.1f} MiB after {n} s ({(l-s)*100/s:+.1f}%)')" "$short" "$long" "$LONG"
+fi
+stop_servers
