@@ -5,10 +5,10 @@ use common::*;
 use wirebench::cmd::ServeKind;
 use wirebench::proto::ErrorClass;
 
-fn tcp_url(server: &wirebench::engine::glommio::ServerHandle, topic: &str) -> String {
+fn tcp_url(server: &wirebench::engine::ServerHandle, topic: &str) -> String {
     format!("nsq://{}/{topic}", server.addrs[0])
 }
-fn http_url(server: &wirebench::engine::glommio::ServerHandle, topic: &str) -> String {
+fn http_url(server: &wirebench::engine::ServerHandle, topic: &str) -> String {
     format!("nsq+http://{}/{topic}", server.addrs[1])
 }
 

@@ -243,6 +243,7 @@ fn drive<C: ClientCodec + Send + 'static>(plan: &BenchPlan, codec: C) -> Result<
     let engine = plan.engine;
     let worker = std::thread::spawn(move || match engine {
         EngineKind::Glommio => engine::glommio::run_client(&job, codec),
+        EngineKind::TokioUring => engine::tokio_uring::run_client(&job, codec),
         EngineKind::Uring => engine::uring::run_client(&job, codec),
     });
     let expected = plan.job.warmup + plan.job.duration;

@@ -1,7 +1,7 @@
 //! `wirebench serve KIND`: run a built-in server until `--duration` or Ctrl-C, then print its tally.
 
 use super::{ServeArgs, ServeKind, parse_cores};
-use crate::engine::{self, EngineKind, ServerTally, glommio::ServerHandle};
+use crate::engine::{self, EngineKind, ServerHandle, ServerTally};
 use crate::proto::http1::Http1Server;
 use crate::proto::nsq::{NsqHttpServer, NsqServer, SinkLimits};
 use crate::proto::ws::WsServer;
@@ -64,6 +64,7 @@ pub fn start(
     let _ = engine::sys::ensure_file_limit(SERVER_SOCKETS);
     super::bench::ensure_limits(0, cores.len())?;
     let handle = match engine {
+        EngineKind::TokioUring => engine::tokio_uring::start_server(listeners, cores, stop)?,
         // The raw io_uring engine drives clients only; servers run on glommio.
         EngineKind::Glommio | EngineKind::Uring => engine::glommio::start_server(listeners, cores, stop)?,
     };

@@ -7,7 +7,7 @@
 
 use super::conn::{Conn, Want};
 use super::sys::{add_tcp_info, thread_cpu_time};
-use super::{ClientJob, ClientRun, EngineError, RecvBuf, ServerTally};
+use super::{ClientJob, ClientRun, EngineError, RecvBuf, ServerHandle, ServerTally};
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
@@ -15,7 +15,7 @@ use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutorBuilder, Placement};
 use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -145,32 +145,7 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<CoreCtx<C>>, mut conn: Conn<C>
     }
 }
 
-/// A running built-in server: its addresses, and how to stop it and collect its tally.
-pub struct ServerHandle {
-    /// One per listener, in the order given.
-    pub addrs: Vec<SocketAddr>,
-    stop: Arc<AtomicBool>,
-    threads: Vec<(usize, std::thread::JoinHandle<ServerTally>)>,
-}
-
-impl ServerHandle {
-    /// The first listener's address.
-    pub fn addr(&self) -> SocketAddr {
-        self.addrs[0]
-    }
-    /// Stop and wait for every core; returns their tallies.
-    pub fn stop(self) -> Result<Vec<ServerTally>, EngineError> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.threads.into_iter().map(|(cpu, h)| h.join().map_err(|_| EngineError::Panicked { cpu })).collect()
-    }
-}
-
-/// How often a server core looks at the stop flag.
-const STOP_POLL: Duration = Duration::from_millis(20);
-
-/// Start a built-in server on `cores`: on each core, one `SO_REUSEPORT` listener per entry of
-/// `listeners`, answered by a clone of its codec (port 0 picks one free port, the same on every
-/// core). Returns once every core is listening.
+/// Start a built-in server on `cores` (see [`super::start_server_threads`]).
 pub fn start_server<S>(
     listeners: Vec<(SocketAddr, S)>,
     cores: &[usize],
@@ -179,78 +154,32 @@ pub fn start_server<S>(
 where
     S: ServerCodec + Send + 'static,
 {
-    // Reserve each port first so every core binds the same one: a bound, non-listening socket
-    // in the same SO_REUSEPORT group receives no connections.
-    let mut reserved = Vec::new();
-    let mut bound = Vec::new();
-    for (listen, codec) in listeners {
-        let reserve = socket2::Socket::new(socket2::Domain::for_address(listen), socket2::Type::STREAM, None)
-            .and_then(|s| {
-                s.set_reuse_port(true)?;
-                s.bind(&listen.into())?;
-                Ok(s)
-            })
-            .map_err(|source| EngineError::Listen { addr: listen, source })?;
-        let addr = reserve.local_addr().ok().and_then(|a| a.as_socket()).ok_or_else(|| {
-            EngineError::Listen { addr: listen, source: std::io::Error::other("no local address") }
-        })?;
-        reserved.push(reserve);
-        bound.push((addr, codec));
-    }
-    let addrs: Vec<SocketAddr> = bound.iter().map(|(a, _)| *a).collect();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), EngineError>>();
-    let mut threads = Vec::new();
-    for &cpu in cores {
-        let (listeners, stop, ready) = (bound.clone(), stop.clone(), ready_tx.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("wirebench-serve-{cpu}"))
-            .spawn(move || match executor(cpu, "wirebench-serve") {
-                Ok(ex) => ex.run(server_core(listeners, cpu, stop, ready)),
-                Err(e) => {
-                    let _ = ready.send(Err(e));
-                    ServerTally { core: cpu, ..Default::default() }
-                }
-            })
-            .map_err(|source| EngineError::Executor { cpu, source })?;
-        threads.push((cpu, handle));
-    }
-    drop(ready_tx);
-    let handle = ServerHandle { addrs, stop: stop.clone(), threads };
-    for _ in cores {
-        match ready_rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                let _ = handle.stop();
-                return Err(e);
+    super::start_server_threads(listeners, cores, stop, |listeners, cpu, stop, ready| {
+        match executor(cpu, "wirebench-serve") {
+            Ok(ex) => ex.run(server_core(listeners, cpu, stop, ready)),
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                ServerTally { core: cpu, ..Default::default() }
             }
-            Err(_) => break,
         }
-    }
-    drop(reserved);
-    Ok(handle)
+    })
 }
 
+/// How often a server core looks at the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(20);
+
 async fn server_core<S: ServerCodec + 'static>(
-    listeners: Vec<(SocketAddr, S)>,
+    listeners: Vec<(std::net::TcpListener, S)>,
     cpu: usize,
     stop: Arc<AtomicBool>,
     ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
 ) -> ServerTally {
     let tally = Rc::new(RefCell::new(ServerTally { core: cpu, ..Default::default() }));
     let (cpu_before, wall_before) = (thread_cpu_time(), Instant::now());
-    let mut bound = Vec::new();
-    for (addr, codec) in listeners {
-        match TcpListener::bind(addr) {
-            Ok(l) => bound.push((l, codec)),
-            Err(e) => {
-                let source = std::io::Error::other(e.to_string());
-                let _ = ready.send(Err(EngineError::Listen { addr, source }));
-                return tally.take();
-            }
-        }
-    }
     let _ = ready.send(Ok(()));
-    for (listener, prototype) in bound {
+    for (listener, prototype) in listeners {
+        // SAFETY: the descriptor is a listening TCP socket we own and hand over whole.
+        let listener = unsafe { TcpListener::from_raw_fd(listener.into_raw_fd()) };
         let tally = tally.clone();
         glommio::spawn_local(async move {
             loop {
@@ -274,10 +203,6 @@ async fn server_core<S: ServerCodec + 'static>(
     t.cpu = thread_cpu_time().saturating_sub(cpu_before);
     t.wall = wall_before.elapsed();
     t
-}
-
-fn unix_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 async fn serve_connection<S: ServerCodec>(
@@ -315,7 +240,7 @@ async fn serve_connection<S: ServerCodec>(
             Err(_) => return,
         };
         recv.filled(n);
-        codec.set_unix_time(unix_secs());
+        codec.set_unix_time(super::unix_secs());
         let served = codec.serve(recv.data(), &mut out);
         recv.consume(served.consumed);
         {

@@ -9,6 +9,7 @@
 pub mod conn;
 pub mod glommio;
 pub mod sys;
+pub mod tokio_uring;
 pub mod uring;
 
 use crate::workload::Workload;
@@ -22,6 +23,9 @@ use std::time::Duration;
 pub enum EngineKind {
     /// glommio: thread-per-core executor on io_uring (try-the-syscall-first sockets, io_uring poll).
     Glommio,
+    /// tokio-uring: a current-thread tokio runtime with an io_uring driver; every read and
+    /// write an io_uring operation on an owned buffer.
+    TokioUring,
     /// Raw io_uring (the `io-uring` crate): sends and receives as SQEs, one `io_uring_enter`
     /// per loop for all of a core's connections. Client side only; servers use glommio.
     Uring,
@@ -31,6 +35,7 @@ impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Glommio => "glommio",
+            EngineKind::TokioUring => "tokio-uring",
             EngineKind::Uring => "uring",
         }
     }
@@ -185,6 +190,104 @@ impl ServerTally {
             wall: a.wall.max(t.wall),
         })
     }
+}
+
+/// A running built-in server: its addresses, and how to stop it and collect its tally.
+pub struct ServerHandle {
+    /// One per listener, in the order given.
+    pub addrs: Vec<SocketAddr>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<(usize, std::thread::JoinHandle<ServerTally>)>,
+}
+
+impl ServerHandle {
+    /// The first listener's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addrs[0]
+    }
+    /// Stop and wait for every core; returns their tallies.
+    pub fn stop(self) -> Result<Vec<ServerTally>, EngineError> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.threads.into_iter().map(|(cpu, h)| h.join().map_err(|_| EngineError::Panicked { cpu })).collect()
+    }
+}
+
+/// The per-core body of a server: (its listeners with their codecs, cpu, stop flag, readiness).
+pub type ServerCoreFn<S> = fn(
+    Vec<(std::net::TcpListener, S)>,
+    usize,
+    Arc<AtomicBool>,
+    std::sync::mpsc::Sender<Result<(), EngineError>>,
+) -> ServerTally;
+
+/// A listening socket in an `SO_REUSEPORT` group, non-blocking.
+fn reuseport_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let s = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM.cloexec(), None)?;
+    s.set_reuse_port(true)?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(4096)?;
+    s.set_nonblocking(true)?;
+    Ok(s.into())
+}
+
+/// Start a built-in server: on each core, one `SO_REUSEPORT` listener per entry of `listeners`
+/// (port 0 picks one free port, the same on every core), answered by clones of its codec, on a
+/// thread running `core`. Returns once every core is serving. Shared by every engine.
+pub fn start_server_threads<S>(
+    listeners: Vec<(SocketAddr, S)>,
+    cores: &[usize],
+    stop: Arc<AtomicBool>,
+    core: ServerCoreFn<S>,
+) -> Result<ServerHandle, EngineError>
+where
+    S: crate::proto::ServerCodec + Send + 'static,
+{
+    // Bind every core's sockets here, so that a busy port is one clear error before any thread.
+    let mut per_core: Vec<Vec<(std::net::TcpListener, S)>> = cores.iter().map(|_| Vec::new()).collect();
+    let mut addrs = Vec::new();
+    for (listen, codec) in listeners {
+        let first =
+            reuseport_listener(listen).map_err(|source| EngineError::Listen { addr: listen, source })?;
+        let addr = first.local_addr().map_err(|source| EngineError::Listen { addr: listen, source })?;
+        let mut first = Some(first);
+        for sockets in per_core.iter_mut() {
+            let l = match first.take() {
+                Some(l) => l,
+                None => reuseport_listener(addr).map_err(|source| EngineError::Listen { addr, source })?,
+            };
+            sockets.push((l, codec.clone()));
+        }
+        addrs.push(addr);
+    }
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), EngineError>>();
+    let mut threads = Vec::new();
+    for (&cpu, listeners) in cores.iter().zip(per_core) {
+        let (stop, ready) = (stop.clone(), ready_tx.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("wirebench-serve-{cpu}"))
+            .spawn(move || core(listeners, cpu, stop, ready))
+            .map_err(|source| EngineError::Executor { cpu, source })?;
+        threads.push((cpu, handle));
+    }
+    drop(ready_tx);
+    let handle = ServerHandle { addrs, stop, threads };
+    for _ in cores {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = handle.stop();
+                return Err(e);
+            }
+            Err(_) => break,
+        }
+    }
+    Ok(handle)
+}
+
+/// Wall-clock Unix seconds, for the codecs' `Date` headers.
+pub fn unix_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Errors an engine can meet before its loops start; during a run failures are only counted.

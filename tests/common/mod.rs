@@ -9,9 +9,9 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use wirebench::cmd::{Cli, Command as Cmd, ServeKind, bench};
 use wirebench::engine::EngineKind;
+use wirebench::engine::ServerHandle;
 #[allow(unused_imports)]
 pub use wirebench::engine::ServerTally;
-use wirebench::engine::glommio::ServerHandle;
 use wirebench::stats::Report;
 
 /// The CPU the built-in servers run on in tests, and the one the generator uses: different
@@ -25,6 +25,11 @@ pub fn client_cpu() -> usize {
 
 /// Start the built-in server of `kind` on ephemeral loopback ports (all its listeners).
 pub fn start_builtin(kind: ServeKind) -> ServerHandle {
+    start_builtin_on("glommio", kind)
+}
+
+/// The same on the given engine.
+pub fn start_builtin_on(engine: &str, kind: ServeKind) -> ServerHandle {
     let name = match kind {
         ServeKind::Http => "http",
         ServeKind::Nsq => "nsq",
@@ -35,12 +40,14 @@ pub fn start_builtin(kind: ServeKind) -> ServerHandle {
     let Cmd::Serve(args) = cli.command else { unreachable!() };
     let listeners = wirebench::cmd::serve::listeners(kind, &args).expect("listeners");
     let stop = Arc::new(AtomicBool::new(false));
-    wirebench::cmd::serve::start(EngineKind::Glommio, listeners, &[server_cpu()], stop)
-        .expect("built-in server starts")
+    let engine = <EngineKind as clap::ValueEnum>::from_str(engine, false).expect("an engine");
+    wirebench::cmd::serve::start(engine, listeners, &[server_cpu()], stop).expect("built-in server starts")
 }
 
 /// Every client engine; the loopback suites run on each.
-pub const ENGINES: [&str; 2] = ["glommio", "uring"];
+pub const ENGINES: [&str; 3] = ["glommio", "tokio-uring", "uring"];
+/// Engines that also run the built-in servers.
+pub const SERVER_ENGINES: [&str; 2] = ["glommio", "tokio-uring"];
 
 /// Run `wirebench bench ARGS…` in-process and return its report.
 pub fn bench(args: &[&str]) -> Report {
