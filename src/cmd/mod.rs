@@ -83,7 +83,7 @@ pub struct SweepArgs {
     /// Draw ops/s and efficiency against cores as an SVG chart.
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
-    /// I/O engine of the generator (built-in servers run on glommio).
+    /// I/O engine of the generator and the built-in servers (`uring` serves on glommio).
     #[arg(long, value_enum, default_value = "glommio")]
     pub engine: EngineKind,
 }

@@ -217,12 +217,8 @@ pub fn main(args: &SweepArgs) -> Result<()> {
                 ];
                 let Command::Serve(serve_args) = Cli::try_parse_from(argv)?.command else { unreachable!() };
                 let listeners = super::serve::listeners(kind, &serve_args)?;
-                let handle = super::serve::start(
-                    crate::engine::EngineKind::Glommio,
-                    listeners,
-                    &cpus,
-                    Arc::new(AtomicBool::new(false)),
-                )?;
+                let handle =
+                    super::serve::start(args.engine, listeners, &cpus, Arc::new(AtomicBool::new(false)))?;
                 let url = match kind {
                     super::ServeKind::Http => format!("http://{}/", handle.addr()),
                     super::ServeKind::Ws => format!("ws://{}/", handle.addr()),
