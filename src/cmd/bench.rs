@@ -159,7 +159,7 @@ impl BenchPlan {
                 progress: (0..cores_n).map(|_| AtomicU64::new(0)).collect(),
             },
             target,
-            engine: args.engine.engine,
+            engine: args.engine.engine.unwrap_or(EngineKind::DEFAULT_CLIENT),
             request,
             publish,
             identify,

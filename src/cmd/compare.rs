@@ -6,6 +6,7 @@ use super::{Cli, Command, CompareArgs, parse_cores};
 use crate::cmd::bench::{self, BenchPlan};
 use crate::cmd::list_cores;
 use crate::cmd::serve::{self, Builtin};
+use crate::engine::EngineKind;
 use crate::proto::http1::Http1Server;
 use crate::proto::nsq::{NsqHttpServer, NsqServer, SinkLimits};
 use crate::proto::ws::{DEFAULT_MAX_MESSAGE, WsServer};
@@ -61,6 +62,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         bail!("--batch, -n and -c must be at least 1");
     }
     let interrupted = super::interrupted();
+    let client_engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_CLIENT);
     // The built-in servers, unless targets were given.
     let stop = Arc::new(AtomicBool::new(false));
     let mut server = None;
@@ -73,7 +75,8 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             (any, Builtin::Nsq(NsqServer::new(limits))),
             (any, Builtin::NsqHttp(NsqHttpServer::new(limits))),
         ];
-        let handle = serve::start(args.engine.engine, listeners, &server_cores, stop.clone())?;
+        let engine = args.engine.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server);
+        let handle = serve::start(engine, listeners, &server_cores, stop.clone())?;
         let a = handle.addrs.clone();
         server = Some(handle);
         vec![
@@ -101,7 +104,14 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         depth: args.depth,
         messages: args.messages,
         duration: args.duration,
-        engine: args.engine.engine.name(),
+        engine: match &server {
+            Some(_) => format!(
+                "{} generator, {} servers",
+                client_engine.name(),
+                args.engine.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server).name()
+            ),
+            None => format!("{} generator", client_engine.name()),
+        },
         client_cores: client_cores.clone(),
         server_cores: server.as_ref().map(|_| server_cores.clone()),
         shared_cpu: same_cpu && server.is_some(),
@@ -127,7 +137,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
                 .collect();
         argv.extend(["-d".into(), format!("{}ms", args.duration.as_millis())]);
         argv.extend(["--depth".into(), args.depth.to_string(), "--cores".into(), list_cores(&client_cores)]);
-        argv.extend(["--engine".into(), args.engine.engine.name().into()]);
+        argv.extend(["--engine".into(), client_engine.name().into()]);
         match &args.body_file {
             Some(path) => argv.extend(["--body-file".into(), path.display().to_string()]),
             None => argv.extend(["--size".into(), args.size.to_string()]),

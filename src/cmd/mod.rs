@@ -83,9 +83,10 @@ pub struct SweepArgs {
     /// Draw ops/s and efficiency against cores as an SVG chart.
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
-    /// I/O engine of the generator and the built-in servers (`uring` serves on glommio).
-    #[arg(long, value_enum, default_value = "glommio")]
-    pub engine: EngineKind,
+    /// I/O engine of the generator and the built-in servers (default: uring for the
+    /// generator, tokio-uring for servers; uring serves with tokio-uring).
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineKind>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -133,9 +134,10 @@ pub struct EngineArgs {
     /// CPUs to pin one engine thread each to: `0`, `0,1`, `0-3`, `0-3,8` (default: all online CPUs).
     #[arg(long, value_name = "LIST")]
     pub cores: Option<String>,
-    /// I/O engine.
-    #[arg(long, value_enum, default_value = "glommio")]
-    pub engine: EngineKind,
+    /// I/O engine (default: uring for the generator, tokio-uring for servers: the least CPU
+    /// per request measured; uring serves with tokio-uring).
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineKind>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -63,10 +63,11 @@ pub fn start(
     // Best effort for the file limit: a server with fewer sockets still serves.
     let _ = engine::sys::ensure_file_limit(SERVER_SOCKETS);
     super::bench::ensure_limits(0, cores.len())?;
-    let handle = match engine {
-        EngineKind::TokioUring => engine::tokio_uring::start_server(listeners, cores, stop)?,
-        // The raw io_uring engine drives clients only; servers run on glommio.
-        EngineKind::Glommio | EngineKind::Uring => engine::glommio::start_server(listeners, cores, stop)?,
+    let handle = match engine.for_server() {
+        EngineKind::Glommio => engine::glommio::start_server(listeners, cores, stop)?,
+        EngineKind::TokioUring | EngineKind::Uring => {
+            engine::tokio_uring::start_server(listeners, cores, stop)?
+        }
     };
     Ok(handle)
 }
@@ -99,13 +100,14 @@ pub fn main(args: &ServeArgs) -> Result<()> {
     }
     let interrupted = super::interrupted();
     let stop = Arc::new(AtomicBool::new(false));
-    let handle = start(args.engine.engine, listeners(args.kind, args)?, &cores, stop)?;
+    let engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER).for_server();
+    let handle = start(engine, listeners(args.kind, args)?, &cores, stop)?;
     let addrs: Vec<String> = handle.addrs.iter().map(ToString::to_string).collect();
     println!(
         "wirebench serve {}: listening on {} — {} engine on CPU {} (Ctrl-C stops)",
         format!("{:?}", args.kind).to_lowercase(),
         addrs.join(" and "),
-        args.engine.engine.name(),
+        engine.name(),
         super::list_cores(&cores)
     );
     let started = std::time::Instant::now();
@@ -123,18 +125,25 @@ pub fn main(args: &ServeArgs) -> Result<()> {
 pub fn render_tally(tallies: &[ServerTally], elapsed: Duration) -> String {
     let total = ServerTally::sum(tallies);
     let mut s = format!(
-        "served {} requests ({} messages) on {} connections in {:.2}s; rx {} B tx {} B\n",
+        "served {} requests ({} messages) on {} connections in {:.2}s; rx {} B tx {} B; cpu time {:.3}s\n",
         total.requests,
         total.messages,
         total.connections,
         elapsed.as_secs_f64(),
         total.rx,
-        total.tx
+        total.tx,
+        total.cpu.as_secs_f64()
     );
     for t in tallies {
         s += &format!(
-            "  cpu {:>3}: {} requests, {} messages, {} connections, rx {} B, tx {} B\n",
-            t.core, t.requests, t.messages, t.connections, t.rx, t.tx
+            "  cpu {:>3}: {} requests, {} messages, {} connections, rx {} B, tx {} B, {:.0}% busy\n",
+            t.core,
+            t.requests,
+            t.messages,
+            t.connections,
+            t.rx,
+            t.tx,
+            100.0 * crate::stats::ratio(t.cpu.as_secs_f64(), t.wall.as_secs_f64())
         );
     }
     s

@@ -5,6 +5,7 @@
 
 use super::{Cli, Command, SweepArgs, list_cores, parse_cores};
 use crate::cmd::bench::{self, BenchPlan};
+use crate::engine::EngineKind;
 use crate::report::sweep::{Step, SweepInfo};
 use crate::report::{self, sweep as table};
 use anyhow::{Context, Result, bail};
@@ -174,6 +175,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
     if steps.is_empty() {
         bail!("no step fits this machine's CPUs ({})", list_cores(&cpu_set));
     }
+    let client_engine = args.engine.unwrap_or(EngineKind::DEFAULT_CLIENT);
     let info = SweepInfo {
         what: if !server_mode {
             "client cores".into()
@@ -185,7 +187,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         target: args.url.clone().unwrap_or_default(),
         connections: args.connections,
         duration: args.duration,
-        engine: args.engine.name(),
+        engine: client_engine.name(),
     };
     // With `--json -` stdout carries the JSON alone.
     let human = args.json.as_deref() != Some(std::path::Path::new("-"));
@@ -217,8 +219,12 @@ pub fn main(args: &SweepArgs) -> Result<()> {
                 ];
                 let Command::Serve(serve_args) = Cli::try_parse_from(argv)?.command else { unreachable!() };
                 let listeners = super::serve::listeners(kind, &serve_args)?;
-                let handle =
-                    super::serve::start(args.engine, listeners, &cpus, Arc::new(AtomicBool::new(false)))?;
+                let handle = super::serve::start(
+                    args.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server),
+                    listeners,
+                    &cpus,
+                    Arc::new(AtomicBool::new(false)),
+                )?;
                 let url = match kind {
                     super::ServeKind::Http => format!("http://{}/", handle.addr()),
                     super::ServeKind::Ws => format!("ws://{}/", handle.addr()),
@@ -259,7 +265,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
             "--cores".into(),
             list_cores(&step_client),
             "--engine".into(),
-            args.engine.name().into(),
+            client_engine.name().into(),
         ]);
         if !url.starts_with("nsq") && !url.starts_with("ws") {
             argv.extend(["-m".into(), args.method.clone()]);

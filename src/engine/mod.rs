@@ -27,11 +27,25 @@ pub enum EngineKind {
     /// write an io_uring operation on an owned buffer.
     TokioUring,
     /// Raw io_uring (the `io-uring` crate): sends and receives as SQEs, one `io_uring_enter`
-    /// per loop for all of a core's connections. Client side only; servers use glommio.
+    /// per loop for all of a core's connections. Client side only; servers use tokio-uring.
     Uring,
 }
 
 impl EngineKind {
+    /// The generator's default: the engine that measured least CPU per request (README,
+    /// Engines; `tools/engines.sh`).
+    pub const DEFAULT_CLIENT: EngineKind = EngineKind::Uring;
+    /// The built-in servers' default, measured likewise.
+    pub const DEFAULT_SERVER: EngineKind = EngineKind::TokioUring;
+
+    /// The engine that serves when this one is asked to: `uring` drives clients only.
+    pub fn for_server(self) -> EngineKind {
+        match self {
+            EngineKind::Uring => EngineKind::TokioUring,
+            other => other,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Glommio => "glommio",

@@ -24,7 +24,8 @@ pub struct CompareInfo {
     pub depth: usize,
     pub messages: u64,
     pub duration: Duration,
-    pub engine: &'static str,
+    /// Engines: the generator's, and the built-in servers' (when they ran).
+    pub engine: String,
     pub client_cores: Vec<usize>,
     /// `None` when the targets were the user's own.
     pub server_cores: Option<Vec<usize>>,
@@ -84,7 +85,7 @@ impl Row {
 
 pub fn header(info: &CompareInfo) -> String {
     let mut s = format!(
-        "wirebench compare: {}-byte payload, {} connection{}, depth {}, {} messages or {:.0?} per protocol, {} engine\n",
+        "wirebench compare: {}-byte payload, {} connection{}, depth {}, {} messages or {:.0?} per protocol, {}\n",
         info.payload,
         info.connections,
         if info.connections == 1 { "" } else { "s" },
