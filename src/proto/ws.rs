@@ -70,8 +70,16 @@ pub fn write_frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8], masked: bool) 
 
 /// XOR `data` with `key`, as if `data` started `offset` bytes into the payload.
 pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
-    for (i, b) in data.iter_mut().enumerate() {
-        *b ^= key[(offset + i) & 3];
+    // Eight bytes at a time with the key rotated to the offset and repeated, then the tail.
+    let rotated: [u8; 4] = std::array::from_fn(|i| key[(offset + i) & 3]);
+    let word = u64::from_ne_bytes([rotated, rotated].concat().try_into().expect("8 bytes"));
+    let mut chunks = data.chunks_exact_mut(8);
+    for chunk in &mut chunks {
+        let v = u64::from_ne_bytes((&*chunk).try_into().expect("8 bytes")) ^ word;
+        chunk.copy_from_slice(&v.to_ne_bytes());
+    }
+    for (i, b) in chunks.into_remainder().iter_mut().enumerate() {
+        *b ^= rotated[i & 3];
     }
 }
 
@@ -477,6 +485,20 @@ mod tests {
             let mut echo = Vec::new();
             write_frame(&mut echo, OP_BINARY, &vec![b'x'; size], false);
             assert_eq!(echo.len(), server, "server frame of {size}");
+        }
+    }
+
+    #[test]
+    fn word_masking_equals_byte_masking_at_any_offset() {
+        let key = [0x12, 0x34, 0x56, 0x78];
+        for len in [0, 1, 7, 8, 9, 31, 500] {
+            for offset in 0..4 {
+                let data: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+                let mut fast = data.clone();
+                apply_mask(&mut fast, key, offset);
+                let slow: Vec<u8> = data.iter().enumerate().map(|(i, b)| b ^ key[(offset + i) & 3]).collect();
+                assert_eq!(fast, slow, "len {len} offset {offset}");
+            }
         }
     }
 
