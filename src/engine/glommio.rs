@@ -6,8 +6,9 @@
 //! from the return values of those reads and writes.
 
 use super::conn::{Conn, Want};
+use super::serve_conn::ServerConn;
 use super::sys::{add_tcp_info, thread_cpu_time};
-use super::{ClientJob, ClientRun, EngineError, RecvBuf, ServerHandle, ServerTally};
+use super::{ClientJob, ClientRun, EngineError, ServerHandle, ServerTally};
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
@@ -205,79 +206,30 @@ async fn server_core<S: ServerCodec + 'static>(
     t
 }
 
-async fn serve_connection<S: ServerCodec>(
-    mut stream: TcpStream,
-    mut codec: S,
-    tally: Rc<RefCell<ServerTally>>,
-) {
-    let mut recv = RecvBuf::new();
-    let mut out = Vec::with_capacity(4096);
-    // Servers that speak unprompted (nsqd's heartbeats) wake on a read timeout when one is due.
-    let mut interval = codec.heartbeat_interval();
-    let mut next_beat = interval.map(|i| Instant::now() + i);
+async fn serve_connection<S: ServerCodec>(mut stream: TcpStream, codec: S, tally: Rc<RefCell<ServerTally>>) {
+    let mut conn = ServerConn::new(codec, Instant::now());
     loop {
-        if let Some(due) = next_beat {
-            let _ = stream.set_read_timeout(Some(
-                due.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)),
-            ));
-        }
-        let Some(spare) = recv.spare() else { return };
-        let n = match stream.read(spare).await {
+        // Servers that speak unprompted (nsqd's heartbeats) wake on a read timeout when one is due.
+        let timeout = conn
+            .read_deadline()
+            .map(|due| due.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)));
+        let _ = stream.set_read_timeout(timeout);
+        let Some(buf) = conn.read_buf() else { return };
+        match stream.read(buf).await {
             Ok(0) => return,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut && next_beat.is_some() => {
-                if !codec.heartbeat(&mut out) {
-                    return;
-                }
-                if stream.write_all(&out).await.is_err() {
-                    return;
-                }
-                tally.borrow_mut().tx += out.len() as u64;
-                out.clear();
-                next_beat = next_beat.zip(interval).map(|(due, i)| due + i);
-                continue;
-            }
+            Ok(n) => conn.received(n, Instant::now(), super::unix_secs(), &mut tally.borrow_mut()),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut && timeout.is_some() => conn.deadline_passed(),
             Err(_) => return,
-        };
-        recv.filled(n);
-        codec.set_unix_time(super::unix_secs());
-        let served = codec.serve(recv.data(), &mut out);
-        recv.consume(served.consumed);
-        {
-            let mut t = tally.borrow_mut();
-            t.rx += n as u64;
-            t.requests += served.requests;
-            t.messages += served.messages;
         }
-        if !out.is_empty() {
-            if stream.write_all(&out).await.is_err() {
+        if !conn.to_write().is_empty() {
+            if stream.write_all(conn.to_write()).await.is_err() {
                 return;
             }
-            tally.borrow_mut().tx += out.len() as u64;
-            out.clear();
+            conn.written(&mut tally.borrow_mut());
         }
-        if served.close {
+        if conn.closing() {
             let _ = stream.close().await;
             return;
-        }
-        // A busy connection never waits long enough for the read timeout: beat on schedule
-        // anyway, as nsqd's ticker does.
-        if next_beat.is_some_and(|due| Instant::now() >= due) {
-            if !codec.heartbeat(&mut out) || stream.write_all(&out).await.is_err() {
-                return;
-            }
-            tally.borrow_mut().tx += out.len() as u64;
-            out.clear();
-            next_beat = next_beat.zip(interval).map(|(due, i)| due + i);
-        }
-        // IDENTIFY may change or disable the heartbeat; nsqd restarts its ticker then.
-        let now_interval = codec.heartbeat_interval();
-        if now_interval != interval {
-            interval = now_interval;
-            next_beat = interval.map(|i| Instant::now() + i);
-            if interval.is_none() {
-                let _ = stream.set_read_timeout(None);
-            }
         }
     }
 }

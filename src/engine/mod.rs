@@ -8,6 +8,7 @@
 
 pub mod conn;
 pub mod glommio;
+pub mod serve_conn;
 pub mod sys;
 pub mod tokio_uring;
 pub mod uring;

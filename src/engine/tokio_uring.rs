@@ -7,8 +7,9 @@
 //! buffers per operation; timeouts are tokio timers around the operations.
 
 use super::conn::{Conn, Want};
+use super::serve_conn::ServerConn;
 use super::sys::{add_tcp_info, thread_cpu_time};
-use super::{ClientJob, ClientRun, EngineError, RecvBuf, ServerTally, StartGate};
+use super::{ClientJob, ClientRun, EngineError, ServerTally, StartGate};
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
 use ::tokio_uring::buf::BoundedBuf;
@@ -231,75 +232,52 @@ async fn server_core<S: ServerCodec + 'static>(
     t
 }
 
-async fn serve_connection<S: ServerCodec>(stream: TcpStream, mut codec: S, tally: Rc<RefCell<ServerTally>>) {
-    let mut recv = RecvBuf::new();
-    let mut out = Vec::with_capacity(4096);
+async fn serve_connection<S: ServerCodec>(stream: TcpStream, codec: S, tally: Rc<RefCell<ServerTally>>) {
+    let mut conn = ServerConn::new(codec, Instant::now());
+    // tokio-uring owns the buffers while the kernel uses them; these travel to it and back.
     let mut rbuf: Vec<u8> = Vec::with_capacity(super::RECV_BUF_INITIAL);
-    let mut interval = codec.heartbeat_interval();
-    let mut next_beat = interval.map(|i| Instant::now() + i);
+    let mut wbuf: Vec<u8> = Vec::with_capacity(4096);
     loop {
-        let Some(room) = recv.spare().map(|b| b.len()) else { return };
+        let Some(room) = conn.read_buf().map(|b| b.len()) else { return };
         rbuf.clear();
         rbuf.reserve(room);
         let read = stream.read(std::mem::take(&mut rbuf).slice(..room));
-        let result = match next_beat {
+        // Servers that speak unprompted (nsqd's heartbeats) stop waiting when one is due.
+        let result = match conn.read_deadline() {
             Some(due) => tokio::time::timeout_at(due.into(), read).await.ok(),
             None => Some(read.await),
         };
-        let Some((result, buf)) = result else {
-            // A heartbeat is due (nsqd's ticker).
-            rbuf = Vec::with_capacity(super::RECV_BUF_INITIAL);
-            if !codec.heartbeat(&mut out) || write_out(&stream, &mut out, &tally).await.is_err() {
+        match result {
+            // A timed-out read's buffer stays with the runtime; start afresh.
+            None => {
+                rbuf = Vec::with_capacity(super::RECV_BUF_INITIAL);
+                conn.deadline_passed();
+            }
+            Some((result, buf)) => {
+                rbuf = buf.into_inner();
+                let n = match result {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                if let Some(dst) = conn.read_buf() {
+                    dst[..n].copy_from_slice(&rbuf[..n]);
+                }
+                conn.received(n, Instant::now(), super::unix_secs(), &mut tally.borrow_mut());
+            }
+        }
+        if !conn.to_write().is_empty() {
+            wbuf.clear();
+            wbuf.extend_from_slice(conn.to_write());
+            let (result, buf) = stream.write_all(std::mem::take(&mut wbuf)).await;
+            wbuf = buf;
+            if result.is_err() {
                 return;
             }
-            next_beat = next_beat.zip(interval).map(|(due, i)| due + i);
-            continue;
-        };
-        rbuf = buf.into_inner();
-        let n = match result {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        if let Some(dst) = recv.spare() {
-            dst[..n].copy_from_slice(&rbuf[..n]);
+            conn.written(&mut tally.borrow_mut());
         }
-        recv.filled(n);
-        codec.set_unix_time(super::unix_secs());
-        let served = codec.serve(recv.data(), &mut out);
-        recv.consume(served.consumed);
-        {
-            let mut t = tally.borrow_mut();
-            t.rx += n as u64;
-            t.requests += served.requests;
-            t.messages += served.messages;
-        }
-        if next_beat.is_some_and(|due| Instant::now() >= due) {
-            if !codec.heartbeat(&mut out) {
-                return;
-            }
-            next_beat = next_beat.zip(interval).map(|(due, i)| due + i);
-        }
-        if write_out(&stream, &mut out, &tally).await.is_err() || served.close {
+        if conn.closing() {
             let _ = stream.shutdown(std::net::Shutdown::Write);
             return;
         }
-        let now_interval = codec.heartbeat_interval();
-        if now_interval != interval {
-            interval = now_interval;
-            next_beat = interval.map(|i| Instant::now() + i);
-        }
     }
-}
-
-async fn write_out(stream: &TcpStream, out: &mut Vec<u8>, tally: &RefCell<ServerTally>) -> io::Result<()> {
-    if out.is_empty() {
-        return Ok(());
-    }
-    let len = out.len();
-    let (result, buf) = stream.write_all(std::mem::take(out)).await;
-    *out = buf;
-    out.clear();
-    result?;
-    tally.borrow_mut().tx += len as u64;
-    Ok(())
 }
