@@ -203,6 +203,10 @@ impl ClientCodec for Http1Client {
     }
 
     fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+        if input.is_empty() && self.head.is_none() {
+            // The usual call after the last whole response of a read: nothing to parse.
+            return Ok(Decoded::Partial);
+        }
         let head = match self.head {
             Some(head) => head,
             None => match self.head_of(input)? {
