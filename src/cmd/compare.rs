@@ -159,16 +159,11 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     if let Some(handle) = server {
         handle.stop()?;
     }
-    if human {
-        print!("{}", table::footer(&rows));
-    }
-    if let Some(path) = &args.json {
-        report::json::write(path, &table::json(&info, &rows))?;
-    }
-    if let Some(path) = &args.svg {
-        std::fs::write(path, report::svg::compare(&info, &rows)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        say(&format!("chart: {}", path.display()));
-    }
-    Ok(())
+    report::finish_table(
+        &table::footer(&rows),
+        args.json.as_deref(),
+        || table::json(&info, &rows),
+        args.svg.as_deref(),
+        || report::svg::compare(&info, &rows),
+    )
 }

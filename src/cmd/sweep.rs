@@ -288,18 +288,13 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         say(&table::line(&step, rows.first()));
         rows.push(step);
     }
-    if human {
-        print!("{}", table::footer(&rows));
-    }
-    if let Some(path) = &args.json {
-        report::json::write(path, &table::json(&info, &rows))?;
-    }
-    if let Some(path) = &args.svg {
-        std::fs::write(path, report::svg::sweep(&info, &rows)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        say(&format!("chart: {}", path.display()));
-    }
-    Ok(())
+    report::finish_table(
+        &table::footer(&rows),
+        args.json.as_deref(),
+        || table::json(&info, &rows),
+        args.svg.as_deref(),
+        || report::svg::sweep(&info, &rows),
+    )
 }
 
 #[cfg(test)]

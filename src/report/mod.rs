@@ -10,6 +10,32 @@ pub mod text;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Duration;
 
+/// The end of a table command (`compare`, `sweep`): the footer for people, then `--json` and
+/// `--svg` where asked (with `--json -`, stdout carries the JSON alone).
+pub fn finish_table(
+    footer: &str,
+    json: Option<&std::path::Path>,
+    to_json: impl FnOnce() -> serde_json::Value,
+    svg: Option<&std::path::Path>,
+    to_svg: impl FnOnce() -> anyhow::Result<String>,
+) -> anyhow::Result<()> {
+    let human = json != Some(std::path::Path::new("-"));
+    if human {
+        print!("{footer}");
+    }
+    if let Some(path) = json {
+        json::write(path, &to_json())?;
+    }
+    if let Some(path) = svg {
+        use anyhow::Context;
+        std::fs::write(path, to_svg()?).with_context(|| format!("cannot write {}", path.display()))?;
+        if human {
+            println!("chart: {}", path.display());
+        }
+    }
+    Ok(())
+}
+
 /// What was run, for the report's header and JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunInfo {

@@ -165,62 +165,58 @@ impl CoreSummary {
     }
 }
 
-/// All cores merged.
+/// All cores merged: their totals (a recorder of its own, read through `Deref`: `report.tx`,
+/// `report.ops`), the measured window, and each core's figures kept apart.
 #[derive(Debug, Clone)]
 pub struct Report {
-    pub ops: u64,
+    pub totals: CoreRecorder,
     /// Measured window: from the end of warm-up until the last connection finished.
     pub elapsed: Duration,
-    pub latency: Histogram<u64>,
-    pub errors: BTreeMap<ErrorClass, u64>,
-    pub failures: BTreeMap<Failure, u64>,
-    pub error_samples: Vec<String>,
-    pub tx: ByteSplit,
-    pub rx: ByteSplit,
-    pub connects: u64,
-    pub reconnects: u64,
-    pub kernel: KernelCounts,
     pub per_core: Vec<CoreSummary>,
+}
+
+impl std::ops::Deref for Report {
+    type Target = CoreRecorder;
+    fn deref(&self) -> &CoreRecorder {
+        &self.totals
+    }
+}
+
+impl CoreRecorder {
+    /// Add another core's figures to these (its CPU and wall time stay in its summary).
+    pub fn absorb(&mut self, c: &CoreRecorder) {
+        self.ops += c.ops;
+        self.latency.add(&c.latency).expect("same histogram bounds");
+        for (k, v) in &c.errors {
+            *self.errors.entry(*k).or_default() += v;
+        }
+        for (k, v) in &c.failures {
+            *self.failures.entry(*k).or_default() += v;
+        }
+        for s in &c.error_samples {
+            if self.error_samples.len() < MAX_ERROR_SAMPLES && !self.error_samples.contains(s) {
+                self.error_samples.push(s.clone());
+            }
+        }
+        self.tx.merge(&c.tx);
+        self.rx.merge(&c.rx);
+        self.connects += c.connects;
+        self.reconnects += c.reconnects;
+        self.kernel.merge(&c.kernel);
+    }
 }
 
 impl Report {
     pub fn merge(cores: Vec<CoreRecorder>, elapsed: Duration) -> Report {
-        let mut r = Report {
-            ops: 0,
-            elapsed,
-            latency: Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds"),
-            errors: BTreeMap::new(),
-            failures: BTreeMap::new(),
-            error_samples: Vec::new(),
-            tx: ByteSplit::default(),
-            rx: ByteSplit::default(),
-            connects: 0,
-            reconnects: 0,
-            kernel: KernelCounts::default(),
-            per_core: Vec::new(),
-        };
-        for c in cores {
-            r.ops += c.ops;
-            r.latency.add(&c.latency).expect("same histogram bounds");
-            for (k, v) in &c.errors {
-                *r.errors.entry(*k).or_default() += v;
-            }
-            for (k, v) in &c.failures {
-                *r.failures.entry(*k).or_default() += v;
-            }
-            for s in c.error_samples {
-                if r.error_samples.len() < MAX_ERROR_SAMPLES && !r.error_samples.contains(&s) {
-                    r.error_samples.push(s);
-                }
-            }
-            r.tx.merge(&c.tx);
-            r.rx.merge(&c.rx);
-            r.connects += c.connects;
-            r.reconnects += c.reconnects;
-            r.kernel.merge(&c.kernel);
-            r.per_core.push(CoreSummary { core: c.core, ops: c.ops, cpu: c.cpu, wall: c.wall });
+        let mut totals = CoreRecorder::new(usize::MAX);
+        for c in &cores {
+            totals.absorb(c);
         }
-        r
+        let per_core = cores
+            .iter()
+            .map(|c| CoreSummary { core: c.core, ops: c.ops, cpu: c.cpu, wall: c.wall })
+            .collect();
+        Report { totals, elapsed, per_core }
     }
 
     pub fn errors_total(&self) -> u64 {
