@@ -4,7 +4,8 @@
 
 use super::compare::{CompareInfo, Row};
 use anyhow::{Result, anyhow};
-use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::ranged1d::{SegmentValue, SegmentedCoord};
+use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -16,10 +17,48 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing the chart: {e:?}")
 }
 
+/// A chart of one bar per row: rows along x (labelled), values up to `max` along y.
+type BarChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<SegmentedCoord<RangedCoordusize>, RangedCoordf64>>;
+
+fn bar_chart<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: &str,
+    labels: &[String],
+    max: f64,
+    y_desc: &str,
+    y_format: &dyn Fn(&f64) -> String,
+) -> Result<BarChart<'a, 'b>> {
+    let n = labels.len().max(1);
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 16))
+        .margin(15)
+        .x_label_area_size(70)
+        .y_label_area_size(70)
+        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..max)
+        .map_err(err)?;
+    let label = |v: &SegmentValue<usize>| match v {
+        SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => labels.get(*i).cloned().unwrap_or_default(),
+        SegmentValue::Last => String::new(),
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_labels(n)
+        .x_label_formatter(&label)
+        .x_label_style(("sans-serif", 12))
+        .y_label_formatter(y_format)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
 pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
     let mut svg = String::new();
     {
-        let n = rows.len().max(1);
+        let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
         let root = SVGBackend::with_string(&mut svg, (1200, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let title = format!(
@@ -28,31 +67,12 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
         );
         let root = root.titled(&title, ("sans-serif", 22)).map_err(err)?;
         let (left, right) = root.split_horizontally(600);
-        let label = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
-                rows.get(*i).map(|r| r.label.clone()).unwrap_or_default()
-            }
-            SegmentValue::Last => String::new(),
-        };
 
         let max_bytes = rows.iter().map(|r| r.tx_per_msg() + r.rx_per_msg()).fold(1.0, f64::max) * 1.2;
-        let mut chart = ChartBuilder::on(&left)
-            .caption("bytes per message, written + read", ("sans-serif", 16))
-            .margin(15)
-            .x_label_area_size(70)
-            .y_label_area_size(60)
-            .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..max_bytes)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_labels(n)
-            .x_label_formatter(&label)
-            .x_label_style(("sans-serif", 12))
-            .y_desc("bytes")
-            .draw()
-            .map_err(err)?;
+        let mut chart =
+            bar_chart(&left, "bytes per message, written + read", &labels, max_bytes, "bytes", &|v| {
+                format!("{v:.0}")
+            })?;
         let bar = |i: usize, from: f64, to: f64, color: RGBColor| {
             let mut r = Rectangle::new(
                 [(SegmentValue::Exact(i), from), (SegmentValue::Exact(i + 1), to)],
@@ -93,24 +113,8 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
             .map_err(err)?;
 
         let max_rate = rows.iter().map(Row::msgs_per_sec).fold(1.0, f64::max) * 1.2;
-        let mut chart = ChartBuilder::on(&right)
-            .caption("messages per second", ("sans-serif", 16))
-            .margin(15)
-            .x_label_area_size(70)
-            .y_label_area_size(70)
-            .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..max_rate)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_labels(n)
-            .x_label_formatter(&label)
-            .x_label_style(("sans-serif", 12))
-            .y_label_formatter(&|v| super::si(*v))
-            .y_desc("msg/s")
-            .draw()
-            .map_err(err)?;
+        let mut chart =
+            bar_chart(&right, "messages per second", &labels, max_rate, "msg/s", &|v| super::si(*v))?;
         chart
             .draw_series(rows.iter().enumerate().map(|(i, r)| bar(i, 0.0, r.msgs_per_sec(), SPEED)))
             .map_err(err)?;
