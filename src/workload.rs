@@ -14,12 +14,21 @@ pub enum Workload {
     /// Each connection keeps `depth` operations in flight and sends the next one as soon as a
     /// response frees a slot (wrk, ab, wsbench).
     ClosedLoop,
+    /// Each connection sends one operation every `interval` (`--rate` total ops/s split over
+    /// the connections), at most `depth` in flight; an operation that cannot go out on time
+    /// (slots full, server slow) goes late, and its latency counts from when it was due (wrk2).
+    FixedRate { interval: Duration },
 }
 
 impl Workload {
-    /// The pacer of one connection.
-    pub fn pacer(self) -> Pacer {
-        Pacer { workload: self }
+    /// The pacer of connection `index` of `connections`: paced connections start spread over
+    /// one interval, so that they do not all send at the same instant.
+    pub fn pacer(self, index: usize, connections: usize) -> Pacer {
+        let offset = match self {
+            Workload::ClosedLoop => Duration::ZERO,
+            Workload::FixedRate { interval } => interval.mul_f64(index as f64 / connections.max(1) as f64),
+        };
+        Pacer { workload: self, next: None, offset }
     }
 }
 
@@ -27,21 +36,31 @@ impl Workload {
 #[derive(Debug, Clone)]
 pub struct Pacer {
     workload: Workload,
+    /// When the next operation is due (paced workloads, once started).
+    next: Option<Instant>,
+    offset: Duration,
 }
 
 impl Pacer {
-    /// The intended send time of the next operation, given the time now.
-    pub fn next_due(&mut self, now: Instant) -> Instant {
+    /// The intended send time of the next operation, given the time now (not yet taken).
+    pub fn due(&mut self, now: Instant) -> Instant {
         match self.workload {
             Workload::ClosedLoop => now,
+            Workload::FixedRate { .. } => *self.next.get_or_insert(now + self.offset),
         }
     }
 
-    /// How long the engine may wait for a free slot before re-asking; closed loops never wait.
-    pub fn idle_wait(&self) -> Option<Duration> {
-        match self.workload {
-            Workload::ClosedLoop => None,
+    /// The operation that was due has been sent: the next one is due an interval later.
+    pub fn taken(&mut self) {
+        if let (Workload::FixedRate { interval }, Some(next)) = (self.workload, self.next.as_mut()) {
+            *next += interval;
         }
+    }
+
+    /// Whether latency should also be kept from the actual send time (paced workloads, whose
+    /// operations can go out later than intended).
+    pub fn paced(&self) -> bool {
+        self.workload != Workload::ClosedLoop
     }
 }
 
@@ -69,10 +88,24 @@ mod tests {
 
     #[test]
     fn closed_loop_is_due_now() {
-        let mut p = Workload::ClosedLoop.pacer();
+        let mut p = Workload::ClosedLoop.pacer(0, 1);
         let now = Instant::now();
-        assert_eq!(p.next_due(now), now);
-        assert_eq!(p.idle_wait(), None);
+        assert_eq!(p.due(now), now);
+        p.taken();
+        assert_eq!(p.due(now), now);
+        assert!(!p.paced());
+    }
+
+    #[test]
+    fn fixed_rate_keeps_its_schedule_even_when_late() {
+        let ms = Duration::from_millis;
+        let mut p = Workload::FixedRate { interval: ms(10) }.pacer(1, 2);
+        let now = Instant::now();
+        assert_eq!(p.due(now), now + ms(5), "connection 1 of 2 starts half an interval in");
+        assert_eq!(p.due(now + ms(1)), now + ms(5), "asking again does not move it");
+        p.taken();
+        assert_eq!(p.due(now + ms(50)), now + ms(15), "late sends keep the intended times");
+        assert!(p.paced());
     }
 
     #[test]

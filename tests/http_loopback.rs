@@ -104,3 +104,24 @@ fn status_errors_are_counted_and_the_run_goes_on_on(engine: &str) {
     assert!(r.failures.keys().any(|f| f.to_string() == "HTTP 431"));
     assert!(r.elapsed.as_millis() < 2000);
 }
+
+#[test]
+fn fixed_rate_holds_its_rate_and_keeps_both_latencies() {
+    for engine in ENGINES {
+        fixed_rate_holds_its_rate_and_keeps_both_latencies_on(engine);
+    }
+}
+
+fn fixed_rate_holds_its_rate_and_keeps_both_latencies_on(engine: &str) {
+    let server = start_builtin(ServeKind::Http);
+    let url = format!("http://{}/", server.addr());
+    let cpu = client_cpu().to_string();
+    let r = bench_on(engine, &[&url, "-c", "4", "-d", "1s", "--rate", "2000", "--cores", &cpu]);
+    assert_clean(&r);
+    // 2000 due in the window; a slow machine may leave the last few in flight at the deadline.
+    assert!((1800..=2004).contains(&r.ops), "{engine}: {} ops at 2000/s for 1 s", r.ops);
+    assert_eq!(r.latency_uncorrected.len(), r.ops, "{engine}: both latencies for every op");
+    assert!(r.latency_uncorrected.value_at_quantile(0.5) <= r.latency.value_at_quantile(0.5));
+    let closed = bench_on(engine, &[&url, "-c", "2", "-n", "100", "--cores", &cpu]);
+    assert!(closed.latency_uncorrected.is_empty(), "closed loops keep one latency");
+}

@@ -60,6 +60,13 @@ impl BenchPlan {
         if args.duration == Some(Duration::ZERO) || args.timeout.is_zero() {
             bail!("durations must be longer than zero");
         }
+        let workload = match args.rate {
+            None => Workload::ClosedLoop,
+            Some(r) if r.is_finite() && r > 0.0 && r <= 1e9 => {
+                Workload::FixedRate { interval: Duration::from_secs_f64(args.connections as f64 / r) }
+            }
+            Some(r) => bail!("--rate {r}: give operations per second, more than 0"),
+        };
         let duration = match (args.duration, args.ops) {
             (Some(d), _) => d,
             (None, Some(_)) => OPS_TIME_LIMIT,
@@ -154,7 +161,7 @@ impl BenchPlan {
                 duration,
                 warmup: args.warmup,
                 timeout: args.timeout,
-                workload: Workload::ClosedLoop,
+                workload,
                 stop: super::interrupted(),
                 progress: (0..cores_n).map(|_| AtomicU64::new(0)).collect(),
             },

@@ -171,6 +171,11 @@ pub struct BenchArgs {
     /// Operations in flight per connection (HTTP pipelining, NSQ publishes in flight).
     #[arg(long, default_value_t = 1)]
     pub depth: usize,
+    /// Fixed rate: R operations per second in all, spread evenly over the connections (at most
+    /// --depth in flight each); latency counts from when each operation was due (wrk2), and the
+    /// uncorrected figure is shown beside it. Default: a closed loop, as fast as responses come.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
     /// NSQ: messages per operation (`MPUB` over TCP, `/mpub` over HTTP).
     #[arg(long, default_value_t = 1)]
     pub batch: usize,

@@ -69,7 +69,10 @@ enum Phase {
 /// An operation sent and not yet answered.
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
+    /// When the workload meant it to go (latency is measured from here)…
     intended: Instant,
+    /// …and when it went (the uncorrected latency of paced workloads).
+    sent: Instant,
     traffic: Traffic,
 }
 
@@ -169,7 +172,7 @@ impl<C: ClientCodec> Conn<C> {
             self.sent_off = 0;
             let mut batch = None;
             while self.inflight.len() < self.depth && !self.stopped(now, stop) {
-                let intended = self.pacer.next_due(now);
+                let intended = self.pacer.due(now);
                 if intended > now {
                     break; // paced workloads: not yet due
                 }
@@ -179,8 +182,9 @@ impl<C: ClientCodec> Conn<C> {
                     break;
                 }
                 batch = Some(traffic);
+                self.pacer.taken();
                 self.codec.encode_op(&mut self.send);
-                self.inflight.push_back(InFlight { intended, traffic });
+                self.inflight.push_back(InFlight { intended, sent: now, traffic });
                 if traffic == Traffic::Op {
                     self.sent += 1;
                 }
@@ -202,9 +206,12 @@ impl<C: ClientCodec> Conn<C> {
                 self.close(End::Done);
                 continue;
             }
-            return match self.pacer.idle_wait() {
-                Some(wait) => Want::Sleep(now + wait),
-                None => Want::Read(self.timeout),
+            // Nothing in flight and nothing due yet (a paced workload): wait for its time.
+            let due = self.pacer.due(now);
+            return if due > now {
+                Want::Sleep(due.min(self.budget.deadline))
+            } else {
+                Want::Read(self.timeout)
             };
         }
     }
@@ -413,6 +420,11 @@ impl<C: ClientCodec> Conn<C> {
                         _ => {
                             rec.ops += 1;
                             rec.record_latency(now.saturating_duration_since(op.intended).as_nanos() as u64);
+                            if self.pacer.paced() {
+                                rec.record_uncorrected(
+                                    now.saturating_duration_since(op.sent).as_nanos() as u64
+                                );
+                            }
                         }
                     }
                 }
@@ -477,7 +489,7 @@ mod tests {
         let budget = Budget { ops: Some(ops), deadline: now + Duration::from_secs(60), measure_from: now };
         let c = Conn::new(
             &Http1Client::new(&spec),
-            Workload::ClosedLoop.pacer(),
+            Workload::ClosedLoop.pacer(0, 1),
             budget,
             depth,
             Duration::from_secs(1),

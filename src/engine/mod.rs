@@ -174,7 +174,7 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         deadline: measure_from + job.duration,
         measure_from,
     };
-    conn::Conn::new(prototype, job.workload.pacer(), budget, job.depth, job.timeout)
+    conn::Conn::new(prototype, job.workload.pacer(index, job.connections), budget, job.depth, job.timeout)
 }
 
 /// What one core of a built-in server counted.

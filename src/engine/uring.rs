@@ -14,6 +14,8 @@ use super::{ClientJob, ClientRun, EngineError, StartGate};
 use crate::proto::ClientCodec;
 use crate::stats::CoreRecorder;
 use io_uring::{IoUring, opcode, types};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::os::fd::{IntoRawFd, RawFd};
 use std::sync::atomic::Ordering;
@@ -54,7 +56,6 @@ struct Slot<C> {
     /// The operation in flight (its kind) and when it times out.
     busy: Option<(u64, Instant)>,
     cancelled: bool,
-    sleep_until: Option<Instant>,
     done: bool,
     addr: socket2::SockAddr,
 }
@@ -88,7 +89,6 @@ fn client_core<C: ClientCodec>(
             fd: None,
             busy: None,
             cancelled: false,
-            sleep_until: None,
             done: false,
             addr: addr.clone(),
         })
@@ -97,12 +97,14 @@ fn client_core<C: ClientCodec>(
     let mut remaining = slots.len();
     // One clock read per loop, taken after the wait: on a machine whose clock has no vDSO fast
     // path each read is a syscall. The connections driven at the top of the next loop use it.
+    // Connections waiting for a time (a paced workload's next operation, a retry pause).
+    let mut sleepers: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
     let mut now = Instant::now();
     let mut next_tick = now + TICK;
     let mut next_progress = now + super::PROGRESS_EVERY;
     let result = loop {
         for i in ready.drain(..) {
-            if let Err(e) = drive(&mut ring, &mut slots, i, now, &job, &mut rec) {
+            if let Err(e) = drive(&mut ring, &mut slots, &mut sleepers, i, now, &job, &mut rec) {
                 break_with(&mut slots);
                 return Err(EngineError::Executor { cpu, source: e });
             }
@@ -113,7 +115,11 @@ fn client_core<C: ClientCodec>(
         if remaining == 0 {
             break Ok(());
         }
-        let ts = types::Timespec::from(TICK);
+        // Wake for the next tick, or sooner for a paced connection's next operation.
+        let wait = sleepers
+            .peek()
+            .map_or(TICK, |Reverse((until, _))| until.saturating_duration_since(now).min(TICK));
+        let ts = types::Timespec::from(wait);
         match ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
             Ok(_) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
@@ -153,30 +159,27 @@ fn client_core<C: ClientCodec>(
             }
             ready.push(i);
         }
+        // Sleepers whose time has come (all of them on Ctrl-C, so they notice).
+        let stopping = job.stop.load(Ordering::Relaxed);
+        while let Some(Reverse((until, i))) = sleepers.peek().copied() {
+            if until > now && !stopping {
+                break;
+            }
+            sleepers.pop();
+            ready.push(i);
+        }
         if now >= next_tick {
             next_tick = now + TICK;
             for (i, slot) in slots.iter_mut().enumerate() {
-                match (slot.busy, slot.sleep_until) {
-                    (Some((kind, deadline)), _) if now >= deadline && !slot.cancelled => {
-                        slot.cancelled = true;
-                        let sqe = opcode::AsyncCancel::new(user_data(i, kind))
-                            .build()
-                            .user_data(user_data(i, OP_CANCEL));
-                        push(&mut ring, &sqe).map_err(|source| EngineError::Executor { cpu, source })?;
-                    }
-                    (None, Some(until)) if now >= until && !slot.done => {
-                        slot.sleep_until = None;
-                        ready.push(i);
-                    }
-                    _ => {}
-                }
-            }
-            // Ctrl-C: wake sleepers so they notice.
-            if job.stop.load(Ordering::Relaxed) {
-                for (i, slot) in slots.iter_mut().enumerate() {
-                    if slot.sleep_until.take().is_some() {
-                        ready.push(i);
-                    }
+                if let Some((kind, deadline)) = slot.busy
+                    && now >= deadline
+                    && !slot.cancelled
+                {
+                    slot.cancelled = true;
+                    let sqe = opcode::AsyncCancel::new(user_data(i, kind))
+                        .build()
+                        .user_data(user_data(i, OP_CANCEL));
+                    push(&mut ring, &sqe).map_err(|source| EngineError::Executor { cpu, source })?;
                 }
             }
         }
@@ -216,6 +219,7 @@ fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> io::Result<()> {
 fn drive<C: ClientCodec>(
     ring: &mut IoUring,
     slots: &mut [Slot<C>],
+    sleepers: &mut BinaryHeap<Reverse<(Instant, usize)>>,
     i: usize,
     now: Instant,
     job: &ClientJob,
@@ -229,7 +233,7 @@ fn drive<C: ClientCodec>(
                 return Ok(());
             }
             Want::Sleep(until) => {
-                slot.sleep_until = Some(until);
+                sleepers.push(Reverse((until, i)));
                 return Ok(());
             }
             Want::Connect => {

@@ -62,6 +62,13 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "p999": r3(r.latency_us(0.999)),
             "max": r3(if r.latency.is_empty() { 0.0 } else { r.latency.max() as f64 / 1e3 }),
         },
+        "latency_uncorrected_us": (!r.latency_uncorrected.is_empty()).then(|| json!({
+            "p50": r3(r.latency_uncorrected.value_at_quantile(0.5) as f64 / 1e3),
+            "p90": r3(r.latency_uncorrected.value_at_quantile(0.9) as f64 / 1e3),
+            "p99": r3(r.latency_uncorrected.value_at_quantile(0.99) as f64 / 1e3),
+            "p999": r3(r.latency_uncorrected.value_at_quantile(0.999) as f64 / 1e3),
+            "max": r3(r.latency_uncorrected.max() as f64 / 1e3),
+        })),
         "cpu_us_per_op": r3(r.cpu_us_per_op()),
         "imbalance_pct": r3(r.imbalance_pct()),
         "per_core": r.per_core.iter().map(|c| json!({

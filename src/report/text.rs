@@ -50,6 +50,18 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             micros(r.latency.max() as f64 / 1e3),
         );
     }
+    if !r.latency_uncorrected.is_empty() {
+        let h = &r.latency_uncorrected;
+        let _ = writeln!(
+            s,
+            "  uncorrected p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (from the actual send; the line above counts from when each op was due)",
+            micros(h.value_at_quantile(0.5) as f64 / 1e3),
+            micros(h.value_at_quantile(0.9) as f64 / 1e3),
+            micros(h.value_at_quantile(0.99) as f64 / 1e3),
+            micros(h.value_at_quantile(0.999) as f64 / 1e3),
+            micros(h.max() as f64 / 1e3),
+        );
+    }
     let _ = writeln!(
         s,
         "  bytes/op    tx {:.2}  rx {:.2}  (operation bytes / ops)",

@@ -88,6 +88,9 @@ pub struct CoreRecorder {
     pub ops: u64,
     /// Latency from the intended send time, ns.
     pub latency: Histogram<u64>,
+    /// Latency from the actual send time, ns: kept for paced workloads only (in a closed loop
+    /// the two are the same), where it shows what coordinated omission would have hidden.
+    pub latency_uncorrected: Histogram<u64>,
     pub errors: BTreeMap<ErrorClass, u64>,
     /// The servers' refusals by kind (HTTP status, NSQ error code), for the summary.
     pub failures: BTreeMap<Failure, u64>,
@@ -112,6 +115,7 @@ impl CoreRecorder {
             core,
             ops: 0,
             latency: Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds"),
+            latency_uncorrected: Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds"),
             errors: BTreeMap::new(),
             failures: BTreeMap::new(),
             error_samples: Vec::new(),
@@ -127,6 +131,10 @@ impl CoreRecorder {
 
     pub fn record_latency(&mut self, ns: u64) {
         self.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+    }
+
+    pub fn record_uncorrected(&mut self, ns: u64) {
+        self.latency_uncorrected.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
     }
 
     /// Count an error of `class`, keeping its message if it is new.
@@ -187,6 +195,7 @@ impl CoreRecorder {
     pub fn absorb(&mut self, c: &CoreRecorder) {
         self.ops += c.ops;
         self.latency.add(&c.latency).expect("same histogram bounds");
+        self.latency_uncorrected.add(&c.latency_uncorrected).expect("same histogram bounds");
         for (k, v) in &c.errors {
             *self.errors.entry(*k).or_default() += v;
         }
