@@ -166,3 +166,21 @@ fn resets_are_read_errors_and_the_run_ends_on_time_on(engine: &str) {
     assert!(r.error_count(ErrorClass::Read) > 0, "{:?} {:?}", r.errors, r.error_samples);
     assert!(r.elapsed < Duration::from_secs(3));
 }
+
+#[test]
+fn a_silent_server_cannot_stretch_the_run() {
+    // Connections land in the backlog of a listener that never accepts: nothing ever answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    for engine in ENGINES {
+        let r = bench_on(
+            engine,
+            &[&format!("http://{addr}/"), "-c", "2", "-d", "300ms", "--cores", &client_cpu().to_string()],
+        );
+        assert_eq!(r.ops, 0);
+        assert!(r.error_count(ErrorClass::Timeout) > 0, "{engine}: {:?}", r.errors);
+        // The run's end plus the one-second drain limit, not the 5 s operation timeout.
+        assert!(r.elapsed < Duration::from_millis(1800), "{engine}: {:?}", r.elapsed);
+    }
+    drop(listener);
+}

@@ -23,6 +23,9 @@ use super::RecvBuf;
 pub const RETRY_PAUSE: Duration = Duration::from_millis(20);
 /// How long a failed write waits for the server's last words (an NSQ error frame, an HTTP 413).
 pub const SALVAGE_WAIT: Duration = Duration::from_millis(100);
+/// Once the run is over, how long answers to operations still in flight are waited for; after
+/// that they count as timeouts.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 /// How long a connection waits for the answer to its goodbye, and how many reads at most.
 pub const GOODBYE_WAIT: Duration = Duration::from_secs(1);
 const GOODBYE_READS: u32 = 16;
@@ -122,6 +125,14 @@ impl<C: ClientCodec> Conn<C> {
             || stop.load(Ordering::Relaxed)
     }
 
+    /// How long a read may wait: the run's timeout, but never past [`DRAIN_LIMIT`] after the
+    /// run's end, so that a silent server cannot stretch the run.
+    fn read_timeout(&self, now: Instant) -> Duration {
+        (self.budget.deadline + DRAIN_LIMIT)
+            .saturating_duration_since(now)
+            .clamp(Duration::from_millis(1), self.timeout)
+    }
+
     /// Bytes to write now.
     pub fn to_write(&self) -> &[u8] {
         &self.send[self.sent_off..]
@@ -162,7 +173,7 @@ impl<C: ClientCodec> Conn<C> {
                 _ if self.sent_off < self.send.len() => return Want::Write,
                 Phase::Salvage(_) => return Want::Read(SALVAGE_WAIT),
                 Phase::Goodbye(_) => return Want::Read(GOODBYE_WAIT),
-                Phase::Handshake => return Want::Read(self.timeout),
+                Phase::Handshake => return Want::Read(self.read_timeout(now)),
                 Phase::Running => {}
             }
             // Running, nothing left to write: send what the workload allows, one batch per
@@ -194,7 +205,7 @@ impl<C: ClientCodec> Conn<C> {
                 return Want::Write;
             }
             if !self.inflight.is_empty() {
-                return Want::Read(self.timeout);
+                return Want::Read(self.read_timeout(now));
             }
             if self.stopped(now, stop) {
                 // Say goodbye if the protocol has one, else close.
@@ -211,7 +222,7 @@ impl<C: ClientCodec> Conn<C> {
             return if due > now {
                 Want::Sleep(due.min(self.budget.deadline))
             } else {
-                Want::Read(self.timeout)
+                Want::Read(self.read_timeout(now))
             };
         }
     }
