@@ -172,7 +172,7 @@ impl<C: ClientCodec> Conn<C> {
                 Phase::Connecting => return Want::Connect,
                 _ if self.sent_off < self.send.len() => return Want::Write,
                 Phase::Salvage(_) => return Want::Read(SALVAGE_WAIT),
-                Phase::Goodbye(_) => return Want::Read(GOODBYE_WAIT),
+                Phase::Goodbye(_) => return Want::Read(GOODBYE_WAIT.min(self.read_timeout(now))),
                 Phase::Handshake => return Want::Read(self.read_timeout(now)),
                 Phase::Running => {}
             }
