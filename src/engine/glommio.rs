@@ -7,7 +7,7 @@
 
 use super::conn::{Conn, Want};
 use super::serve_conn::ServerConn;
-use super::sys::{add_tcp_info, thread_cpu_time};
+use super::sys::{ThreadClock, add_tcp_info};
 use super::{ClientJob, ClientRun, EngineError, ServerHandle, ServerTally};
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
@@ -65,8 +65,7 @@ async fn client_core<C: ClientCodec + 'static>(
     conns: std::ops::Range<usize>,
     start: Instant,
 ) -> (CoreRecorder, Instant) {
-    let cpu_before = thread_cpu_time();
-    let wall_before = Instant::now();
+    let clock = ThreadClock::start();
     let ctx = Rc::new(CoreCtx { job, prototype, rec: RefCell::new(CoreRecorder::new(cpu)) });
     let tasks: Vec<_> = conns
         .map(|i| {
@@ -91,8 +90,7 @@ async fn client_core<C: ClientCodec + 'static>(
     let finished = Instant::now();
     let mut rec = ctx.rec.borrow().clone();
     ctx.job.progress[index].store(rec.ops, Ordering::Relaxed);
-    rec.cpu = thread_cpu_time().saturating_sub(cpu_before);
-    rec.wall = finished - wall_before;
+    (rec.cpu, rec.wall) = clock.since(finished);
     (rec, finished)
 }
 
@@ -176,7 +174,7 @@ async fn server_core<S: ServerCodec + 'static>(
     ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
 ) -> ServerTally {
     let tally = Rc::new(RefCell::new(ServerTally { core: cpu, ..Default::default() }));
-    let (cpu_before, wall_before) = (thread_cpu_time(), Instant::now());
+    let clock = ThreadClock::start();
     let _ = ready.send(Ok(()));
     for (listener, prototype) in listeners {
         // SAFETY: the descriptor is a listening TCP socket we own and hand over whole.
@@ -201,8 +199,7 @@ async fn server_core<S: ServerCodec + 'static>(
     }
     // Accept loops and open connections are dropped with the executor, closing their sockets.
     let mut t = tally.take();
-    t.cpu = thread_cpu_time().saturating_sub(cpu_before);
-    t.wall = wall_before.elapsed();
+    (t.cpu, t.wall) = clock.since(Instant::now());
     t
 }
 

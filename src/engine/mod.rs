@@ -300,6 +300,15 @@ where
     Ok(handle)
 }
 
+/// Pin the calling thread to `cpu` (the engines without a placement API of their own).
+pub fn pin_current_thread(cpu: usize) -> Result<(), EngineError> {
+    if core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+        Ok(())
+    } else {
+        Err(EngineError::Executor { cpu, source: std::io::Error::other("cannot pin the thread to this CPU") })
+    }
+}
+
 /// Wall-clock Unix seconds, for the codecs' `Date` headers.
 pub fn unix_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())

@@ -72,6 +72,24 @@ pub fn thread_cpu_time() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// A thread's CPU time and wall time since a start: what an engine core's busy % and CPU per
+/// operation are made of.
+pub struct ThreadClock {
+    cpu: Duration,
+    wall: std::time::Instant,
+}
+
+impl ThreadClock {
+    pub fn start() -> ThreadClock {
+        ThreadClock { cpu: thread_cpu_time(), wall: std::time::Instant::now() }
+    }
+
+    /// (CPU time, wall time) from the start until `until` (the calling thread's CPU).
+    pub fn since(&self, until: std::time::Instant) -> (Duration, Duration) {
+        (thread_cpu_time().saturating_sub(self.cpu), until.saturating_duration_since(self.wall))
+    }
+}
+
 /// A resource limit that could not be raised far enough.
 #[derive(Debug, thiserror::Error)]
 pub enum LimitError {

@@ -8,7 +8,7 @@
 
 use super::conn::{Conn, Want};
 use super::serve_conn::ServerConn;
-use super::sys::{add_tcp_info, thread_cpu_time};
+use super::sys::{ThreadClock, add_tcp_info};
 use super::{ClientJob, ClientRun, EngineError, ServerTally, StartGate};
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
@@ -24,12 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 fn runtime(cpu: usize) -> Result<::tokio_uring::Runtime, EngineError> {
-    if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
-        return Err(EngineError::Executor {
-            cpu,
-            source: io::Error::other("cannot pin the thread to this CPU"),
-        });
-    }
+    super::pin_current_thread(cpu)?;
     ::tokio_uring::Runtime::new(&::tokio_uring::builder())
         .map_err(|source| EngineError::Executor { cpu, source })
 }
@@ -54,8 +49,7 @@ fn client_core<C: ClientCodec + 'static>(
     let start = gate.wait();
     let rt = rt?;
     Ok(rt.block_on(async move {
-        let cpu_before = thread_cpu_time();
-        let wall_before = Instant::now();
+        let clock = ThreadClock::start();
         let rec = Rc::new(RefCell::new(CoreRecorder::new(cpu)));
         let job = Rc::new(job);
         let tasks: Vec<_> = conns
@@ -80,8 +74,7 @@ fn client_core<C: ClientCodec + 'static>(
         let finished = Instant::now();
         let mut rec = rec.borrow().clone();
         job.progress[index].store(rec.ops, Ordering::Relaxed);
-        rec.cpu = thread_cpu_time().saturating_sub(cpu_before);
-        rec.wall = finished - wall_before;
+        (rec.cpu, rec.wall) = clock.since(finished);
         (rec, finished)
     }))
 }
@@ -206,7 +199,7 @@ async fn server_core<S: ServerCodec + 'static>(
     ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
 ) -> ServerTally {
     let tally = Rc::new(RefCell::new(ServerTally { core: cpu, ..Default::default() }));
-    let (cpu_before, wall_before) = (thread_cpu_time(), Instant::now());
+    let clock = ThreadClock::start();
     let _ = ready.send(Ok(()));
     for (listener, prototype) in listeners {
         let listener = TcpListener::from_std(listener);
@@ -227,8 +220,7 @@ async fn server_core<S: ServerCodec + 'static>(
         tokio::time::sleep(STOP_POLL).await;
     }
     let mut t = tally.take();
-    t.cpu = thread_cpu_time().saturating_sub(cpu_before);
-    t.wall = wall_before.elapsed();
+    (t.cpu, t.wall) = clock.since(Instant::now());
     t
 }
 

@@ -9,7 +9,7 @@
 //! their deadline (`ASYNC_CANCEL`).
 
 use super::conn::{Conn, Want};
-use super::sys::{add_tcp_info, thread_cpu_time};
+use super::sys::{ThreadClock, add_tcp_info};
 use super::{ClientJob, ClientRun, EngineError, StartGate};
 use crate::proto::ClientCodec;
 use crate::stats::CoreRecorder;
@@ -68,19 +68,13 @@ fn client_core<C: ClientCodec>(
     conns: std::ops::Range<usize>,
     gate: StartGate,
 ) -> Result<(CoreRecorder, Instant), EngineError> {
-    let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+    let pinned = super::pin_current_thread(cpu);
     let entries = (2 * conns.len() + 64).next_power_of_two().min(32_768) as u32;
     let ring = ring(entries);
     let start = gate.wait();
-    if !pinned {
-        return Err(EngineError::Executor {
-            cpu,
-            source: io::Error::other("cannot pin the thread to this CPU"),
-        });
-    }
+    pinned?;
     let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
-    let cpu_before = thread_cpu_time();
-    let wall_before = Instant::now();
+    let clock = ThreadClock::start();
     let mut rec = CoreRecorder::new(cpu);
     let addr = socket2::SockAddr::from(job.addr);
     let mut slots: Vec<Slot<C>> = conns
@@ -194,8 +188,7 @@ fn client_core<C: ClientCodec>(
     }
     let finished = Instant::now();
     job.progress[index].store(rec.ops, Ordering::Relaxed);
-    rec.cpu = thread_cpu_time().saturating_sub(cpu_before);
-    rec.wall = finished - wall_before;
+    (rec.cpu, rec.wall) = clock.since(finished);
     Ok((rec, finished))
 }
 
