@@ -58,7 +58,7 @@ fn main() {
         flip = !flip;
         decode_one(&mut http, if flip { nginx } else { &nginx2 }, &mut out)
     });
-    let mut server = Http1Server;
+    let mut server = Http1Server::default();
     let request = http.request().to_vec();
     measure("http1 serve GET", || {
         out.clear();

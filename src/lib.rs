@@ -24,6 +24,7 @@
 
 pub mod cmd;
 pub mod engine;
+pub mod outcome;
 pub mod proto;
 pub mod report;
 pub mod stats;

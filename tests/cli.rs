@@ -6,7 +6,7 @@ use common::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-use wirebench::proto::ErrorClass;
+use wirebench::outcome::ErrorClass;
 
 fn wirebench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wirebench")).args(args).output().expect("binary runs")
@@ -95,7 +95,10 @@ fn serve_and_bench_processes_on_separate_cpus_with_json() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON alone");
     assert_eq!(v["protocol"], "http1");
     assert_eq!(v["ops"], 5000);
-    assert_eq!(v["errors"]["total"], 0);
+    assert_eq!(v["failed"]["total"], 0);
+    assert_eq!(v["connection_errors"]["total"], 0);
+    assert_eq!(v["sent"], 5000);
+    assert_eq!(v["accounted"], true);
     let request = format!("GET /hello?x=1 HTTP/1.1\r\nHost: {addr}\r\n\r\n");
     assert_eq!(v["bytes"]["tx_per_op"].as_f64(), Some(request.len() as f64));
     assert_eq!(v["bytes"]["rx_per_op"].as_f64(), Some(50.0));
@@ -144,7 +147,9 @@ fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time_on(engin
         &[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()],
     );
     assert_eq!(r.ops, 0);
-    assert!(r.error_count(ErrorClass::Protocol) > 0, "{:?}", r.errors);
+    assert!(r.failed.get(ErrorClass::Protocol) > 0, "{:?}", r.failed);
+    assert!(r.conn_errors.get(ErrorClass::Protocol) > 0, "{:?}", r.conn_errors);
+    assert!(r.accounted());
     assert!(r.error_samples.iter().any(|s| s.contains("malformed HTTP response head")));
     assert!(r.elapsed < Duration::from_secs(3));
 }
@@ -163,7 +168,8 @@ fn resets_are_read_errors_and_the_run_ends_on_time_on(engine: &str) {
         &[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()],
     );
     assert_eq!(r.ops, 0);
-    assert!(r.error_count(ErrorClass::Read) > 0, "{:?} {:?}", r.errors, r.error_samples);
+    assert!(r.failed.get(ErrorClass::Read) > 0, "{:?} {:?}", r.failed, r.error_samples);
+    assert!(r.accounted());
     assert!(r.elapsed < Duration::from_secs(3));
 }
 
@@ -178,7 +184,8 @@ fn a_silent_server_cannot_stretch_the_run() {
             &[&format!("http://{addr}/"), "-c", "2", "-d", "300ms", "--cores", &client_cpu().to_string()],
         );
         assert_eq!(r.ops, 0);
-        assert!(r.error_count(ErrorClass::Timeout) > 0, "{engine}: {:?}", r.errors);
+        assert!(r.failed.get(ErrorClass::Timeout) > 0, "{engine}: {:?}", r.failed);
+        assert!(r.accounted());
         // The run's end plus the one-second drain limit, not the 5 s operation timeout.
         assert!(r.elapsed < Duration::from_millis(1800), "{engine}: {:?}", r.elapsed);
     }

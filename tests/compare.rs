@@ -37,7 +37,8 @@ fn five_protocols_on_the_builtin_servers() {
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 5, "{stdout}");
     for r in rows {
-        assert_eq!(r["errors"]["total"], 0, "{}", r["label"]);
+        assert_eq!(r["failed"]["total"], 0, "{}", r["label"]);
+        assert_eq!(r["connection_errors"]["total"], 0, "{}", r["label"]);
         assert_eq!(r["audit"]["match"], true, "{}", r["label"]);
         assert!(r["derived"]["msgs_per_sec"].as_f64().unwrap() > 0.0);
     }

@@ -95,7 +95,7 @@ fn http1_decoders_survive_garbage() {
         b"POST /pub?topic=t HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc".to_vec(),
         b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n".to_vec(),
     ];
-    check_server(&Http1Server, &requests, 2);
+    check_server(&Http1Server::default(), &requests, 2);
     check_server(&NsqHttpServer::new(SinkLimits::default()), &requests, 3);
 }
 

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use wirebench::cmd::ServeKind;
-use wirebench::proto::ErrorClass;
+use wirebench::outcome::ErrorClass;
 use wirebench::proto::http1::{RESPONSE_HELLO, RESPONSE_OK, RequestSpec, encode_request};
 
 fn request(addr: std::net::SocketAddr, method: &str, body: usize) -> Vec<u8> {
@@ -100,7 +100,8 @@ fn status_errors_are_counted_and_the_run_goes_on_on(engine: &str) {
     let cpu = client_cpu().to_string();
     let r = bench_on(engine, &[&url, "-c", "2", "-d", "300ms", "-H", &big, "--cores", &cpu]);
     assert_eq!(r.ops, 0);
-    assert!(r.error_count(ErrorClass::Status) > 0);
+    assert!(r.failed.get(ErrorClass::Status) > 0);
+    assert!(r.accounted());
     assert!(r.failures.keys().any(|f| f.to_string() == "HTTP 431"));
     assert!(r.elapsed.as_millis() < 2000);
 }

@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use wirebench::cmd::ServeKind;
-use wirebench::proto::ErrorClass;
+use wirebench::outcome::ErrorClass;
 
 fn tcp_url(server: &wirebench::engine::ServerHandle, topic: &str) -> String {
     format!("nsq://{}/{topic}", server.addrs[0])
@@ -119,7 +119,8 @@ fn refused_publishes_are_counted_by_code_and_the_run_goes_on_on(engine: &str) {
     let cpu = client_cpu().to_string();
     let r = bench_on(engine, &[&tcp_url(&server, "bad!"), "-c", "2", "-d", "500ms", "--cores", &cpu]);
     assert_eq!(r.ops, 0);
-    assert!(r.error_count(ErrorClass::Protocol) > 2);
+    assert!(r.failed.get(ErrorClass::Protocol) > 2);
+    assert!(r.accounted());
     assert!(r.failures.keys().any(|f| f.to_string() == "E_BAD_TOPIC"));
     assert!(r.reconnects > 2, "nsqd closes after an error; the client reconnects");
     assert!(r.elapsed.as_millis() < 2500);

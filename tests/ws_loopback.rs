@@ -6,7 +6,7 @@ use common::*;
 use std::io::{Read, Write};
 use std::time::Duration;
 use wirebench::cmd::ServeKind;
-use wirebench::proto::ErrorClass;
+use wirebench::outcome::ErrorClass;
 use wirebench::proto::ws::accept_key;
 
 #[test]
@@ -94,7 +94,8 @@ fn http_server_answering_200_is_a_protocol_error_on(engine: &str) {
         ],
     );
     assert_eq!(r.ops, 0);
-    assert!(r.error_count(ErrorClass::Protocol) > 0);
+    assert!(r.conn_errors.get(ErrorClass::Protocol) > 0);
+    assert_eq!(r.sent, 0, "no operation before the upgrade");
     assert!(r.error_samples.iter().any(|s| s.contains("HTTP 200 instead of 101")), "{:?}", r.error_samples);
     assert!(r.elapsed < Duration::from_secs(3));
 }
@@ -165,7 +166,8 @@ fn broken_servers_are_counted_by_class_and_the_run_ends_on_time_on(engine: &str)
     for (right_key, after, expected) in cases {
         let r = run_against(engine, scripted(right_key, after));
         assert_eq!(r.ops, 0);
-        assert!(r.error_count(ErrorClass::Protocol) > 0, "{expected}: {:?}", r.errors);
+        assert!(r.conn_errors.get(ErrorClass::Protocol) > 0, "{expected}: {:?}", r.conn_errors);
+        assert!(r.accounted());
         assert!(r.error_samples.iter().any(|s| s.contains(expected)), "{expected}: {:?}", r.error_samples);
         assert!(r.elapsed < Duration::from_secs(3));
     }

@@ -70,13 +70,13 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("literal address");
         let limits = SinkLimits::default();
         let listeners = vec![
-            (any, Builtin::Http(Http1Server)),
+            (any, Builtin::Http(Http1Server::default())),
             (any, Builtin::Ws(WsServer::new(DEFAULT_MAX_MESSAGE))),
             (any, Builtin::Nsq(NsqServer::new(limits))),
             (any, Builtin::NsqHttp(NsqHttpServer::new(limits))),
         ];
         let engine = args.engine.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server);
-        let handle = serve::start(engine, listeners, &server_cores, stop.clone())?;
+        let handle = serve::start(engine, listeners, &server_cores, Default::default(), stop.clone())?;
         let a = handle.addrs.clone();
         server = Some(handle);
         vec![

@@ -219,15 +219,32 @@ pub struct ServeArgs {
     /// nsq: the address of the HTTP side (`/pub`, `/mpub`, `/ping`).
     #[arg(long, default_value = "127.0.0.1:4151")]
     pub http_listen: String,
-    /// ws: largest message accepted; a larger one closes with 1009.
-    #[arg(long, default_value_t = crate::proto::ws::DEFAULT_MAX_MESSAGE)]
-    pub max_message: usize,
-    /// nsq: largest message accepted (nsqd's `--max-msg-size`).
-    #[arg(long, default_value_t = crate::proto::nsq::DEFAULT_MAX_MSG_SIZE)]
+    /// ws: largest message accepted (at most 1 GiB); a larger one closes with 1009.
+    #[arg(long, default_value_t = crate::proto::ws::DEFAULT_MAX_MESSAGE as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub max_message: u64,
+    /// nsq: largest message accepted (nsqd's `--max-msg-size`; NSQ lengths are 32-bit).
+    #[arg(long, default_value_t = crate::proto::nsq::DEFAULT_MAX_MSG_SIZE,
+          value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64))]
     pub max_msg_size: u64,
-    /// nsq: largest MPUB body accepted (nsqd's `--max-body-size`).
-    #[arg(long, default_value_t = crate::proto::nsq::DEFAULT_MAX_BODY_SIZE)]
+    /// nsq: largest MPUB body accepted (nsqd's `--max-body-size`; NSQ lengths are 32-bit).
+    #[arg(long, default_value_t = crate::proto::nsq::DEFAULT_MAX_BODY_SIZE,
+          value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64))]
     pub max_body_size: u64,
+    /// A request head or handshake must arrive whole within this long of its first byte
+    /// (slow clients, slowloris).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub head_timeout: Duration,
+    /// Silence allowed between requests, and between the reads of a body.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub idle_timeout: Duration,
+    /// A client must take each answer within this long (one that stops reading is closed).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub write_timeout: Duration,
+    /// Connections served at once, over all cores; more are answered 503 (HTTP, WebSocket)
+    /// or closed (NSQ TCP).
+    #[arg(long, default_value_t = 16_384)]
+    pub max_conns: usize,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(short = 'd', long, value_parser = parse_duration)]
     pub duration: Option<Duration>,

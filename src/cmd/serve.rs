@@ -1,6 +1,7 @@
 //! `wirebench serve KIND`: run a built-in server until `--duration` or Ctrl-C, then print its tally.
 
 use super::{ServeArgs, ServeKind, parse_cores};
+use crate::engine::serve_conn::ServerLimits;
 use crate::engine::{self, EngineKind, ServerHandle, ServerTally};
 use crate::proto::http1::Http1Server;
 use crate::proto::nsq::{NsqHttpServer, NsqServer, SinkLimits};
@@ -51,6 +52,14 @@ impl ServerCodec for Builtin {
             _ => true,
         }
     }
+    fn busy(&self, out: &mut Vec<u8>) {
+        match self {
+            Builtin::Http(s) => s.busy(out),
+            Builtin::Nsq(s) => s.busy(out),
+            Builtin::NsqHttp(s) => s.busy(out),
+            Builtin::Ws(s) => s.busy(out),
+        }
+    }
 }
 
 /// Start built-in servers, one listener each, on `cores`; they run until `stop` is set.
@@ -58,18 +67,37 @@ pub fn start(
     engine: EngineKind,
     listeners: Vec<(SocketAddr, Builtin)>,
     cores: &[usize],
+    limits: ServerLimits,
     stop: Arc<AtomicBool>,
 ) -> Result<ServerHandle> {
-    // Best effort for the file limit: a server with fewer sockets still serves.
-    let _ = engine::sys::ensure_file_limit(SERVER_SOCKETS);
+    // Best effort for the file limit: a server with fewer sockets still serves (up to
+    // `--max-conns`, refusing the rest).
+    let _ = engine::sys::ensure_file_limit(SERVER_SOCKETS.min(limits.max_conns as u64 + 64));
     super::bench::ensure_limits(0, cores.len())?;
     let handle = match engine.for_server() {
-        EngineKind::Glommio => engine::glommio::start_server(listeners, cores, stop)?,
+        EngineKind::Glommio => engine::glommio::start_server(listeners, cores, limits, stop)?,
         EngineKind::TokioUring | EngineKind::Uring => {
-            engine::tokio_uring::start_server(listeners, cores, stop)?
+            engine::tokio_uring::start_server(listeners, cores, limits, stop)?
         }
     };
     Ok(handle)
+}
+
+/// The limits `serve` was given.
+pub fn limits(args: &ServeArgs) -> Result<ServerLimits> {
+    let limits = ServerLimits {
+        head_timeout: args.head_timeout,
+        idle_timeout: args.idle_timeout,
+        write_timeout: args.write_timeout,
+        max_conns: args.max_conns,
+    };
+    if limits.head_timeout.is_zero() || limits.idle_timeout.is_zero() || limits.write_timeout.is_zero() {
+        bail!("--head-timeout, --idle-timeout and --write-timeout must be longer than zero");
+    }
+    if limits.max_conns == 0 {
+        bail!("--max-conns must be at least 1");
+    }
+    Ok(limits)
 }
 
 /// The listeners of one `serve KIND`.
@@ -77,8 +105,8 @@ pub fn listeners(kind: ServeKind, args: &ServeArgs) -> Result<Vec<(SocketAddr, B
     let listen = resolve(args.listen.as_deref().unwrap_or(kind.default_listen()), "--listen")?;
     let limits = SinkLimits { max_msg_size: args.max_msg_size, max_body_size: args.max_body_size };
     Ok(match kind {
-        ServeKind::Http => vec![(listen, Builtin::Http(Http1Server))],
-        ServeKind::Ws => vec![(listen, Builtin::Ws(WsServer::new(args.max_message)))],
+        ServeKind::Http => vec![(listen, Builtin::Http(Http1Server::default()))],
+        ServeKind::Ws => vec![(listen, Builtin::Ws(WsServer::new(args.max_message as usize)))],
         ServeKind::Nsq => vec![
             (listen, Builtin::Nsq(NsqServer::new(limits))),
             (resolve(&args.http_listen, "--http-listen")?, Builtin::NsqHttp(NsqHttpServer::new(limits))),
@@ -101,7 +129,7 @@ pub fn main(args: &ServeArgs) -> Result<()> {
     let interrupted = super::interrupted();
     let stop = Arc::new(AtomicBool::new(false));
     let engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER).for_server();
-    let handle = start(engine, listeners(args.kind, args)?, &cores, stop)?;
+    let handle = start(engine, listeners(args.kind, args)?, &cores, limits(args)?, stop)?;
     let addrs: Vec<String> = handle.addrs.iter().map(ToString::to_string).collect();
     println!(
         "wirebench serve {}: listening on {} — {} engine on CPU {} (Ctrl-C stops)",
@@ -125,14 +153,16 @@ pub fn main(args: &ServeArgs) -> Result<()> {
 pub fn render_tally(tallies: &[ServerTally], elapsed: Duration) -> String {
     let total = ServerTally::sum(tallies);
     let mut s = format!(
-        "served {} requests ({} messages) on {} connections in {:.2}s; rx {} B tx {} B; cpu time {:.3}s\n",
+        "served {} requests ({} messages) on {} connections in {:.2}s; rx {} B tx {} B; cpu time {:.3}s; {} closed for slowness, {} refused at the limit\n",
         total.requests,
         total.messages,
         total.connections,
         elapsed.as_secs_f64(),
         total.rx,
         total.tx,
-        total.cpu.as_secs_f64()
+        total.cpu.as_secs_f64(),
+        total.timeouts,
+        total.refused
     );
     for t in tallies {
         s += &format!(

@@ -223,6 +223,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
                     args.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server),
                     listeners,
                     &cpus,
+                    super::serve::limits(&serve_args)?,
                     Arc::new(AtomicBool::new(false)),
                 )?;
                 let url = match kind {

@@ -6,14 +6,21 @@
 //!
 //! Life of a connection: connect → handshake (written, answer decoded) → running (batches of
 //! operations written, responses decoded, control replies written) → goodbye (WebSocket Close,
-//! bounded wait) → close (the engine reads `TCP_INFO`, then closes) → reconnect, pause and
-//! retry after a failure, or done.
+//! bounded wait) → close (the engine reads the kernel's counts, then closes) → reconnect, pause
+//! and retry after a failure, or done.
+//!
+//! **Every operation ends once, here.** An operation sent is answered (completed, or refused by
+//! the server: a failure of the refusal's class) or it is lost with its connection: each one in
+//! flight when a connection ends fails with the class of that end (`closed` when the peer
+//! closed, `read`, `write`, `timeout`, `protocol`). So `sent = completed + failed` in every
+//! engine, and a failed operation's bytes move out of the operation class into `failed`.
+//! `-n N` asks for N answered operations: lost ones are sent again.
 
-use crate::proto::{ClientCodec, Decoded, ErrorClass, Outcome};
-use crate::stats::{CoreRecorder, Traffic};
+use crate::outcome::ErrorClass;
+use crate::proto::{ClientCodec, Decoded, Outcome};
+use crate::stats::{CoreRecorder, SocketAudit, Traffic};
 use crate::workload::{Budget, Pacer};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::RecvBuf;
@@ -23,25 +30,30 @@ use super::RecvBuf;
 pub const RETRY_PAUSE: Duration = Duration::from_millis(20);
 /// How long a failed write waits for the server's last words (an NSQ error frame, an HTTP 413).
 pub const SALVAGE_WAIT: Duration = Duration::from_millis(100);
-/// Once the run is over, how long answers to operations still in flight are waited for; after
-/// that they count as timeouts.
+/// Once the run is over, how long connects, writes and answers to operations still in flight
+/// are waited for; after that they count as timeouts.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 /// How long a connection waits for the answer to its goodbye, and how many reads at most.
 pub const GOODBYE_WAIT: Duration = Duration::from_secs(1);
 const GOODBYE_READS: u32 = 16;
+/// With `-n`, a connection gives up after this many connections in a row in which the server
+/// answered nothing (refused connects included): `-n` counts answered operations, and a server
+/// that never answers must not hold the run until its time limit.
+pub const GIVE_UP_AFTER: u32 = 20;
 
 /// What the engine should do next with this connection's socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want {
-    /// Open a connection (with the run's timeout), then call `connected` or `connect_failed`.
-    Connect,
-    /// Write `to_write()` (or part of it), then call `wrote` or `write_failed`.
-    Write,
+    /// Open a connection within this time, then call `connected` or `connect_failed`.
+    Connect(Duration),
+    /// Write `to_write()` (or part of it) within this time, then call `wrote` or `write_failed`.
+    Write(Duration),
     /// Read into `read_buf()` with this timeout, then call `read` or `read_failed`.
     Read(Duration),
     /// Nothing to do until then (a paced workload, a retry pause); then ask again.
     Sleep(Instant),
-    /// Read the socket's `TCP_INFO` into the recorder, close it, then call `closed`.
+    /// Read the socket's counts for the audit ([`super::sys::close_audit`]), close it, then
+    /// call `closed`.
     Close,
     /// This connection's work is over.
     Done,
@@ -50,8 +62,14 @@ pub enum Want {
 /// How a connection ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum End {
+    /// The run is over for this connection.
     Done,
-    Reconnect,
+    /// The peer closed, as a server may (HTTP `Connection: close`, a WebSocket Close, nsqd
+    /// after an error frame, an idle keep-alive connection): connect again. Operations still in
+    /// flight fail as `closed`.
+    PeerClosed,
+    /// The connection failed: counted once under the class, and every operation in flight
+    /// fails with it.
     Failed(ErrorClass, String),
 }
 
@@ -77,6 +95,20 @@ struct InFlight {
     /// …and when it went (the uncorrected latency of paced workloads).
     sent: Instant,
     traffic: Traffic,
+    /// Its encoded length, and how much of it the socket has taken so far.
+    tx_len: u64,
+    tx_written: u64,
+    /// Bytes of its answer received so far (WebSocket fragments).
+    rx: u64,
+}
+
+/// What one connection (one socket) carried, for its audit.
+#[derive(Debug, Clone, Copy, Default)]
+struct Life {
+    tx: u64,
+    rx: u64,
+    /// The server answered at least one operation on it.
+    answered: bool,
 }
 
 /// One connection, across its reconnects.
@@ -93,8 +125,14 @@ pub struct Conn<C> {
     send_traffic: Traffic,
     control: Vec<u8>,
     inflight: VecDeque<InFlight>,
-    /// Measured operations sent so far (against `budget.ops`).
-    sent: u64,
+    /// Index in `inflight` of the first operation not yet written whole.
+    unwritten: usize,
+    /// Measured operations in flight, and measured operations answered (toward `budget.ops`).
+    measured_inflight: u64,
+    answered: u64,
+    life: Life,
+    /// Connections in a row in which the server answered nothing.
+    futile: u32,
     phase: Phase,
 }
 
@@ -113,21 +151,30 @@ impl<C: ClientCodec> Conn<C> {
             send_traffic: Traffic::Op,
             control: Vec::new(),
             inflight: VecDeque::with_capacity(depth),
-            sent: 0,
+            unwritten: 0,
+            measured_inflight: 0,
+            answered: 0,
+            life: Life::default(),
+            futile: 0,
             phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
         }
     }
 
     /// No new operation may be sent (deadline, quota or Ctrl-C).
-    fn stopped(&self, now: Instant, stop: &AtomicBool) -> bool {
+    fn stopped(&self, now: Instant, stopping: bool) -> bool {
         now >= self.budget.deadline
-            || self.budget.ops.is_some_and(|n| self.sent >= n)
-            || stop.load(Ordering::Relaxed)
+            || stopping
+            || self.budget.ops.is_some_and(|n| self.answered + self.measured_inflight >= n)
     }
 
-    /// How long a read may wait: the run's timeout, but never past [`DRAIN_LIMIT`] after the
-    /// run's end, so that a silent server cannot stretch the run.
-    fn read_timeout(&self, now: Instant) -> Duration {
+    /// With a quota, a server that answers nothing ends this connection's work.
+    fn gave_up(&self) -> bool {
+        self.budget.ops.is_some() && self.futile >= GIVE_UP_AFTER
+    }
+
+    /// How long a connect, write or read may take: the run's timeout, but never past
+    /// [`DRAIN_LIMIT`] after the run's end, so that a silent server cannot stretch the run.
+    fn io_timeout(&self, now: Instant) -> Duration {
         (self.budget.deadline + DRAIN_LIMIT)
             .saturating_duration_since(now)
             .clamp(Duration::from_millis(1), self.timeout)
@@ -144,6 +191,11 @@ impl<C: ClientCodec> Conn<C> {
         self.recv.spare()
     }
 
+    /// Bytes the application has read on the current socket (the audit compares them).
+    pub fn socket_rx(&self) -> u64 {
+        self.life.rx
+    }
+
     fn close(&mut self, end: End) {
         self.phase = Phase::Closing(end);
     }
@@ -152,28 +204,33 @@ impl<C: ClientCodec> Conn<C> {
         self.close(End::Failed(class, message.into()));
     }
 
-    /// What to do next.
-    pub fn next(&mut self, now: Instant, stop: &AtomicBool) -> Want {
+    /// What to do next; `stopping` is Ctrl-C (no new operation; drain, close).
+    pub fn next(&mut self, now: Instant, stopping: bool, rec: &mut CoreRecorder) -> Want {
         loop {
             match &self.phase {
                 Phase::Done => return Want::Done,
                 // Replies queued before closing (a WebSocket close's echo) go out first.
-                Phase::Closing(_) if self.sent_off < self.send.len() => return Want::Write,
+                Phase::Closing(_) if self.sent_off < self.send.len() => {
+                    return Want::Write(self.io_timeout(now));
+                }
                 Phase::Closing(_) => return Want::Close,
-                Phase::Idle | Phase::Retry(_) if self.stopped(now, stop) => {
+                Phase::Idle | Phase::Retry(_) if self.stopped(now, stopping) || self.gave_up() => {
+                    if self.gave_up() {
+                        rec.sample(|| format!("gave up: {GIVE_UP_AFTER} connections in a row got no answer"));
+                    }
                     self.phase = Phase::Done;
                     return Want::Done;
                 }
                 Phase::Retry(at) if now < *at => return Want::Sleep(*at),
                 Phase::Idle | Phase::Retry(_) => {
                     self.phase = Phase::Connecting;
-                    return Want::Connect;
+                    return Want::Connect(self.io_timeout(now));
                 }
-                Phase::Connecting => return Want::Connect,
-                _ if self.sent_off < self.send.len() => return Want::Write,
+                Phase::Connecting => return Want::Connect(self.io_timeout(now)),
+                _ if self.sent_off < self.send.len() => return Want::Write(self.io_timeout(now)),
                 Phase::Salvage(_) => return Want::Read(SALVAGE_WAIT),
-                Phase::Goodbye(_) => return Want::Read(GOODBYE_WAIT.min(self.read_timeout(now))),
-                Phase::Handshake => return Want::Read(self.read_timeout(now)),
+                Phase::Goodbye(_) => return Want::Read(GOODBYE_WAIT.min(self.io_timeout(now))),
+                Phase::Handshake => return Want::Read(self.io_timeout(now)),
                 Phase::Running => {}
             }
             // Running, nothing left to write: send what the workload allows, one batch per
@@ -182,7 +239,7 @@ impl<C: ClientCodec> Conn<C> {
             self.send.clear();
             self.sent_off = 0;
             let mut batch = None;
-            while self.inflight.len() < self.depth && !self.stopped(now, stop) {
+            while self.inflight.len() < self.depth && !self.stopped(now, stopping) {
                 let intended = self.pacer.due(now);
                 if intended > now {
                     break; // paced workloads: not yet due
@@ -194,20 +251,30 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 batch = Some(traffic);
                 self.pacer.taken();
+                let before = self.send.len();
                 self.codec.encode_op(&mut self.send);
-                self.inflight.push_back(InFlight { intended, sent: now, traffic });
+                let tx_len = (self.send.len() - before) as u64;
+                self.inflight.push_back(InFlight {
+                    intended,
+                    sent: now,
+                    traffic,
+                    tx_len,
+                    tx_written: 0,
+                    rx: 0,
+                });
                 if traffic == Traffic::Op {
-                    self.sent += 1;
+                    self.measured_inflight += 1;
+                    rec.sent += 1;
                 }
             }
             if let Some(traffic) = batch {
                 self.send_traffic = traffic;
-                return Want::Write;
+                return Want::Write(self.io_timeout(now));
             }
             if !self.inflight.is_empty() {
-                return Want::Read(self.read_timeout(now));
+                return Want::Read(self.io_timeout(now));
             }
-            if self.stopped(now, stop) {
+            if self.stopped(now, stopping) {
                 // Say goodbye if the protocol has one, else close.
                 if self.codec.goodbye(&mut self.send) {
                     self.send_traffic = Traffic::Control;
@@ -222,13 +289,14 @@ impl<C: ClientCodec> Conn<C> {
             return if due > now {
                 Want::Sleep(due.min(self.budget.deadline))
             } else {
-                Want::Read(self.read_timeout(now))
+                Want::Read(self.io_timeout(now))
             };
         }
     }
 
     pub fn connected(&mut self, rec: &mut CoreRecorder) {
         rec.connects += 1;
+        self.life = Life::default();
         self.send.clear();
         self.sent_off = 0;
         self.codec.handshake(&mut self.send);
@@ -243,7 +311,13 @@ impl<C: ClientCodec> Conn<C> {
     }
 
     pub fn connect_failed(&mut self, error: &std::io::Error, now: Instant, rec: &mut CoreRecorder) {
-        rec.error(ErrorClass::Connect, || io_text(error));
+        let class = if error.kind() == std::io::ErrorKind::TimedOut {
+            ErrorClass::Timeout
+        } else {
+            ErrorClass::Connect
+        };
+        rec.conn_error(class, || format!("connect: {}", io_text(error)));
+        self.futile += 1;
         self.phase = Phase::Retry(now + RETRY_PAUSE);
     }
 
@@ -253,8 +327,23 @@ impl<C: ClientCodec> Conn<C> {
                 .write_failed(&std::io::Error::new(std::io::ErrorKind::WriteZero, "wrote 0 bytes"), rec);
         }
         rec.tx.add(self.send_traffic, n as u64);
+        self.life.tx += n as u64;
+        if matches!(self.send_traffic, Traffic::Op | Traffic::WarmupOp) {
+            // Which operations these bytes belong to, for when one of them fails.
+            let mut left = n as u64;
+            while left > 0
+                && let Some(op) = self.inflight.get_mut(self.unwritten)
+            {
+                let take = left.min(op.tx_len - op.tx_written);
+                op.tx_written += take;
+                left -= take;
+                if op.tx_written == op.tx_len {
+                    self.unwritten += 1;
+                }
+            }
+        }
         self.sent_off += n;
-        if self.sent_off == self.send.len() {
+        if self.sent_off >= self.send.len() {
             self.send.clear();
             self.sent_off = 0;
         }
@@ -287,6 +376,9 @@ impl<C: ClientCodec> Conn<C> {
         let end = match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Salvage(end) => end,
             Phase::Goodbye(_) => End::Done,
+            Phase::Handshake if timed_out => {
+                End::Failed(ErrorClass::Timeout, "no answer to the handshake within the timeout".into())
+            }
             _ if timed_out => End::Failed(ErrorClass::Timeout, "no response within the timeout".into()),
             _ => End::Failed(ErrorClass::Read, io_text(error)),
         };
@@ -299,6 +391,7 @@ impl<C: ClientCodec> Conn<C> {
             return self.eof(now, rec);
         }
         self.recv.filled(n);
+        self.life.rx += n as u64;
         match self.phase.clone() {
             Phase::Handshake => self.decode_handshake(rec),
             Phase::Running => {
@@ -307,12 +400,19 @@ impl<C: ClientCodec> Conn<C> {
             Phase::Salvage(end) => {
                 self.phase = Phase::Running;
                 let answered = self.decode_ops(now, rec);
-                self.close(if answered > 0 { End::Reconnect } else { end });
+                if self.phase == Phase::Running {
+                    // Only an answer to an operation explains the failed write (a heartbeat
+                    // that happened to arrive does not).
+                    self.close(if answered > 0 { End::PeerClosed } else { end });
+                }
             }
             Phase::Goodbye(reads) => {
                 while let Ok(Decoded::Done { consumed, .. }) =
                     self.codec.decode_op(self.recv.data(), &mut self.control)
                 {
+                    if consumed == 0 {
+                        break; // a decoder that makes no progress must not spin us
+                    }
                     self.recv.consume(consumed);
                     rec.rx.add(Traffic::Control, consumed as u64);
                     if self.codec.peer_closing() {
@@ -330,21 +430,34 @@ impl<C: ClientCodec> Conn<C> {
         }
     }
 
+    /// `n` bytes arrived in `read_buf()` after the connection had given up on its read (an
+    /// engine that could not cancel the read in time): kept undecoded, counted when it closes.
+    pub fn read_after_giving_up(&mut self, n: usize) {
+        self.recv.filled(n);
+        self.life.rx += n as u64;
+    }
+
     fn eof(&mut self, now: Instant, rec: &mut CoreRecorder) {
         let end = match self.phase.clone() {
             Phase::Salvage(end) => end,
             Phase::Goodbye(_) => End::Done,
-            Phase::Handshake => End::Failed(ErrorClass::Read, "server closed during the handshake".into()),
+            Phase::Handshake => End::Failed(ErrorClass::Closed, "server closed during the handshake".into()),
             _ => match self.codec.decode_eof(self.recv.data()) {
                 Ok(Decoded::Done { consumed, outcome }) => match self.complete(consumed, outcome, now, rec) {
-                    Ok(()) => End::Reconnect,
+                    Ok(()) => End::PeerClosed,
                     Err(end) => end,
                 },
-                Ok(Decoded::Partial) if self.inflight.is_empty() => End::Reconnect,
+                Ok(Decoded::Partial) if self.inflight.is_empty() && self.recv.data().is_empty() => {
+                    End::PeerClosed
+                }
                 Ok(Decoded::Partial) => End::Failed(
-                    ErrorClass::Read,
+                    ErrorClass::Closed,
                     "server closed the connection with operations in flight".into(),
                 ),
+                // Cut off in the middle of an answer: the peer closed on it.
+                Err(e @ crate::proto::ProtoError::TruncatedResponse) => {
+                    End::Failed(ErrorClass::Closed, e.to_string())
+                }
                 Err(e) => End::Failed(ErrorClass::Protocol, e.to_string()),
             },
         };
@@ -364,18 +477,22 @@ impl<C: ClientCodec> Conn<C> {
     }
 
     /// Decode every whole message; queue the codec's control replies; returns how many
-    /// messages were decoded.
+    /// operations were answered.
     fn decode_ops(&mut self, now: Instant, rec: &mut CoreRecorder) -> usize {
-        let mut decoded = 0;
+        let mut answered = 0;
         self.control.clear();
         loop {
             match self.codec.decode_op(self.recv.data(), &mut self.control) {
                 Ok(Decoded::Partial) => break,
+                Ok(Decoded::Done { consumed: 0, .. }) => {
+                    self.fail(ErrorClass::Protocol, "the decoder made no progress (a wirebench bug)");
+                    return answered;
+                }
                 Ok(Decoded::Done { consumed, outcome }) => {
-                    decoded += 1;
+                    answered += usize::from(matches!(outcome, Outcome::Op | Outcome::OpFailed(_)));
                     if let Err(end) = self.complete(consumed, outcome, now, rec) {
                         self.close(end);
-                        return decoded;
+                        return answered;
                     }
                     if self.codec.peer_closing() {
                         break;
@@ -383,20 +500,20 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 Err(e) => {
                     self.fail(ErrorClass::Protocol, e.to_string());
-                    return decoded;
+                    return answered;
                 }
             }
         }
         if self.codec.peer_closing() {
             // The replies (a WebSocket close's echo) are flushed first, best effort.
-            self.close(End::Reconnect);
+            self.close(End::PeerClosed);
         }
         if !self.control.is_empty() {
             std::mem::swap(&mut self.send, &mut self.control);
             self.sent_off = 0;
             self.send_traffic = Traffic::Control;
         }
-        decoded
+        answered
     }
 
     /// Account one whole message from the server.
@@ -408,34 +525,48 @@ impl<C: ClientCodec> Conn<C> {
         rec: &mut CoreRecorder,
     ) -> Result<(), End> {
         self.recv.consume(consumed);
+        let consumed = consumed as u64;
         let no_request = || End::Failed(ErrorClass::Protocol, "response with no request in flight".into());
         match outcome {
             Outcome::Control => {
-                rec.rx.add(Traffic::Control, consumed as u64);
+                rec.rx.add(Traffic::Control, consumed);
                 Ok(())
             }
             Outcome::OpPart => {
-                let op = self.inflight.front().ok_or_else(no_request)?;
-                rec.rx.add(op.traffic, consumed as u64);
+                let Some(op) = self.inflight.front_mut() else {
+                    rec.rx.add(Traffic::Control, consumed);
+                    return Err(no_request());
+                };
+                op.rx += consumed;
+                rec.rx.add(op.traffic, consumed);
                 Ok(())
             }
             Outcome::Op | Outcome::OpFailed(_) => {
                 let Some(op) = self.inflight.pop_front() else {
-                    rec.rx.add(Traffic::Control, consumed as u64);
+                    rec.rx.add(Traffic::Control, consumed);
                     return Err(no_request());
                 };
-                rec.rx.add(op.traffic, consumed as u64);
-                if op.traffic == Traffic::Op {
-                    match outcome {
-                        Outcome::OpFailed(failure) => rec.failure(failure),
-                        _ => {
-                            rec.ops += 1;
-                            rec.record_latency(now.saturating_duration_since(op.intended).as_nanos() as u64);
-                            if self.pacer.paced() {
-                                rec.record_uncorrected(
-                                    now.saturating_duration_since(op.sent).as_nanos() as u64
-                                );
-                            }
+                self.unwritten = self.unwritten.saturating_sub(1);
+                self.life.answered = true;
+                self.futile = 0;
+                if op.traffic != Traffic::Op {
+                    rec.rx.add(op.traffic, consumed);
+                    return Ok(());
+                }
+                self.measured_inflight -= 1;
+                self.answered += 1;
+                match outcome {
+                    Outcome::OpFailed(failure) => {
+                        rec.rx.add(Traffic::Failed, consumed);
+                        Self::file_as_failed(&op, rec);
+                        rec.refused(failure);
+                    }
+                    _ => {
+                        rec.rx.add(Traffic::Op, consumed);
+                        rec.ops += 1;
+                        rec.record_latency(now.saturating_duration_since(op.intended).as_nanos() as u64);
+                        if self.pacer.paced() {
+                            rec.record_uncorrected(now.saturating_duration_since(op.sent).as_nanos() as u64);
                         }
                     }
                 }
@@ -444,26 +575,61 @@ impl<C: ClientCodec> Conn<C> {
         }
     }
 
-    /// The engine read `TCP_INFO` and closed the socket.
-    pub fn closed(&mut self, now: Instant, rec: &mut CoreRecorder) {
-        rec.rx.add(Traffic::Control, self.recv.reset() as u64);
-        self.inflight.clear();
+    /// A measured operation failed: what it wrote and read so far is `failed` traffic.
+    fn file_as_failed(op: &InFlight, rec: &mut CoreRecorder) {
+        rec.tx.move_bytes(Traffic::Op, Traffic::Failed, op.tx_written);
+        rec.rx.move_bytes(Traffic::Op, Traffic::Failed, op.rx);
+    }
+
+    /// The engine read the socket's counts and closed it. `drained`: bytes it read off the
+    /// socket while closing (they arrived after the connection stopped decoding); `audit`:
+    /// the kernel's counts (`None`: there was no socket).
+    pub fn closed(&mut self, drained: u64, audit: Option<SocketAudit>, now: Instant, rec: &mut CoreRecorder) {
+        let end = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Closing(end) => end,
+            _ => End::PeerClosed,
+        };
+        // Every operation still in flight ends here, with the class of the connection's end.
+        let class = match &end {
+            End::Failed(class, _) => *class,
+            End::Done | End::PeerClosed => ErrorClass::Closed,
+        };
+        let mut lost = 0;
+        for op in self.inflight.drain(..) {
+            if op.traffic == Traffic::Op {
+                Self::file_as_failed(&op, rec);
+                lost += 1;
+            }
+        }
+        rec.ops_failed(class, lost);
+        if lost > 0 && class == ErrorClass::Closed {
+            rec.sample(|| "closed: the server closed the connection with operations in flight".into());
+        }
+        // Bytes that never made a whole message: part of a lost answer, or control.
+        let leftover = self.recv.reset() as u64 + drained;
+        rec.rx.add(if lost > 0 { Traffic::Failed } else { Traffic::Control }, leftover);
+        self.life.rx += drained;
+        if let Some(audit) = audit {
+            rec.audit.add(self.life.tx, self.life.rx, audit);
+        }
+        if !self.life.answered {
+            self.futile += 1;
+        }
+        self.life = Life::default();
+        self.measured_inflight = 0;
+        self.unwritten = 0;
         self.send.clear();
         self.sent_off = 0;
         self.control.clear();
         self.codec = self.prototype.clone();
-        let end = match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Closing(end) => end,
-            _ => End::Reconnect,
-        };
         self.phase = match end {
             End::Done => Phase::Done,
-            End::Reconnect => {
+            End::PeerClosed => {
                 rec.reconnects += 1;
                 Phase::Idle
             }
             End::Failed(class, message) => {
-                rec.error(class, || message);
+                rec.conn_error(class, || message);
                 Phase::Retry(now + RETRY_PAUSE)
             }
         };
@@ -483,12 +649,25 @@ pub fn io_text(e: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::Failure;
     use crate::proto::http1::{Http1Client, RequestSpec};
+    use crate::proto::{Decoded, ProtoError};
+    use crate::stats::KernelSocket;
     use crate::workload::Workload;
 
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK";
+    const OK_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nOK";
+    /// The request every test connection sends, spelled out.
+    const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: h\r\n\r\n";
 
-    fn conn(ops: u64, depth: usize) -> (Conn<Http1Client>, AtomicBool, Instant) {
+    fn conn_with<C: ClientCodec>(codec: &C, ops: Option<u64>, depth: usize) -> (Conn<C>, Instant) {
+        let now = Instant::now();
+        let budget = Budget { ops, deadline: now + Duration::from_secs(60), measure_from: now };
+        let c = Conn::new(codec, Workload::ClosedLoop.pacer(0, 1), budget, depth, Duration::from_secs(1));
+        (c, now)
+    }
+
+    fn conn(ops: u64, depth: usize) -> (Conn<Http1Client>, Instant) {
         let spec = RequestSpec {
             method: "GET".into(),
             host: "h".into(),
@@ -496,85 +675,230 @@ mod tests {
             headers: vec![],
             body: vec![],
         };
-        let now = Instant::now();
-        let budget = Budget { ops: Some(ops), deadline: now + Duration::from_secs(60), measure_from: now };
-        let c = Conn::new(
-            &Http1Client::new(&spec),
-            Workload::ClosedLoop.pacer(0, 1),
-            budget,
-            depth,
-            Duration::from_secs(1),
-        );
-        (c, AtomicBool::new(false), now)
+        conn_with(&Http1Client::new(&spec), Some(ops), depth)
     }
 
     /// Feed `data` as if the socket had read it.
-    fn feed(c: &mut Conn<Http1Client>, data: &[u8], rec: &mut CoreRecorder) {
+    fn feed<C: ClientCodec>(c: &mut Conn<C>, data: &[u8], rec: &mut CoreRecorder) {
         c.read_buf().unwrap()[..data.len()].copy_from_slice(data);
         c.read(data.len(), Instant::now(), rec);
     }
 
-    #[test]
-    fn a_pipelined_exchange_without_sockets() {
-        let (mut c, stop, now) = conn(4, 2);
-        let mut rec = CoreRecorder::new(0);
-        assert_eq!(c.next(now, &stop), Want::Connect);
-        c.connected(&mut rec);
-        assert_eq!(c.next(now, &stop), Want::Write);
-        let request_len = c.to_write().len() / 2;
-        assert_eq!(request_len, b"GET / HTTP/1.1\r\nHost: h\r\n\r\n".len());
-        c.wrote(request_len * 2, &mut rec);
-        assert_eq!(c.next(now, &stop), Want::Read(Duration::from_secs(1)));
-        // Both responses in one read, the second split.
-        feed(&mut c, &[OK, &OK[..5]].concat(), &mut rec);
-        assert_eq!(rec.ops, 1);
-        assert_eq!(c.next(now, &stop), Want::Write); // a slot freed: one more request
-        c.wrote(request_len, &mut rec);
-        feed(&mut c, &[&OK[5..], OK].concat(), &mut rec);
-        assert_eq!(c.next(now, &stop), Want::Write);
-        c.wrote(request_len, &mut rec);
-        feed(&mut c, OK, &mut rec);
-        assert_eq!(rec.ops, 4);
-        assert_eq!(c.next(now, &stop), Want::Close); // quota met: close
-        c.closed(now, &mut rec);
-        assert_eq!(c.next(now, &stop), Want::Done);
-        assert_eq!((rec.tx.op, rec.rx.op), (4 * request_len as u64, 4 * OK.len() as u64));
+    /// Close as an engine would, with a kernel that agrees with the app.
+    fn close<C: ClientCodec>(c: &mut Conn<C>, tx: u64, now: Instant, rec: &mut CoreRecorder) {
+        let rx = c.socket_rx();
+        c.closed(0, Some(Ok(KernelSocket { tx, rx, ..Default::default() })), now, rec);
+    }
+
+    fn write_all<C: ClientCodec>(c: &mut Conn<C>, now: Instant, rec: &mut CoreRecorder) -> usize {
+        assert!(matches!(c.next(now, false, rec), Want::Write(_)));
+        let n = c.to_write().len();
+        c.wrote(n, rec);
+        n
     }
 
     #[test]
-    fn eof_with_operations_in_flight_is_a_read_error_then_a_paused_retry() {
-        let (mut c, stop, now) = conn(10, 1);
+    fn a_pipelined_exchange_without_sockets() {
+        let (mut c, now) = conn(4, 2);
         let mut rec = CoreRecorder::new(0);
-        c.next(now, &stop);
+        assert_eq!(c.next(now, false, &mut rec), Want::Connect(Duration::from_secs(1)));
         c.connected(&mut rec);
-        c.next(now, &stop);
-        let n = c.to_write().len();
-        c.wrote(n, &mut rec);
-        c.read(0, now, &mut rec);
-        assert_eq!(c.next(now, &stop), Want::Close);
-        c.closed(now, &mut rec);
-        assert_eq!(rec.errors.get(&ErrorClass::Read), Some(&1));
-        assert_eq!(c.next(now, &stop), Want::Sleep(now + RETRY_PAUSE));
-        assert_eq!(c.next(now + RETRY_PAUSE, &stop), Want::Connect);
-        stop.store(true, Ordering::Relaxed);
+        assert_eq!(c.next(now, false, &mut rec), Want::Write(Duration::from_secs(1)));
+        assert_eq!(c.to_write(), [GET, GET].concat());
+        c.wrote(2 * GET.len(), &mut rec);
+        assert_eq!(c.next(now, false, &mut rec), Want::Read(Duration::from_secs(1)));
+        // Both responses in one read, the second split.
+        feed(&mut c, &[OK, &OK[..5]].concat(), &mut rec);
+        assert_eq!(rec.ops, 1);
+        assert_eq!(write_all(&mut c, now, &mut rec), GET.len()); // a slot freed: one more request
+        feed(&mut c, &[&OK[5..], OK].concat(), &mut rec);
+        assert_eq!(write_all(&mut c, now, &mut rec), GET.len());
+        feed(&mut c, OK, &mut rec);
+        assert_eq!(rec.ops, 4);
+        assert_eq!(c.next(now, false, &mut rec), Want::Close); // quota met: close
+        close(&mut c, 4 * GET.len() as u64, now, &mut rec);
+        assert_eq!(c.next(now, false, &mut rec), Want::Done);
+        assert_eq!((rec.sent, rec.failed.total()), (4, 0));
+        assert_eq!((rec.tx.op, rec.rx.op), (4 * GET.len() as u64, 4 * OK.len() as u64));
+        assert!(rec.audit.matches());
+    }
+
+    /// The first reproduction, without sockets: depth 4 and a server that answers the
+    /// first request with `Connection: close`. Each connection completes one operation and
+    /// loses three; `-n 10` still means 10 completed, and every lost one is counted.
+    #[test]
+    fn operations_lost_to_a_close_are_counted_and_n_means_completed() {
+        let (mut c, mut now) = conn(10, 4);
+        let mut rec = CoreRecorder::new(0);
+        for life in 0..10 {
+            assert!(matches!(c.next(now, false, &mut rec), Want::Connect(_)), "life {life}");
+            c.connected(&mut rec);
+            let written = write_all(&mut c, now, &mut rec);
+            feed(&mut c, OK_CLOSE, &mut rec);
+            assert_eq!(c.next(now, false, &mut rec), Want::Close);
+            close(&mut c, written as u64, now, &mut rec);
+            now += Duration::from_millis(1);
+        }
+        assert_eq!(c.next(now, false, &mut rec), Want::Done);
+        assert_eq!(rec.ops, 10);
+        assert_eq!(rec.failed.get(ErrorClass::Closed), rec.sent - 10);
+        assert!(rec.sent > 10);
+        assert_eq!(rec.sent, rec.ops + rec.failed.total());
+        assert_eq!(rec.conn_errors.total(), 0, "a server may close; that is no connection error");
+        // Per-operation bytes are those of the completed operations only.
+        assert_eq!(rec.tx.op, 10 * GET.len() as u64);
+        assert_eq!(rec.rx.op, 10 * OK_CLOSE.len() as u64);
+        assert_eq!(rec.tx.failed, (rec.sent - 10) * GET.len() as u64);
+        assert!(rec.audit.matches());
+    }
+
+    #[test]
+    fn a_reset_fails_every_operation_in_flight_and_the_connection_once() {
+        let (mut c, now) = conn(10, 3);
+        let mut rec = CoreRecorder::new(0);
+        c.next(now, false, &mut rec);
+        c.connected(&mut rec);
+        write_all(&mut c, now, &mut rec);
+        c.read_failed(&std::io::ErrorKind::ConnectionReset.into(), &mut rec);
+        assert_eq!(c.next(now, false, &mut rec), Want::Close);
+        close(&mut c, 3 * GET.len() as u64, now, &mut rec);
+        assert_eq!(rec.failed.get(ErrorClass::Read), 3);
+        assert_eq!(rec.conn_errors.get(ErrorClass::Read), 1);
+        assert_eq!(c.next(now, false, &mut rec), Want::Sleep(now + RETRY_PAUSE));
+        assert!(matches!(c.next(now + RETRY_PAUSE, false, &mut rec), Want::Connect(_)));
         c.connect_failed(&std::io::ErrorKind::ConnectionRefused.into(), now, &mut rec);
-        assert_eq!(c.next(now + RETRY_PAUSE, &stop), Want::Done, "Ctrl-C ends the retries");
+        assert_eq!(c.next(now + RETRY_PAUSE, true, &mut rec), Want::Done, "Ctrl-C ends the retries");
+        assert_eq!(rec.conn_errors.get(ErrorClass::Connect), 1);
+        assert_eq!(rec.sent, rec.ops + rec.failed.total());
+    }
+
+    #[test]
+    fn eof_with_operations_in_flight_fails_them_as_closed() {
+        let (mut c, now) = conn(10, 2);
+        let mut rec = CoreRecorder::new(0);
+        c.next(now, false, &mut rec);
+        c.connected(&mut rec);
+        write_all(&mut c, now, &mut rec);
+        feed(&mut c, &OK[..10], &mut rec);
+        c.read(0, now, &mut rec);
+        assert_eq!(c.next(now, false, &mut rec), Want::Close);
+        close(&mut c, 2 * GET.len() as u64, now, &mut rec);
+        assert_eq!(rec.failed.get(ErrorClass::Closed), 2);
+        assert_eq!(rec.conn_errors.get(ErrorClass::Closed), 1);
+        assert_eq!(rec.rx.failed, 10, "the partial answer is a failed operation's");
+        assert_eq!(rec.rx.op + rec.tx.op, 0);
     }
 
     #[test]
     fn a_failed_write_reads_the_servers_last_words() {
-        let (mut c, stop, now) = conn(10, 1);
+        let (mut c, now) = conn(10, 1);
         let mut rec = CoreRecorder::new(0);
-        c.next(now, &stop);
+        c.next(now, false, &mut rec);
         c.connected(&mut rec);
-        c.next(now, &stop);
+        c.next(now, false, &mut rec);
         c.write_failed(&std::io::ErrorKind::BrokenPipe.into(), &mut rec);
-        assert_eq!(c.next(now, &stop), Want::Read(SALVAGE_WAIT));
+        assert_eq!(c.next(now, false, &mut rec), Want::Read(SALVAGE_WAIT));
         feed(&mut c, b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n", &mut rec);
-        assert_eq!(c.next(now, &stop), Want::Close);
-        c.closed(now, &mut rec);
-        assert_eq!(rec.errors.get(&ErrorClass::Status), Some(&1));
-        assert_eq!(rec.errors.get(&ErrorClass::Write), None);
+        assert_eq!(c.next(now, false, &mut rec), Want::Close);
+        close(&mut c, 0, now, &mut rec);
+        assert_eq!(rec.failed.get(ErrorClass::Status), 1);
+        assert_eq!(rec.failures.get(&Failure::Status(413)), Some(&1));
+        assert_eq!(rec.conn_errors.total(), 0);
         assert_eq!(rec.reconnects, 1);
+    }
+
+    /// A codec answering with a control message (a heartbeat) after every write.
+    #[derive(Clone)]
+    struct Heartbeats;
+    impl ClientCodec for Heartbeats {
+        fn handshake(&mut self, _out: &mut Vec<u8>) {}
+        fn decode_handshake(&mut self, _input: &[u8]) -> Result<Decoded, ProtoError> {
+            Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control })
+        }
+        fn encode_op(&mut self, out: &mut Vec<u8>) {
+            out.extend_from_slice(b"op");
+        }
+        fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+            Ok(match input.first() {
+                None => Decoded::Partial,
+                Some(b'h') => Decoded::Done { consumed: 1, outcome: Outcome::Control },
+                Some(b'0') => Decoded::Done { consumed: 0, outcome: Outcome::Control },
+                Some(_) => Decoded::Done { consumed: 1, outcome: Outcome::Op },
+            })
+        }
+    }
+
+    #[test]
+    fn a_heartbeat_after_a_failed_write_does_not_hide_the_write_error() {
+        let (mut c, now) = conn_with(&Heartbeats, Some(5), 1);
+        let mut rec = CoreRecorder::new(0);
+        c.next(now, false, &mut rec);
+        c.connected(&mut rec);
+        c.next(now, false, &mut rec);
+        c.write_failed(&std::io::ErrorKind::BrokenPipe.into(), &mut rec);
+        feed(&mut c, b"h", &mut rec);
+        assert_eq!(c.next(now, false, &mut rec), Want::Close);
+        close(&mut c, 0, now, &mut rec);
+        assert_eq!(rec.conn_errors.get(ErrorClass::Write), 1);
+        assert_eq!(rec.failed.get(ErrorClass::Write), 1);
+    }
+
+    #[test]
+    fn a_decoder_that_makes_no_progress_fails_the_connection_instead_of_spinning() {
+        let (mut c, now) = conn_with(&Heartbeats, Some(5), 1);
+        let mut rec = CoreRecorder::new(0);
+        c.next(now, false, &mut rec);
+        c.connected(&mut rec);
+        write_all(&mut c, now, &mut rec);
+        feed(&mut c, b"0", &mut rec);
+        assert_eq!(c.next(now, false, &mut rec), Want::Close);
+        close(&mut c, 2, now, &mut rec);
+        assert_eq!(rec.failed.get(ErrorClass::Protocol), 1);
+        assert!(rec.error_samples[0].contains("no progress"), "{:?}", rec.error_samples);
+    }
+
+    #[test]
+    fn with_a_quota_a_server_that_never_answers_is_given_up_on() {
+        let (mut c, mut now) = conn(5, 1);
+        let mut rec = CoreRecorder::new(0);
+        let mut lives = 0;
+        loop {
+            match c.next(now, false, &mut rec) {
+                Want::Connect(_) => {
+                    lives += 1;
+                    c.connected(&mut rec);
+                }
+                Want::Write(_) => {
+                    let n = c.to_write().len();
+                    c.wrote(n, &mut rec);
+                }
+                Want::Read(_) => c.read(0, now, &mut rec),
+                Want::Close => close(&mut c, GET.len() as u64, now, &mut rec),
+                Want::Sleep(until) => now = until,
+                Want::Done => break,
+            }
+            assert!(lives <= GIVE_UP_AFTER, "bounded");
+        }
+        assert_eq!(lives, GIVE_UP_AFTER);
+        assert_eq!(rec.failed.get(ErrorClass::Closed), GIVE_UP_AFTER as u64);
+        assert_eq!(rec.sent, rec.ops + rec.failed.total());
+        assert!(rec.error_samples.iter().any(|s| s.starts_with("gave up")));
+    }
+
+    #[test]
+    fn partial_writes_are_attributed_to_the_operations_they_carried() {
+        let (mut c, now) = conn(10, 3);
+        let mut rec = CoreRecorder::new(0);
+        c.next(now, false, &mut rec);
+        c.connected(&mut rec);
+        assert!(matches!(c.next(now, false, &mut rec), Want::Write(_)));
+        c.wrote(GET.len() + 3, &mut rec); // the first request and 3 bytes of the second
+        c.write_failed(&std::io::ErrorKind::ConnectionReset.into(), &mut rec);
+        assert_eq!(c.next(now, false, &mut rec), Want::Read(SALVAGE_WAIT));
+        c.read(0, now, &mut rec); // nothing to salvage: the write's failure stands
+        assert_eq!(c.next(now, false, &mut rec), Want::Close);
+        close(&mut c, GET.len() as u64 + 3, now, &mut rec);
+        assert_eq!(rec.failed.get(ErrorClass::Write), 3);
+        assert_eq!((rec.tx.op, rec.tx.failed), (0, GET.len() as u64 + 3));
     }
 }

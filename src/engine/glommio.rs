@@ -7,14 +7,15 @@
 
 use super::conn::{Conn, Want};
 use super::serve_conn::ServerConn;
-use super::sys::{ThreadClock, add_tcp_info};
+use super::serve_conn::{ServerLimits, busy_answer};
+use super::sys::{ThreadClock, close_audit};
 use super::{ClientJob, ClientRun, EngineError, ServerHandle, ServerTally};
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutorBuilder, Placement};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::rc::Rc;
@@ -25,6 +26,8 @@ use std::time::{Duration, Instant};
 /// glommio registers this much memory with io_uring for file I/O, which we never do; the
 /// minimum keeps locked memory (`ulimit -l`, 8 MiB by default) free for many threads.
 const IO_MEMORY: usize = 64 * 1024;
+/// How long a refused connection is given to read its refusal before it is closed.
+const REFUSE_WAIT: Duration = Duration::from_secs(1);
 /// Locked memory one executor needs: its registered buffer in three rings, and glommio's own
 /// check that the limit is at least 512 KiB.
 pub const LOCKED_MEMORY_PER_THREAD: u64 = 3 * IO_MEMORY as u64;
@@ -99,13 +102,12 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<CoreCtx<C>>, mut conn: Conn<C>
     let job = &ctx.job;
     let mut stream: Option<TcpStream> = None;
     loop {
-        let want = conn.next(Instant::now(), &job.stop);
+        let want = conn.next(Instant::now(), job.stop.load(Ordering::Relaxed), &mut ctx.rec.borrow_mut());
         match (want, stream.as_mut()) {
             (Want::Done, _) => return,
-            (Want::Connect, _) => match TcpStream::connect_timeout(job.addr, job.timeout).await {
+            (Want::Connect(timeout), _) => match TcpStream::connect_timeout(job.addr, timeout).await {
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
-                    let _ = s.set_write_timeout(Some(job.timeout));
                     stream = Some(s);
                     conn.connected(&mut ctx.rec.borrow_mut());
                 }
@@ -114,10 +116,15 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<CoreCtx<C>>, mut conn: Conn<C>
             (Want::Sleep(until), _) => {
                 glommio::timer::sleep(until.saturating_duration_since(Instant::now())).await
             }
-            (Want::Write, Some(s)) => match s.write(conn.to_write()).await {
-                Ok(n) => conn.wrote(n, &mut ctx.rec.borrow_mut()),
-                Err(e) => conn.write_failed(&e, &mut ctx.rec.borrow_mut()),
-            },
+            // glommio's reads and writes are polls before the syscall: a timed-out one has
+            // consumed nothing, so nothing is lost by giving up on it.
+            (Want::Write(timeout), Some(s)) => {
+                let _ = s.set_write_timeout(Some(timeout));
+                match s.write(conn.to_write()).await {
+                    Ok(n) => conn.wrote(n, &mut ctx.rec.borrow_mut()),
+                    Err(e) => conn.write_failed(&e, &mut ctx.rec.borrow_mut()),
+                }
+            }
             (Want::Read(timeout), Some(s)) => {
                 let _ = s.set_read_timeout(Some(timeout));
                 let result = match conn.read_buf() {
@@ -130,14 +137,14 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<CoreCtx<C>>, mut conn: Conn<C>
                 }
             }
             (Want::Close, Some(s)) => {
-                add_tcp_info(s.as_raw_fd(), &mut ctx.rec.borrow_mut().kernel);
+                let (drained, audit) = close_audit(s.as_raw_fd(), conn.socket_rx(), false);
                 stream = None;
-                conn.closed(Instant::now(), &mut ctx.rec.borrow_mut());
+                conn.closed(drained, Some(audit), Instant::now(), &mut ctx.rec.borrow_mut());
             }
-            (Want::Close, None) => conn.closed(Instant::now(), &mut ctx.rec.borrow_mut()),
+            (Want::Close, None) => conn.closed(0, None, Instant::now(), &mut ctx.rec.borrow_mut()),
             // Writes and reads always follow a connect; a machine asking otherwise is a bug,
             // reported as a failed read rather than a panic.
-            (Want::Write | Want::Read(_), None) => {
+            (Want::Write(_) | Want::Read(_), None) => {
                 conn.read_failed(&std::io::Error::other("no connection"), &mut ctx.rec.borrow_mut())
             }
         }
@@ -148,14 +155,15 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<CoreCtx<C>>, mut conn: Conn<C>
 pub fn start_server<S>(
     listeners: Vec<(SocketAddr, S)>,
     cores: &[usize],
+    limits: ServerLimits,
     stop: Arc<AtomicBool>,
 ) -> Result<ServerHandle, EngineError>
 where
     S: ServerCodec + Send + 'static,
 {
-    super::start_server_threads(listeners, cores, stop, |listeners, cpu, stop, ready| {
+    super::start_server_threads(listeners, cores, limits, stop, |listeners, cpu, limits, stop, ready| {
         match executor(cpu, "wirebench-serve") {
-            Ok(ex) => ex.run(server_core(listeners, cpu, stop, ready)),
+            Ok(ex) => ex.run(server_core(listeners, cpu, limits, stop, ready)),
             Err(e) => {
                 let _ = ready.send(Err(e));
                 ServerTally { core: cpu, ..Default::default() }
@@ -170,16 +178,18 @@ const STOP_POLL: Duration = Duration::from_millis(20);
 async fn server_core<S: ServerCodec + 'static>(
     listeners: Vec<(std::net::TcpListener, S)>,
     cpu: usize,
+    limits: ServerLimits,
     stop: Arc<AtomicBool>,
     ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
 ) -> ServerTally {
     let tally = Rc::new(RefCell::new(ServerTally { core: cpu, ..Default::default() }));
+    let active = Rc::new(Cell::new(0usize));
     let clock = ThreadClock::start();
     let _ = ready.send(Ok(()));
     for (listener, prototype) in listeners {
         // SAFETY: the descriptor is a listening TCP socket we own and hand over whole.
         let listener = unsafe { TcpListener::from_raw_fd(listener.into_raw_fd()) };
-        let tally = tally.clone();
+        let (tally, active) = (tally.clone(), active.clone());
         glommio::spawn_local(async move {
             loop {
                 let Ok(stream) = listener.accept().await else {
@@ -187,9 +197,21 @@ async fn server_core<S: ServerCodec + 'static>(
                     glommio::timer::sleep(STOP_POLL).await;
                     continue;
                 };
+                if active.get() >= limits.max_conns {
+                    tally.borrow_mut().refused += 1;
+                    glommio::spawn_local(refuse(stream, busy_answer(&prototype))).detach();
+                    continue;
+                }
                 tally.borrow_mut().connections += 1;
                 let _ = stream.set_nodelay(true);
-                glommio::spawn_local(serve_connection(stream, prototype.clone(), tally.clone())).detach();
+                let (tally, active) = (tally.clone(), active.clone());
+                active.set(active.get() + 1);
+                let codec = prototype.clone();
+                glommio::spawn_local(async move {
+                    serve_connection(stream, codec, limits, tally).await;
+                    active.set(active.get() - 1);
+                })
+                .detach();
             }
         })
         .detach();
@@ -203,26 +225,49 @@ async fn server_core<S: ServerCodec + 'static>(
     t
 }
 
-async fn serve_connection<S: ServerCodec>(mut stream: TcpStream, codec: S, tally: Rc<RefCell<ServerTally>>) {
-    let mut conn = ServerConn::new(codec, Instant::now());
+/// A connection over the limit: say so where the protocol can, then close (bounded).
+async fn refuse(mut stream: TcpStream, answer: Vec<u8>) {
+    let _ = stream.set_write_timeout(Some(REFUSE_WAIT));
+    let _ = stream.write_all(&answer).await;
+    let _ = stream.close().await;
+    // Read what the client sent until it closes, so our close is a FIN rather than a reset.
+    let _ = stream.set_read_timeout(Some(REFUSE_WAIT));
+    let mut buf = [0u8; 1024];
+    for _ in 0..64 {
+        if !matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {
+            break;
+        }
+    }
+}
+
+async fn serve_connection<S: ServerCodec>(
+    mut stream: TcpStream,
+    codec: S,
+    limits: ServerLimits,
+    tally: Rc<RefCell<ServerTally>>,
+) {
+    let mut conn = ServerConn::new(codec, limits, Instant::now());
+    let _ = stream.set_write_timeout(Some(conn.write_timeout()));
     loop {
-        // Servers that speak unprompted (nsqd's heartbeats) wake on a read timeout when one is due.
-        let timeout = conn
-            .read_deadline()
-            .map(|due| due.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)));
-        let _ = stream.set_read_timeout(timeout);
+        let timeout = conn.deadline().saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        let _ = stream.set_read_timeout(Some(timeout));
         let Some(buf) = conn.read_buf() else { return };
         match stream.read(buf).await {
             Ok(0) => return,
             Ok(n) => conn.received(n, Instant::now(), super::unix_secs(), &mut tally.borrow_mut()),
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut && timeout.is_some() => conn.deadline_passed(),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                conn.deadline_passed(Instant::now(), &mut tally.borrow_mut())
+            }
             Err(_) => return,
         }
         if !conn.to_write().is_empty() {
-            if stream.write_all(conn.to_write()).await.is_err() {
+            if let Err(e) = stream.write_all(conn.to_write()).await {
+                if e.kind() == std::io::ErrorKind::TimedOut {
+                    tally.borrow_mut().timeouts += 1;
+                }
                 return;
             }
-            conn.written(&mut tally.borrow_mut());
+            conn.written(Instant::now(), &mut tally.borrow_mut());
         }
         if conn.closing() {
             let _ = stream.close().await;

@@ -187,6 +187,10 @@ pub struct ServerTally {
     pub messages: u64,
     pub rx: u64,
     pub tx: u64,
+    /// Connections closed because the client was too slow (head, idle or write timeout).
+    pub timeouts: u64,
+    /// Connections refused at the connection limit.
+    pub refused: u64,
     /// CPU time of the core's thread, and the wall time it served.
     pub cpu: Duration,
     pub wall: Duration,
@@ -201,6 +205,8 @@ impl ServerTally {
             messages: a.messages + t.messages,
             rx: a.rx + t.rx,
             tx: a.tx + t.tx,
+            timeouts: a.timeouts + t.timeouts,
+            refused: a.refused + t.refused,
             cpu: a.cpu + t.cpu,
             wall: a.wall.max(t.wall),
         })
@@ -227,10 +233,12 @@ impl ServerHandle {
     }
 }
 
-/// The per-core body of a server: (its listeners with their codecs, cpu, stop flag, readiness).
+/// The per-core body of a server: (its listeners with their codecs, cpu, this core's limits,
+/// stop flag, readiness).
 pub type ServerCoreFn<S> = fn(
     Vec<(std::net::TcpListener, S)>,
     usize,
+    serve_conn::ServerLimits,
     Arc<AtomicBool>,
     std::sync::mpsc::Sender<Result<(), EngineError>>,
 ) -> ServerTally;
@@ -252,6 +260,7 @@ fn reuseport_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener
 pub fn start_server_threads<S>(
     listeners: Vec<(SocketAddr, S)>,
     cores: &[usize],
+    limits: serve_conn::ServerLimits,
     stop: Arc<AtomicBool>,
     core: ServerCoreFn<S>,
 ) -> Result<ServerHandle, EngineError>
@@ -277,11 +286,14 @@ where
     }
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), EngineError>>();
     let mut threads = Vec::new();
+    // The connection limit is shared out: each core serves its part.
+    let core_limits =
+        serve_conn::ServerLimits { max_conns: limits.max_conns.div_ceil(cores.len().max(1)), ..limits };
     for (&cpu, listeners) in cores.iter().zip(per_core) {
         let (stop, ready) = (stop.clone(), ready_tx.clone());
         let handle = std::thread::Builder::new()
             .name(format!("wirebench-serve-{cpu}"))
-            .spawn(move || core(listeners, cpu, stop, ready))
+            .spawn(move || core(listeners, cpu, core_limits, stop, ready))
             .map_err(|source| EngineError::Executor { cpu, source })?;
         threads.push((cpu, handle));
     }
@@ -331,17 +343,24 @@ pub const RECV_BUF_INITIAL: usize = 16 * 1024;
 /// A single message (response head plus body, WebSocket frame) may grow the buffer to this.
 pub const RECV_BUF_MAX: usize = 80 * 1024 * 1024;
 
-/// A connection's receive buffer: `buf[start..end]` holds bytes read but not yet decoded.
+/// A connection's receive buffer: `buf[start..end]` holds bytes read but not yet decoded. It
+/// starts small, grows (doubling) for a large message up to its limit, and shrinks back to its
+/// initial size once emptied, so one large message does not pin memory for a connection's life.
 #[derive(Debug)]
 pub struct RecvBuf {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    initial: usize,
+    max: usize,
 }
 
 impl RecvBuf {
     pub fn new() -> Self {
-        RecvBuf { buf: vec![0; RECV_BUF_INITIAL], start: 0, end: 0 }
+        Self::bounded(RECV_BUF_INITIAL, RECV_BUF_MAX)
+    }
+    pub fn bounded(initial: usize, max: usize) -> Self {
+        RecvBuf { buf: vec![0; initial], start: 0, end: 0, initial, max: max.max(initial) }
     }
     /// Undecoded bytes.
     pub fn data(&self) -> &[u8] {
@@ -352,17 +371,23 @@ impl RecvBuf {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
+            self.shrink();
         }
     }
-    /// Free space to read into: compacts, or grows when full; `None` past [`RECV_BUF_MAX`].
+    fn shrink(&mut self) {
+        if self.buf.len() > self.initial {
+            self.buf = vec![0; self.initial];
+        }
+    }
+    /// Free space to read into: compacts, or grows when full; `None` past the limit.
     pub fn spare(&mut self) -> Option<&mut [u8]> {
         if self.end == self.buf.len() {
             if self.start > 0 {
                 self.buf.copy_within(self.start..self.end, 0);
                 self.end -= self.start;
                 self.start = 0;
-            } else if self.buf.len() < RECV_BUF_MAX {
-                self.buf.resize((self.buf.len() * 2).min(RECV_BUF_MAX), 0);
+            } else if self.buf.len() < self.max {
+                self.buf.resize((self.buf.len() * 2).min(self.max), 0);
             } else {
                 return None;
             }
@@ -377,7 +402,12 @@ impl RecvBuf {
         let left = self.end - self.start;
         self.start = 0;
         self.end = 0;
+        self.shrink();
         left
+    }
+    /// Bytes held now (the buffer's size, not its contents).
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
     }
 }
 
@@ -403,5 +433,21 @@ mod tests {
         assert_eq!(b.data().len(), RECV_BUF_INITIAL);
         assert_eq!(b.reset(), RECV_BUF_INITIAL);
         assert!(b.data().is_empty());
+    }
+
+    #[test]
+    fn recv_buf_shrinks_back_after_a_large_message_and_stops_at_its_limit() {
+        let mut b = RecvBuf::bounded(4, 16);
+        for _ in 0..2 {
+            let n = b.spare().unwrap().len();
+            b.filled(n);
+        }
+        assert_eq!(b.capacity(), 8);
+        let n = b.spare().unwrap().len();
+        b.filled(n);
+        assert_eq!(b.capacity(), 16);
+        assert!(b.spare().is_none(), "a message over the limit");
+        b.consume(16);
+        assert_eq!(b.capacity(), 4);
     }
 }

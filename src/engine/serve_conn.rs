@@ -1,31 +1,81 @@
 //! One built-in server connection as a state machine, shared by the engines that serve: it
 //! takes the bytes a read returned, lets the codec answer them, keeps the heartbeat schedule
-//! (nsqd's ticker), and says what to write and whether to close. The engine reads (with the
-//! deadline given), writes `to_write()`, and reports back.
+//! (nsqd's ticker) and the connection's deadlines, and says what to write and whether to
+//! close. The engine reads until [`ServerConn::deadline`], writes `to_write()` within the write
+//! timeout, and reports back.
+//!
+//! The deadlines keep a hostile or broken client from holding a connection for ever: a request
+//! head (or handshake) must arrive whole within the head timeout of its first byte, however
+//! slowly it trickles (slowloris); between requests, and between the reads of a body, the
+//! client may stay silent for the idle timeout; a client that stops reading our answers gets
+//! the write timeout.
 
 use super::{RecvBuf, ServerTally};
-use crate::proto::ServerCodec;
+use crate::proto::{Awaiting, ServerCodec};
 use std::time::{Duration, Instant};
+
+/// What a built-in server allows its clients; every limit has a flag on `serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// A request head or handshake must be whole this long after its first byte.
+    pub head_timeout: Duration,
+    /// Silence allowed between requests, and between the reads of a body.
+    pub idle_timeout: Duration,
+    /// An answer must be taken by the client within this long.
+    pub write_timeout: Duration,
+    /// Connections served at once, over all cores; more are refused (an HTTP 503 where the
+    /// protocol has one) and closed.
+    pub max_conns: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            head_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(10),
+            max_conns: 16_384,
+        }
+    }
+}
+
+/// A server connection's receive buffer starts this small (idle connections cost little) and
+/// grows for large messages, shrinking back once they are consumed.
+pub const SERVER_RECV_INITIAL: usize = 4 * 1024;
+/// Largest request or message a server buffers whole (the codecs' own limits are lower).
+const SERVER_RECV_MAX: usize = 80 * 1024 * 1024;
+/// An answer buffer larger than this is given back once written.
+const OUT_KEEP: usize = 64 * 1024;
 
 pub struct ServerConn<S> {
     codec: S,
+    limits: ServerLimits,
     recv: RecvBuf,
     out: Vec<u8>,
     interval: Option<Duration>,
     next_beat: Option<Instant>,
+    /// When the head now arriving started (`None`: no head pending).
+    head_since: Option<Instant>,
+    /// The last byte received or answer written.
+    last_activity: Instant,
     close: bool,
+    timed_out: bool,
 }
 
 impl<S: ServerCodec> ServerConn<S> {
-    pub fn new(codec: S, now: Instant) -> Self {
+    pub fn new(codec: S, limits: ServerLimits, now: Instant) -> Self {
         let interval = codec.heartbeat_interval();
         ServerConn {
             codec,
-            recv: RecvBuf::new(),
-            out: Vec::with_capacity(4096),
+            limits,
+            recv: RecvBuf::bounded(SERVER_RECV_INITIAL, SERVER_RECV_MAX),
+            out: Vec::new(),
             interval,
             next_beat: interval.map(|i| now + i),
+            head_since: None,
+            last_activity: now,
             close: false,
+            timed_out: false,
         }
     }
 
@@ -34,9 +84,19 @@ impl<S: ServerCodec> ServerConn<S> {
         self.recv.spare()
     }
 
-    /// A read should give up at this instant, for a heartbeat; `None`: wait as long as it takes.
-    pub fn read_deadline(&self) -> Option<Instant> {
-        self.next_beat
+    /// The read should give up at this instant: a heartbeat falls due, or the client took too
+    /// long (see [`ServerLimits`]).
+    pub fn deadline(&self) -> Instant {
+        let timeout = match self.head_since {
+            Some(since) => since + self.limits.head_timeout,
+            None => self.last_activity + self.limits.idle_timeout,
+        };
+        self.next_beat.map_or(timeout, |beat| beat.min(timeout))
+    }
+
+    /// How long a write may take.
+    pub fn write_timeout(&self) -> Duration {
+        self.limits.write_timeout
     }
 
     /// `n` bytes arrived (`n > 0`): beat first if one fell due before they came (a busy
@@ -47,6 +107,7 @@ impl<S: ServerCodec> ServerConn<S> {
             self.beat();
         }
         self.recv.filled(n);
+        self.last_activity = now;
         self.codec.set_unix_time(unix_secs);
         let served = self.codec.serve(self.recv.data(), &mut self.out);
         self.recv.consume(served.consumed);
@@ -54,6 +115,10 @@ impl<S: ServerCodec> ServerConn<S> {
         tally.requests += served.requests;
         tally.messages += served.messages;
         self.close |= served.close;
+        self.head_since = match served.awaiting {
+            Awaiting::Head => Some(self.head_since.unwrap_or(now)),
+            Awaiting::Request | Awaiting::Body => None,
+        };
         // IDENTIFY may change or disable the heartbeat; nsqd restarts its ticker then.
         let interval = self.codec.heartbeat_interval();
         if interval != self.interval {
@@ -62,9 +127,21 @@ impl<S: ServerCodec> ServerConn<S> {
         }
     }
 
-    /// The read deadline passed with nothing read: a heartbeat is due.
-    pub fn deadline_passed(&mut self) {
-        self.beat();
+    /// The read deadline passed with nothing read: a heartbeat is due, or the client is too
+    /// slow and the connection closes.
+    pub fn deadline_passed(&mut self, now: Instant, tally: &mut ServerTally) {
+        if self.next_beat.is_some_and(|due| now >= due) {
+            self.beat();
+        }
+        let timeout = match self.head_since {
+            Some(since) => since + self.limits.head_timeout,
+            None => self.last_activity + self.limits.idle_timeout,
+        };
+        if now >= timeout && !self.close {
+            self.close = true;
+            self.timed_out = true;
+            tally.timeouts += 1;
+        }
     }
 
     fn beat(&mut self) {
@@ -80,15 +157,31 @@ impl<S: ServerCodec> ServerConn<S> {
     }
 
     /// `to_write()` went out whole.
-    pub fn written(&mut self, tally: &mut ServerTally) {
+    pub fn written(&mut self, now: Instant, tally: &mut ServerTally) {
         tally.tx += self.out.len() as u64;
         self.out.clear();
+        if self.out.capacity() > OUT_KEEP {
+            self.out = Vec::new();
+        }
+        self.last_activity = now;
     }
 
     /// Close once `to_write()` is written.
     pub fn closing(&self) -> bool {
         self.close
     }
+
+    /// The connection was closed because the client was too slow.
+    pub fn timed_out(&self) -> bool {
+        self.timed_out
+    }
+}
+
+/// What a refused client reads before its connection is closed (the codec's "busy" answer).
+pub fn busy_answer<S: ServerCodec>(codec: &S) -> Vec<u8> {
+    let mut out = Vec::new();
+    codec.busy(&mut out);
+    out
 }
 
 #[cfg(test)]
@@ -105,33 +198,54 @@ mod tests {
     #[test]
     fn answers_requests_split_across_reads() {
         let now = Instant::now();
-        let mut c = ServerConn::new(Http1Server, now);
+        let mut c = ServerConn::new(Http1Server::default(), ServerLimits::default(), now);
         let mut tally = ServerTally::default();
-        assert_eq!(c.read_deadline(), None);
+        assert_eq!(c.deadline(), now + Duration::from_secs(60), "idle: the idle timeout");
         feed(&mut c, b"GET / HTTP/1.1\r\n", now, &mut tally);
         assert!(c.to_write().is_empty());
+        assert_eq!(c.deadline(), now + Duration::from_secs(10), "a head pending: the head timeout");
         feed(&mut c, b"\r\nGET / HTTP/1.1\r\n\r\n", now, &mut tally);
         assert_eq!(c.to_write(), [RESPONSE_HELLO, RESPONSE_HELLO].concat());
-        c.written(&mut tally);
+        c.written(now, &mut tally);
         assert_eq!((tally.requests, tally.tx, tally.rx), (2, 100, 36));
         assert!(!c.closing());
     }
 
     #[test]
+    fn a_slow_head_is_cut_off_at_the_head_timeout_however_it_trickles() {
+        let t0 = Instant::now();
+        let mut c = ServerConn::new(Http1Server::default(), ServerLimits::default(), t0);
+        let mut tally = ServerTally::default();
+        for (i, byte) in b"GET / HTTP/1.1\r\nX: y".iter().enumerate() {
+            let at = t0 + Duration::from_millis(500 * i as u64);
+            if at >= c.deadline() {
+                break;
+            }
+            feed(&mut c, &[*byte], at, &mut tally);
+        }
+        assert_eq!(c.deadline(), t0 + Duration::from_secs(10), "from the head's first byte");
+        c.deadline_passed(t0 + Duration::from_secs(10), &mut tally);
+        assert!(c.closing() && c.timed_out());
+        assert_eq!(tally.timeouts, 1);
+    }
+
+    #[test]
     fn heartbeats_on_schedule_busy_or_idle_then_close_when_unanswered() {
         let now = Instant::now();
-        let mut c = ServerConn::new(NsqServer::new(SinkLimits::default()), now);
+        let mut c = ServerConn::new(NsqServer::new(SinkLimits::default()), ServerLimits::default(), now);
         let mut tally = ServerTally::default();
-        assert_eq!(c.read_deadline(), Some(now + Duration::from_secs(30)));
+        assert_eq!(c.deadline(), now + Duration::from_secs(30));
         // Busy: a read after the due time beats too.
-        feed(&mut c, b"  V2NOP\n", now + Duration::from_secs(31), &mut tally);
+        let t = now + Duration::from_secs(31);
+        feed(&mut c, b"  V2NOP\n", t, &mut tally);
         assert_eq!(c.to_write().len(), 19);
-        c.written(&mut tally);
-        assert_eq!(c.read_deadline(), Some(now + Duration::from_secs(60)));
+        c.written(t, &mut tally);
+        assert_eq!(c.deadline(), now + Duration::from_secs(60));
         // Idle: the deadline passes twice without a byte: the sink closes.
-        c.deadline_passed();
+        c.deadline_passed(now + Duration::from_secs(60), &mut tally);
         assert!(!c.closing());
-        c.deadline_passed();
+        c.deadline_passed(now + Duration::from_secs(90), &mut tally);
         assert!(c.closing());
+        assert!(!c.timed_out(), "nsqd's own rule closed it, not the idle timeout");
     }
 }

@@ -1,7 +1,7 @@
-//! The few raw syscalls the engines need beside their I/O: the kernel's own byte counters
-//! (`TCP_INFO`), a thread's CPU time (`getrusage(RUSAGE_THREAD)`), and resource limits.
+//! The few raw syscalls the engines need beside their I/O: the kernel's own byte counters of a
+//! closing socket (`TCP_INFO`, the send queue), a thread's CPU time, and resource limits.
 
-use crate::stats::KernelCounts;
+use crate::stats::{Inexact, KernelSocket, SocketAudit};
 use std::os::fd::RawFd;
 use std::time::Duration;
 
@@ -9,44 +9,107 @@ use std::time::Duration;
 /// these fields: 8 single-byte fields, 24 `u32`, two `u64` pacing rates, then these.
 const TCPI_STATE: usize = 0;
 const TCPI_BYTES_ACKED: usize = 120;
-/// `TCP_CLOSE_WAIT` in include/net/tcp_states.h.
-const TCP_CLOSE_WAIT: u8 = 8;
 const TCPI_BYTES_RECEIVED: usize = 128;
 const TCPI_SEGS_OUT: usize = 136;
 const TCPI_SEGS_IN: usize = 140;
 const TCPI_NEEDED: usize = 144;
+/// TCP states (include/net/tcp_states.h). In these a FIN from the peer has been counted.
+const TCP_TIME_WAIT: u8 = 6;
+const TCP_CLOSE_WAIT: u8 = 8;
+const TCP_LAST_ACK: u8 = 9;
+const TCP_CLOSING: u8 = 11;
+/// Closed by a reset: a FIN may or may not have come before it.
+const TCP_CLOSE: u8 = 7;
+/// At most this much is read off a closing socket; a peer still sending after that leaves the
+/// socket's count unsettled rather than the close unbounded.
+const CLOSE_DRAIN_MAX: u64 = 1 << 20;
+/// Snapshots tried before a socket whose counters keep moving is called unsettled.
+const CLOSE_TRIES: usize = 4;
 
-/// Read the kernel's counters of one connected socket and add them to `into`.
+/// One consistent reading of a socket's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Snapshot {
+    state: u8,
+    acked: u64,
+    received: u64,
+    segs_out: u64,
+    segs_in: u64,
+}
+
+/// Read the kernel's counts of a connected socket about to be closed, after reading off
+/// whatever the peer sent that the connection did not read (so that closing sends a FIN, not
+/// a reset, and those bytes are counted). Returns the bytes so drained and the socket's
+/// counts in application bytes, or why they cannot be exact.
 ///
-/// The kernel counts sequence space: the SYN it sent is one "byte acked", and a FIN it received
-/// is one "byte received". Neither is a byte the application wrote or read, so they are taken
-/// off here; the FIN is known from the state (we read before closing, so a socket in
-/// `CLOSE_WAIT` has received one). A socket whose counters cannot be read is counted as
-/// `unreadable`, so the audit says so rather than match by accident.
-pub fn add_tcp_info(fd: RawFd, into: &mut KernelCounts) {
-    // The kernel reads the state before it locks the socket for the counters: a FIN arriving
-    // in between makes a torn snapshot (state ESTABLISHED, FIN counted). Two equal reads in a
-    // row are a consistent one.
+/// The kernel counts sequence space: the SYN it sent is one "byte acked" and a FIN it received
+/// one "byte received"; neither is a byte the application wrote or read, so both are taken
+/// off. A FIN is known from the state (`CLOSE_WAIT` and later); a socket closed by a reset
+/// (`CLOSE`) may have had a FIN before it, which shows as exactly one byte more than was read
+/// (`app_rx`: what the application read on this socket before the drain). Bytes written but
+/// not yet acknowledged (a peer that stopped reading) are in the send queue, added back.
+///
+/// The counters and the drain are read as counters, drain, counters: when both readings agree,
+/// nothing arrived in between and every byte the kernel counted was read. A peer that keeps
+/// sending through [`CLOSE_TRIES`] attempts leaves the socket [`Inexact::Unsettled`].
+///
+/// `sent_fin`: the engine shut the socket down for writing (to stop a write it could not
+/// cancel), so the kernel counted one FIN in what was written.
+pub fn close_audit(fd: RawFd, app_rx: u64, sent_fin: bool) -> (u64, SocketAudit) {
+    let mut drained = 0;
+    for _ in 0..CLOSE_TRIES {
+        let Some(before) = snapshot(fd) else { return (drained, Err(Inexact::Unreadable)) };
+        let (n, more) = drain(fd, CLOSE_DRAIN_MAX.saturating_sub(drained));
+        drained += n;
+        let queued = send_queue(fd);
+        let Some(after) = snapshot(fd) else { return (drained, Err(Inexact::Unreadable)) };
+        let settled =
+            (before.state, before.acked, before.received) == (after.state, after.acked, after.received);
+        if settled && !more {
+            let read = app_rx + drained;
+            let fin = match after.state {
+                TCP_CLOSE_WAIT | TCP_LAST_ACK | TCP_CLOSING | TCP_TIME_WAIT => 1,
+                TCP_CLOSE => u64::from(after.received == read + 1),
+                _ => 0,
+            };
+            return (
+                drained,
+                Ok(KernelSocket {
+                    tx: (after.acked + queued).saturating_sub(1 + u64::from(sent_fin)),
+                    unacked: queued,
+                    rx: after.received.saturating_sub(fin),
+                    segs_out: after.segs_out,
+                    segs_in: after.segs_in,
+                }),
+            );
+        }
+        if more {
+            break;
+        }
+    }
+    (drained, Err(Inexact::Unsettled))
+}
+
+/// `TCP_INFO` until two reads in a row agree: the kernel reads the state before it locks the
+/// socket for the counters, so a FIN arriving in between makes a torn snapshot.
+fn snapshot(fd: RawFd) -> Option<Snapshot> {
     let mut previous = None;
-    for _ in 0..4 {
-        let Some(buf) = read_tcp_info(fd) else {
-            into.unreadable += 1;
-            return;
-        };
+    for _ in 0..CLOSE_TRIES {
+        let buf = read_tcp_info(fd)?;
         if previous == Some(buf) {
             break;
         }
         previous = Some(buf);
     }
-    let Some(buf) = previous else { return };
+    let buf = previous?;
     let u64_at = |o: usize| u64::from_ne_bytes(buf[o..o + 8].try_into().expect("8 bytes"));
-    let u32_at = |o: usize| u32::from_ne_bytes(buf[o..o + 4].try_into().expect("4 bytes"));
-    into.bytes_acked += u64_at(TCPI_BYTES_ACKED).saturating_sub(1);
-    let fin_received = buf[TCPI_STATE] == TCP_CLOSE_WAIT;
-    into.bytes_received += u64_at(TCPI_BYTES_RECEIVED).saturating_sub(u64::from(fin_received));
-    into.segs_out += u64::from(u32_at(TCPI_SEGS_OUT));
-    into.segs_in += u64::from(u32_at(TCPI_SEGS_IN));
-    into.sockets += 1;
+    let u32_at = |o: usize| u64::from(u32::from_ne_bytes(buf[o..o + 4].try_into().expect("4 bytes")));
+    Some(Snapshot {
+        state: buf[TCPI_STATE],
+        acked: u64_at(TCPI_BYTES_ACKED),
+        received: u64_at(TCPI_BYTES_RECEIVED),
+        segs_out: u32_at(TCPI_SEGS_OUT),
+        segs_in: u32_at(TCPI_SEGS_IN),
+    })
 }
 
 fn read_tcp_info(fd: RawFd) -> Option<[u8; TCPI_NEEDED]> {
@@ -59,6 +122,32 @@ fn read_tcp_info(fd: RawFd) -> Option<[u8; TCPI_NEEDED]> {
         return None;
     }
     buf[..TCPI_NEEDED].try_into().ok()
+}
+
+/// Read whatever is waiting, without blocking, up to `limit` bytes; returns the bytes read and
+/// whether the limit stopped it with more waiting.
+fn drain(fd: RawFd, limit: u64) -> (u64, bool) {
+    let mut buf = [0u8; 16 * 1024];
+    let mut total = 0;
+    while total < limit {
+        // SAFETY: buf is valid for its length; the socket is ours and has no read in flight.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        if n <= 0 {
+            return (total, false); // end of stream, nothing waiting, or an error: all read
+        }
+        total += n as u64;
+    }
+    (total, true)
+}
+
+/// Bytes written to the socket and not yet acknowledged by the peer (`SIOCOUTQ`).
+fn send_queue(fd: RawFd) -> u64 {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (= SIOCOUTQ) writes one int.
+    if unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut queued) } != 0 {
+        return 0;
+    }
+    queued.max(0) as u64
 }
 
 /// CPU time (user + system) of the calling thread. `CLOCK_THREAD_CPUTIME_ID` is the same
@@ -156,27 +245,82 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
 
-    #[test]
-    fn tcp_info_counts_loopback_bytes() {
+    /// A connected pair on loopback: (client, server).
+    fn pair() -> (std::net::TcpStream, std::net::TcpStream) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (client, server)
+    }
+
+    #[test]
+    fn close_audit_counts_loopback_bytes_and_takes_off_syn_and_fin() {
+        use std::os::fd::AsRawFd;
+        let (mut client, mut server) = pair();
         client.write_all(b"hello").unwrap();
         let mut buf = [0u8; 5];
         server.read_exact(&mut buf).unwrap();
         server.write_all(b"world!!").unwrap();
         let mut buf = [0u8; 7];
         client.read_exact(&mut buf).unwrap();
-        let mut k = KernelCounts::default();
-        use std::os::fd::AsRawFd;
-        add_tcp_info(client.as_raw_fd(), &mut k);
-        assert_eq!((k.bytes_acked, k.bytes_received, k.sockets), (5, 7, 1));
+        let (drained, k) = close_audit(client.as_raw_fd(), 7, false);
+        let k = k.unwrap();
+        assert_eq!((drained, k.tx, k.rx, k.unacked), (0, 5, 7, 0));
         drop(server);
         std::thread::sleep(Duration::from_millis(50)); // let the FIN arrive
-        let mut k = KernelCounts::default();
-        add_tcp_info(client.as_raw_fd(), &mut k);
-        assert_eq!((k.bytes_acked, k.bytes_received), (5, 7));
+        let (_, k) = close_audit(client.as_raw_fd(), 7, false);
+        let k = k.unwrap();
+        assert_eq!((k.tx, k.rx), (5, 7));
         assert!(k.segs_out >= 2 && k.segs_in >= 2);
+    }
+
+    #[test]
+    fn bytes_never_read_are_drained_and_counted() {
+        use std::os::fd::AsRawFd;
+        let (client, mut server) = pair();
+        server.write_all(b"unread answer").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let (drained, k) = close_audit(client.as_raw_fd(), 0, false);
+        assert_eq!((drained, k.unwrap().rx), (13, 13));
+    }
+
+    #[test]
+    fn a_reset_after_a_fin_is_told_apart_from_one_byte_more() {
+        use std::os::fd::AsRawFd;
+        let (mut client, mut server) = pair();
+        client.write_all(b"x").unwrap();
+        server.read_exact(&mut [0u8; 1]).unwrap();
+        // FIN, then a reset when the client writes again to the closed socket.
+        drop(server);
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = client.write_all(b"y");
+        std::thread::sleep(Duration::from_millis(50));
+        let mut buf = [0u8; 1];
+        assert_eq!(client.read(&mut buf).unwrap(), 0, "the FIN is read as end of stream");
+        let (_, k) = close_audit(client.as_raw_fd(), 0, false);
+        assert_eq!(k.unwrap().rx, 0, "the FIN before the reset is not a byte");
+    }
+
+    #[test]
+    fn unacknowledged_bytes_count_as_written() {
+        use std::os::fd::AsRawFd;
+        let (mut client, server) = pair();
+        client.set_nonblocking(true).unwrap();
+        // The server never reads: the client's writes fill both buffers, then stop.
+        let chunk = vec![0u8; 64 * 1024];
+        let mut written = 0u64;
+        for _ in 0..1000 {
+            match client.write(&chunk) {
+                Ok(n) => written += n as u64,
+                Err(_) => break,
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let (_, k) = close_audit(client.as_raw_fd(), 0, false);
+        let k = k.unwrap();
+        assert_eq!(k.tx, written);
+        assert!(k.unacked > 0, "{k:?}");
+        drop(server);
     }
 
     #[test]

@@ -8,13 +8,14 @@
 
 use super::conn::{Conn, Want};
 use super::serve_conn::ServerConn;
-use super::sys::{ThreadClock, add_tcp_info};
+use super::serve_conn::{ServerLimits, busy_answer};
+use super::sys::{ThreadClock, close_audit};
 use super::{ClientJob, ClientRun, EngineError, ServerTally, StartGate};
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
 use ::tokio_uring::buf::BoundedBuf;
 use ::tokio_uring::net::{TcpListener, TcpStream};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -88,6 +89,44 @@ async fn with_timeout<T>(
         .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "timed out")))
 }
 
+/// tokio-uring cannot cancel an operation: a read or write dropped on a timeout stays in the
+/// kernel and may still move bytes that nobody counts. So a timed-out operation is ended by
+/// shutting the socket down in its direction, and awaited (at most this long) for what it did.
+const UNCANCELLABLE_WAIT: Duration = Duration::from_secs(1);
+
+/// How an operation that may time out ended.
+enum Timed<T> {
+    Done(T),
+    /// It timed out; the socket was shut down and the operation then finished with this.
+    Stopped(T),
+    /// It did not finish even after the shutdown (not seen in practice; its bytes are lost).
+    Abandoned,
+}
+
+/// Run `op` until `limit`; past it, `stop` the socket and wait for `op` to finish.
+async fn uncancellable<T>(
+    limit: Duration,
+    op: impl std::future::Future<Output = T>,
+    stop: impl FnOnce(),
+) -> Timed<T> {
+    let mut op = std::pin::pin!(op);
+    tokio::select! {
+        biased;
+        done = &mut op => Timed::Done(done),
+        _ = tokio::time::sleep(limit) => {
+            stop();
+            match tokio::time::timeout(UNCANCELLABLE_WAIT, op).await {
+                Ok(done) => Timed::Stopped(done),
+                Err(_) => Timed::Abandoned,
+            }
+        }
+    }
+}
+
+fn timed_out() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "timed out")
+}
+
 /// Perform what the connection's state machine asks, until it is done.
 async fn drive_connection<C: ClientCodec>(
     job: Rc<ClientJob>,
@@ -95,16 +134,22 @@ async fn drive_connection<C: ClientCodec>(
     mut conn: Conn<C>,
 ) {
     let mut stream: Option<TcpStream> = None;
+    // The socket was shut down for writing to stop a write: its FIN is in the kernel's count.
+    let mut sent_fin = false;
     // tokio-uring owns the buffers while the kernel uses them; these travel to it and back.
     let mut wbuf: Vec<u8> = Vec::with_capacity(1024);
     let mut rbuf: Vec<u8> = Vec::with_capacity(super::RECV_BUF_INITIAL);
     loop {
-        match (conn.next(Instant::now(), &job.stop), stream.as_ref()) {
+        let want = conn.next(Instant::now(), job.stop.load(Ordering::Relaxed), &mut rec.borrow_mut());
+        match (want, stream.as_ref()) {
             (Want::Done, _) => return,
-            (Want::Connect, _) => match with_timeout(job.timeout, TcpStream::connect(job.addr)).await {
+            // A connect dropped on its timeout closes its own socket when it completes; no
+            // byte has moved on it.
+            (Want::Connect(timeout), _) => match with_timeout(timeout, TcpStream::connect(job.addr)).await {
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
                     stream = Some(s);
+                    sent_fin = false;
                     conn.connected(&mut rec.borrow_mut());
                 }
                 Err(e) => conn.connect_failed(&e, Instant::now(), &mut rec.borrow_mut()),
@@ -112,17 +157,32 @@ async fn drive_connection<C: ClientCodec>(
             (Want::Sleep(until), _) => {
                 tokio::time::sleep(until.saturating_duration_since(Instant::now())).await
             }
-            (Want::Write, Some(s)) => {
+            (Want::Write(timeout), Some(s)) => {
                 wbuf.clear();
                 wbuf.extend_from_slice(conn.to_write());
-                let write = async {
-                    let (result, buf) = s.write(std::mem::take(&mut wbuf)).submit().await;
-                    wbuf = buf;
-                    result
-                };
-                match with_timeout(job.timeout, write).await {
-                    Ok(n) => conn.wrote(n, &mut rec.borrow_mut()),
-                    Err(e) => conn.write_failed(&e, &mut rec.borrow_mut()),
+                let write = s.write(std::mem::take(&mut wbuf)).submit();
+                let stop = || sent_fin = s.shutdown(std::net::Shutdown::Write).is_ok();
+                let timed = uncancellable(timeout, write, stop).await;
+                let mut rec = rec.borrow_mut();
+                match timed {
+                    Timed::Done((result, buf)) => {
+                        wbuf = buf;
+                        match result {
+                            Ok(n) => conn.wrote(n, &mut rec),
+                            Err(e) => conn.write_failed(&e, &mut rec),
+                        }
+                    }
+                    Timed::Stopped((result, buf)) => {
+                        wbuf = buf;
+                        if let Ok(n @ 1..) = result {
+                            conn.wrote(n, &mut rec);
+                        }
+                        conn.write_failed(&timed_out(), &mut rec);
+                    }
+                    Timed::Abandoned => {
+                        wbuf = Vec::with_capacity(1024);
+                        conn.write_failed(&timed_out(), &mut rec);
+                    }
                 }
             }
             (Want::Read(timeout), Some(s)) => {
@@ -134,34 +194,52 @@ async fn drive_connection<C: ClientCodec>(
                     );
                     continue;
                 }
+                if rbuf.capacity() > 4 * room.max(super::RECV_BUF_INITIAL) {
+                    rbuf = Vec::new(); // given back after a large message
+                }
                 rbuf.clear();
                 rbuf.reserve(room);
-                let read = async {
-                    let (result, buf) = s.read(std::mem::take(&mut rbuf).slice(..room)).await;
-                    rbuf = buf.into_inner();
-                    result
+                let read = s.read(std::mem::take(&mut rbuf).slice(..room));
+                let stop = || {
+                    let _ = s.shutdown(std::net::Shutdown::Read);
                 };
-                match with_timeout(timeout, read).await {
-                    Ok(n) => {
-                        if let Some(dst) = conn.read_buf() {
-                            dst[..n].copy_from_slice(&rbuf[..n]);
+                match uncancellable(timeout, read, stop).await {
+                    Timed::Done((result, buf)) => {
+                        rbuf = buf.into_inner();
+                        match result {
+                            Ok(n) => {
+                                if let Some(dst) = conn.read_buf() {
+                                    dst[..n].copy_from_slice(&rbuf[..n]);
+                                }
+                                conn.read(n, Instant::now(), &mut rec.borrow_mut());
+                            }
+                            Err(e) => conn.read_failed(&e, &mut rec.borrow_mut()),
                         }
-                        conn.read(n, Instant::now(), &mut rec.borrow_mut());
                     }
-                    Err(e) => {
-                        // A timed-out read's buffer stays with the runtime; start afresh.
+                    Timed::Stopped((result, buf)) => {
+                        // Bytes that came with the timeout: counted, not decoded.
+                        rbuf = buf.into_inner();
+                        if let Ok(n @ 1..) = result
+                            && let Some(dst) = conn.read_buf()
+                        {
+                            dst[..n].copy_from_slice(&rbuf[..n]);
+                            conn.read_after_giving_up(n);
+                        }
+                        conn.read_failed(&timed_out(), &mut rec.borrow_mut());
+                    }
+                    Timed::Abandoned => {
                         rbuf = Vec::with_capacity(super::RECV_BUF_INITIAL);
-                        conn.read_failed(&e, &mut rec.borrow_mut());
+                        conn.read_failed(&timed_out(), &mut rec.borrow_mut());
                     }
                 }
             }
             (Want::Close, Some(s)) => {
-                add_tcp_info(s.as_raw_fd(), &mut rec.borrow_mut().kernel);
+                let (drained, audit) = close_audit(s.as_raw_fd(), conn.socket_rx(), sent_fin);
                 stream = None;
-                conn.closed(Instant::now(), &mut rec.borrow_mut());
+                conn.closed(drained, Some(audit), Instant::now(), &mut rec.borrow_mut());
             }
-            (Want::Close, None) => conn.closed(Instant::now(), &mut rec.borrow_mut()),
-            (Want::Write | Want::Read(_), None) => {
+            (Want::Close, None) => conn.closed(0, None, Instant::now(), &mut rec.borrow_mut()),
+            (Want::Write(_) | Want::Read(_), None) => {
                 conn.read_failed(&io::Error::other("no connection"), &mut rec.borrow_mut())
             }
         }
@@ -170,17 +248,20 @@ async fn drive_connection<C: ClientCodec>(
 
 /// How often a server core looks at the stop flag.
 const STOP_POLL: Duration = Duration::from_millis(20);
+/// How long a refused connection is given to read its refusal before it is closed.
+const REFUSE_WAIT: Duration = Duration::from_secs(1);
 
-/// Start a built-in server on `cores` with tokio-uring (see [`super::glommio::start_server`]).
+/// Start a built-in server on `cores` with tokio-uring (see [`super::start_server_threads`]).
 pub fn start_server<S>(
     listeners: Vec<(SocketAddr, S)>,
     cores: &[usize],
+    limits: ServerLimits,
     stop: Arc<AtomicBool>,
 ) -> Result<super::ServerHandle, EngineError>
 where
     S: ServerCodec + Send + 'static,
 {
-    super::start_server_threads(listeners, cores, stop, |listeners, cpu, stop, ready| {
+    super::start_server_threads(listeners, cores, limits, stop, |listeners, cpu, limits, stop, ready| {
         let rt = match runtime(cpu) {
             Ok(rt) => rt,
             Err(e) => {
@@ -188,31 +269,45 @@ where
                 return ServerTally { core: cpu, ..Default::default() };
             }
         };
-        rt.block_on(server_core(listeners, cpu, stop, ready))
+        rt.block_on(server_core(listeners, cpu, limits, stop, ready))
     })
 }
 
 async fn server_core<S: ServerCodec + 'static>(
     listeners: Vec<(std::net::TcpListener, S)>,
     cpu: usize,
+    limits: ServerLimits,
     stop: Arc<AtomicBool>,
     ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
 ) -> ServerTally {
     let tally = Rc::new(RefCell::new(ServerTally { core: cpu, ..Default::default() }));
+    let active = Rc::new(Cell::new(0usize));
     let clock = ThreadClock::start();
     let _ = ready.send(Ok(()));
     for (listener, prototype) in listeners {
         let listener = TcpListener::from_std(listener);
-        let tally = tally.clone();
+        let (tally, active) = (tally.clone(), active.clone());
         ::tokio_uring::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
+                    // Out of file descriptors and the like: back off instead of spinning.
                     tokio::time::sleep(STOP_POLL).await;
                     continue;
                 };
+                if active.get() >= limits.max_conns {
+                    tally.borrow_mut().refused += 1;
+                    ::tokio_uring::spawn(refuse(stream, busy_answer(&prototype)));
+                    continue;
+                }
                 tally.borrow_mut().connections += 1;
                 let _ = stream.set_nodelay(true);
-                ::tokio_uring::spawn(serve_connection(stream, prototype.clone(), tally.clone()));
+                let (tally, active) = (tally.clone(), active.clone());
+                active.set(active.get() + 1);
+                let codec = prototype.clone();
+                ::tokio_uring::spawn(async move {
+                    serve_connection(stream, codec, limits, tally).await;
+                    active.set(active.get() - 1);
+                });
             }
         });
     }
@@ -224,52 +319,114 @@ async fn server_core<S: ServerCodec + 'static>(
     t
 }
 
-async fn serve_connection<S: ServerCodec>(stream: TcpStream, codec: S, tally: Rc<RefCell<ServerTally>>) {
-    let mut conn = ServerConn::new(codec, Instant::now());
+/// A connection over the limit: say so where the protocol can, then close (bounded).
+async fn refuse(stream: TcpStream, answer: Vec<u8>) {
+    if !answer.is_empty() {
+        let write = stream.write_all(answer);
+        let _ = uncancellable(REFUSE_WAIT, write, || {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        })
+        .await;
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    // Read what the client sent until it closes, so our close is a FIN rather than a reset.
+    let mut buf = vec![0u8; 1024];
+    for _ in 0..64 {
+        let stop = || {
+            let _ = stream.shutdown(std::net::Shutdown::Read);
+        };
+        match uncancellable(REFUSE_WAIT, stream.read(buf), stop).await {
+            Timed::Done((Ok(n), b)) if n > 0 => buf = b,
+            _ => break,
+        }
+    }
+}
+
+async fn serve_connection<S: ServerCodec>(
+    stream: TcpStream,
+    codec: S,
+    limits: ServerLimits,
+    tally: Rc<RefCell<ServerTally>>,
+) {
+    let mut conn = ServerConn::new(codec, limits, Instant::now());
     // tokio-uring owns the buffers while the kernel uses them; these travel to it and back.
-    let mut rbuf: Vec<u8> = Vec::with_capacity(super::RECV_BUF_INITIAL);
-    let mut wbuf: Vec<u8> = Vec::with_capacity(4096);
+    let mut rbuf: Vec<u8> = Vec::new();
+    let mut wbuf: Vec<u8> = Vec::new();
+    // A read stays in flight across deadlines (a heartbeat is written beside it): dropping it
+    // would lose the bytes it later takes, since tokio-uring cannot cancel it.
     loop {
         let Some(room) = conn.read_buf().map(|b| b.len()) else { return };
+        if rbuf.capacity() > 4 * room {
+            rbuf = Vec::new(); // given back after a large message
+        }
         rbuf.clear();
         rbuf.reserve(room);
-        let read = stream.read(std::mem::take(&mut rbuf).slice(..room));
-        // Servers that speak unprompted (nsqd's heartbeats) stop waiting when one is due.
-        let result = match conn.read_deadline() {
-            Some(due) => tokio::time::timeout_at(due.into(), read).await.ok(),
-            None => Some(read.await),
-        };
-        match result {
-            // A timed-out read's buffer stays with the runtime; start afresh.
-            None => {
-                rbuf = Vec::with_capacity(super::RECV_BUF_INITIAL);
-                conn.deadline_passed();
-            }
-            Some((result, buf)) => {
-                rbuf = buf.into_inner();
-                let n = match result {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                if let Some(dst) = conn.read_buf() {
-                    dst[..n].copy_from_slice(&rbuf[..n]);
+        let mut read = std::pin::pin!(stream.read(std::mem::take(&mut rbuf).slice(..room)));
+        let (result, buf) = loop {
+            let deadline = conn.deadline();
+            tokio::select! {
+                biased;
+                done = &mut read => break done,
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    conn.deadline_passed(Instant::now(), &mut tally.borrow_mut());
+                    if conn.closing() {
+                        // Too slow: end the read (it cannot be cancelled) and close.
+                        let _ = stream.shutdown(std::net::Shutdown::Both);
+                        let _ = tokio::time::timeout(UNCANCELLABLE_WAIT, read).await;
+                        return;
+                    }
+                    if !conn.to_write().is_empty() && !write_out(&stream, &mut conn, &mut wbuf, &tally).await {
+                        let _ = tokio::time::timeout(UNCANCELLABLE_WAIT, read).await;
+                        return;
+                    }
                 }
-                conn.received(n, Instant::now(), super::unix_secs(), &mut tally.borrow_mut());
             }
+        };
+        rbuf = buf.into_inner();
+        let n = match result {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if let Some(dst) = conn.read_buf() {
+            dst[..n].copy_from_slice(&rbuf[..n]);
         }
-        if !conn.to_write().is_empty() {
-            wbuf.clear();
-            wbuf.extend_from_slice(conn.to_write());
-            let (result, buf) = stream.write_all(std::mem::take(&mut wbuf)).await;
-            wbuf = buf;
-            if result.is_err() {
-                return;
-            }
-            conn.written(&mut tally.borrow_mut());
+        conn.received(n, Instant::now(), super::unix_secs(), &mut tally.borrow_mut());
+        if !conn.to_write().is_empty() && !write_out(&stream, &mut conn, &mut wbuf, &tally).await {
+            return;
         }
         if conn.closing() {
             let _ = stream.shutdown(std::net::Shutdown::Write);
             return;
+        }
+    }
+}
+
+/// Write the connection's answers within its write timeout; `false`: the connection is over.
+async fn write_out<S: ServerCodec>(
+    stream: &TcpStream,
+    conn: &mut ServerConn<S>,
+    wbuf: &mut Vec<u8>,
+    tally: &Rc<RefCell<ServerTally>>,
+) -> bool {
+    wbuf.clear();
+    wbuf.extend_from_slice(conn.to_write());
+    let write = stream.write_all(std::mem::take(wbuf));
+    let stop = || {
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    };
+    match uncancellable(conn.write_timeout(), write, stop).await {
+        Timed::Done((Ok(()), buf)) => {
+            *wbuf = buf;
+            if wbuf.capacity() > 64 * 1024 {
+                *wbuf = Vec::new();
+            }
+            conn.written(Instant::now(), &mut tally.borrow_mut());
+            true
+        }
+        Timed::Done((Err(_), _)) => false,
+        Timed::Stopped(_) | Timed::Abandoned => {
+            tally.borrow_mut().timeouts += 1;
+            false
         }
     }
 }

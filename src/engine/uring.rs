@@ -9,7 +9,7 @@
 //! their deadline (`ASYNC_CANCEL`).
 
 use super::conn::{Conn, Want};
-use super::sys::{ThreadClock, add_tcp_info};
+use super::sys::{ThreadClock, close_audit};
 use super::{ClientJob, ClientRun, EngineError, StartGate};
 use crate::proto::ClientCodec;
 use crate::stats::CoreRecorder;
@@ -87,27 +87,46 @@ fn client_core<C: ClientCodec>(
             addr: addr.clone(),
         })
         .collect();
+    // Every error of the loop comes back here, where the slots are abandoned before the ring:
+    // operations may still point into their buffers.
+    if let Err(source) = run_loop(&mut ring, &mut slots, &job, index, &mut rec) {
+        abandon(slots);
+        return Err(EngineError::Executor { cpu, source });
+    }
+    let finished = Instant::now();
+    job.progress[index].store(rec.ops, Ordering::Relaxed);
+    (rec.cpu, rec.wall) = clock.since(finished);
+    Ok((rec, finished))
+}
+
+/// Drive every slot until all are done. Returns early only when the ring fails; the caller
+/// must then abandon the slots (SQEs may still point into them).
+fn run_loop<C: ClientCodec>(
+    ring: &mut IoUring,
+    slots: &mut [Slot<C>],
+    job: &ClientJob,
+    index: usize,
+    rec: &mut CoreRecorder,
+) -> io::Result<()> {
     let mut ready: Vec<usize> = (0..slots.len()).collect();
     let mut remaining = slots.len();
-    // One clock read per loop, taken after the wait: on a machine whose clock has no vDSO fast
-    // path each read is a syscall. The connections driven at the top of the next loop use it.
     // Connections waiting for a time (a paced workload's next operation, a retry pause).
     let mut sleepers: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
+    // One clock read per loop, taken after the wait: on a machine whose clock has no vDSO fast
+    // path each read is a syscall. The connections driven at the top of the next loop use it.
     let mut now = Instant::now();
     let mut next_tick = now + TICK;
     let mut next_progress = now + super::PROGRESS_EVERY;
-    let result = loop {
+    loop {
+        let stopping = job.stop.load(Ordering::Relaxed);
         for i in ready.drain(..) {
-            if let Err(e) = drive(&mut ring, &mut slots, &mut sleepers, i, now, &job, &mut rec) {
-                break_with(&mut slots);
-                return Err(EngineError::Executor { cpu, source: e });
-            }
+            drive(ring, slots, &mut sleepers, i, now, stopping, job, rec)?;
             if slots[i].done {
                 remaining -= 1;
             }
         }
         if remaining == 0 {
-            break Ok(());
+            return Ok(());
         }
         // Wake for the next tick, or sooner for a paced connection's next operation.
         let wait = sleepers
@@ -117,7 +136,7 @@ fn client_core<C: ClientCodec>(
         match ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
             Ok(_) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
-            Err(e) => break Err(e),
+            Err(e) => return Err(e),
         }
         now = Instant::now();
         for cqe in ring.completion() {
@@ -138,18 +157,18 @@ fn client_core<C: ClientCodec>(
                 }
             };
             match kind {
-                OP_CONNECT if result >= 0 => slot.conn.connected(&mut rec),
+                OP_CONNECT if result >= 0 => slot.conn.connected(rec),
                 OP_CONNECT => {
                     if let Some(fd) = slot.fd.take() {
                         // SAFETY: our socket, no operation in flight on it.
                         unsafe { libc::close(fd) };
                     }
-                    slot.conn.connect_failed(&error(result), now, &mut rec)
+                    slot.conn.connect_failed(&error(result), now, rec)
                 }
-                OP_SEND if result >= 0 => slot.conn.wrote(result as usize, &mut rec),
-                OP_SEND => slot.conn.write_failed(&error(result), &mut rec),
-                OP_RECV if result >= 0 => slot.conn.read(result as usize, now, &mut rec),
-                _ => slot.conn.read_failed(&error(result), &mut rec),
+                OP_SEND if result >= 0 => slot.conn.wrote(result as usize, rec),
+                OP_SEND => slot.conn.write_failed(&error(result), rec),
+                OP_RECV if result >= 0 => slot.conn.read(result as usize, now, rec),
+                _ => slot.conn.read_failed(&error(result), rec),
             }
             ready.push(i);
         }
@@ -173,7 +192,7 @@ fn client_core<C: ClientCodec>(
                     let sqe = opcode::AsyncCancel::new(user_data(i, kind))
                         .build()
                         .user_data(user_data(i, OP_CANCEL));
-                    push(&mut ring, &sqe).map_err(|source| EngineError::Executor { cpu, source })?;
+                    push(ring, &sqe)?;
                 }
             }
         }
@@ -181,15 +200,7 @@ fn client_core<C: ClientCodec>(
             next_progress = now + super::PROGRESS_EVERY;
             job.progress[index].store(rec.ops, Ordering::Relaxed);
         }
-    };
-    if let Err(source) = result {
-        break_with(&mut slots);
-        return Err(EngineError::Executor { cpu, source });
     }
-    let finished = Instant::now();
-    job.progress[index].store(rec.ops, Ordering::Relaxed);
-    (rec.cpu, rec.wall) = clock.since(finished);
-    Ok((rec, finished))
 }
 
 fn user_data(slot: usize, kind: u64) -> u64 {
@@ -209,18 +220,20 @@ fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> io::Result<()> {
 }
 
 /// Ask slot `i`'s machine what to do until it is waiting on an operation, asleep or done.
+#[allow(clippy::too_many_arguments)]
 fn drive<C: ClientCodec>(
     ring: &mut IoUring,
     slots: &mut [Slot<C>],
     sleepers: &mut BinaryHeap<Reverse<(Instant, usize)>>,
     i: usize,
     now: Instant,
+    stopping: bool,
     job: &ClientJob,
     rec: &mut CoreRecorder,
 ) -> io::Result<()> {
     let slot = &mut slots[i];
     loop {
-        match slot.conn.next(now, &job.stop) {
+        match slot.conn.next(now, stopping, rec) {
             Want::Done => {
                 slot.done = true;
                 return Ok(());
@@ -229,7 +242,7 @@ fn drive<C: ClientCodec>(
                 sleepers.push(Reverse((until, i)));
                 return Ok(());
             }
-            Want::Connect => {
+            Want::Connect(timeout) => {
                 let socket = socket2::Socket::new(
                     socket2::Domain::for_address(job.addr),
                     socket2::Type::STREAM.nonblocking().cloexec(),
@@ -248,10 +261,10 @@ fn drive<C: ClientCodec>(
                 let sqe = opcode::Connect::new(types::Fd(fd), slot.addr.as_ptr().cast(), slot.addr.len())
                     .build()
                     .user_data(user_data(i, OP_CONNECT));
-                slot.busy = Some((OP_CONNECT, now + job.timeout));
+                slot.busy = Some((OP_CONNECT, now + timeout));
                 return push(ring, &sqe);
             }
-            Want::Write => {
+            Want::Write(timeout) => {
                 let Some(fd) = slot.fd else {
                     slot.conn.write_failed(&io::Error::other("no connection"), rec);
                     continue;
@@ -262,7 +275,7 @@ fn drive<C: ClientCodec>(
                         .flags(libc::MSG_NOSIGNAL)
                         .build()
                         .user_data(user_data(i, OP_SEND));
-                slot.busy = Some((OP_SEND, now + job.timeout));
+                slot.busy = Some((OP_SEND, now + timeout));
                 return push(ring, &sqe);
             }
             Want::Read(timeout) => {
@@ -285,13 +298,15 @@ fn drive<C: ClientCodec>(
                 return push(ring, &sqe);
             }
             Want::Close => {
-                if let Some(fd) = slot.fd.take() {
-                    add_tcp_info(fd, &mut rec.kernel);
+                let audit = slot.fd.take().map(|fd| {
+                    let audit = close_audit(fd, slot.conn.socket_rx(), false);
                     // SAFETY: our socket; no operation is in flight on it (we only get here
                     // between operations).
                     unsafe { libc::close(fd) };
-                }
-                slot.conn.closed(now, rec);
+                    audit
+                });
+                let drained = audit.as_ref().map_or(0, |(n, _)| *n);
+                slot.conn.closed(drained, audit.map(|(_, a)| a), now, rec);
             }
         }
     }
@@ -299,12 +314,12 @@ fn drive<C: ClientCodec>(
 
 /// The ring failed under us: operations may still point into the slots' buffers, so the
 /// slots are leaked rather than freed (and their sockets closed) before the ring goes.
-fn break_with<C>(slots: &mut Vec<Slot<C>>) {
+fn abandon<C>(mut slots: Vec<Slot<C>>) {
     for slot in slots.iter_mut() {
         if let Some(fd) = slot.fd.take() {
             // SAFETY: our sockets.
             unsafe { libc::close(fd) };
         }
     }
-    std::mem::forget(std::mem::take(slots));
+    std::mem::forget(slots);
 }

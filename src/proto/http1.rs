@@ -6,7 +6,7 @@
 //! `httparse`; bodies may be framed by `Content-Length`, by chunked transfer coding, or (responses
 //! only) by the end of the connection.
 
-use super::{ClientCodec, Decoded, Failure, Outcome, ProtoError, Served, ServerCodec};
+use super::{Awaiting, ClientCodec, Decoded, Failure, Outcome, ProtoError, Served, ServerCodec};
 use std::sync::Arc;
 
 /// Most headers a response or request may carry; httparse needs a fixed-size array.
@@ -20,6 +20,8 @@ pub const MAX_RESPONSE_BODY: usize = 64 * 1024 * 1024;
 pub const MAX_REQUEST_HEAD: usize = 8 * 1024;
 /// The built-in server answers 413 to a request body larger than this.
 pub const MAX_REQUEST_BODY: usize = 16 * 1024 * 1024;
+/// Trailer fields after a chunked body are read up to this size; more is a broken peer.
+const MAX_TRAILERS: usize = 64 * 1024;
 
 /// What the user asked to send; turned into bytes once by [`encode_request`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,6 +154,9 @@ impl Http1Client {
             Err(_) => return Err(ProtoError::BadResponseHead),
         };
         let status = response.code.ok_or(ProtoError::BadResponseHead)?;
+        if !(100..=599).contains(&status) {
+            return Err(ProtoError::BadStatus);
+        }
         let keep_alive_default = response.version == Some(1);
         let mut length: Option<usize> = None;
         let mut chunked = false;
@@ -328,10 +333,16 @@ fn scan_chunked(buf: &[u8], mut from: usize) -> Result<ChunkScan, ProtoError> {
         }
         let data = from + line_end + 2;
         if size == 0 {
-            // Trailer fields, then an empty line.
+            // Trailer fields, then an empty line; bounded, so that endless trailers end.
             let mut pos = data;
             loop {
+                if pos - data > MAX_TRAILERS {
+                    return Err(ProtoError::BadChunk);
+                }
                 let Some(end) = find_crlf(&buf[pos..]) else {
+                    if buf.len() - data > MAX_TRAILERS {
+                        return Err(ProtoError::BadChunk);
+                    }
                     return Ok(ChunkScan::Need(from));
                 };
                 if end == 0 {
@@ -367,14 +378,20 @@ const RESPONSE_413: &[u8] =
     b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 const RESPONSE_431: &[u8] =
     b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+/// What a client over the server's connection limit reads before the close.
+pub const RESPONSE_BUSY: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
-/// The built-in hello-world server: keep-alive, pipelining, 400/413/431 with a close.
+/// The built-in hello-world server: keep-alive, pipelining, 400/413/431 with a close. One
+/// value per connection (it remembers how far the request now arriving has been read).
 #[derive(Debug, Clone, Default)]
-pub struct Http1Server;
+pub struct Http1Server {
+    reader: RequestReader,
+}
 
 impl ServerCodec for Http1Server {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
-        serve_requests(input, out, HELLO_LIMITS, |request, out| {
+        serve_requests(input, out, HELLO_LIMITS, &mut self.reader, |request, out| {
             let response = match request {
                 Err(Refusal::BadRequest) => RESPONSE_400,
                 Err(Refusal::HeadTooLarge) => RESPONSE_431,
@@ -383,16 +400,21 @@ impl ServerCodec for Http1Server {
                 Ok(r) if r.method == "HEAD" => RESPONSE_HELLO_HEAD,
                 Ok(_) => RESPONSE_OK,
             };
-            if request.is_ok_and(|r| r.close) {
-                // Same answer with `Connection: close` before the blank line.
-                let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 2;
-                out.extend_from_slice(&response[..head_end]);
-                out.extend_from_slice(b"Connection: close\r\n");
-                out.extend_from_slice(&response[head_end..]);
-            } else {
-                out.extend_from_slice(response);
+            match request.ok().and_then(Request::connection_header) {
+                // The same answer with the `Connection` header before the blank line.
+                Some(connection) => {
+                    let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 2;
+                    out.extend_from_slice(&response[..head_end]);
+                    out.extend_from_slice(connection.as_bytes());
+                    out.extend_from_slice(&response[head_end..]);
+                }
+                None => out.extend_from_slice(response),
             }
         })
+    }
+
+    fn busy(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(RESPONSE_BUSY);
     }
 }
 
@@ -424,6 +446,53 @@ pub struct Request<'a> {
     pub chunked: bool,
     /// The client asked to close (or spoke HTTP/1.0 without keep-alive).
     pub close: bool,
+    /// The minor version: 1 for HTTP/1.1, 0 for HTTP/1.0.
+    pub minor_version: u8,
+}
+
+impl Request<'_> {
+    /// The `Connection` header the answer must carry: `close` when the connection closes
+    /// after it, `keep-alive` to an HTTP/1.0 client that asked to keep it (RFC 9112 §9.3:
+    /// without it, such a client waits for a close), none otherwise.
+    pub fn connection_header(&self) -> Option<&'static str> {
+        if self.close {
+            Some("Connection: close\r\n")
+        } else if self.minor_version == 0 {
+            Some("Connection: keep-alive\r\n")
+        } else {
+            None
+        }
+    }
+}
+
+/// How far a server connection has read the request now arriving, so that each read looks at
+/// the new bytes only: a head trickling in is searched from where the last search stopped, a
+/// chunked body is walked from its last whole chunk (no quadratic re-parse).
+#[derive(Debug, Clone, Default)]
+pub struct RequestReader {
+    /// Bytes of the pending head already searched for its end.
+    head_scanned: usize,
+    /// The head is whole and its body is arriving.
+    body: Option<PendingBody>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PendingBody {
+    head_len: usize,
+    framing: Framing,
+}
+
+impl RequestReader {
+    /// What the connection waits for, given the bytes still pending.
+    pub fn awaiting(&self, pending: &[u8]) -> Awaiting {
+        if self.body.is_some() {
+            Awaiting::Body
+        } else if pending.is_empty() {
+            Awaiting::Request
+        } else {
+            Awaiting::Head
+        }
+    }
 }
 
 /// Answer every whole request at the start of `input` with `respond`, which appends one
@@ -432,11 +501,12 @@ pub fn serve_requests(
     input: &[u8],
     out: &mut Vec<u8>,
     limits: RequestLimits,
+    reader: &mut RequestReader,
     mut respond: impl FnMut(Result<&Request<'_>, Refusal>, &mut Vec<u8>),
 ) -> Served {
     let mut served = Served::default();
     while served.consumed < input.len() && !served.close {
-        match parse_request(&input[served.consumed..], limits) {
+        match parse_request(&input[served.consumed..], limits, reader) {
             Ok(None) => break,
             Ok(Some((request, consumed))) => {
                 respond(Ok(&request), out);
@@ -448,32 +518,132 @@ pub fn serve_requests(
                 respond(Err(refusal), out);
                 served.consumed = input.len();
                 served.close = true;
+                *reader = RequestReader::default();
             }
         }
     }
+    served.awaiting = reader.awaiting(&input[served.consumed..]);
     served
 }
 
-/// Parse the request at the start of `input`: `Ok(None)` if incomplete, else the request and
-/// the bytes it occupies.
-pub fn parse_request(input: &[u8], limits: RequestLimits) -> Result<Option<(Request<'_>, usize)>, Refusal> {
+/// The end of a request head (the index after its empty line) in `input`, searching from
+/// `from`; httparse accepts bare LF line ends, so `\n\n` ends a head too.
+fn find_head_end(input: &[u8], from: usize) -> Option<usize> {
+    let start = from.saturating_sub(2);
+    let mut i = start;
+    while let Some(nl) = input[i..].iter().position(|&b| b == b'\n') {
+        let at = i + nl;
+        match input.get(at + 1..at + 3) {
+            Some([b'\r', b'\n']) => return Some(at + 3),
+            Some([b'\n', _]) => return Some(at + 2),
+            None if input.get(at + 1) == Some(&b'\n') => return Some(at + 2),
+            _ => {}
+        }
+        i = at + 1;
+    }
+    None
+}
+
+/// Parse the request at the start of `input` (the same pending bytes, grown, on every call
+/// until it is whole): `Ok(None)` if incomplete, else the request and the bytes it occupies.
+pub fn parse_request<'a>(
+    input: &'a [u8],
+    limits: RequestLimits,
+    reader: &mut RequestReader,
+) -> Result<Option<(Request<'a>, usize)>, Refusal> {
+    let pending = match reader.body {
+        Some(pending) => pending,
+        None => {
+            // Find the head's end before parsing it, and parse it once.
+            let (head_len, framing) = loop {
+                let Some(end) = find_head_end(input, reader.head_scanned) else {
+                    if input.len() > limits.max_head {
+                        return Err(Refusal::HeadTooLarge);
+                    }
+                    reader.head_scanned = input.len();
+                    return Ok(None);
+                };
+                if end > limits.max_head {
+                    return Err(Refusal::HeadTooLarge);
+                }
+                match parse_head_framing(&input[..end], limits)? {
+                    Some(found) => break found,
+                    // Empty lines before the request line: keep looking.
+                    None => reader.head_scanned = end,
+                }
+            };
+            reader.head_scanned = 0;
+            let pending = PendingBody { head_len, framing };
+            reader.body = Some(pending);
+            pending
+        }
+    };
+    let end = match pending.framing {
+        Framing::Length(n) if input.len() >= pending.head_len + n => pending.head_len + n,
+        Framing::Length(_) => return Ok(None),
+        Framing::Chunked { resume } => match scan_chunked(input, resume) {
+            Ok(ChunkScan::End(end)) => end,
+            Ok(ChunkScan::Need(_)) if input.len() - pending.head_len > limits.max_body => {
+                return Err(Refusal::BodyTooLarge);
+            }
+            Ok(ChunkScan::Need(resume)) => {
+                reader.body = Some(PendingBody { framing: Framing::Chunked { resume }, ..pending });
+                return Ok(None);
+            }
+            Err(_) => return Err(Refusal::BadRequest),
+        },
+        Framing::UntilEof => return Err(Refusal::BadRequest),
+    };
+    reader.body = None;
+    // Whole: parse the head again to borrow its fields (once per request whose body spanned
+    // reads; a head is at most a few KiB).
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
-    let head_len = match request.parse(input) {
-        Ok(httparse::Status::Complete(n)) if n > limits.max_head => return Err(Refusal::HeadTooLarge),
+    if !matches!(request.parse(&input[..pending.head_len]), Ok(httparse::Status::Complete(_))) {
+        return Err(Refusal::BadRequest);
+    }
+    let (close, chunked) = connection_of(&request)?;
+    let request = Request {
+        method: request.method.unwrap_or_default(),
+        target: request.path.unwrap_or("/"),
+        body: &input[pending.head_len..end],
+        chunked,
+        close,
+        minor_version: request.version.unwrap_or(1),
+    };
+    Ok(Some((request, end)))
+}
+
+/// Parse a whole head: its length and how its body ends; `None` if it is only empty lines.
+fn parse_head_framing(head: &[u8], limits: RequestLimits) -> Result<Option<(usize, Framing)>, Refusal> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut headers);
+    let head_len = match request.parse(head) {
         Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) if input.len() > limits.max_head => return Err(Refusal::HeadTooLarge),
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err(Refusal::HeadTooLarge),
         Err(_) => return Err(Refusal::BadRequest),
     };
-    let mut close = request.version != Some(1);
     let mut length = 0usize;
-    let mut chunked = false;
     for h in request.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
             length = parse_content_length(h.value).map_err(|_| Refusal::BadRequest)?;
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+        }
+    }
+    let (_, chunked) = connection_of(&request)?;
+    if length > limits.max_body {
+        return Err(Refusal::BodyTooLarge);
+    }
+    let framing = if chunked { Framing::Chunked { resume: head_len } } else { Framing::Length(length) };
+    Ok(Some((head_len, framing)))
+}
+
+/// (close after this request, chunked body) from a parsed request head.
+fn connection_of(request: &httparse::Request<'_, '_>) -> Result<(bool, bool), Refusal> {
+    let mut close = request.version != Some(1);
+    let mut chunked = false;
+    for h in request.headers.iter() {
+        if h.name.eq_ignore_ascii_case("transfer-encoding") {
             if !last_token_is(h.value, b"chunked") {
                 return Err(Refusal::BadRequest);
             }
@@ -486,31 +656,7 @@ pub fn parse_request(input: &[u8], limits: RequestLimits) -> Result<Option<(Requ
             }
         }
     }
-    if length > limits.max_body {
-        return Err(Refusal::BodyTooLarge);
-    }
-    let end = if chunked {
-        match scan_chunked(input, head_len) {
-            Ok(ChunkScan::End(end)) => end,
-            Ok(ChunkScan::Need(_)) if input.len() - head_len > limits.max_body => {
-                return Err(Refusal::BodyTooLarge);
-            }
-            Ok(ChunkScan::Need(_)) => return Ok(None),
-            Err(_) => return Err(Refusal::BadRequest),
-        }
-    } else if input.len() >= head_len + length {
-        head_len + length
-    } else {
-        return Ok(None);
-    };
-    let request = Request {
-        method: request.method.unwrap_or_default(),
-        target: request.path.unwrap_or("/"),
-        body: &input[head_len..end],
-        chunked,
-        close,
-    };
-    Ok(Some((request, end)))
+    Ok((close, chunked))
 }
 
 #[cfg(test)]
@@ -672,7 +818,7 @@ mod tests {
 
     fn serve(input: &[u8]) -> (Served, Vec<u8>) {
         let mut out = Vec::new();
-        (Http1Server.serve(input, &mut out), out)
+        (Http1Server::default().serve(input, &mut out), out)
     }
 
     #[test]
@@ -680,7 +826,16 @@ mod tests {
         let input =
             b"GET / HTTP/1.1\r\nHost: x\r\n\r\nPOST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET";
         let (served, out) = serve(input);
-        assert_eq!(served, Served { consumed: input.len() - 3, requests: 2, messages: 0, close: false });
+        assert_eq!(
+            served,
+            Served {
+                consumed: input.len() - 3,
+                requests: 2,
+                messages: 0,
+                close: false,
+                awaiting: Awaiting::Head
+            }
+        );
         assert_eq!(out, [RESPONSE_HELLO, RESPONSE_OK].concat());
         assert_eq!(RESPONSE_HELLO.len(), 50);
     }
@@ -691,7 +846,7 @@ mod tests {
         assert_eq!((served.requests, out.len()), (0, 0));
         let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
         let (served, out) = serve(chunked);
-        assert_eq!(served, Served { consumed: chunked.len(), requests: 1, messages: 0, close: false });
+        assert_eq!(served, Served { consumed: chunked.len(), requests: 1, ..Served::default() });
         assert_eq!(out, RESPONSE_OK);
     }
 
@@ -712,5 +867,68 @@ mod tests {
         assert_eq!(served.requests, 1);
         assert!(served.close);
         assert_eq!(out, b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\nHello World");
+    }
+
+    #[test]
+    fn http10_keep_alive_is_answered_as_kept_and_plain_http10_is_closed() {
+        let (served, out) = serve(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n");
+        assert!(!served.close);
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: keep-alive\r\n\r\nHello World"
+        );
+        let (served, out) = serve(b"GET / HTTP/1.0\r\n\r\n");
+        assert!(served.close);
+        assert!(out.windows(17).any(|w| w == b"Connection: close"));
+    }
+
+    #[test]
+    fn statuses_outside_100_to_599_are_protocol_errors() {
+        for status in ["000", "099", "600", "999"] {
+            let r = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n");
+            let mut c = Http1Client::new(&spec("GET", b""));
+            assert_eq!(decode_all(&mut c, r.as_bytes()), Err(ProtoError::BadStatus), "{status}");
+        }
+    }
+
+    #[test]
+    fn endless_trailers_end_as_a_bad_chunk() {
+        let mut c = Http1Client::new(&spec("GET", b""));
+        let mut r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n".to_vec();
+        while r.len() < 2 * MAX_TRAILERS {
+            r.extend_from_slice(b"X-Trailer: value\r\n");
+        }
+        assert_eq!(decode_all(&mut c, &r), Err(ProtoError::BadChunk));
+    }
+
+    /// The server reads a request growing byte by byte (as a trickling client sends it) and
+    /// answers exactly as it answers the whole request at once.
+    #[test]
+    fn a_request_trickling_in_is_read_incrementally_and_answered_once() {
+        let whole: &[u8] =
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+        let mut server = Http1Server::default();
+        let mut out = Vec::new();
+        let mut pending: Vec<u8> = Vec::new();
+        let mut requests = 0;
+        let mut awaited = Vec::new();
+        for &b in whole {
+            pending.push(b);
+            let served = server.serve(&pending, &mut out);
+            pending.drain(..served.consumed);
+            requests += served.requests;
+            awaited.push(served.awaiting);
+        }
+        assert_eq!(requests, 2);
+        assert_eq!(out, [RESPONSE_OK, RESPONSE_HELLO].concat());
+        assert!(awaited.contains(&Awaiting::Head) && awaited.contains(&Awaiting::Body));
+        assert_eq!(awaited.last(), Some(&Awaiting::Request));
+    }
+
+    #[test]
+    fn the_server_says_busy_with_a_503() {
+        let mut out = Vec::new();
+        Http1Server::default().busy(&mut out);
+        assert!(out.starts_with(b"HTTP/1.1 503 "));
     }
 }

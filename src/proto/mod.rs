@@ -9,7 +9,7 @@ pub mod http1;
 pub mod nsq;
 pub mod ws;
 
-use std::fmt;
+pub use crate::outcome::Failure;
 
 /// What a decoder made of the bytes it was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub enum Outcome {
     /// It completed the oldest operation in flight, successfully.
     Op,
     /// It completed the oldest operation in flight, but the server said the operation failed
-    /// (an HTTP status >= 400, an NSQ `E_*` frame). Counted as an error of the failure's class.
+    /// (an HTTP status >= 400, an NSQ `E_*` frame): the operation failed with the failure's class.
     OpFailed(Failure),
     /// It belonged to no operation (a heartbeat, a ping, a pong): its bytes are `control` bytes.
     /// Any reply the codec wants sent was appended to the output buffer it was given.
@@ -36,73 +36,14 @@ pub enum Outcome {
     OpPart,
 }
 
-/// Why the server refused an operation; small and `Copy` so that counting it costs nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Failure {
-    /// An HTTP response status of 400 or more.
-    Status(u16),
-    /// An NSQ error frame, by its code (`E_BAD_TOPIC`, …).
-    Nsq(&'static str),
-}
-
-impl Failure {
-    /// The error class it is counted under in reports.
-    pub fn class(self) -> ErrorClass {
-        match self {
-            Failure::Status(_) => ErrorClass::Status,
-            Failure::Nsq(_) => ErrorClass::Protocol,
-        }
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failure::Status(code) => write!(f, "HTTP {code}"),
-            Failure::Nsq(code) => f.write_str(code),
-        }
-    }
-}
-
-/// The classes that failures are counted under during a run (the JSON `errors` object).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ErrorClass {
-    Connect,
-    Read,
-    Write,
-    Timeout,
-    Status,
-    Protocol,
-}
-
-impl ErrorClass {
-    pub const ALL: [ErrorClass; 6] = [
-        ErrorClass::Connect,
-        ErrorClass::Read,
-        ErrorClass::Write,
-        ErrorClass::Timeout,
-        ErrorClass::Status,
-        ErrorClass::Protocol,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorClass::Connect => "connect",
-            ErrorClass::Read => "read",
-            ErrorClass::Write => "write",
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Status => "status",
-            ErrorClass::Protocol => "protocol",
-        }
-    }
-}
-
 /// The server broke the protocol: the connection cannot go on and is closed.
-/// Small and `Copy`; the engine counts it under [`ErrorClass::Protocol`] with its text.
+/// Small and `Copy`; the engine counts it under `protocol` with its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, thiserror::Error)]
 pub enum ProtoError {
     #[error("malformed HTTP response head")]
     BadResponseHead,
+    #[error("HTTP status outside 100-599")]
+    BadStatus,
     #[error("HTTP response head larger than the limit")]
     ResponseHeadTooLarge,
     #[error("invalid Content-Length")]
@@ -133,7 +74,7 @@ pub enum ProtoError {
     ReservedBits,
     #[error("masked frame from the server")]
     MaskedServerFrame,
-    #[error("WebSocket frame larger than the limit")]
+    #[error("WebSocket frame or message larger than the limit")]
     FrameTooLarge,
     #[error("fragmented or oversized WebSocket control frame")]
     BadControlFrame,
@@ -189,6 +130,22 @@ pub struct Served {
     pub messages: u64,
     /// Close the connection once `out` has been written.
     pub close: bool,
+    /// What the connection waits for next (it decides which read deadline applies).
+    pub awaiting: Awaiting,
+}
+
+/// What a server connection is waiting for: it picks the deadline of the next read (a request
+/// head must arrive whole within the head timeout, slowloris or not; otherwise the connection
+/// may stay silent for the idle timeout between reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Awaiting {
+    /// Nothing pending: the next request, whenever it comes (idle timeout).
+    #[default]
+    Request,
+    /// Part of a request head or handshake arrived; the rest must follow promptly.
+    Head,
+    /// A request body or a frame is arriving.
+    Body,
 }
 
 /// The server role of a protocol: the built-in targets of `wirebench serve`.
@@ -207,4 +164,7 @@ pub trait ServerCodec: Clone {
     fn heartbeat(&mut self, _out: &mut Vec<u8>) -> bool {
         true
     }
+    /// The server is at its connection limit: append what a refused client should read
+    /// before the connection is closed (an HTTP 503), or nothing.
+    fn busy(&self, _out: &mut Vec<u8>) {}
 }

@@ -9,7 +9,7 @@
 //! frame is 4 + 4 + 2 = 10.
 
 use super::http1::{self, Refusal, Request, RequestLimits, RequestSpec};
-use super::{ClientCodec, Decoded, Failure, Outcome, ProtoError, Served, ServerCodec};
+use super::{Awaiting, ClientCodec, Decoded, Failure, Outcome, ProtoError, Served, ServerCodec};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -266,6 +266,8 @@ pub struct NsqServer {
     heartbeat_ms: i64,
     /// Heartbeats sent since the client last sent anything; nsqd closes at two.
     unanswered: u32,
+    /// The MPUB whose body is arriving.
+    mpub: Option<MpubProgress>,
 }
 
 impl NsqServer {
@@ -276,14 +278,15 @@ impl NsqServer {
             identified: false,
             heartbeat_ms: DEFAULT_HEARTBEAT_MS,
             unanswered: 0,
+            mpub: None,
         }
     }
 }
 
 /// What one command did.
 enum Step {
-    /// Need more bytes.
-    Need,
+    /// Need more bytes: of a command line (or the magic), or of a body.
+    Need(Awaiting),
     /// Answered (or not, for NOP); used this many bytes and published this many messages.
     Done(usize, u64),
     /// An error frame was written; nsqd closes the connection.
@@ -308,7 +311,7 @@ impl NsqServer {
     fn step(&mut self, input: &[u8], out: &mut Vec<u8>) -> Step {
         if !self.magic_seen {
             if input.len() < 4 {
-                return Step::Need;
+                return Step::Need(if input.is_empty() { Awaiting::Request } else { Awaiting::Head });
             }
             if &input[..4] != MAGIC_V2 {
                 write_frame(out, FRAME_ERROR, b"E_BAD_PROTOCOL");
@@ -318,7 +321,11 @@ impl NsqServer {
             return Step::Done(4, 0);
         }
         let Some(nl) = input.iter().position(|&b| b == b'\n') else {
-            return if input.len() > MAX_COMMAND_LINE { Step::Fatal } else { Step::Need };
+            return match input.len() {
+                0 => Step::Need(Awaiting::Request),
+                n if n > MAX_COMMAND_LINE => Step::Fatal,
+                _ => Step::Need(Awaiting::Head),
+            };
         };
         let line = input[..nl].strip_suffix(b"\r").unwrap_or(&input[..nl]);
         let params: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
@@ -344,10 +351,10 @@ impl NsqServer {
             return fatal(out, "E_INVALID", "cannot IDENTIFY in current state");
         }
         if rest.len() < 4 {
-            return Step::Need;
+            return Step::Need(Awaiting::Body);
         }
         let len = be_i32(rest);
-        if len > self.limits.max_body_size as i64 {
+        if len > as_i64(self.limits.max_body_size) {
             return fatal(
                 out,
                 "E_BAD_BODY",
@@ -359,7 +366,7 @@ impl NsqServer {
         }
         let len = len as usize;
         if rest.len() < 4 + len {
-            return Step::Need;
+            return Step::Need(Awaiting::Body);
         }
         let Ok(body) = serde_json::from_slice::<serde_json::Value>(&rest[4..4 + len]) else {
             return fatal(out, "E_BAD_BODY", "IDENTIFY failed to decode JSON body");
@@ -422,13 +429,13 @@ impl NsqServer {
             }
         }
         if rest.len() < 4 {
-            return Step::Need;
+            return Step::Need(Awaiting::Body);
         }
         let len = be_i32(rest);
         if len <= 0 {
             return fatal(out, "E_BAD_MESSAGE", &format!("{cmd} invalid message body size {len}"));
         }
-        if len > self.limits.max_msg_size as i64 {
+        if len > as_i64(self.limits.max_msg_size) {
             return fatal(
                 out,
                 "E_BAD_MESSAGE",
@@ -436,7 +443,7 @@ impl NsqServer {
             );
         }
         if rest.len() < 4 + len as usize {
-            return Step::Need;
+            return Step::Need(Awaiting::Body);
         }
         write_frame(out, FRAME_RESPONSE, b"OK");
         Step::Done(after + 4 + len as usize, 1)
@@ -455,23 +462,37 @@ impl NsqServer {
             );
         }
         if rest.len() < 4 {
-            return Step::Need;
+            return Step::Need(Awaiting::Body);
         }
         let body_len = be_i32(rest);
         if body_len <= 0 {
             return fatal(out, "E_BAD_BODY", &format!("MPUB invalid body size {body_len}"));
         }
-        if body_len > self.limits.max_body_size as i64 {
+        if body_len > as_i64(self.limits.max_body_size) {
             return fatal(
                 out,
                 "E_BAD_BODY",
                 &format!("MPUB body too big {body_len} > {}", self.limits.max_body_size),
             );
         }
-        match parse_mpub_body(&rest[4..], self.limits) {
+        // Bounded by the declared length, and resumed where the last read stopped.
+        let body_len = body_len as usize;
+        let end = rest.len().min(4 + body_len);
+        let progress = self.mpub.get_or_insert_with(MpubProgress::default);
+        match parse_mpub_body(&rest[4..end], self.limits, progress) {
             Err((code, desc)) => fatal(out, code, &desc),
-            Ok(None) => Step::Need,
+            Ok(None) if end == 4 + body_len => {
+                let desc = format!("MPUB body size {body_len} is less than its messages need");
+                fatal(out, "E_BAD_BODY", &desc)
+            }
+            Ok(None) => Step::Need(Awaiting::Body),
+            Ok(Some((used, _))) if used != body_len => fatal(
+                out,
+                "E_BAD_BODY",
+                &format!("MPUB body size {body_len} does not match its messages ({used})"),
+            ),
             Ok(Some((used, count))) => {
+                self.mpub = None;
                 write_frame(out, FRAME_RESPONSE, b"OK");
                 Step::Done(after + 4 + used, count)
             }
@@ -479,19 +500,34 @@ impl NsqServer {
     }
 }
 
-/// MPUB's binary body (count, then size + message each) as nsqd's `readMPUB` reads it:
-/// `Ok(None)` if incomplete, else the bytes used and the message count.
-fn parse_mpub_body(body: &[u8], limits: SinkLimits) -> Result<Option<(usize, u64)>, (&'static str, String)> {
+/// How far an MPUB body arriving over several reads has been read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MpubProgress {
+    /// Messages read whole so far, and where the next one starts in the body.
+    read: i64,
+    pos: usize,
+}
+
+/// MPUB's binary body (count, then size + message each) as nsqd's `readMPUB` reads it, from
+/// where `progress` stopped: `Ok(None)` if incomplete, else the bytes used and the count.
+fn parse_mpub_body(
+    body: &[u8],
+    limits: SinkLimits,
+    progress: &mut MpubProgress,
+) -> Result<Option<(usize, u64)>, (&'static str, String)> {
     if body.len() < 4 {
         return Ok(None);
     }
     let count = be_i32(body);
-    let max_messages = (limits.max_body_size as i64 - 4) / 5;
+    let max_messages = as_i64(limits.max_body_size).saturating_sub(4) / 5;
     if count <= 0 || count > max_messages {
         return Err(("E_BAD_BODY", format!("MPUB invalid message count {count}")));
     }
-    let mut pos = 4;
-    for i in 0..count {
+    if progress.pos == 0 {
+        progress.pos = 4;
+    }
+    while progress.read < count {
+        let (i, pos) = (progress.read, progress.pos);
         if body.len() < pos + 4 {
             return Ok(None);
         }
@@ -499,15 +535,22 @@ fn parse_mpub_body(body: &[u8], limits: SinkLimits) -> Result<Option<(usize, u64
         if size <= 0 {
             return Err(("E_BAD_MESSAGE", format!("MPUB invalid message({i}) body size {size}")));
         }
-        if size > limits.max_msg_size as i64 {
+        if size > as_i64(limits.max_msg_size) {
             return Err(("E_BAD_MESSAGE", format!("MPUB message too big {size} > {}", limits.max_msg_size)));
         }
-        pos += 4 + size as usize;
-        if body.len() < pos {
+        let next = pos + 4 + size as usize;
+        if body.len() < next {
             return Ok(None);
         }
+        progress.read += 1;
+        progress.pos = next;
     }
-    Ok(Some((pos, count as u64)))
+    Ok(Some((progress.pos, count as u64)))
+}
+
+/// A limit given as u64 (nsqd's flags) compared with a length read as a signed 32-bit value.
+fn as_i64(limit: u64) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
 impl ServerCodec for NsqServer {
@@ -518,7 +561,10 @@ impl ServerCodec for NsqServer {
         }
         loop {
             match self.step(&input[served.consumed..], out) {
-                Step::Need => return served,
+                Step::Need(awaiting) => {
+                    served.awaiting = awaiting;
+                    return served;
+                }
                 Step::Done(used, messages) => {
                     served.consumed += used;
                     served.requests += 1;
@@ -588,11 +634,12 @@ pub struct NsqHttpServer {
     limits: SinkLimits,
     date: [u8; 29],
     date_secs: u64,
+    reader: http1::RequestReader,
 }
 
 impl NsqHttpServer {
     pub fn new(limits: SinkLimits) -> Self {
-        NsqHttpServer { limits, date: http_date(0), date_secs: 0 }
+        NsqHttpServer { limits, date: http_date(0), date_secs: 0, reader: http1::RequestReader::default() }
     }
 
     /// Route one request; returns (status, extra leading header, body, published messages).
@@ -646,7 +693,7 @@ impl NsqHttpServer {
         let binary = query_value(query, "binary")
             .is_some_and(|v| !matches!(v.as_str(), "false" | "0" | "f" | "F" | "FALSE" | "False"));
         if binary {
-            return match parse_mpub_body(&body, self.limits) {
+            return match parse_mpub_body(&body, self.limits, &mut MpubProgress::default()) {
                 Ok(Some((_, n))) => (200, None, Ok("OK"), n),
                 Ok(None) => (413, None, Err("BAD_MESSAGE".into()), 0),
                 Err((code, _)) => (413, None, Err(code[2..].into()), 0),
@@ -662,12 +709,14 @@ impl NsqHttpServer {
         (200, None, Ok("OK"), count)
     }
 
+    /// One answer; `request`: the request answered (`None` for a refused one: HTTP/1.1 and a
+    /// close), for the status line's version and the `Connection` header, as Go writes them.
     fn respond(
         &self,
         status: u16,
         lead: Option<&str>,
         body: Result<&str, String>,
-        close: bool,
+        request: Option<&Request<'_>>,
         out: &mut Vec<u8>,
     ) {
         let reason = match status {
@@ -680,7 +729,8 @@ impl NsqHttpServer {
         };
         let date = std::str::from_utf8(&self.date).unwrap_or_default();
         let mut w = ByteWriter(out);
-        let _ = write!(w, "HTTP/1.1 {status} {reason}\r\n");
+        let minor = request.map_or(1, |r| r.minor_version);
+        let _ = write!(w, "HTTP/1.{minor} {status} {reason}\r\n");
         if let Some(h) = lead {
             let _ = write!(w, "{h}\r\n");
         }
@@ -705,19 +755,18 @@ impl NsqHttpServer {
                 json
             }
         };
-        if close {
-            let _ = write!(w, "Connection: close\r\n");
-        }
-        let _ = write!(w, "\r\n{text}");
+        let connection = request.map_or(Some("Connection: close\r\n"), Request::connection_header);
+        let _ = write!(w, "{}\r\n{text}", connection.unwrap_or_default());
     }
 }
 
 impl ServerCodec for NsqHttpServer {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
-        let limits =
-            RequestLimits { max_head: GO_MAX_HEADER_BYTES, max_body: self.limits.max_body_size as usize + 1 };
+        let max_body = usize::try_from(self.limits.max_body_size).unwrap_or(usize::MAX).saturating_add(1);
+        let limits = RequestLimits { max_head: GO_MAX_HEADER_BYTES, max_body };
         let mut messages = 0;
-        let mut served = http1::serve_requests(input, out, limits, |request, out| {
+        let mut reader = std::mem::take(&mut self.reader);
+        let mut served = http1::serve_requests(input, out, limits, &mut reader, |request, out| {
             match request {
             Ok(r) => {
                 let (status, lead, body, n) = self.route(r);
@@ -725,13 +774,14 @@ impl ServerCodec for NsqHttpServer {
                 if r.target.starts_with("/ping") && status == 200 {
                     // /ping is PlainText in nsqd: no X-Nsq-Content-Type.
                     let date = std::str::from_utf8(&self.date).unwrap_or_default();
-                    let close = if r.close { "Connection: close\r\n" } else { "" };
-                    let _ = write!(ByteWriter(out), "HTTP/1.1 200 OK\r\nDate: {date}\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\n{close}\r\nOK");
+                    let connection = r.connection_header().unwrap_or_default();
+                    let minor = r.minor_version;
+                    let _ = write!(ByteWriter(out), "HTTP/1.{minor} 200 OK\r\nDate: {date}\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\n{connection}\r\nOK");
                 } else {
-                    self.respond(status, lead, body, r.close, out);
+                    self.respond(status, lead, body, Some(r), out);
                 }
             }
-            Err(Refusal::BodyTooLarge) => self.respond(413, None, Err("MSG_TOO_BIG".into()), true, out),
+            Err(Refusal::BodyTooLarge) => self.respond(413, None, Err("MSG_TOO_BIG".into()), None, out),
             Err(Refusal::HeadTooLarge) => out.extend_from_slice(
                 b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large",
             ),
@@ -740,8 +790,13 @@ impl ServerCodec for NsqHttpServer {
             ),
         }
         });
+        self.reader = reader;
         served.messages = messages;
         served
+    }
+
+    fn busy(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(http1::RESPONSE_BUSY);
     }
 
     fn set_unix_time(&mut self, secs: u64) {

@@ -7,7 +7,7 @@
 //! handshake traffic; pings, pongs and closes are control traffic.
 
 use super::http1::{self, RequestSpec};
-use super::{ClientCodec, Decoded, Outcome, ProtoError, Served, ServerCodec};
+use super::{Awaiting, ClientCodec, Decoded, Outcome, ProtoError, Served, ServerCodec};
 use base64::Engine as _;
 use sha1::{Digest, Sha1};
 use std::sync::Arc;
@@ -248,6 +248,11 @@ impl ClientCodec for WsClient {
         if head.opcode >= 8 && (!head.fin || head.len > 125) {
             return Err(ProtoError::BadControlFrame);
         }
+        let is_data = matches!(head.opcode, OP_CONTINUATION | OP_TEXT | OP_BINARY);
+        if is_data && self.received.saturating_add(head.len) > CLIENT_MAX_FRAME {
+            // Endless fragments end at the message limit, before their bytes are awaited.
+            return Err(ProtoError::FrameTooLarge);
+        }
         let total = head.head_len + head.len as usize;
         if input.len() < total {
             return Ok(Decoded::Partial);
@@ -324,11 +329,13 @@ impl WsServer {
             out.extend_from_slice(
                 b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
             );
-            Some(Served { consumed: input.len(), requests: 0, messages: 0, close: true })
+            Some(Served { consumed: input.len(), close: true, ..Served::default() })
         };
         let len = match request.parse(input) {
             Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) if input.len() <= http1::MAX_REQUEST_HEAD => return None,
+            Ok(httparse::Status::Partial) if input.len() <= http1::MAX_REQUEST_HEAD => {
+                return Some(Served { awaiting: Awaiting::Head, ..Served::default() });
+            }
             _ => return refuse(out),
         };
         let header =
@@ -352,7 +359,7 @@ impl WsServer {
         out.extend_from_slice(accept_key(key).as_bytes());
         out.extend_from_slice(b"\r\n\r\n");
         self.upgraded = true;
-        Some(Served { consumed: len, requests: 0, messages: 0, close: false })
+        Some(Served { consumed: len, ..Served::default() })
     }
 }
 
@@ -361,17 +368,26 @@ fn close_with(out: &mut Vec<u8>, code: u16) {
 }
 
 impl ServerCodec for WsServer {
+    fn busy(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(http1::RESPONSE_BUSY);
+    }
+
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
         let mut served = Served::default();
         if !self.upgraded {
             match self.upgrade(input, out) {
                 None => return served,
-                Some(s) if s.close => return s,
+                Some(s) if s.close || !self.upgraded => return s,
                 Some(s) => served.consumed = s.consumed,
             }
         }
         loop {
             let rest = &input[served.consumed..];
+            served.awaiting = if rest.is_empty() && self.fragment_opcode.is_none() {
+                Awaiting::Request
+            } else {
+                Awaiting::Body
+            };
             let Some(head) = parse_head(rest) else { return served };
             let fail = |out: &mut Vec<u8>, code: u16, mut served: Served| {
                 close_with(out, code);
@@ -388,11 +404,16 @@ impl ServerCodec for WsServer {
             {
                 return fail(out, CLOSE_PROTOCOL_ERROR, served);
             }
+            // Lengths come from the peer: no arithmetic on them without a check (a 2^64 − 1
+            // continuation after a fragment must be "too big", not an overflow).
             let buffered = self.fragments.len() as u64;
-            if head.opcode < 8 && head.len + buffered > self.max_message as u64 {
+            if head.opcode < 8 && head.len.saturating_add(buffered) > self.max_message as u64 {
                 return fail(out, CLOSE_TOO_BIG, served);
             }
-            let total = head.head_len + head.len as usize;
+            let Some(total) = usize::try_from(head.len).ok().and_then(|len| head.head_len.checked_add(len))
+            else {
+                return fail(out, CLOSE_TOO_BIG, served);
+            };
             if rest.len() < total {
                 return served;
             }
@@ -647,5 +668,41 @@ mod tests {
         let served = s.serve(&input, &mut out);
         assert_eq!((served.consumed, served.messages), (input.len(), 1));
         assert_eq!(out, [&[0x8a, 1, b'p'][..], &[0x81, 5], b"hello"].concat());
+    }
+
+    /// The second reproduction: a non-final fragment, then a continuation declaring
+    /// 2^64 − 1 bytes. The server closes with 1009 instead of overflowing.
+    #[test]
+    fn an_overflowing_continuation_is_too_big_not_a_crash() {
+        let (_, mut s) = upgraded_pair();
+        let mut input = vec![0x02, 0x81, 1, 2, 3, 4, b'a' ^ 1];
+        input.extend_from_slice(&[0x80, 0xFF]);
+        input.extend_from_slice(&[0xFF; 8]);
+        input.extend_from_slice(&[1, 2, 3, 4]);
+        let mut out = Vec::new();
+        let served = s.serve(&input, &mut out);
+        assert!(served.close);
+        assert_eq!(out, [0x88, 0x02, 0x03, 0xf1], "close 1009");
+        // A 64-bit length with the top bit set, unfragmented: the same.
+        let (_, mut s) = upgraded_pair();
+        let mut out = Vec::new();
+        let frame = [0x82, 0xFF, 0x80, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4];
+        assert!(s.serve(&frame, &mut out).close);
+        assert_eq!(out, [0x88, 0x02, 0x03, 0xf1]);
+    }
+
+    #[test]
+    fn endless_fragments_end_at_the_clients_message_limit() {
+        let (mut c, _) = upgraded_pair();
+        let mut out = Vec::new();
+        let first = [0x02, 0x7f, 0, 0, 0, 0, 0x02, 0, 0, 0]; // 32 MiB, not final
+        let head = parse_head(&first).unwrap();
+        let mut c2 = c.clone();
+        // Pretend two 32 MiB fragments already arrived whole.
+        c2.in_message = true;
+        c2.received = 2 * head.len;
+        let next = [0x00, 0x7e, 0x00, 0x10];
+        assert_eq!(c2.decode_op(&next, &mut out), Err(ProtoError::FrameTooLarge));
+        let _ = c.decode_op(&first, &mut out);
     }
 }

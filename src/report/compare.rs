@@ -59,7 +59,7 @@ impl Row {
     }
     /// Segments both ways per message, over the connections' whole lives (set-up included).
     pub fn segs_per_msg(&self) -> f64 {
-        ratio((self.report.kernel.segs_out + self.report.kernel.segs_in) as f64, self.messages())
+        ratio((self.report.audit.kernel.segs_out + self.report.audit.kernel.segs_in) as f64, self.messages())
     }
     pub fn header_bytes(&self) -> f64 {
         if self.ipv6 { HEADER_BYTES_V6 } else { HEADER_BYTES_V4 }

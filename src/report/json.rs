@@ -1,7 +1,7 @@
 //! `--json`: the same numbers as the text summary, with stable field names (see the README).
 
 use super::RunInfo;
-use crate::proto::ErrorClass;
+use crate::outcome::{ClassCounts, ErrorClass};
 use crate::stats::Report;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
@@ -14,11 +14,14 @@ fn r3(v: f64) -> f64 {
 
 /// The `bench` object.
 pub fn bench(info: &RunInfo, r: &Report) -> Value {
-    let mut errors = serde_json::Map::new();
-    for class in ErrorClass::ALL {
-        errors.insert(class.name().into(), json!(r.error_count(class)));
-    }
-    errors.insert("total".into(), json!(r.errors_total()));
+    let by_class = |counts: &ClassCounts, skip: ErrorClass| {
+        let mut m = serde_json::Map::new();
+        for class in ErrorClass::ALL.into_iter().filter(|c| *c != skip) {
+            m.insert(class.name().into(), json!(counts.get(class)));
+        }
+        m.insert("total".into(), json!(counts.total()));
+        Value::Object(m)
+    };
     let failures: serde_json::Map<String, Value> =
         r.failures.iter().map(|(f, n)| (f.to_string(), json!(n))).collect();
     json!({
@@ -29,12 +32,15 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
         "connections": info.connections,
         "depth": info.depth,
         "duration_s": r3(r.elapsed.as_secs_f64()),
+        "sent": r.sent,
         "ops": r.ops,
+        "failed": by_class(&r.failed, ErrorClass::Connect),
+        "accounted": r.accounted(),
         "ops_per_sec": r3(r.ops_per_sec()),
         "messages_per_op": info.messages_per_op,
         "messages": r.ops * info.messages_per_op,
         "messages_per_sec": r3(r.ops_per_sec() * info.messages_per_op as f64),
-        "errors": errors,
+        "connection_errors": by_class(&r.conn_errors, ErrorClass::Status),
         "failures": failures,
         "error_samples": r.error_samples,
         "connects": r.connects,
@@ -50,6 +56,8 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "handshake_rx": r.rx.handshake,
             "control_tx": r.tx.control,
             "control_rx": r.rx.control,
+            "failed_tx": r.tx.failed,
+            "failed_rx": r.rx.failed,
             "tx_per_op": r3(r.tx_per_op()),
             "rx_per_op": r3(r.rx_per_op()),
         },
@@ -78,14 +86,17 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "cpu_us_per_op": r3(c.cpu_us_per_op()),
         })).collect::<Vec<_>>(),
         "audit": {
-            "app_tx": r.tx.total(),
-            "app_rx": r.rx.total(),
-            "kernel_tx": r.kernel.bytes_acked,
-            "kernel_rx": r.kernel.bytes_received,
-            "segs_out": r.kernel.segs_out,
-            "segs_in": r.kernel.segs_in,
-            "sockets": r.kernel.sockets,
-            "unreadable": r.kernel.unreadable,
+            "app_tx": r.audit.app_tx,
+            "app_rx": r.audit.app_rx,
+            "kernel_tx": r.audit.kernel.tx,
+            "kernel_rx": r.audit.kernel.rx,
+            "kernel_unacked": r.audit.kernel.unacked,
+            "segs_out": r.audit.kernel.segs_out,
+            "segs_in": r.audit.kernel.segs_in,
+            "sockets": r.audit.sockets,
+            "inexact": r.audit.inexact.iter().map(|(k, n)| (k.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "inexact_tx": r.audit.inexact_tx,
+            "inexact_rx": r.audit.inexact_rx,
             "match": r.audit_matches(),
         },
     })

@@ -3,7 +3,6 @@
 
 use super::{RunInfo, bytes, micros, si};
 use crate::cmd::list_cores;
-use crate::proto::ErrorClass;
 use crate::stats::Report;
 use std::fmt::Write;
 
@@ -25,7 +24,23 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         info.depth,
         secs
     );
-    let _ = writeln!(s, "  ops         {} in {:.2}s = {} ops/s", r.ops, secs, si(r.ops_per_sec()));
+    let _ = writeln!(
+        s,
+        "  ops         {} completed in {:.2}s = {} ops/s  (sent {} = {} completed + {} failed)",
+        r.ops,
+        secs,
+        si(r.ops_per_sec()),
+        r.sent,
+        r.ops,
+        r.failed.total()
+    );
+    if !r.accounted() {
+        let _ = writeln!(
+            s,
+            "  WARNING     {} operation(s) sent ended neither completed nor failed: a wirebench bug, please report it",
+            r.sent as i128 - (r.ops + r.failed.total()) as i128
+        );
+    }
     if info.messages_per_op > 1 {
         let _ = writeln!(
             s,
@@ -64,7 +79,7 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "  bytes/op    tx {:.2}  rx {:.2}  (operation bytes / ops)",
+        "  bytes/op    tx {:.2}  rx {:.2}  (bytes of completed operations / completed)",
         r.tx_per_op(),
         r.rx_per_op()
     );
@@ -78,26 +93,36 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
     );
     let _ = writeln!(
         s,
-        "  other bytes handshake tx {} rx {}  control tx {} rx {}  warm-up tx {} rx {}",
-        r.tx.handshake, r.rx.handshake, r.tx.control, r.rx.control, r.tx.warmup_op, r.rx.warmup_op
+        "  other bytes handshake tx {} rx {}  control tx {} rx {}  warm-up tx {} rx {}  failed ops tx {} rx {}",
+        r.tx.handshake,
+        r.rx.handshake,
+        r.tx.control,
+        r.rx.control,
+        r.tx.warmup_op,
+        r.rx.warmup_op,
+        r.tx.failed,
+        r.rx.failed
     );
     let _ = writeln!(s, "  connections {} opened, {} reconnects", r.connects, r.reconnects);
+    let classes = |counts: &crate::outcome::ClassCounts| {
+        counts.nonzero().map(|(c, n)| format!("{} {n}", c.name())).collect::<Vec<_>>().join(", ")
+    };
     if r.errors_total() == 0 {
         let _ = writeln!(s, "  errors      none");
     } else {
-        let by_class: Vec<String> = ErrorClass::ALL
-            .iter()
-            .filter(|c| r.error_count(**c) > 0)
-            .map(|c| format!("{} {}", c.name(), r.error_count(*c)))
-            .collect();
-        let _ = writeln!(s, "  errors      {} ({})", r.errors_total(), by_class.join(", "));
+        if r.failed.total() > 0 {
+            let _ = writeln!(s, "  failed ops  {} ({})", r.failed.total(), classes(&r.failed));
+        }
+        if r.conn_errors.total() > 0 {
+            let _ = writeln!(s, "  conn errors {} ({})", r.conn_errors.total(), classes(&r.conn_errors));
+        }
         if !r.failures.is_empty() {
             let f: Vec<String> = r.failures.iter().map(|(f, n)| format!("{f} ×{n}")).collect();
             let _ = writeln!(s, "              refused: {}", f.join(", "));
         }
-        for sample in &r.error_samples {
-            let _ = writeln!(s, "              e.g. {sample}");
-        }
+    }
+    for sample in &r.error_samples {
+        let _ = writeln!(s, "              e.g. {sample}");
     }
     let _ = writeln!(s, "  per core    cpu  ops         share   busy   cpu/op");
     for c in &r.per_core {
@@ -114,29 +139,50 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
     if r.per_core.len() > 1 {
         let _ = writeln!(s, "              imbalance {:.1}% ((max − min) / mean ops)", r.imbalance_pct());
     }
-    let verdict = if r.audit_matches() {
-        "match".to_string()
-    } else if r.kernel.unreadable > 0 {
-        format!("{} socket(s) unreadable", r.kernel.unreadable)
-    } else {
+    let a = &r.audit;
+    let verdict = if !a.matches() {
         format!(
             "DIFFER by tx {:+} rx {:+}",
-            r.kernel.bytes_acked as i128 - r.tx.total() as i128,
-            r.kernel.bytes_received as i128 - r.rx.total() as i128
+            a.kernel.tx as i128 - a.app_tx as i128,
+            a.kernel.rx as i128 - a.app_rx as i128
         )
+    } else if !r.bytes_on_closed_sockets() {
+        format!(
+            "match, but tx {} rx {} bytes were on sockets never closed",
+            r.tx.total() as i128 - (a.app_tx + a.inexact_tx) as i128,
+            r.rx.total() as i128 - (a.app_rx + a.inexact_rx) as i128
+        )
+    } else {
+        "match".to_string()
     };
     let _ = writeln!(
         s,
-        "  audit       app tx {} rx {}  kernel tx {} rx {} (TCP_INFO, {} sockets, segs out {} in {}): {}",
-        r.tx.total(),
-        r.rx.total(),
-        r.kernel.bytes_acked,
-        r.kernel.bytes_received,
-        r.kernel.sockets,
-        r.kernel.segs_out,
-        r.kernel.segs_in,
+        "  audit       app tx {} rx {}  kernel tx {} rx {} (TCP_INFO at close, {} sockets, segs out {} in {}{}): {}",
+        a.app_tx,
+        a.app_rx,
+        a.kernel.tx,
+        a.kernel.rx,
+        a.sockets,
+        a.kernel.segs_out,
+        a.kernel.segs_in,
+        if a.kernel.unacked > 0 {
+            format!(", {} B written never acknowledged", a.kernel.unacked)
+        } else {
+            String::new()
+        },
         verdict
     );
+    if a.inexact_sockets() > 0 {
+        let reasons: Vec<String> = a.inexact.iter().map(|(k, n)| format!("{} {n}", k.name())).collect();
+        let _ = writeln!(
+            s,
+            "              not checkable: {} socket(s) ({}), app tx {} rx {} on them, set apart",
+            a.inexact_sockets(),
+            reasons.join(", "),
+            a.inexact_tx,
+            a.inexact_rx
+        );
+    }
     for c in r.per_core.iter().filter(|c| c.cpu_util() >= BUSY_CORE) {
         let _ = writeln!(
             s,

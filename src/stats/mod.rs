@@ -5,7 +5,7 @@
 //! numbers were produced: the engine counts bytes where its syscalls returned them and hands
 //! them over with the class ([`Traffic`]) they belong to.
 
-use crate::proto::{ErrorClass, Failure};
+use crate::outcome::{ClassCounts, ErrorClass, Failure};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,10 +19,13 @@ const MAX_LATENCY_NS: u64 = 3_600 * 1_000_000_000;
 pub enum Traffic {
     /// Per-connection set-up (WebSocket upgrade, NSQ magic and IDENTIFY).
     Handshake,
-    /// An operation sent in the measured window, or its response.
+    /// An operation sent in the measured window that completed, or its response.
     Op,
     /// An operation sent during warm-up, or its response: in the audit, not in per-op figures.
     WarmupOp,
+    /// A measured operation that failed (refused by the server, or lost with its connection),
+    /// and its (partial) response: kept out of the per-operation figures.
+    Failed,
     /// Anything else: heartbeats, pings, closes, bytes left undecoded when a connection ended.
     Control,
 }
@@ -33,50 +36,139 @@ pub struct ByteSplit {
     pub handshake: u64,
     pub op: u64,
     pub warmup_op: u64,
+    pub failed: u64,
     pub control: u64,
 }
 
 impl ByteSplit {
     pub fn add(&mut self, traffic: Traffic, n: u64) {
+        *self.class_mut(traffic) += n;
+    }
+    /// Re-file `n` bytes counted as `from` under `to` (an operation's bytes, once it failed).
+    pub fn move_bytes(&mut self, from: Traffic, to: Traffic, n: u64) {
+        let taken = n.min(*self.class_mut(from));
+        *self.class_mut(from) -= taken;
+        *self.class_mut(to) += taken;
+    }
+    fn class_mut(&mut self, traffic: Traffic) -> &mut u64 {
         match traffic {
-            Traffic::Handshake => self.handshake += n,
-            Traffic::Op => self.op += n,
-            Traffic::WarmupOp => self.warmup_op += n,
-            Traffic::Control => self.control += n,
+            Traffic::Handshake => &mut self.handshake,
+            Traffic::Op => &mut self.op,
+            Traffic::WarmupOp => &mut self.warmup_op,
+            Traffic::Failed => &mut self.failed,
+            Traffic::Control => &mut self.control,
         }
     }
     /// Everything, warm-up included: what the kernel must have counted too.
     pub fn total(&self) -> u64 {
-        self.handshake + self.op + self.warmup_op + self.control
+        self.handshake + self.op + self.warmup_op + self.failed + self.control
     }
     fn merge(&mut self, other: &ByteSplit) {
         self.handshake += other.handshake;
         self.op += other.op;
         self.warmup_op += other.warmup_op;
+        self.failed += other.failed;
         self.control += other.control;
     }
 }
 
-/// What the kernel counted for the connections, read with `TCP_INFO` before each close.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KernelCounts {
-    pub bytes_acked: u64,
-    pub bytes_received: u64,
-    pub segs_out: u64,
-    pub segs_in: u64,
-    /// Sockets whose counters were read; one that could not be read makes the audit incomplete.
-    pub sockets: u64,
-    pub unreadable: u64,
+/// Why a socket's bytes could not be checked against the kernel's count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Inexact {
+    /// `TCP_INFO` could not be read.
+    Unreadable,
+    /// Bytes kept arriving while the socket was being closed, so no snapshot of the kernel's
+    /// counters matched what had been read.
+    Unsettled,
+    /// The engine failed and its sockets were abandoned without a snapshot.
+    Abandoned,
 }
 
-impl KernelCounts {
-    fn merge(&mut self, o: &KernelCounts) {
-        self.bytes_acked += o.bytes_acked;
-        self.bytes_received += o.bytes_received;
-        self.segs_out += o.segs_out;
-        self.segs_in += o.segs_in;
+impl Inexact {
+    pub const ALL: [Inexact; 3] = [Inexact::Unreadable, Inexact::Unsettled, Inexact::Abandoned];
+    pub fn name(self) -> &'static str {
+        match self {
+            Inexact::Unreadable => "unreadable",
+            Inexact::Unsettled => "unsettled",
+            Inexact::Abandoned => "abandoned",
+        }
+    }
+}
+
+/// What the kernel counted for one socket, read (`TCP_INFO`) just before it was closed, in
+/// application bytes: the SYN and a received FIN are taken off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelSocket {
+    /// Bytes written into the socket: acknowledged by the peer, plus still queued.
+    pub tx: u64,
+    /// Of `tx`, bytes not yet acknowledged when the socket closed (a peer that stopped reading).
+    pub unacked: u64,
+    pub rx: u64,
+    pub segs_out: u64,
+    pub segs_in: u64,
+}
+
+/// The kernel's counts for one closing socket, or why there are none.
+pub type SocketAudit = Result<KernelSocket, Inexact>;
+
+/// The cross-check of the application's byte counts against the kernel's, over every socket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Audit {
+    /// Sockets whose counts were read.
+    pub sockets: u64,
+    /// The application's bytes on those sockets…
+    pub app_tx: u64,
+    pub app_rx: u64,
+    /// …and the kernel's.
+    pub kernel: KernelSocket,
+    /// Sockets that could not be checked, by reason, and the application's bytes on them.
+    pub inexact: BTreeMap<Inexact, u64>,
+    pub inexact_tx: u64,
+    pub inexact_rx: u64,
+}
+
+impl Audit {
+    /// Add one closed socket: the application's bytes on it and the kernel's view.
+    pub fn add(&mut self, app_tx: u64, app_rx: u64, socket: SocketAudit) {
+        match socket {
+            Ok(k) => {
+                self.sockets += 1;
+                self.app_tx += app_tx;
+                self.app_rx += app_rx;
+                self.kernel.tx += k.tx;
+                self.kernel.unacked += k.unacked;
+                self.kernel.rx += k.rx;
+                self.kernel.segs_out += k.segs_out;
+                self.kernel.segs_in += k.segs_in;
+            }
+            Err(reason) => {
+                *self.inexact.entry(reason).or_default() += 1;
+                self.inexact_tx += app_tx;
+                self.inexact_rx += app_rx;
+            }
+        }
+    }
+    /// The kernel's counts equal the application's on every socket that could be read.
+    pub fn matches(&self) -> bool {
+        self.app_tx == self.kernel.tx && self.app_rx == self.kernel.rx
+    }
+    pub fn inexact_sockets(&self) -> u64 {
+        self.inexact.values().sum()
+    }
+    fn merge(&mut self, o: &Audit) {
         self.sockets += o.sockets;
-        self.unreadable += o.unreadable;
+        self.app_tx += o.app_tx;
+        self.app_rx += o.app_rx;
+        self.kernel.tx += o.kernel.tx;
+        self.kernel.unacked += o.kernel.unacked;
+        self.kernel.rx += o.kernel.rx;
+        self.kernel.segs_out += o.kernel.segs_out;
+        self.kernel.segs_in += o.kernel.segs_in;
+        for (k, v) in &o.inexact {
+            *self.inexact.entry(*k).or_default() += v;
+        }
+        self.inexact_tx += o.inexact_tx;
+        self.inexact_rx += o.inexact_rx;
     }
 }
 
@@ -84,14 +176,20 @@ impl KernelCounts {
 #[derive(Debug, Clone)]
 pub struct CoreRecorder {
     pub core: usize,
-    /// Operations completed in the measured window (failed ones included in `errors`, not here).
+    /// Measured operations sent. Every one ends exactly once: `sent = ops + failed.total()`.
+    pub sent: u64,
+    /// Measured operations completed successfully.
     pub ops: u64,
+    /// Measured operations that failed, by class (refused by the server, or lost with their
+    /// connection: one count per operation).
+    pub failed: ClassCounts,
+    /// Connections that failed, by class (one count per connection, whatever it had in flight).
+    pub conn_errors: ClassCounts,
     /// Latency from the intended send time, ns.
     pub latency: Histogram<u64>,
     /// Latency from the actual send time, ns: kept for paced workloads only (in a closed loop
     /// the two are the same), where it shows what coordinated omission would have hidden.
     pub latency_uncorrected: Histogram<u64>,
-    pub errors: BTreeMap<ErrorClass, u64>,
     /// The servers' refusals by kind (HTTP status, NSQ error code), for the summary.
     pub failures: BTreeMap<Failure, u64>,
     /// The first few distinct error messages, so the user reads what happened, not just a count.
@@ -100,7 +198,7 @@ pub struct CoreRecorder {
     pub rx: ByteSplit,
     pub connects: u64,
     pub reconnects: u64,
-    pub kernel: KernelCounts,
+    pub audit: Audit,
     /// CPU time (user + system) the engine thread used, and the wall time it ran.
     pub cpu: Duration,
     pub wall: Duration,
@@ -113,17 +211,19 @@ impl CoreRecorder {
     pub fn new(core: usize) -> Self {
         CoreRecorder {
             core,
+            sent: 0,
             ops: 0,
+            failed: ClassCounts::default(),
+            conn_errors: ClassCounts::default(),
             latency: Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds"),
             latency_uncorrected: Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds"),
-            errors: BTreeMap::new(),
             failures: BTreeMap::new(),
             error_samples: Vec::new(),
             tx: ByteSplit::default(),
             rx: ByteSplit::default(),
             connects: 0,
             reconnects: 0,
-            kernel: KernelCounts::default(),
+            audit: Audit::default(),
             cpu: Duration::ZERO,
             wall: Duration::ZERO,
         }
@@ -137,20 +237,32 @@ impl CoreRecorder {
         self.latency_uncorrected.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
     }
 
-    /// Count an error of `class`, keeping its message if it is new.
-    pub fn error(&mut self, class: ErrorClass, message: impl FnOnce() -> String) {
-        *self.errors.entry(class).or_default() += 1;
+    /// Keep an error message if it is new (and there is room).
+    pub fn sample(&mut self, message: impl FnOnce() -> String) {
         if self.error_samples.len() < MAX_ERROR_SAMPLES {
-            let text = format!("{}: {}", class.name(), message());
+            let text = message();
             if !self.error_samples.contains(&text) {
                 self.error_samples.push(text);
             }
         }
     }
 
-    pub fn failure(&mut self, failure: Failure) {
+    /// A connection failed with `class`.
+    pub fn conn_error(&mut self, class: ErrorClass, message: impl FnOnce() -> String) {
+        self.conn_errors.add(class, 1);
+        self.sample(|| format!("{}: {}", class.name(), message()));
+    }
+
+    /// `n` measured operations failed with `class` (lost with their connection).
+    pub fn ops_failed(&mut self, class: ErrorClass, n: u64) {
+        self.failed.add(class, n);
+    }
+
+    /// The server refused a measured operation.
+    pub fn refused(&mut self, failure: Failure) {
         *self.failures.entry(failure).or_default() += 1;
-        self.error(failure.class(), || failure.to_string());
+        self.failed.add(failure.class(), 1);
+        self.sample(|| format!("{}: {failure}", failure.class().name()));
     }
 }
 
@@ -193,12 +305,12 @@ impl std::ops::Deref for Report {
 impl CoreRecorder {
     /// Add another core's figures to these (its CPU and wall time stay in its summary).
     pub fn absorb(&mut self, c: &CoreRecorder) {
+        self.sent += c.sent;
         self.ops += c.ops;
+        self.failed.merge(&c.failed);
+        self.conn_errors.merge(&c.conn_errors);
         self.latency.add(&c.latency).expect("same histogram bounds");
         self.latency_uncorrected.add(&c.latency_uncorrected).expect("same histogram bounds");
-        for (k, v) in &c.errors {
-            *self.errors.entry(*k).or_default() += v;
-        }
         for (k, v) in &c.failures {
             *self.failures.entry(*k).or_default() += v;
         }
@@ -211,7 +323,7 @@ impl CoreRecorder {
         self.rx.merge(&c.rx);
         self.connects += c.connects;
         self.reconnects += c.reconnects;
-        self.kernel.merge(&c.kernel);
+        self.audit.merge(&c.audit);
     }
 }
 
@@ -228,11 +340,14 @@ impl Report {
         Report { totals, elapsed, per_core }
     }
 
+    /// Failed operations and failed connections: zero in a clean run.
     pub fn errors_total(&self) -> u64 {
-        self.errors.values().sum()
+        self.failed.total() + self.conn_errors.total()
     }
-    pub fn error_count(&self, class: ErrorClass) -> u64 {
-        self.errors.get(&class).copied().unwrap_or(0)
+    /// Every measured operation sent ended once: completed or failed. False only if the
+    /// engine lost track of one, which the report then says.
+    pub fn accounted(&self) -> bool {
+        self.sent == self.ops + self.failed.total()
     }
     pub fn ops_per_sec(&self) -> f64 {
         ratio(self.ops as f64, self.elapsed.as_secs_f64())
@@ -247,11 +362,15 @@ impl Report {
     pub fn latency_us(&self, quantile: f64) -> f64 {
         if self.latency.is_empty() { 0.0 } else { self.latency.value_at_quantile(quantile) as f64 / 1e3 }
     }
-    /// The app's byte totals equal the kernel's, both ways, with every socket read.
+    /// The app's byte counts equal the kernel's on every socket whose counts could be read,
+    /// and every byte the app counted was on a socket it closed (checked or not).
     pub fn audit_matches(&self) -> bool {
-        self.kernel.unreadable == 0
-            && self.tx.total() == self.kernel.bytes_acked
-            && self.rx.total() == self.kernel.bytes_received
+        self.audit.matches() && self.bytes_on_closed_sockets()
+    }
+    /// Every byte counted belongs to a socket that was closed and looked at.
+    pub fn bytes_on_closed_sockets(&self) -> bool {
+        self.tx.total() == self.audit.app_tx + self.audit.inexact_tx
+            && self.rx.total() == self.audit.app_rx + self.audit.inexact_rx
     }
     /// Generator CPU per operation over all engine threads.
     pub fn cpu_us_per_op(&self) -> f64 {
@@ -284,40 +403,76 @@ pub fn ratio(a: f64, b: f64) -> f64 {
 mod tests {
     use super::*;
 
+    fn socket(tx: u64, rx: u64) -> SocketAudit {
+        Ok(KernelSocket { tx, rx, ..Default::default() })
+    }
+
     #[test]
     fn merge_sums_and_keeps_cores_apart() {
         let mut a = CoreRecorder::new(0);
+        a.sent = 10;
         a.ops = 10;
         a.record_latency(1_000);
         a.tx.add(Traffic::Op, 100);
         a.tx.add(Traffic::WarmupOp, 7);
         a.rx.add(Traffic::Op, 50);
-        a.kernel = KernelCounts { bytes_acked: 107, bytes_received: 50, sockets: 1, ..Default::default() };
+        a.audit.add(107, 50, socket(107, 50));
         let mut b = CoreRecorder::new(1);
+        b.sent = 31;
         b.ops = 30;
+        b.ops_failed(ErrorClass::Read, 1);
+        b.conn_error(ErrorClass::Read, || "reset".into());
         b.record_latency(3_000);
-        b.error(ErrorClass::Read, || "reset".into());
         b.tx.add(Traffic::Op, 300);
         b.rx.add(Traffic::Op, 150);
         b.rx.add(Traffic::Control, 1);
-        b.kernel = KernelCounts { bytes_acked: 300, bytes_received: 151, sockets: 1, ..Default::default() };
+        b.audit.add(300, 151, socket(300, 151));
         let r = Report::merge(vec![a, b], Duration::from_secs(2));
-        assert_eq!(r.ops, 40);
+        assert_eq!((r.sent, r.ops, r.failed.total()), (41, 40, 1));
+        assert!(r.accounted());
         assert_eq!(r.ops_per_sec(), 20.0);
         assert_eq!(r.tx_per_op(), 10.0);
         assert_eq!(r.rx_per_op(), 5.0);
-        assert_eq!(r.errors_total(), 1);
+        assert_eq!(r.errors_total(), 2);
+        assert_eq!(r.error_samples, ["read: reset"]);
         assert!(r.audit_matches());
         assert_eq!(r.per_core.len(), 2);
         assert_eq!(r.imbalance_pct(), 100.0);
     }
 
     #[test]
-    fn audit_notices_a_difference() {
+    fn audit_notices_a_difference_and_bytes_on_no_socket() {
         let mut a = CoreRecorder::new(0);
         a.tx.add(Traffic::Op, 10);
-        a.kernel = KernelCounts { bytes_acked: 9, sockets: 1, ..Default::default() };
+        a.audit.add(10, 0, socket(9, 0));
         assert!(!Report::merge(vec![a], Duration::from_secs(1)).audit_matches());
+        let mut b = CoreRecorder::new(0);
+        b.tx.add(Traffic::Op, 10);
+        b.audit.add(9, 0, socket(9, 0));
+        let r = Report::merge(vec![b], Duration::from_secs(1));
+        assert!(r.audit.matches() && !r.bytes_on_closed_sockets() && !r.audit_matches());
+    }
+
+    #[test]
+    fn inexact_sockets_are_set_apart_by_reason() {
+        let mut a = CoreRecorder::new(0);
+        a.tx.add(Traffic::Op, 30);
+        a.audit.add(10, 0, socket(10, 0));
+        a.audit.add(20, 0, Err(Inexact::Unsettled));
+        let r = Report::merge(vec![a], Duration::from_secs(1));
+        assert!(r.audit_matches());
+        assert_eq!(r.audit.inexact_sockets(), 1);
+        assert_eq!(r.audit.inexact.get(&Inexact::Unsettled), Some(&1));
+    }
+
+    #[test]
+    fn failed_bytes_move_out_of_the_operation_class() {
+        let mut b = ByteSplit::default();
+        b.add(Traffic::Op, 100);
+        b.move_bytes(Traffic::Op, Traffic::Failed, 40);
+        assert_eq!((b.op, b.failed, b.total()), (60, 40, 100));
+        b.move_bytes(Traffic::Op, Traffic::Failed, 1000);
+        assert_eq!((b.op, b.failed), (0, 100), "never more than there is");
     }
 
     #[test]

@@ -41,7 +41,9 @@ pub fn start_builtin_on(engine: &str, kind: ServeKind) -> ServerHandle {
     let listeners = wirebench::cmd::serve::listeners(kind, &args).expect("listeners");
     let stop = Arc::new(AtomicBool::new(false));
     let engine = <EngineKind as clap::ValueEnum>::from_str(engine, false).expect("an engine");
-    wirebench::cmd::serve::start(engine, listeners, &[server_cpu()], stop).expect("built-in server starts")
+    let limits = wirebench::cmd::serve::limits(&args).expect("limits");
+    wirebench::cmd::serve::start(engine, listeners, &[server_cpu()], limits, stop)
+        .expect("built-in server starts")
 }
 
 /// Every client engine; the loopback suites run on each.
@@ -64,10 +66,25 @@ pub fn bench_on(engine: &str, args: &[&str]) -> Report {
     bench::run(&plan).expect("bench runs").1
 }
 
-/// Every figure a clean run must show: no error, every byte audited.
+/// Every figure a clean run must show: no error, every operation accounted for, every byte
+/// audited on sockets whose counts could all be read.
 pub fn assert_clean(r: &Report) {
-    assert_eq!(r.errors_total(), 0, "errors: {:?} {:?}", r.errors, r.error_samples);
-    assert!(r.audit_matches(), "audit: app tx {} rx {} vs kernel {:?}", r.tx.total(), r.rx.total(), r.kernel);
+    assert_eq!(
+        r.errors_total(),
+        0,
+        "failed {:?}, connection errors {:?}: {:?}",
+        r.failed,
+        r.conn_errors,
+        r.error_samples
+    );
+    assert_accounted(r);
+    assert!(r.audit_matches(), "audit: {:?}, app totals tx {} rx {}", r.audit, r.tx.total(), r.rx.total());
+    assert_eq!(r.audit.inexact_sockets(), 0, "{:?}", r.audit);
+}
+
+/// Every operation sent ended once: completed or failed.
+pub fn assert_accounted(r: &Report) {
+    assert_eq!(r.sent, r.ops + r.failed.total(), "sent = completed + failed: {:?}", r.failed);
 }
 
 /// A process that is killed when dropped, so a failing test leaves nothing running.
