@@ -1,5 +1,5 @@
 //! The `wirebench` binary: parse the command line, run the command, and turn any error into
-//! one clear line and exit status 2.
+//! one clear line and exit status 2 (130 after Ctrl-C, 0 when its reader closed the pipe).
 
 use clap::Parser;
 use wirebench::cmd::{Cli, Command, bench, compare, serve, sweep};
@@ -15,5 +15,10 @@ fn main() {
     if let Err(e) = result {
         eprintln!("wirebench: error: {e:#}");
         std::process::exit(2);
+    }
+    // Interrupted runs print what they measured, then say so in their exit status (as a
+    // shell's 128 + SIGINT). A server's normal end is Ctrl-C: status 0.
+    if !matches!(cli.command, Command::Serve(_)) && wirebench::cmd::was_interrupted() {
+        std::process::exit(130);
     }
 }

@@ -22,6 +22,11 @@ pub const OPS_TIME_LIMIT: Duration = Duration::from_secs(600);
 const PROGRESS_AFTER: Duration = Duration::from_secs(2);
 /// Pipelining deeper than this is almost surely a typo and would only fill buffers.
 const MAX_DEPTH: usize = 4096;
+/// Highest `--rate`, and the longest wait between a connection's operations it may imply.
+const MAX_RATE: f64 = 1e9;
+const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+/// Largest message or body: every protocol holds one whole in memory per connection.
+pub const MAX_PAYLOAD: usize = 256 * 1024 * 1024;
 /// The pre-flight connect gives up after this long.
 const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -62,10 +67,19 @@ impl BenchPlan {
         }
         let workload = match args.rate {
             None => Workload::ClosedLoop,
-            Some(r) if r.is_finite() && r > 0.0 && r <= 1e9 => {
-                Workload::FixedRate { interval: Duration::from_secs_f64(args.connections as f64 / r) }
+            Some(r) if r.is_finite() && r > 0.0 && r <= MAX_RATE => {
+                let interval = Duration::try_from_secs_f64(args.connections as f64 / r)
+                    .ok()
+                    .filter(|i| *i <= MAX_INTERVAL)
+                    .with_context(|| {
+                        format!(
+                            "--rate {r} is too low for {} connection(s): each would wait more than {:?} between operations; raise --rate or lower -c",
+                            args.connections, MAX_INTERVAL
+                        )
+                    })?;
+                Workload::FixedRate { interval }
             }
-            Some(r) => bail!("--rate {r}: give operations per second, more than 0"),
+            Some(r) => bail!("--rate {r}: give operations per second, more than 0 and at most {MAX_RATE:e}"),
         };
         let duration = match (args.duration, args.ops) {
             (Some(d), _) => d,
@@ -75,8 +89,17 @@ impl BenchPlan {
         let is_nsq = matches!(target.scheme, Scheme::Nsq | Scheme::NsqHttp);
         let is_message = is_nsq || target.scheme == Scheme::Ws;
         let body = match (&args.size, &args.body_file) {
+            (Some(n), _) if *n > MAX_PAYLOAD => {
+                bail!("--size {n} is larger than the {} MiB a message may be here", MAX_PAYLOAD >> 20)
+            }
             (Some(n), _) => vec![b'x'; *n],
             (None, Some(path)) => {
+                let len = std::fs::metadata(path)
+                    .with_context(|| format!("cannot read --body-file {}", path.display()))?
+                    .len();
+                if len > MAX_PAYLOAD as u64 {
+                    bail!("--body-file {} is larger than the {} MiB a message may be here", path.display(), MAX_PAYLOAD >> 20);
+                }
                 std::fs::read(path).with_context(|| format!("cannot read --body-file {}", path.display()))?
             }
             (None, None) if is_message => vec![b'x'; DEFAULT_MESSAGE_SIZE],
@@ -113,7 +136,16 @@ impl BenchPlan {
             if target.scheme == Scheme::NsqHttp && args.batch > 1 && !args.binary && body.contains(&b'\n') {
                 bail!("the message contains a newline, which /mpub's text form would split: add --binary");
             }
-            Some(PublishSpec { topic, message: body.clone(), batch: args.batch, defer_ms: args.defer_ms })
+            let spec = PublishSpec { topic, message: body.clone(), batch: args.batch, defer_ms: args.defer_ms };
+            if nsq::publish_body_len(&spec).is_none() {
+                bail!(
+                    "--batch {} × --size {} does not fit NSQ's 32-bit lengths (at most {} bytes per MPUB body); lower one of them",
+                    args.batch,
+                    body.len(),
+                    i32::MAX
+                );
+            }
+            Some(spec)
         } else {
             None
         };
@@ -282,9 +314,9 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     let (info, report) = run(&plan)?;
     let watched = watcher.map(crate::watch::Watcher::finish);
     if plan.json.as_deref() != Some(std::path::Path::new("-")) {
-        print!("{}", report::text::render(&info, &report));
+        report::out(&report::text::render(&info, &report));
         if let Some(w) = &watched {
-            print!("{}", report::text::render_watch(w));
+            report::out(&report::text::render_watch(w));
         }
     }
     if let Some(path) = &plan.json {

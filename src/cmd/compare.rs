@@ -23,6 +23,8 @@ struct Planned {
     url: String,
     extra: Vec<String>,
     messages_per_op: u64,
+    /// How many times a message's payload crosses the wire (an echo: twice).
+    payload_crossings: u8,
 }
 
 fn rows_for(url: &str, batch: usize) -> Result<Vec<Planned>> {
@@ -32,11 +34,12 @@ fn rows_for(url: &str, batch: usize) -> Result<Vec<Planned>> {
         url: url.to_string(),
         extra: extra.iter().map(|s| s.to_string()).collect(),
         messages_per_op: per_op,
+        payload_crossings: 1,
     };
     let batch_text = batch.to_string();
     Ok(match target.scheme {
         crate::target::Scheme::Http => vec![row("HTTP/1.1 POST", &["-m", "POST"], 1)],
-        crate::target::Scheme::Ws => vec![row("WebSocket binary", &[], 1)],
+        crate::target::Scheme::Ws => vec![Planned { payload_crossings: 2, ..row("WebSocket binary", &[], 1) }],
         crate::target::Scheme::Nsq => vec![
             row("NSQ TCP PUB", &[], 1),
             row(&format!("NSQ TCP MPUB×{batch}"), &["--batch", &batch_text], batch as u64),
@@ -120,7 +123,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     let human = args.json.as_deref() != Some(std::path::Path::new("-"));
     let say = |text: &str| {
         if human {
-            println!("{text}");
+            report::out(&format!("{text}\n"));
         }
     };
     say(&table::header(&info));
@@ -151,6 +154,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             info: run_info,
             report,
             payload: info.payload,
+            payload_crossings: p.payload_crossings,
             ipv6: plan.target.addr.is_ipv6(),
         };
         say(&table::line(&row));

@@ -353,13 +353,21 @@ pub fn list_cores(cores: &[usize]) -> String {
     parts.join(",")
 }
 
+static INTERRUPT: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+/// Whether Ctrl-C stopped this process's work (the binary then exits with status 130, after
+/// printing what was measured until then).
+pub fn was_interrupted() -> bool {
+    INTERRUPT.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 /// The process-wide stop flag, set by Ctrl-C: runs drain and report, servers stop. A second
 /// Ctrl-C exits at once. (One flag for the process, since a handler can be installed only once.)
 pub fn interrupted() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, OnceLock};
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    FLAG.get_or_init(|| {
+    INTERRUPT.get_or_init(|| {
         let flag = Arc::new(AtomicBool::new(false));
         let set = flag.clone();
         let _ = ctrlc::set_handler(move || {

@@ -131,13 +131,13 @@ pub fn main(args: &ServeArgs) -> Result<()> {
     let engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER).for_server();
     let handle = start(engine, listeners(args.kind, args)?, &cores, limits(args)?, stop)?;
     let addrs: Vec<String> = handle.addrs.iter().map(ToString::to_string).collect();
-    println!(
-        "wirebench serve {}: listening on {} — {} engine on CPU {} (Ctrl-C stops)",
+    crate::report::out(&format!(
+        "wirebench serve {}: listening on {} — {} engine on CPU {} (Ctrl-C stops)\n",
         format!("{:?}", args.kind).to_lowercase(),
         addrs.join(" and "),
         engine.name(),
         super::list_cores(&cores)
-    );
+    ));
     let started = std::time::Instant::now();
     while !interrupted.load(Ordering::Relaxed) {
         if args.duration.is_some_and(|d| started.elapsed() >= d) {
@@ -146,7 +146,7 @@ pub fn main(args: &ServeArgs) -> Result<()> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let tallies = handle.stop()?;
-    print!("{}", render_tally(&tallies, started.elapsed()));
+    crate::report::out(&render_tally(&tallies, started.elapsed()));
     Ok(())
 }
 

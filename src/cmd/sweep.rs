@@ -193,7 +193,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
     let human = args.json.as_deref() != Some(std::path::Path::new("-"));
     let say = |text: &str| {
         if human {
-            println!("{text}");
+            report::out(&format!("{text}\n"));
         }
     };
     say(&table::header(&info));

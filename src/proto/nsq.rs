@@ -49,13 +49,22 @@ pub struct PublishSpec {
     pub defer_ms: Option<u64>,
 }
 
-/// `PUB`, `MPUB` or `DPUB`, encoded once.
+/// The length field of a publish's body (the message for `PUB`, the whole batch for `MPUB`),
+/// or `None` when it does not fit NSQ's signed 32-bit lengths.
+pub fn publish_body_len(spec: &PublishSpec) -> Option<u32> {
+    let message = spec.message.len() as u64;
+    let len = if spec.batch > 1 { 4 + spec.batch as u64 * (4 + message) } else { message };
+    u32::try_from(len).ok().filter(|&n| n <= i32::MAX as u32)
+}
+
+/// `PUB`, `MPUB` or `DPUB`, encoded once. The lengths must fit ([`publish_body_len`]; plans
+/// are checked before this is called).
 pub fn encode_publish(spec: &PublishSpec) -> Vec<u8> {
     let mut out = Vec::new();
-    let len = |n: usize| (n as u32).to_be_bytes();
+    let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_be_bytes();
     if spec.batch > 1 {
         let _ = writeln!(ByteWriter(&mut out), "MPUB {}", spec.topic);
-        out.extend_from_slice(&len(4 + spec.batch * (4 + spec.message.len())));
+        out.extend_from_slice(&publish_body_len(spec).unwrap_or(u32::MAX).to_be_bytes());
         out.extend_from_slice(&len(spec.batch));
         for _ in 0..spec.batch {
             out.extend_from_slice(&len(spec.message.len()));

@@ -39,7 +39,10 @@ pub struct Row {
     pub label: String,
     pub info: RunInfo,
     pub report: Report,
+    /// Payload bytes of one message, and how many times each message's payload crosses the
+    /// wire (1: a publish; 2: an echo, which sends it back).
     pub payload: usize,
+    pub payload_crossings: u8,
     pub ipv6: bool,
 }
 
@@ -53,9 +56,21 @@ impl Row {
     pub fn rx_per_msg(&self) -> f64 {
         ratio(self.report.rx.op as f64, self.messages())
     }
-    /// (tx + rx − payload) / payload: what the protocol adds to each message.
+    /// Whether any message completed: without one there is no per-message figure to show.
+    pub fn has_result(&self) -> bool {
+        self.report.ops > 0
+    }
+    /// Payload bytes per message, both ways (an echo carries it twice).
+    pub fn payload_bytes(&self) -> f64 {
+        self.payload as f64 * f64::from(self.payload_crossings)
+    }
+    /// Framing bytes per message, both ways: everything that is not payload.
+    pub fn framing(&self) -> f64 {
+        self.tx_per_msg() + self.rx_per_msg() - self.payload_bytes()
+    }
+    /// framing / payload: what the protocol adds to each payload byte it carries.
     pub fn overhead(&self) -> f64 {
-        ratio(self.tx_per_msg() + self.rx_per_msg() - self.payload as f64, self.payload as f64)
+        ratio(self.framing(), self.payload_bytes())
     }
     /// Segments both ways per message, over the connections' whole lives (set-up included).
     pub fn segs_per_msg(&self) -> f64 {
@@ -115,13 +130,22 @@ pub fn header(info: &CompareInfo) -> String {
 }
 
 pub fn line(r: &Row) -> String {
+    if !r.has_result() {
+        return format!(
+            "{:<20} no result: no message completed ({} failed, {} connection errors)  audit {}",
+            r.label,
+            r.report.failed.total(),
+            r.report.conn_errors.total(),
+            if r.report.audit_matches() { "match" } else { "DIFFER" }
+        );
+    }
     format!(
-        "{:<20} {:>7.1}  {:>7.1}  {:>7}  {:>7.1}%  {:>8.2}  {:>8.1}  {:>9}  {:>8.2}s  {:>7}  {:>7}  {:>5.2}us  {:>6}  {}",
+        "{:<20} {:>7.1}  {:>7.1}  {:>7}  {:>8}  {:>8.2}  {:>8.1}  {:>9}  {:>8.2}s  {:>7}  {:>7}  {:>5.2}us  {:>6}  {}",
         r.label,
         r.tx_per_msg(),
         r.rx_per_msg(),
-        r.payload,
-        100.0 * r.overhead(),
+        r.payload_bytes(),
+        if r.payload_bytes() > 0.0 { format!("{:.1}%", 100.0 * r.overhead()) } else { "-".into() },
         r.segs_per_msg(),
         r.wire_per_msg(),
         si(r.msgs_per_sec()),
@@ -151,7 +175,13 @@ pub fn footer(rows: &[Row]) -> String {
         s += " none";
     }
     s += "\n";
-    if let Some((http, tcp)) = http_vs_tcp(rows) {
+    if let Some((http, tcp)) = http_vs_tcp(rows).filter(|(h, t)| !(h.has_result() && t.has_result())) {
+        let _ = writeln!(
+            s,
+            "HTTP vs TCP (NSQ /pub vs PUB): no result ({} had no completed message)",
+            if http.has_result() { &tcp.label } else { &http.label }
+        );
+    } else if let Some((http, tcp)) = http_vs_tcp(rows) {
         let _ = writeln!(
             s,
             "HTTP vs TCP (NSQ /pub vs PUB): writes {:.2}x ({:.0} vs {:.0} B), reads {:.2}x ({:.0} vs {:.0} B), speed {:.2}x ({} vs {} msg/s)",
@@ -166,6 +196,10 @@ pub fn footer(rows: &[Row]) -> String {
             si(tcp.msgs_per_sec()),
         );
     }
+    let _ = writeln!(
+        s,
+        "payload = the message's payload bytes both ways (an echo carries it twice); overhead = (tx + rx − payload) / payload"
+    );
     let _ = writeln!(
         s,
         "wire/msg = tx + rx + segments × {:.0} B (IPv4 20 + TCP 20 + timestamps 12; no link layer on loopback); segments from TCP_INFO, set-up included",
@@ -184,7 +218,7 @@ pub fn footer(rows: &[Row]) -> String {
 }
 
 pub fn json(info: &CompareInfo, rows: &[Row]) -> Value {
-    let ratios = http_vs_tcp(rows).map(|(http, tcp)| {
+    let ratios = http_vs_tcp(rows).filter(|(h, t)| h.has_result() && t.has_result()).map(|(http, tcp)| {
         json!({
             "tx": ratio(http.tx_per_msg(), tcp.tx_per_msg()),
             "rx": ratio(http.rx_per_msg(), tcp.rx_per_msg()),
@@ -202,10 +236,16 @@ pub fn json(info: &CompareInfo, rows: &[Row]) -> Value {
         "rows": rows.iter().map(|r| {
             let mut v = super::json::bench(&r.info, &r.report);
             v["label"] = json!(r.label);
+            if !r.has_result() {
+                v["derived"] = Value::Null;
+                return v;
+            }
             v["derived"] = json!({
                 "tx_per_msg": r.tx_per_msg(),
                 "rx_per_msg": r.rx_per_msg(),
                 "payload": r.payload,
+                "payload_bytes": r.payload_bytes(),
+                "framing": r.framing(),
                 "overhead": r.overhead(),
                 "segs_per_msg": r.segs_per_msg(),
                 "wire_per_msg": r.wire_per_msg(),

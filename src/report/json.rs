@@ -118,7 +118,7 @@ pub fn watch(w: &crate::watch::WatchReport) -> Value {
 pub fn write(path: &Path, value: &Value) -> Result<()> {
     let text = serde_json::to_string_pretty(value)? + "\n";
     if path == Path::new("-") {
-        print!("{text}");
+        super::out(&text);
         Ok(())
     } else {
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))

@@ -10,6 +10,20 @@ pub mod text;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Duration;
 
+/// Write `text` to stdout. Output to a closed pipe (`wirebench compare | head -2`) ends the
+/// process quietly with status 0, as ripgrep does: the reader has all it wanted.
+pub fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("wirebench: error: cannot write the output: {e}");
+        std::process::exit(2);
+    }
+}
+
 /// The end of a table command (`compare`, `sweep`): the footer for people, then `--json` and
 /// `--svg` where asked (with `--json -`, stdout carries the JSON alone).
 pub fn finish_table(
@@ -21,7 +35,7 @@ pub fn finish_table(
 ) -> anyhow::Result<()> {
     let human = json != Some(std::path::Path::new("-"));
     if human {
-        print!("{footer}");
+        out(footer);
     }
     if let Some(path) = json {
         json::write(path, &to_json())?;
@@ -30,7 +44,7 @@ pub fn finish_table(
         use anyhow::Context;
         std::fs::write(path, to_svg()?).with_context(|| format!("cannot write {}", path.display()))?;
         if human {
-            println!("chart: {}", path.display());
+            out(&format!("chart: {}\n", path.display()));
         }
     }
     Ok(())

@@ -82,15 +82,18 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
             r
         };
         chart
-            .draw_series(rows.iter().enumerate().map(|(i, r)| bar(i, 0.0, r.payload as f64, PAYLOAD)))
+            .draw_series(
+                rows.iter().enumerate().filter(|(_, r)| r.has_result()).map(|(i, r)| bar(i, 0.0, r.payload_bytes(), PAYLOAD)),
+            )
             .map_err(err)?
-            .label("payload")
+            .label("payload (both ways: an echo carries it twice)")
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], PAYLOAD.filled()));
         chart
             .draw_series(
                 rows.iter()
                     .enumerate()
-                    .map(|(i, r)| bar(i, r.payload as f64, r.tx_per_msg() + r.rx_per_msg(), FRAMING)),
+                    .filter(|(_, r)| r.has_result())
+                    .map(|(i, r)| bar(i, r.payload_bytes(), r.tx_per_msg() + r.rx_per_msg(), FRAMING)),
             )
             .map_err(err)?
             .label("framing (tx + rx − payload)")
@@ -98,7 +101,7 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
         chart
             .draw_series(rows.iter().enumerate().map(|(i, r)| {
                 Text::new(
-                    format!("{:.0}", r.tx_per_msg() + r.rx_per_msg()),
+                    if r.has_result() { format!("{:.0}", r.tx_per_msg() + r.rx_per_msg()) } else { "no result".into() },
                     (SegmentValue::CenterOf(i), r.tx_per_msg() + r.rx_per_msg() + max_bytes * 0.01),
                     ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Bottom)),
                 )

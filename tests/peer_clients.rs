@@ -1,0 +1,85 @@
+//! The built-in servers under the real clients users point at them: ab with and without
+//! keep-alive (HTTP/1.0, where the answer must say `Connection: keep-alive` or the client waits
+//! for a close that never comes), wrk, h2load over HTTP/1.1, and curl. Each must finish with
+//! every request answered and none failed, on every server engine.
+//! Needs ab, wrk, h2load and curl (`tools/install-peers.sh`); run by `.ci/run`.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::Duration;
+use wirebench::cmd::ServeKind;
+
+/// Run a client with a deadline (a hang is a failure, not a stuck test); its stdout.
+fn run(program: &str, args: &[&str]) -> String {
+    let path = which(program).unwrap_or_else(|| panic!("{program} is installed (tools/install-peers.sh)"));
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg(path)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{program} {args:?}: {}\n{text}", String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+fn field<'a>(text: &'a str, name: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no '{name}' in:\n{text}"))
+}
+
+#[test]
+#[ignore = "needs ab, wrk, h2load and curl: run by .ci/run"]
+fn ab_wrk_h2load_and_curl_finish_against_serve_http() {
+    for engine in SERVER_ENGINES {
+        let server = start_builtin_on(engine, ServeKind::Http);
+        let url = format!("http://{}/", server.addr());
+        for keep_alive in [true, false] {
+            let n = if keep_alive { "20000" } else { "2000" };
+            let mut args = vec!["-c", "16", "-n", n];
+            if keep_alive {
+                args.push("-k");
+            }
+            args.push(&url);
+            let out = run("ab", &args);
+            assert_eq!(field(&out, "Complete requests:"), n, "{engine}, keep-alive {keep_alive}");
+            assert_eq!(field(&out, "Failed requests:"), "0", "{engine}");
+            if keep_alive {
+                assert_eq!(field(&out, "Keep-Alive requests:"), n, "{engine}: every request kept alive");
+            }
+            assert!(!out.contains("Non-2xx"), "{engine}: {out}");
+        }
+        let out = run("wrk", &["-t1", "-c16", "-d1s", &url]);
+        assert!(!out.contains("Socket errors") && !out.contains("Non-2xx"), "{engine}: {out}");
+        let out = run("h2load", &["--h1", "-n", "2000", "-c", "16", &url]);
+        assert!(out.contains("2000 succeeded, 0 failed, 0 errored, 0 timeout"), "{engine}: {out}");
+        let out = run("curl", &["-s", "--max-time", "5", &url]);
+        assert_eq!(out, "Hello World");
+        let out = run("curl", &["-s", "--max-time", "5", "--http1.0", "-X", "POST", "-d", "hello", &url]);
+        assert_eq!(out, "OK");
+        server.stop().unwrap();
+    }
+}
+
+#[test]
+#[ignore = "needs ab: run by .ci/run"]
+fn ab_keep_alive_finishes_against_the_nsq_http_sink() {
+    for engine in SERVER_ENGINES {
+        let server = start_builtin_on(engine, ServeKind::Nsq);
+        let dir = std::env::temp_dir().join(format!("wirebench-ab-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let body = dir.join("message");
+        std::fs::write(&body, vec![b'x'; 400]).unwrap();
+        let url = format!("http://{}/pub?topic=ab", server.addrs[1]);
+        let out = run("ab", &["-k", "-c", "8", "-n", "5000", "-p", body.to_str().unwrap(), &url]);
+        assert_eq!(field(&out, "Complete requests:"), "5000", "{engine}");
+        assert_eq!(field(&out, "Failed requests:"), "0", "{engine}");
+        assert_eq!(field(&out, "Keep-Alive requests:"), "5000", "{engine}");
+        std::thread::sleep(Duration::from_millis(50));
+        let tally = ServerTally::sum(&server.stop().unwrap());
+        assert_eq!(tally.messages, 5000, "{engine}: the sink counted every message");
+    }
+}
