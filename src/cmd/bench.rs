@@ -98,7 +98,11 @@ impl BenchPlan {
                     .with_context(|| format!("cannot read --body-file {}", path.display()))?
                     .len();
                 if len > MAX_PAYLOAD as u64 {
-                    bail!("--body-file {} is larger than the {} MiB a message may be here", path.display(), MAX_PAYLOAD >> 20);
+                    bail!(
+                        "--body-file {} is larger than the {} MiB a message may be here",
+                        path.display(),
+                        MAX_PAYLOAD >> 20
+                    );
                 }
                 std::fs::read(path).with_context(|| format!("cannot read --body-file {}", path.display()))?
             }
@@ -136,7 +140,8 @@ impl BenchPlan {
             if target.scheme == Scheme::NsqHttp && args.batch > 1 && !args.binary && body.contains(&b'\n') {
                 bail!("the message contains a newline, which /mpub's text form would split: add --binary");
             }
-            let spec = PublishSpec { topic, message: body.clone(), batch: args.batch, defer_ms: args.defer_ms };
+            let spec =
+                PublishSpec { topic, message: body.clone(), batch: args.batch, defer_ms: args.defer_ms };
             if nsq::publish_body_len(&spec).is_none() {
                 bail!(
                     "--batch {} × --size {} does not fit NSQ's 32-bit lengths (at most {} bytes per MPUB body); lower one of them",

@@ -39,7 +39,9 @@ fn rows_for(url: &str, batch: usize) -> Result<Vec<Planned>> {
     let batch_text = batch.to_string();
     Ok(match target.scheme {
         crate::target::Scheme::Http => vec![row("HTTP/1.1 POST", &["-m", "POST"], 1)],
-        crate::target::Scheme::Ws => vec![Planned { payload_crossings: 2, ..row("WebSocket binary", &[], 1) }],
+        crate::target::Scheme::Ws => {
+            vec![Planned { payload_crossings: 2, ..row("WebSocket binary", &[], 1) }]
+        }
         crate::target::Scheme::Nsq => vec![
             row("NSQ TCP PUB", &[], 1),
             row(&format!("NSQ TCP MPUB×{batch}"), &["--batch", &batch_text], batch as u64),

@@ -367,17 +367,18 @@ pub fn was_interrupted() -> bool {
 pub fn interrupted() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    INTERRUPT.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let set = flag.clone();
-        let _ = ctrlc::set_handler(move || {
-            if set.swap(true, Ordering::Relaxed) {
-                std::process::exit(130);
-            }
-        });
-        flag
-    })
-    .clone()
+    INTERRUPT
+        .get_or_init(|| {
+            let flag = Arc::new(AtomicBool::new(false));
+            let set = flag.clone();
+            let _ = ctrlc::set_handler(move || {
+                if set.swap(true, Ordering::Relaxed) {
+                    std::process::exit(130);
+                }
+            });
+            flag
+        })
+        .clone()
 }
 
 #[cfg(test)]

@@ -46,10 +46,15 @@ impl ServerCodec for Builtin {
             _ => None,
         }
     }
-    fn heartbeat(&mut self, out: &mut Vec<u8>) -> bool {
+    fn heartbeat(&mut self, out: &mut Vec<u8>) {
+        if let Builtin::Nsq(s) = self {
+            s.heartbeat(out);
+        }
+    }
+    fn silence_limit(&self) -> Option<Duration> {
         match self {
-            Builtin::Nsq(s) => s.heartbeat(out),
-            _ => true,
+            Builtin::Nsq(s) => s.silence_limit(),
+            _ => None,
         }
     }
     fn busy(&self, out: &mut Vec<u8>) {

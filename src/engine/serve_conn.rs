@@ -56,8 +56,9 @@ pub struct ServerConn<S> {
     next_beat: Option<Instant>,
     /// When the head now arriving started (`None`: no head pending).
     head_since: Option<Instant>,
-    /// The last byte received or answer written.
+    /// The last byte received or answer written, and the last byte received.
     last_activity: Instant,
+    last_read: Instant,
     close: bool,
     timed_out: bool,
 }
@@ -74,6 +75,7 @@ impl<S: ServerCodec> ServerConn<S> {
             next_beat: interval.map(|i| now + i),
             head_since: None,
             last_activity: now,
+            last_read: now,
             close: false,
             timed_out: false,
         }
@@ -87,11 +89,17 @@ impl<S: ServerCodec> ServerConn<S> {
     /// The read should give up at this instant: a heartbeat falls due, or the client took too
     /// long (see [`ServerLimits`]).
     pub fn deadline(&self) -> Instant {
-        let timeout = match self.head_since {
+        self.next_beat.map_or(self.timeout(), |beat| beat.min(self.timeout()))
+    }
+
+    /// When the client will have been too slow: its head unfinished, silent too long between
+    /// requests, or silent past the protocol's own limit (nsqd's two heartbeat intervals).
+    fn timeout(&self) -> Instant {
+        let limit = match self.head_since {
             Some(since) => since + self.limits.head_timeout,
             None => self.last_activity + self.limits.idle_timeout,
         };
-        self.next_beat.map_or(timeout, |beat| beat.min(timeout))
+        self.codec.silence_limit().map_or(limit, |silence| limit.min(self.last_read + silence))
     }
 
     /// How long a write may take.
@@ -108,6 +116,7 @@ impl<S: ServerCodec> ServerConn<S> {
         }
         self.recv.filled(n);
         self.last_activity = now;
+        self.last_read = now;
         self.codec.set_unix_time(unix_secs);
         let served = self.codec.serve(self.recv.data(), &mut self.out);
         self.recv.consume(served.consumed);
@@ -133,11 +142,7 @@ impl<S: ServerCodec> ServerConn<S> {
         if self.next_beat.is_some_and(|due| now >= due) {
             self.beat();
         }
-        let timeout = match self.head_since {
-            Some(since) => since + self.limits.head_timeout,
-            None => self.last_activity + self.limits.idle_timeout,
-        };
-        if now >= timeout && !self.close {
+        if now >= self.timeout() && !self.close {
             self.close = true;
             self.timed_out = true;
             tally.timeouts += 1;
@@ -145,9 +150,7 @@ impl<S: ServerCodec> ServerConn<S> {
     }
 
     fn beat(&mut self) {
-        if !self.codec.heartbeat(&mut self.out) {
-            self.close = true;
-        }
+        self.codec.heartbeat(&mut self.out);
         self.next_beat = self.next_beat.zip(self.interval).map(|(due, i)| due + i);
     }
 
@@ -230,7 +233,7 @@ mod tests {
     }
 
     #[test]
-    fn heartbeats_on_schedule_busy_or_idle_then_close_when_unanswered() {
+    fn heartbeats_on_schedule_busy_or_idle_then_close_after_two_silent_intervals() {
         let now = Instant::now();
         let mut c = ServerConn::new(NsqServer::new(SinkLimits::default()), ServerLimits::default(), now);
         let mut tally = ServerTally::default();
@@ -241,11 +244,15 @@ mod tests {
         assert_eq!(c.to_write().len(), 19);
         c.written(t, &mut tally);
         assert_eq!(c.deadline(), now + Duration::from_secs(60));
-        // Idle: the deadline passes twice without a byte: the sink closes.
+        // Idle: a heartbeat at 60 s; two intervals after the last byte (31 s), nsqd's read
+        // deadline closes the connection.
         c.deadline_passed(now + Duration::from_secs(60), &mut tally);
         assert!(!c.closing());
+        assert_eq!(c.deadline(), now + Duration::from_secs(90));
         c.deadline_passed(now + Duration::from_secs(90), &mut tally);
-        assert!(c.closing());
-        assert!(!c.timed_out(), "nsqd's own rule closed it, not the idle timeout");
+        assert!(!c.closing());
+        assert_eq!(c.deadline(), now + Duration::from_secs(91));
+        c.deadline_passed(now + Duration::from_secs(91), &mut tally);
+        assert!(c.closing() && c.timed_out());
     }
 }

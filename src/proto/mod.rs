@@ -159,10 +159,12 @@ pub trait ServerCodec: Clone {
     fn heartbeat_interval(&self) -> Option<std::time::Duration> {
         None
     }
-    /// A heartbeat is due: append it to `out`. Returns `false` to close the connection instead
-    /// (the client stayed silent too long).
-    fn heartbeat(&mut self, _out: &mut Vec<u8>) -> bool {
-        true
+    /// A heartbeat is due: append it to `out`.
+    fn heartbeat(&mut self, _out: &mut Vec<u8>) {}
+    /// How long the client may send nothing before the connection is closed (nsqd: two
+    /// heartbeat intervals); `None`: the server's idle timeout alone applies.
+    fn silence_limit(&self) -> Option<std::time::Duration> {
+        None
     }
     /// The server is at its connection limit: append what a refused client should read
     /// before the connection is closed (an HTTP 503), or nothing.

@@ -273,8 +273,6 @@ pub struct NsqServer {
     magic_seen: bool,
     identified: bool,
     heartbeat_ms: i64,
-    /// Heartbeats sent since the client last sent anything; nsqd closes at two.
-    unanswered: u32,
     /// The MPUB whose body is arriving.
     mpub: Option<MpubProgress>,
 }
@@ -286,7 +284,6 @@ impl NsqServer {
             magic_seen: false,
             identified: false,
             heartbeat_ms: DEFAULT_HEARTBEAT_MS,
-            unanswered: 0,
             mpub: None,
         }
     }
@@ -565,9 +562,6 @@ fn as_i64(limit: u64) -> i64 {
 impl ServerCodec for NsqServer {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
         let mut served = Served::default();
-        if !input.is_empty() {
-            self.unanswered = 0;
-        }
         loop {
             match self.step(&input[served.consumed..], out) {
                 Step::Need(awaiting) => {
@@ -592,14 +586,13 @@ impl ServerCodec for NsqServer {
         (self.heartbeat_ms > 0).then(|| Duration::from_millis(self.heartbeat_ms as u64))
     }
 
-    fn heartbeat(&mut self, out: &mut Vec<u8>) -> bool {
-        // nsqd's read deadline is two heartbeat intervals without a byte from the client.
-        self.unanswered += 1;
-        if self.unanswered >= 2 {
-            return false;
-        }
+    fn heartbeat(&mut self, out: &mut Vec<u8>) {
         write_frame(out, FRAME_RESPONSE, HEARTBEAT);
-        true
+    }
+
+    fn silence_limit(&self) -> Option<Duration> {
+        // nsqd's read deadline: two heartbeat intervals without a byte from the client.
+        self.heartbeat_interval().map(|i| 2 * i)
     }
 }
 
@@ -989,14 +982,14 @@ mod tests {
     }
 
     #[test]
-    fn heartbeats_then_close_when_silent() {
+    fn heartbeats_and_nsqds_silence_limit() {
         let mut s = NsqServer::new(SinkLimits::default());
         assert_eq!(s.heartbeat_interval(), Some(Duration::from_secs(30)));
+        assert_eq!(s.silence_limit(), Some(Duration::from_secs(60)));
         let mut out = Vec::new();
-        assert!(s.heartbeat(&mut out));
+        s.heartbeat(&mut out);
         assert_eq!(out, frame(0, HEARTBEAT));
-        assert_eq!(out.len(), 19);
-        assert!(!s.heartbeat(&mut out));
+        assert_eq!(out.len(), 4 + 4 + HEARTBEAT.len());
     }
 
     #[test]

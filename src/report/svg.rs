@@ -83,7 +83,10 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
         };
         chart
             .draw_series(
-                rows.iter().enumerate().filter(|(_, r)| r.has_result()).map(|(i, r)| bar(i, 0.0, r.payload_bytes(), PAYLOAD)),
+                rows.iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.has_result())
+                    .map(|(i, r)| bar(i, 0.0, r.payload_bytes(), PAYLOAD)),
             )
             .map_err(err)?
             .label("payload (both ways: an echo carries it twice)")
@@ -101,7 +104,11 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
         chart
             .draw_series(rows.iter().enumerate().map(|(i, r)| {
                 Text::new(
-                    if r.has_result() { format!("{:.0}", r.tx_per_msg() + r.rx_per_msg()) } else { "no result".into() },
+                    if r.has_result() {
+                        format!("{:.0}", r.tx_per_msg() + r.rx_per_msg())
+                    } else {
+                        "no result".into()
+                    },
                     (SegmentValue::CenterOf(i), r.tx_per_msg() + r.rx_per_msg() + max_bytes * 0.01),
                     ("sans-serif", 13).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Bottom)),
                 )

@@ -30,12 +30,19 @@ pub fn start_builtin(kind: ServeKind) -> ServerHandle {
 
 /// The same on the given engine.
 pub fn start_builtin_on(engine: &str, kind: ServeKind) -> ServerHandle {
+    start_builtin_with(engine, kind, &[])
+}
+
+/// The same with more `serve` options (`--head-timeout 1s`, …).
+pub fn start_builtin_with(engine: &str, kind: ServeKind, extra: &[&str]) -> ServerHandle {
     let name = match kind {
         ServeKind::Http => "http",
         ServeKind::Nsq => "nsq",
         ServeKind::Ws => "ws",
     };
-    let argv = ["wirebench", "serve", name, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"];
+    let mut argv =
+        vec!["wirebench", "serve", name, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"];
+    argv.extend_from_slice(extra);
     let cli = <Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
     let Cmd::Serve(args) = cli.command else { unreachable!() };
     let listeners = wirebench::cmd::serve::listeners(kind, &args).expect("listeners");
