@@ -45,19 +45,24 @@ fn five_protocols_on_the_builtin_servers() {
     let pubrow = row(&v, "NSQ TCP PUB");
     assert_eq!(
         (pubrow["derived"]["tx_per_msg"].as_f64(), pubrow["derived"]["rx_per_msg"].as_f64()),
-        (Some(413.0), Some(10.0))
+        (Some(wire::nsq_pub("test", 400)), Some(wire::nsq_frame("OK")))
     );
     let mpub = row(&v, "NSQ TCP MPUB×10");
-    assert_eq!(mpub["bytes"]["tx_per_op"].as_f64(), Some(4058.0));
+    assert_eq!(mpub["bytes"]["tx_per_op"].as_f64(), Some(wire::nsq_mpub("test", 10, 400)));
     assert_eq!(mpub["messages"], 3000);
     let ws = row(&v, "WebSocket binary");
     assert_eq!(
         (ws["derived"]["tx_per_msg"].as_f64(), ws["derived"]["rx_per_msg"].as_f64()),
-        (Some(408.0), Some(404.0))
+        (Some(wire::ws_client_frame(400)), Some(wire::ws_server_frame(400)))
     );
+    // The echo carries the payload both ways; only the framing is overhead.
+    assert_eq!(ws["derived"]["payload_bytes"].as_f64(), Some(800.0));
+    let framing = wire::ws_client_frame(400) + wire::ws_server_frame(400) - 800.0;
+    assert_eq!(ws["derived"]["framing"].as_f64(), Some(framing));
+    assert_eq!(ws["derived"]["overhead"].as_f64(), Some(framing / 800.0));
     let http = row(&v, "NSQ HTTP /pub");
-    assert_eq!(http["derived"]["rx_per_msg"].as_f64(), Some(156.0));
-    assert_eq!(v["http_vs_tcp"]["rx"].as_f64(), Some(15.6));
+    assert_eq!(http["derived"]["rx_per_msg"].as_f64(), Some(wire::nsqd_pub_ok()));
+    assert_eq!(v["http_vs_tcp"]["rx"].as_f64(), Some(wire::nsqd_pub_ok() / wire::nsq_frame("OK")));
     assert!(stdout.contains("HTTP vs TCP (NSQ /pub vs PUB)"), "{stdout}");
     let chart = std::fs::read_to_string(&svg).unwrap();
     assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
@@ -74,10 +79,14 @@ fn the_same_nsq_bytes_against_a_real_nsqd() {
     let pubrow = row(&v, "NSQ TCP PUB");
     assert_eq!(
         (pubrow["derived"]["tx_per_msg"].as_f64(), pubrow["derived"]["rx_per_msg"].as_f64()),
-        (Some(413.0), Some(10.0))
+        (Some(wire::nsq_pub("test", 400)), Some(wire::nsq_frame("OK")))
     );
-    assert_eq!(row(&v, "NSQ TCP MPUB×10")["bytes"]["tx_per_op"].as_f64(), Some(4058.0));
-    assert_eq!(row(&v, "NSQ HTTP /pub")["derived"]["rx_per_msg"].as_f64(), Some(156.0));
+    assert_eq!(
+        row(&v, "NSQ TCP MPUB×10")["bytes"]["tx_per_op"].as_f64(),
+        Some(wire::nsq_mpub("test", 10, 400))
+    );
+    assert_eq!(row(&v, "NSQ HTTP /pub")["derived"]["rx_per_msg"].as_f64(), Some(wire::nsqd_pub_ok()));
+    assert_eq!(row(&v, "NSQ HTTP /pub")["ops"], 3000, "nsqd answered every message");
 }
 
 /// Render `svg` to a PNG with headless Chromium; returns the PNG's path.

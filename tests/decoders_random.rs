@@ -1,12 +1,10 @@
-//! Every decoder, client and server side, fed random bytes and mutated valid messages: it must
-//! never panic, never claim more bytes than it was given, and answer every prefix of a valid
-//! stream consistently. A deterministic stand-in for a fuzzer (seeded xorshift), run by
-//! `cargo test`.
+//! Every decoder, client and server side, on seeded random and mutated streams, and on the fuzz
+//! corpus: the properties of `wirebench::proto::props` (never over-consume, never a zero-byte
+//! message, the same results whole and split anywhere) must hold. The fuzz targets in `fuzz/`
+//! check the same properties on whatever the fuzzer finds; this replays their corpus.
 
-use wirebench::proto::http1::{Http1Client, Http1Server, RequestSpec};
-use wirebench::proto::nsq::{NsqClient, NsqHttpServer, NsqServer, PublishSpec, SinkLimits, encode_publish};
-use wirebench::proto::ws::{WsClient, WsServer, WsSpec};
-use wirebench::proto::{ClientCodec, Decoded, ServerCodec};
+use wirebench::proto::props::{self, TARGETS, client_splits_agree, decode_client, serve_stream};
+use wirebench::proto::{Outcome, ServerCodec};
 
 struct Rng(u64);
 impl Rng {
@@ -17,123 +15,151 @@ impl Rng {
         self.0
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
     }
 }
 
-/// Random bytes, or a valid sample with a few bytes changed, cut at a random length.
-fn inputs(samples: &[Vec<u8>], count: usize, seed: u64) -> Vec<Vec<u8>> {
+/// Valid streams for each target (what a well-behaved peer sends), to be mutated.
+fn samples(target: &str) -> Vec<Vec<u8>> {
+    let frame = |t: u32, data: &[u8]| {
+        let mut f = Vec::new();
+        wirebench::proto::nsq::write_frame(&mut f, t, data);
+        f
+    };
+    let masked = |op: u8, data: &[u8]| {
+        let mut f = Vec::new();
+        wirebench::proto::ws::write_frame(&mut f, op, data, true);
+        f
+    };
+    let publish = |batch: usize| {
+        wirebench::proto::nsq::encode_publish(&wirebench::proto::nsq::PublishSpec {
+            topic: "t".into(),
+            message: b"msg".to_vec(),
+            batch,
+            defer_ms: None,
+        })
+    };
+    match target {
+        "client_http1" => vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nT: v\r\n\r\n".to_vec(),
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            b"HTTP/1.0 200 OK\r\n\r\nuntil the end".to_vec(),
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nhi".to_vec(),
+        ],
+        "client_ws" => vec![
+            [&[0x82, 5][..], b"hello"].concat(),
+            [&[0x02, 2][..], b"he", &[0x89, 0], &[0x80, 3], b"llo", &[0x88, 2, 3, 0xe8]].concat(),
+            vec![0x8a, 1, b'p', 0x82, 5, b'h', b'e', b'l', b'l', b'o'],
+        ],
+        "client_nsq" => vec![
+            [frame(0, b"OK"), frame(0, b"_heartbeat_"), frame(0, b"OK")].concat(),
+            frame(1, b"E_BAD_TOPIC PUB topic name \"a!\" is not valid"),
+        ],
+        "server_http1" | "server_nsq_http" => vec![
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /ping HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".to_vec(),
+            b"POST /pub?topic=t HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc".to_vec(),
+            b"POST /mpub?topic=t HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\na\nb\r\n0\r\n\r\n"
+                .to_vec(),
+        ],
+        "server_ws" => vec![
+            [props::WS_UPGRADE.to_vec(), masked(2, b"hello"), masked(9, b"p"), masked(1, b"text")].concat(),
+            [props::WS_UPGRADE.to_vec(), vec![0x01, 0x82, 1, 2, 3, 4, b'h' ^ 1, b'e' ^ 2], masked(0, b"llo")]
+                .concat(),
+        ],
+        "server_nsq" => vec![
+            [b"  V2".as_slice(), b"IDENTIFY\n\x00\x00\x00\x02{}", &publish(1), &publish(3), b"NOP\n"]
+                .concat(),
+            [b"  V2".as_slice(), b"DPUB t 10\n\x00\x00\x00\x01x"].concat(),
+        ],
+        _ => vec![],
+    }
+}
+
+/// A target's input: a first byte (seed length, lead flag), seed bytes, then a stream that is
+/// random or a mutated valid sample.
+fn inputs(target: &str, count: usize, seed: u64) -> Vec<Vec<u8>> {
+    let samples = samples(target);
     let mut rng = Rng(seed);
     (0..count)
         .map(|_| {
-            let mut v = if rng.below(3) == 0 || samples.is_empty() {
-                (0..rng.below(300)).map(|_| rng.next() as u8).collect::<Vec<u8>>()
+            let mut stream = if rng.below(3) == 0 || samples.is_empty() {
+                let n = rng.below(300);
+                rng.bytes(n)
             } else {
-                samples[rng.below(samples.len())].clone()
+                let mut v = samples[rng.below(samples.len())].clone();
+                if rng.below(2) == 0 {
+                    v.extend(samples[rng.below(samples.len())].clone()); // back to back
+                }
+                v
             };
             for _ in 0..rng.below(4) {
-                if !v.is_empty() {
-                    let i = rng.below(v.len());
-                    v[i] = rng.next() as u8;
+                if !stream.is_empty() {
+                    let i = rng.below(stream.len());
+                    stream[i] = rng.next() as u8;
                 }
             }
-            let cut = rng.below(v.len() + 1);
-            v.truncate(cut.max(v.len() / 2));
-            v
+            let cut = rng.below(stream.len() + 1);
+            stream.truncate(cut.max(stream.len() / 2));
+            // Samples already carry their handshake; random streams get one half the time.
+            let lead = (rng.below(2) == 0) as u8;
+            let seed_len = 1 + rng.below(7);
+            let mut input = vec![(lead << 7) | seed_len as u8];
+            input.extend(rng.bytes(seed_len));
+            input.extend(stream);
+            input
         })
         .collect()
 }
 
-fn check_client<C: ClientCodec>(prototype: &C, samples: &[Vec<u8>], seed: u64) {
-    for input in inputs(samples, 5000, seed) {
-        let mut c = prototype.clone();
-        let mut out = Vec::new();
-        let mut pos = 0;
-        // Bounded: each Done consumes at least one byte or the loop stops.
-        while pos < input.len() {
-            match c.decode_op(&input[pos..], &mut out) {
-                Ok(Decoded::Done { consumed, .. }) if consumed > 0 => {
-                    assert!(pos + consumed <= input.len());
-                    pos += consumed;
-                }
-                _ => break,
-            }
+#[test]
+fn every_target_keeps_its_properties_on_seeded_streams() {
+    for (i, (name, target)) in TARGETS.iter().enumerate() {
+        for input in inputs(name, 3000, 0x9e37_79b9_7f4a_7c15 ^ i as u64) {
+            target(&input);
         }
-        let _ = c.clone().decode_eof(&input[pos..]);
-        let _ = prototype.clone().decode_handshake(&input);
     }
 }
 
-fn check_server<S: ServerCodec>(prototype: &S, samples: &[Vec<u8>], seed: u64) {
-    for input in inputs(samples, 5000, seed) {
-        let mut s = prototype.clone();
-        let mut out = Vec::new();
-        let served = s.serve(&input, &mut out);
-        assert!(served.consumed <= input.len());
-        let mut out = Vec::new();
-        s.heartbeat(&mut out);
+/// The fuzz corpus (`fuzz/corpus/TARGET/`), kept in the repository, replayed by every test run.
+#[test]
+fn the_fuzz_corpus_replays_cleanly() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    let mut replayed = 0;
+    for (name, target) in TARGETS {
+        let Ok(dir) = std::fs::read_dir(root.join(name)) else { continue };
+        for entry in dir.flatten() {
+            target(&std::fs::read(entry.path()).unwrap());
+            replayed += 1;
+        }
     }
+    eprintln!("replayed {replayed} corpus inputs");
 }
 
+/// The properties themselves catch what they claim to: a stream whose valid messages decode
+/// to the same outcomes however they are cut, and servers that answer alike.
 #[test]
-fn http1_decoders_survive_garbage() {
-    let spec = RequestSpec {
-        method: "GET".into(),
-        host: "h".into(),
-        target: "/".into(),
-        headers: vec![],
-        body: vec![],
-    };
-    let responses = vec![
-        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".to_vec(),
-        b"HTTP/1.0 404 Not Found\r\n\r\nbody".to_vec(),
-    ];
-    check_client(&Http1Client::new(&spec), &responses, 1);
-    let requests = vec![
-        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
-        b"POST /pub?topic=t HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc".to_vec(),
-        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n".to_vec(),
-    ];
-    check_server(&Http1Server::default(), &requests, 2);
-    check_server(&NsqHttpServer::new(SinkLimits::default()), &requests, 3);
-}
-
-#[test]
-fn nsq_decoders_survive_garbage() {
-    let spec = PublishSpec { topic: "t".into(), message: b"m".to_vec(), batch: 1, defer_ms: None };
-    let frames = vec![
-        b"\x00\x00\x00\x06\x00\x00\x00\x00OK".to_vec(),
-        b"\x00\x00\x00\x0f\x00\x00\x00\x00_heartbeat_".to_vec(),
-    ];
-    check_client(&NsqClient::new(&spec, None), &frames, 4);
-    let commands = vec![
-        [b"  V2".as_slice(), &encode_publish(&spec)].concat(),
-        [b"  V2".as_slice(), &encode_publish(&PublishSpec { batch: 3, ..spec.clone() })].concat(),
-        b"  V2IDENTIFY\n\x00\x00\x00\x02{}NOP\n".to_vec(),
-    ];
-    check_server(&NsqServer::new(SinkLimits::default()), &commands, 5);
-}
-
-#[test]
-fn websocket_decoders_survive_garbage() {
-    let spec = WsSpec {
-        host: "h".into(),
-        path: "/".into(),
-        headers: vec![],
-        message: b"hello".to_vec(),
-        text: false,
-    };
-    let frames = vec![
-        vec![0x82, 5, b'h', b'e', b'l', b'l', b'o'],
-        vec![0x89, 0],
-        vec![0x02, 2, b'h', b'e', 0x80, 3, b'l', b'l', b'o'],
-    ];
-    check_client(&WsClient::new(spec.clone()), &frames, 6);
-    let mut client = WsClient::new(spec);
-    let mut upgrade = Vec::new();
-    client.handshake(&mut upgrade);
-    let mut frame = Vec::new();
-    client.encode_op(&mut frame);
-    check_server(&WsServer::new(1 << 20), &[upgrade.clone(), [upgrade, frame].concat()], 7);
+fn splitting_changes_nothing_on_valid_streams() {
+    let stream = samples("client_http1").concat();
+    let whole = decode_client(&props::http1_client(), &|_| Vec::new(), &stream, &[]);
+    assert_eq!(whole.messages.len(), 4, "{whole:?}"); // the 4th sample is close-delimited
+    for b in 0..=255u8 {
+        client_splits_agree(&props::http1_client(), &|_| Vec::new(), &stream, &[b, b.wrapping_mul(7)]);
+    }
+    assert!(whole.messages.iter().any(|(_, o)| *o == Outcome::Control), "the 100 Continue");
+    for sample in samples("server_nsq") {
+        let limits = wirebench::proto::nsq::SinkLimits::default();
+        let server = wirebench::proto::nsq::NsqServer::new(limits);
+        let whole = serve_stream(&server, &sample, &[]);
+        for b in 1..=255u8 {
+            assert_eq!(serve_stream(&server, &sample, &[b]).out, whole.out);
+        }
+        assert!(whole.requests > 0);
+    }
+    let mut out = Vec::new();
+    wirebench::proto::http1::Http1Server::default().busy(&mut out);
+    assert!(!out.is_empty());
 }

@@ -28,7 +28,8 @@ fn pub_100000_by_400_bytes_is_413_written_10_read_on(engine: &str) {
     );
     assert_clean(&r);
     assert_eq!(r.ops, 100_000);
-    assert_eq!((r.tx_per_op(), r.rx_per_op()), (413.0, 10.0));
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (wire::nsq_pub("test", 400), wire::nsq_frame("OK")));
+    assert_eq!((wire::nsq_pub("test", 400), wire::nsq_frame("OK")), (413.0, 10.0), "the study's figures");
     // Magic + IDENTIFY out, its OK frame back: handshake, apart from the operations.
     assert!(r.tx.handshake > 4 + 9 + 4);
     assert_eq!(r.rx.handshake, 10);
@@ -51,7 +52,7 @@ fn mpub_of_10_by_400_is_4058_and_counts_messages_on(engine: &str) {
         &[&tcp_url(&server, "test"), "-c", "2", "-n", "1000", "--batch", "10", "--cores", &cpu],
     );
     assert_clean(&r);
-    assert_eq!((r.tx_per_op(), r.rx_per_op()), (4058.0, 10.0));
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (wire::nsq_mpub("test", 10, 400), wire::nsq_frame("OK")));
     assert_eq!(ServerTally::sum(&server.stop().unwrap()).messages, 10_000);
 }
 
@@ -69,14 +70,17 @@ fn http_pub_and_mpub_bytes_on(engine: &str) {
     let r =
         bench_on(engine, &[&http_url(&server, "test"), "-c", "1", "-n", "2000", "-H", host, "--cores", &cpu]);
     assert_clean(&r);
-    // POST /pub?topic=test … with a 400-byte body; nsqd 1.3.0's 200 answer is 156 bytes.
-    assert_eq!((r.tx_per_op(), r.rx_per_op()), (476.0, 156.0));
+    let request = wire::http_request("POST", "/pub?topic=test", "127.0.0.1:4151", &[], 400);
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (request, wire::nsqd_pub_ok()));
+    assert_eq!((request, wire::nsqd_pub_ok()), (476.0, 156.0), "the study's /pub (Host aside)");
     let r = bench_on(
         engine,
         &[&http_url(&server, "test"), "-c", "1", "-n", "500", "--batch", "10", "-H", host, "--cores", &cpu],
     );
     assert_clean(&r);
-    assert_eq!(r.rx_per_op(), 156.0);
+    // /mpub's text form: the messages newline-separated.
+    let request = wire::http_request("POST", "/mpub?topic=test", "127.0.0.1:4151", &[], 10 * 401);
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (request, wire::nsqd_pub_ok()));
     let r = bench_on(
         engine,
         &[&http_url(&server, "test"), "-n", "500", "--batch", "10", "--binary", "-H", host, "--cores", &cpu],
@@ -129,4 +133,74 @@ fn refused_publishes_are_counted_by_code_and_the_run_goes_on_on(engine: &str) {
         &[&tcp_url(&server, "test"), "-c", "1", "-d", "300ms", "--size", "2000000", "--cores", &cpu],
     );
     assert!(r.failures.keys().any(|f| f.to_string() == "E_BAD_MESSAGE"));
+}
+
+#[test]
+fn deferred_publishes_cost_their_delay_field_over_tcp_and_http() {
+    let server = start_builtin(ServeKind::Nsq);
+    let cpu = client_cpu().to_string();
+    for engine in ENGINES {
+        let r = bench_on(
+            engine,
+            &[&tcp_url(&server, "test"), "-c", "1", "-n", "500", "--defer-ms", "250", "--cores", &cpu],
+        );
+        assert_clean(&r);
+        assert_eq!(r.ops, 500);
+        assert_eq!((r.tx_per_op(), r.rx_per_op()), (wire::nsq_dpub("test", 250, 400), wire::nsq_frame("OK")));
+        let host = "Host: 127.0.0.1:4151";
+        let r = bench_on(
+            engine,
+            &[
+                &http_url(&server, "test"),
+                "-c",
+                "1",
+                "-n",
+                "500",
+                "--defer-ms",
+                "250",
+                "-H",
+                host,
+                "--cores",
+                &cpu,
+            ],
+        );
+        assert_clean(&r);
+        let request = wire::http_request("POST", "/pub?topic=test&defer=250", "127.0.0.1:4151", &[], 400);
+        assert_eq!((r.tx_per_op(), r.rx_per_op()), (request, wire::nsqd_pub_ok()));
+    }
+    assert_eq!(ServerTally::sum(&server.stop().unwrap()).messages, 2 * 500 * ENGINES.len() as u64);
+}
+
+#[test]
+fn the_sinks_size_flags_refuse_as_nsqd_does() {
+    let server = start_builtin_with(
+        "tokio-uring",
+        ServeKind::Nsq,
+        &["--max-msg-size", "100", "--max-body-size", "1000"],
+    );
+    let cpu = client_cpu().to_string();
+    let r = bench(&[&tcp_url(&server, "test"), "-c", "1", "-n", "20", "--size", "101", "--cores", &cpu]);
+    assert_eq!(r.ops, 0);
+    assert_accounted(&r);
+    assert_eq!(r.failures.keys().map(|f| f.to_string()).collect::<Vec<_>>(), ["E_BAD_MESSAGE"]);
+    let r = bench(&[&tcp_url(&server, "test"), "-c", "1", "-n", "20", "--size", "100", "--cores", &cpu]);
+    assert_clean(&r);
+    // An MPUB of 10 × 100: a body of 4 + 10 × 104 bytes, over the 1000-byte limit.
+    let r = bench(&[
+        &tcp_url(&server, "test"),
+        "-c",
+        "1",
+        "-n",
+        "20",
+        "--size",
+        "100",
+        "--batch",
+        "10",
+        "--cores",
+        &cpu,
+    ]);
+    assert_eq!(r.ops, 0);
+    assert_eq!(r.failures.keys().map(|f| f.to_string()).collect::<Vec<_>>(), ["E_BAD_BODY"]);
+    let r = bench(&[&http_url(&server, "test"), "-c", "1", "-n", "20", "--size", "101", "--cores", &cpu]);
+    assert_eq!(r.failures.keys().map(|f| f.to_string()).collect::<Vec<_>>(), ["HTTP 413"]);
 }

@@ -31,6 +31,7 @@ fn nsqd_and_sink_cost_the_same_bytes_per_message() {
         ("nsq+http", &["-n", "5000", "-H", host], 1),
         ("nsq+http", &["-n", "1000", "--batch", "10", "-H", host], 10),
     ];
+    let n_of = |extra: &[&str]| extra[1].parse::<u64>().unwrap();
     for (i, (scheme, extra, per_op)) in runs.iter().enumerate() {
         let topic = format!("wb{i}");
         let (real_addr, sink_addr) =
@@ -42,6 +43,7 @@ fn nsqd_and_sink_cost_the_same_bytes_per_message() {
             args.extend_from_slice(extra);
             let r = bench(&args);
             assert_clean(&r);
+            assert_eq!(r.ops, n_of(extra), "{scheme} {extra:?} against {addr}: every operation completed");
             reports.push(r);
         }
         let (real, ours) = (&reports[0], &reports[1]);
@@ -53,7 +55,7 @@ fn nsqd_and_sink_cost_the_same_bytes_per_message() {
     }
     // The study's figures for a 400-byte message over TCP.
     let r = bench(&[&format!("nsq://{tcp}/test"), "-c", "1", "-n", "1000", "--cores", &cpu]);
-    assert_eq!((r.tx_per_op(), r.rx_per_op()), (413.0, 10.0));
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (wire::nsq_pub("test", 400), wire::nsq_frame("OK")));
 }
 
 #[test]
@@ -63,6 +65,7 @@ fn nsqd_heartbeats_and_refusals_match_the_sink() {
     let sink = start_builtin(ServeKind::Nsq);
     let cpu = client_cpu().to_string();
     let identify = r#"{"client_id":"hb","heartbeat_interval":1000}"#;
+    let mut seen = Vec::new();
     for addr in [tcp, sink.addrs[0]] {
         let r = bench(&[
             &format!("nsq://{addr}/hb"),
@@ -76,10 +79,23 @@ fn nsqd_heartbeats_and_refusals_match_the_sink() {
             &cpu,
         ]);
         assert_clean(&r);
-        assert!(r.rx.control >= 2 * 19 && r.rx.control.is_multiple_of(19), "{addr}: {}", r.rx.control);
-        assert_eq!(r.tx.control, r.rx.control / 19 * 4);
-        let r = bench(&[&format!("nsq://{addr}/bad!"), "-c", "1", "-d", "300ms", "--cores", &cpu]);
-        assert_eq!(r.ops, 0);
-        assert!(r.failures.keys().any(|f| f.to_string() == "E_BAD_TOPIC"), "{addr}: {:?}", r.failures);
+        let heartbeat = wire::nsq_frame("_heartbeat_") as u64;
+        assert!(
+            r.rx.control >= 2 * heartbeat && r.rx.control.is_multiple_of(heartbeat),
+            "{addr}: {}",
+            r.rx.control
+        );
+        let beats = r.rx.control / heartbeat;
+        assert_eq!(r.tx.control, beats * "NOP\n".len() as u64, "{addr}: each answered with NOP");
+        let refused = bench(&[&format!("nsq://{addr}/bad!"), "-c", "1", "-d", "300ms", "--cores", &cpu]);
+        assert_eq!(refused.ops, 0);
+        assert_accounted(&refused);
+        let codes: Vec<String> = refused.failures.keys().map(|f| f.to_string()).collect();
+        seen.push((beats, codes, refused.rx.failed / refused.failed.total().max(1)));
     }
+    let (real, ours) = (&seen[0], &seen[1]);
+    assert!(real.0.abs_diff(ours.0) <= 1, "heartbeats in 2.5 s: nsqd {} sink {}", real.0, ours.0);
+    assert_eq!(real.1, ours.1, "the same refusal codes");
+    assert_eq!(real.1, ["E_BAD_TOPIC"]);
+    assert_eq!(real.2, ours.2, "the same refusal frame, byte for byte in length");
 }

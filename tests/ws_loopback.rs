@@ -23,7 +23,7 @@ fn echo_of_500_bytes_is_508_out_504_back_on(engine: &str) {
     let r = bench_on(engine, &[&url, "-c", "8", "-n", "20000", "--size", "500", "--cores", &cpu]);
     assert_clean(&r);
     assert_eq!(r.ops, 20000);
-    assert_eq!((r.tx_per_op(), r.rx_per_op()), (508.0, 504.0));
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (wire::ws_client_frame(500), wire::ws_server_frame(500)));
     // The upgrade is handshake traffic; each connection's Close 1000 (2 + 4 + 2 masked) and the
     // server's answer (2 + 2) are control traffic.
     assert!(r.tx.handshake > 0 && r.rx.handshake > 0);
@@ -42,14 +42,15 @@ fn lengths_at_the_boundaries_text_and_pipelined_on(engine: &str) {
     let server = start_builtin(ServeKind::Ws);
     let cpu = client_cpu().to_string();
     let url = format!("ws://{}/", server.addr());
-    for (size, tx, rx) in [(125, 131, 127), (126, 134, 130), (65535, 65543, 65539), (65536, 65550, 65546)] {
-        let size = size.to_string();
+    for n in [125, 126, 65535, 65536] {
+        let (tx, rx) = (wire::ws_client_frame(n), wire::ws_server_frame(n));
+        let size = n.to_string();
         let r = bench_on(
             engine,
             &[&url, "-c", "2", "-n", "200", "--depth", "4", "--text", "--size", &size, "--cores", &cpu],
         );
         assert_clean(&r);
-        assert_eq!((r.tx_per_op(), r.rx_per_op()), (tx as f64, rx as f64), "size {size}");
+        assert_eq!((r.tx_per_op(), r.rx_per_op()), (tx, rx), "size {size}");
     }
 }
 
@@ -65,11 +66,11 @@ fn two_thousand_connections_on(engine: &str) {
     let url = format!("ws://{}/", server.addr());
     let r = bench_on(
         engine,
-        &[&url, "-c", "2000", "-d", "1500ms", "--size", "100", "--cores", &client_cpu().to_string()],
+        &[&url, "-c", "2000", "-n", "4000", "--size", "100", "--cores", &client_cpu().to_string()],
     );
     assert_clean(&r);
-    assert_eq!(r.connects, 2000);
-    assert!(r.ops > 2000);
+    assert_eq!(r.connects, 2000, "every connection upgraded once");
+    assert_eq!(r.ops, 4000, "and completed its two operations");
 }
 
 #[test]
@@ -171,4 +172,18 @@ fn broken_servers_are_counted_by_class_and_the_run_ends_on_time_on(engine: &str)
         assert!(r.error_samples.iter().any(|s| s.contains(expected)), "{expected}: {:?}", r.error_samples);
         assert!(r.elapsed < Duration::from_secs(3));
     }
+}
+
+#[test]
+fn the_echo_servers_message_limit_closes_with_1009() {
+    let server = start_builtin_with("tokio-uring", ServeKind::Ws, &["--max-message", "100"]);
+    let cpu = client_cpu().to_string();
+    let url = format!("ws://{}/", server.addr());
+    let r = bench(&[&url, "-c", "1", "-n", "20", "--size", "101", "--cores", &cpu]);
+    assert_eq!(r.ops, 0);
+    assert_accounted(&r);
+    assert!(r.failed.get(ErrorClass::Closed) > 0, "{:?} {:?}", r.failed, r.error_samples);
+    let r = bench(&[&url, "-c", "1", "-n", "20", "--size", "100", "--cores", &cpu]);
+    assert_clean(&r);
+    assert_eq!(r.ops, 20);
 }

@@ -61,6 +61,7 @@ pub struct ServerConn<S> {
     last_read: Instant,
     close: bool,
     timed_out: bool,
+    awaiting: Awaiting,
 }
 
 impl<S: ServerCodec> ServerConn<S> {
@@ -78,6 +79,7 @@ impl<S: ServerCodec> ServerConn<S> {
             last_read: now,
             close: false,
             timed_out: false,
+            awaiting: Awaiting::Request,
         }
     }
 
@@ -124,6 +126,7 @@ impl<S: ServerCodec> ServerConn<S> {
         tally.requests += served.requests;
         tally.messages += served.messages;
         self.close |= served.close;
+        self.awaiting = served.awaiting;
         self.head_since = match served.awaiting {
             Awaiting::Head => Some(self.head_since.unwrap_or(now)),
             Awaiting::Request | Awaiting::Body => None,
@@ -167,6 +170,11 @@ impl<S: ServerCodec> ServerConn<S> {
             self.out = Vec::new();
         }
         self.last_activity = now;
+    }
+
+    /// What the connection waits for after the last read.
+    pub fn awaiting(&self) -> Awaiting {
+        self.awaiting
     }
 
     /// Close once `to_write()` is written.

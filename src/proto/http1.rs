@@ -144,7 +144,11 @@ impl Http1Client {
     fn parse_head(&mut self, input: &[u8]) -> Result<Option<Head>, ProtoError> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut headers);
+        // The limit holds however the head arrived: whole in one read or trickling in.
         let len = match response.parse(input) {
+            Ok(httparse::Status::Complete(len)) if len > MAX_RESPONSE_HEAD => {
+                return Err(ProtoError::ResponseHeadTooLarge);
+            }
             Ok(httparse::Status::Complete(len)) => len,
             Ok(httparse::Status::Partial) if input.len() > MAX_RESPONSE_HEAD => {
                 return Err(ProtoError::ResponseHeadTooLarge);

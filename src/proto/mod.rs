@@ -7,6 +7,7 @@
 
 pub mod http1;
 pub mod nsq;
+pub mod props;
 pub mod ws;
 
 pub use crate::outcome::Failure;

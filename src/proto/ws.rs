@@ -197,6 +197,9 @@ impl ClientCodec for WsClient {
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut response = httparse::Response::new(&mut headers);
         let len = match response.parse(input) {
+            Ok(httparse::Status::Complete(n)) if n > http1::MAX_RESPONSE_HEAD => {
+                return Err(ProtoError::ResponseHeadTooLarge);
+            }
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) if input.len() > http1::MAX_RESPONSE_HEAD => {
                 return Err(ProtoError::ResponseHeadTooLarge);
@@ -332,7 +335,7 @@ impl WsServer {
             Some(Served { consumed: input.len(), close: true, ..Served::default() })
         };
         let len = match request.parse(input) {
-            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Complete(n)) if n <= http1::MAX_REQUEST_HEAD => n,
             Ok(httparse::Status::Partial) if input.len() <= http1::MAX_REQUEST_HEAD => {
                 return Some(Served { awaiting: Awaiting::Head, ..Served::default() });
             }
@@ -496,17 +499,31 @@ mod tests {
 
     #[test]
     fn frame_sizes_at_the_length_boundaries() {
-        for (size, client, server) in
-            [(500, 508, 504), (125, 131, 127), (126, 134, 130), (65535, 65543, 65539), (65536, 65550, 65546)]
-        {
+        // RFC 6455 §5.2: FIN + opcode, mask bit + 7-bit length (126: 16 bits follow, 127: 64
+        // bits follow), the 4-byte mask key from a client, then the payload.
+        for (size, length_bytes) in [
+            (125, vec![125]),
+            (126, vec![126, 0, 126]),
+            (500, vec![126, 0x01, 0xF4]),
+            (65535, vec![126, 0xFF, 0xFF]),
+            (65536, vec![127, 0, 0, 0, 0, 0, 1, 0, 0]),
+        ] {
             let mut c = WsClient::new(spec(size));
             let mut out = Vec::new();
             c.encode_op(&mut out);
-            assert_eq!((out.len(), c.frame_len()), (client, client), "client frame of {size}");
+            let mut head = vec![0x80 | OP_BINARY, 0x80 | length_bytes[0]];
+            head.extend_from_slice(&length_bytes[1..]);
+            assert_eq!(out[..head.len()], head, "client header of {size}");
+            assert_eq!((out.len(), c.frame_len()), (head.len() + 4 + size, head.len() + 4 + size));
             let mut echo = Vec::new();
             write_frame(&mut echo, OP_BINARY, &vec![b'x'; size], false);
-            assert_eq!(echo.len(), server, "server frame of {size}");
+            head[1] &= 0x7f;
+            assert_eq!(echo[..head.len()], head, "server header of {size}");
+            assert_eq!(echo.len(), head.len() + size);
         }
+        let mut out = Vec::new();
+        WsClient::new(spec(500)).encode_op(&mut out);
+        assert_eq!(out.len(), 508, "the issue's figure: 2 + 2 + 4 + 500");
     }
 
     #[test]

@@ -202,3 +202,81 @@ pub fn http_get(addr: SocketAddr, path: &str) -> String {
     let _ = s.read_to_string(&mut out);
     out
 }
+
+/// The exact sizes of the protocols' messages, derived here from their wire formats, apart from
+/// the encoders under test, so that a wrong encoder cannot agree with itself. Each says where
+/// its bytes come from.
+pub mod wire {
+    /// NSQ `PUB`: `PUB <topic>\n`, a 4-byte big-endian length, the message.
+    pub fn nsq_pub(topic: &str, message: usize) -> f64 {
+        ("PUB ".len() + topic.len() + "\n".len() + 4 + message) as f64
+    }
+    /// NSQ `MPUB`: `MPUB <topic>\n`, the body's 4-byte length, then the body: a 4-byte count
+    /// and, per message, a 4-byte length and the message.
+    pub fn nsq_mpub(topic: &str, batch: usize, message: usize) -> f64 {
+        ("MPUB ".len() + topic.len() + "\n".len() + 4 + 4 + batch * (4 + message)) as f64
+    }
+    /// NSQ `DPUB`: `DPUB <topic> <ms>\n`, a 4-byte length, the message.
+    pub fn nsq_dpub(topic: &str, ms: u64, message: usize) -> f64 {
+        ("DPUB ".len() + topic.len() + 1 + ms.to_string().len() + "\n".len() + 4 + message) as f64
+    }
+    /// An NSQ response frame: 4-byte size, 4-byte type (0), data.
+    pub fn nsq_frame(data: &str) -> f64 {
+        (4 + 4 + data.len()) as f64
+    }
+    /// A WebSocket frame's header: 2 bytes, then 2 or 8 more for lengths over 125 or 65535.
+    fn ws_header(payload: usize) -> usize {
+        2 + match payload {
+            0..=125 => 0,
+            126..=65535 => 2,
+            _ => 8,
+        }
+    }
+    /// A client's (masked) frame: header, 4-byte mask key, payload.
+    pub fn ws_client_frame(payload: usize) -> f64 {
+        (ws_header(payload) + 4 + payload) as f64
+    }
+    /// A server's (unmasked) frame: header, payload.
+    pub fn ws_server_frame(payload: usize) -> f64 {
+        (ws_header(payload) + payload) as f64
+    }
+    /// An HTTP/1.1 request as the generator writes it: request line, Host, Content-Length when
+    /// there is a body, the user's headers, the empty line, the body.
+    pub fn http_request(method: &str, target: &str, host: &str, headers: &[&str], body: usize) -> f64 {
+        let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\n");
+        if body > 0 {
+            head += &format!("Content-Length: {body}\r\n");
+        }
+        for h in headers {
+            head += &format!("{h}\r\n");
+        }
+        (head.len() + "\r\n".len() + body) as f64
+    }
+    /// A response with `Content-Length` and a body, and the given headers in between.
+    pub fn http_response(status: &str, headers: &[&str], body: &str) -> f64 {
+        let mut head = format!("HTTP/1.1 {status}\r\n");
+        for h in headers {
+            head += &format!("{h}\r\n");
+        }
+        head += &format!("Content-Length: {}\r\n\r\n", body.len());
+        (head.len() + body.len()) as f64
+    }
+    /// The built-in `serve http`'s answer to a GET (`Hello World`) and to a request with a
+    /// body (`OK`).
+    pub fn hello() -> f64 {
+        http_response("200 OK", &[], "Hello World")
+    }
+    pub fn ok() -> f64 {
+        http_response("200 OK", &[], "OK")
+    }
+    /// nsqd's `200` to `/pub`, as captured from nsqd 1.3.0: its headers in Go's order, a
+    /// 29-byte IMF-fixdate `Date`, body `OK`.
+    pub fn nsqd_pub_ok() -> f64 {
+        let date = "Mon, 30 Nov 2026 08:55:20 GMT";
+        assert_eq!(date.len(), 29);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nX-Nsq-Content-Type: nsq; version=1.0\r\nDate: {date}\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
+        );
+        (head.len() + "OK".len()) as f64
+    }
+}

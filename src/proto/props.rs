@@ -1,0 +1,347 @@
+//! Properties every codec keeps, whatever bytes a peer sends and however the socket splits
+//! them: a decoder never claims more bytes than it was given, never reports a whole message of
+//! zero bytes (an engine would spin on it), and decodes a stream split anywhere exactly as it
+//! decodes it whole. `cargo test` checks them on seeded random and mutated streams and replays
+//! the fuzz corpus (`tests/decoders_random.rs`); the cargo-fuzz targets in `fuzz/` check them on
+//! whatever the fuzzer finds. A violation panics, saying what differed.
+
+use super::{Awaiting, ClientCodec, Decoded, Outcome, ProtoError, ServerCodec};
+use crate::engine::ServerTally;
+use crate::engine::serve_conn::{ServerConn, ServerLimits};
+use std::time::Instant;
+
+/// What a client codec made of a stream from the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientTrace {
+    /// The handshake answer's length, if the handshake completed.
+    pub handshake: Option<usize>,
+    /// Every whole message: its length and what it meant.
+    pub messages: Vec<(usize, Outcome)>,
+    /// Bytes of control replies the codec queued (pongs, NOPs; masks differ, lengths do not).
+    pub replies: usize,
+    /// How the stream ended: a protocol error, the peer closing (the codec said so), or the
+    /// end of the bytes with what `decode_eof` made of the rest.
+    pub end: ClientEnd,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEnd {
+    Error(ProtoError),
+    PeerClosing,
+    Eof(Result<Option<(usize, Outcome)>, ProtoError>),
+}
+
+/// Where to cut `len` bytes, chosen by `seed` (a fuzzer's bytes): up to one cut per seed byte.
+pub fn cuts_from(seed: &[u8], len: usize) -> Vec<usize> {
+    let mut cuts: Vec<usize> = seed.iter().map(|&b| b as usize * len / 256).filter(|&c| c > 0).collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts
+}
+
+/// The pieces of `stream` between `cuts` (sorted offsets), as reads would return them.
+fn pieces<'a>(stream: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    for &cut in cuts.iter().filter(|&&c| c > 0 && c < stream.len()) {
+        out.push(&stream[from..cut]);
+        from = cut;
+    }
+    out.push(&stream[from..]);
+    out
+}
+
+/// Decode `stream` with a fresh clone of `prototype`, fed in pieces cut where `seed` says
+/// ([`cuts_from`]; an empty seed: whole), as the connection machine feeds it: the handshake
+/// first (its answer, `answer(request)`, leads the stream), then every whole message after
+/// each read.
+pub fn decode_client<C: ClientCodec>(
+    prototype: &C,
+    answer: &dyn Fn(&[u8]) -> Vec<u8>,
+    stream: &[u8],
+    seed: &[u8],
+) -> ClientTrace {
+    let mut codec = prototype.clone();
+    let mut request = Vec::new();
+    codec.handshake(&mut request);
+    let mut input = if request.is_empty() { Vec::new() } else { answer(&request) };
+    input.extend_from_slice(stream);
+    let mut trace =
+        ClientTrace { handshake: None, messages: Vec::new(), replies: 0, end: ClientEnd::PeerClosing };
+    let mut buf: Vec<u8> = Vec::new();
+    let mut replies = Vec::new();
+    // A codec whose handshake needs no answer is done before any byte arrives.
+    if request.is_empty() {
+        trace.handshake = Some(0);
+    } else if let Ok(Decoded::Done { consumed, .. }) = codec.decode_handshake(&[]) {
+        trace.handshake = Some(consumed);
+    }
+    // The handshake answer is cut too: the split must not matter there either.
+    for piece in pieces(&input, &cuts_from(seed, input.len())) {
+        buf.extend_from_slice(piece);
+        if trace.handshake.is_none() {
+            match codec.decode_handshake(&buf) {
+                Ok(Decoded::Partial) => continue,
+                Ok(Decoded::Done { consumed, .. }) => {
+                    assert!(consumed <= buf.len(), "handshake claimed {consumed} of {} bytes", buf.len());
+                    buf.drain(..consumed);
+                    trace.handshake = Some(consumed);
+                }
+                Err(e) => {
+                    trace.end = ClientEnd::Error(e);
+                    return trace;
+                }
+            }
+        }
+        loop {
+            match codec.decode_op(&buf, &mut replies) {
+                Ok(Decoded::Partial) => break,
+                Ok(Decoded::Done { consumed, outcome }) => {
+                    assert!(
+                        consumed > 0,
+                        "a whole message of zero bytes ({outcome:?}): the engine would spin"
+                    );
+                    assert!(consumed <= buf.len(), "claimed {consumed} of {} bytes", buf.len());
+                    buf.drain(..consumed);
+                    trace.messages.push((consumed, outcome));
+                    if codec.peer_closing() {
+                        trace.replies = replies.len();
+                        trace.end = ClientEnd::PeerClosing;
+                        return trace;
+                    }
+                }
+                Err(e) => {
+                    trace.replies = replies.len();
+                    trace.end = ClientEnd::Error(e);
+                    return trace;
+                }
+            }
+        }
+    }
+    trace.replies = replies.len();
+    if trace.handshake.is_none() {
+        trace.end = ClientEnd::Eof(Ok(None));
+        return trace;
+    }
+    trace.end = ClientEnd::Eof(match codec.decode_eof(&buf) {
+        Ok(Decoded::Partial) => Ok(None),
+        Ok(Decoded::Done { consumed, outcome }) => {
+            assert!(consumed <= buf.len(), "at end of stream claimed {consumed} of {} bytes", buf.len());
+            Ok(Some((consumed, outcome)))
+        }
+        Err(e) => Err(e),
+    });
+    trace
+}
+
+/// The client property: `stream` decodes the same whole and cut where `seed` says.
+pub fn client_splits_agree<C: ClientCodec>(
+    prototype: &C,
+    answer: &dyn Fn(&[u8]) -> Vec<u8>,
+    stream: &[u8],
+    seed: &[u8],
+) {
+    let whole = decode_client(prototype, answer, stream, &[]);
+    let split = decode_client(prototype, answer, stream, seed);
+    assert_eq!(whole, split, "the same stream, whole and cut by seed {seed:?}");
+}
+
+/// What a built-in server made of a stream from a client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTrace {
+    /// Everything it wrote.
+    pub out: Vec<u8>,
+    pub requests: u64,
+    pub messages: u64,
+    /// It closed the connection, after reading this many bytes of the stream.
+    pub closed_after: Option<usize>,
+    pub awaiting: Awaiting,
+}
+
+/// Feed `stream` to a server connection machine around a fresh clone of `prototype`, in
+/// pieces cut where `seed` says, as an engine feeds it (a read never larger than the buffer
+/// offers).
+pub fn serve_stream<S: ServerCodec>(prototype: &S, stream: &[u8], seed: &[u8]) -> ServerTrace {
+    let now = Instant::now();
+    let mut conn = ServerConn::new(prototype.clone(), ServerLimits::default(), now);
+    let mut tally = ServerTally::default();
+    let mut trace = ServerTrace {
+        out: Vec::new(),
+        requests: 0,
+        messages: 0,
+        closed_after: None,
+        awaiting: Awaiting::Request,
+    };
+    let mut fed = 0;
+    for piece in pieces(stream, &cuts_from(seed, stream.len())) {
+        let mut piece = piece;
+        while !piece.is_empty() {
+            let Some(buf) = conn.read_buf() else {
+                trace.closed_after = Some(fed);
+                return finish(trace, &tally);
+            };
+            let n = buf.len().min(piece.len());
+            buf[..n].copy_from_slice(&piece[..n]);
+            conn.received(n, now, 0, &mut tally);
+            fed += n;
+            piece = &piece[n..];
+            trace.out.extend_from_slice(conn.to_write());
+            conn.written(now, &mut tally);
+            trace.awaiting = conn.awaiting();
+            if conn.closing() {
+                trace.closed_after = Some(fed);
+                return finish(trace, &tally);
+            }
+        }
+    }
+    finish(trace, &tally)
+}
+
+fn finish(mut trace: ServerTrace, tally: &ServerTally) -> ServerTrace {
+    trace.requests = tally.requests;
+    trace.messages = tally.messages;
+    assert_eq!(tally.tx, trace.out.len() as u64, "the tally counts what was written");
+    trace
+}
+
+/// The server property: `stream` is answered the same whole and cut where `seed` says (and
+/// closed or not alike; how much was read before a close depends on the reads).
+pub fn server_splits_agree<S: ServerCodec>(prototype: &S, stream: &[u8], seed: &[u8]) {
+    let whole = serve_stream(prototype, stream, &[]);
+    let split = serve_stream(prototype, stream, seed);
+    // After a close, what the connection would have waited for means nothing.
+    let comparable = |t: &ServerTrace| {
+        let awaiting = if t.closed_after.is_some() { Awaiting::Request } else { t.awaiting };
+        ServerTrace { closed_after: None, awaiting, ..t.clone() }
+    };
+    let same = comparable(&whole) == comparable(&split);
+    assert!(
+        same && whole.closed_after.is_some() == split.closed_after.is_some(),
+        "the same stream, whole and cut by seed {seed:?}:\n whole {whole:?}\n split {split:?}"
+    );
+}
+
+/// A fuzz target: the codec and the property it checks on arbitrary bytes.
+pub type Target = fn(&[u8]);
+
+/// Every fuzz target by name (`fuzz/fuzz_targets/NAME.rs` calls [`run`] with its name; the
+/// corpus under `fuzz/corpus/NAME/` is replayed by `cargo test`).
+pub const TARGETS: [(&str, Target); 7] = [
+    ("client_http1", client_http1),
+    ("client_ws", client_ws),
+    ("client_nsq", client_nsq),
+    ("server_http1", server_http1),
+    ("server_ws", server_ws),
+    ("server_nsq", server_nsq),
+    ("server_nsq_http", server_nsq_http),
+];
+
+/// Run the target called `name` on `data`; an unknown name panics (a typo in a fuzz target).
+pub fn run(name: &str, data: &[u8]) {
+    let (_, target) = TARGETS.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("no target {name}"));
+    target(data)
+}
+
+/// A fuzzer's input: its first byte says how many seed bytes follow (low 3 bits) and whether
+/// a valid handshake leads the stream (top bit, for servers); the rest is the stream.
+fn split_input(data: &[u8]) -> (&[u8], &[u8], bool) {
+    let Some((&first, rest)) = data.split_first() else { return (&[], &[], false) };
+    let n = usize::from(first & 7).min(rest.len());
+    (&rest[..n], &rest[n..], first & 0x80 != 0)
+}
+
+/// The server's answer a client connection needs before operations: none (HTTP), the 101 for
+/// the request's own key (WebSocket), `OK` to IDENTIFY (NSQ).
+fn no_answer(_: &[u8]) -> Vec<u8> {
+    Vec::new()
+}
+
+fn ws_answer(request: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(request);
+    let key = text.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: ")).unwrap_or_default();
+    format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        super::ws::accept_key(key.trim().as_bytes())
+    )
+    .into_bytes()
+}
+
+fn nsq_answer(_: &[u8]) -> Vec<u8> {
+    let mut ok = Vec::new();
+    super::nsq::write_frame(&mut ok, 0, b"OK");
+    ok
+}
+
+/// The prototypes the targets use.
+pub fn http1_client() -> super::http1::Http1Client {
+    super::http1::Http1Client::new(&super::http1::RequestSpec {
+        method: "GET".into(),
+        host: "h".into(),
+        target: "/".into(),
+        headers: vec![],
+        body: vec![],
+    })
+}
+
+pub fn ws_client() -> super::ws::WsClient {
+    super::ws::WsClient::new(super::ws::WsSpec {
+        host: "h".into(),
+        path: "/".into(),
+        headers: vec![],
+        message: b"hello".to_vec(),
+        text: false,
+    })
+}
+
+pub fn nsq_client() -> super::nsq::NsqClient {
+    let spec =
+        super::nsq::PublishSpec { topic: "t".into(), message: b"m".to_vec(), batch: 1, defer_ms: None };
+    super::nsq::NsqClient::new(&spec, Some(br#"{"client_id":"fuzz"}"#))
+}
+
+/// A valid WebSocket upgrade request (what a fuzzed stream to the echo server may follow).
+pub const WS_UPGRADE: &[u8] = b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+
+fn client_http1(data: &[u8]) {
+    let (seed, stream, _) = split_input(data);
+    client_splits_agree(&http1_client(), &no_answer, stream, seed);
+}
+
+fn client_ws(data: &[u8]) {
+    let (seed, stream, _) = split_input(data);
+    client_splits_agree(&ws_client(), &ws_answer, stream, seed);
+}
+
+fn client_nsq(data: &[u8]) {
+    let (seed, stream, _) = split_input(data);
+    client_splits_agree(&nsq_client(), &nsq_answer, stream, seed);
+}
+
+fn with_prefix(prefix: &[u8], stream: &[u8], lead: bool) -> Vec<u8> {
+    if lead { [prefix, stream].concat() } else { stream.to_vec() }
+}
+
+fn server_http1(data: &[u8]) {
+    let (seed, stream, _) = split_input(data);
+    server_splits_agree(&super::http1::Http1Server::default(), stream, seed);
+}
+
+fn server_ws(data: &[u8]) {
+    let (seed, stream, lead) = split_input(data);
+    let stream = with_prefix(WS_UPGRADE, stream, lead);
+    server_splits_agree(&super::ws::WsServer::new(1 << 16), &stream, seed);
+}
+
+fn server_nsq(data: &[u8]) {
+    let (seed, stream, lead) = split_input(data);
+    let stream = with_prefix(super::nsq::MAGIC_V2, stream, lead);
+    let limits = super::nsq::SinkLimits { max_msg_size: 1 << 12, max_body_size: 1 << 14 };
+    server_splits_agree(&super::nsq::NsqServer::new(limits), &stream, seed);
+}
+
+fn server_nsq_http(data: &[u8]) {
+    let (seed, stream, _) = split_input(data);
+    let limits = super::nsq::SinkLimits { max_msg_size: 1 << 12, max_body_size: 1 << 14 };
+    server_splits_agree(&super::nsq::NsqHttpServer::new(limits), stream, seed);
+}
