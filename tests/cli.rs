@@ -200,6 +200,7 @@ fn numbers_out_of_range_are_one_clear_line_not_a_panic() {
     let url = "http://127.0.0.1:1/";
     assert_user_error(&wirebench(&["bench", url, "--rate", "1e-18"]), "too low");
     assert_user_error(&wirebench(&["bench", url, "--rate", "0"]), "more than 0");
+    assert_user_error(&wirebench(&["bench", url, "-c", "18446744073709551615"]), "--connections");
     assert_user_error(&wirebench(&["bench", url, "--size", "18446744073709551615"]), "larger than");
     assert_user_error(
         &wirebench(&["bench", "nsq://127.0.0.1:1/t", "--batch", "100000", "--size", "100000"]),

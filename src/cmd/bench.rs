@@ -22,6 +22,9 @@ pub const OPS_TIME_LIMIT: Duration = Duration::from_secs(600);
 const PROGRESS_AFTER: Duration = Duration::from_secs(2);
 /// Pipelining deeper than this is almost surely a typo and would only fill buffers.
 const MAX_DEPTH: usize = 4096;
+/// More connections than this is a typo (one process, even with direct descriptors, holds a few
+/// million at most).
+pub const MAX_CONNECTIONS: usize = 10_000_000;
 /// Highest `--rate`, and the longest wait between a connection's operations it may imply.
 const MAX_RATE: f64 = 1e9;
 const MAX_INTERVAL: Duration = Duration::from_secs(3600);
@@ -53,8 +56,8 @@ const DEFAULT_MESSAGE_SIZE: usize = 400;
 impl BenchPlan {
     pub fn from_args(args: &BenchArgs) -> Result<BenchPlan> {
         let target = target::parse(&args.url)?;
-        if args.connections == 0 {
-            bail!("--connections must be at least 1");
+        if args.connections == 0 || args.connections > MAX_CONNECTIONS {
+            bail!("--connections must be between 1 and {MAX_CONNECTIONS}");
         }
         if args.depth == 0 || args.depth > MAX_DEPTH {
             bail!("--depth must be between 1 and {MAX_DEPTH}");

@@ -77,7 +77,7 @@ pub fn start(
 ) -> Result<ServerHandle> {
     // Best effort for the file limit: a server with fewer sockets still serves (up to
     // `--max-conns`, refusing the rest).
-    let _ = engine::sys::ensure_file_limit(SERVER_SOCKETS.min(limits.max_conns as u64 + 64));
+    let _ = engine::sys::ensure_file_limit(SERVER_SOCKETS.min(limits.max_conns as u64).saturating_add(64));
     super::bench::ensure_limits(0, cores.len())?;
     let handle = match engine.for_server() {
         EngineKind::Glommio => engine::glommio::start_server(listeners, cores, limits, stop)?,

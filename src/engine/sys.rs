@@ -220,7 +220,7 @@ pub const SPARE_FILES: u64 = 64;
 
 /// Raise `RLIMIT_NOFILE` to fit `sockets` sockets, or say how.
 pub fn ensure_file_limit(sockets: u64) -> Result<(), LimitError> {
-    let wanted = sockets + SPARE_FILES;
+    let wanted = sockets.saturating_add(SPARE_FILES);
     ensure_limit(libc::RLIMIT_NOFILE, wanted).map_err(|hard| LimitError::Files { wanted, hard })
 }
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Fuzz every cargo-fuzz target in fuzz/ for RUNS executions each (default 10 million), growing
+# the corpus kept in fuzz/corpus/ (which `cargo test` replays). Prints, per target, the
+# executions done and any finding; a finding fails the script and is left in fuzz/artifacts/.
+# Needs cargo-fuzz (`cargo install cargo-fuzz`) and a nightly toolchain, or the stable one
+# with RUSTC_BOOTSTRAP=1. No sanitizer: the codecs are safe Rust, and this keeps it fast.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS="${RUNS:-10000000}"
+if rustup toolchain list 2>/dev/null | grep -q nightly; then
+    fuzz=(cargo +nightly fuzz)
+else
+    export RUSTC_BOOTSTRAP=1
+    fuzz=(cargo fuzz)
+fi
+for target in $("${fuzz[@]}" list); do
+    mkdir -p "fuzz/corpus/$target"
+    started=$(date +%s)
+    if ! out=$("${fuzz[@]}" run -s none -O "$target" "fuzz/corpus/$target" -- \
+        -runs="$RUNS" -max_len=4096 -print_final_stats=1 2>&1); then
+        echo "$out" | tail -30
+        echo "$target: FINDING (see fuzz/artifacts/$target)"
+        exit 1
+    fi
+    runs=$(echo "$out" | sed -n 's/^stat::number_of_executed_units: *//p')
+    cov=$(echo "$out" | grep -o 'cov: [0-9]*' | tail -1)
+    echo "$target: $runs executions in $(( $(date +%s) - started ))s, $cov, corpus $(ls "fuzz/corpus/$target" | wc -l) inputs, no finding"
+done
