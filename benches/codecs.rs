@@ -73,7 +73,7 @@ fn main() {
         wsc.encode_op(&mut out);
     });
     let mut echo = Vec::new();
-    ws::write_frame(&mut echo, ws::OP_BINARY, &[b'x'; 500], false);
+    ws::write_frame(&mut echo, ws::OP_BINARY, &[b'x'; 500], None);
     measure("ws decode 504-byte echo", || decode_one(&mut wsc, &echo, &mut out));
     let mut wss = WsServer::new(ws::DEFAULT_MAX_MESSAGE);
     let mut upgrade = Vec::new();

@@ -23,6 +23,7 @@
 //! over the codec, never `dyn`.
 
 pub mod cmd;
+pub mod cpus;
 pub mod engine;
 pub mod outcome;
 pub mod proto;

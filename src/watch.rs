@@ -3,6 +3,7 @@
 //! is known, and resident memory, sampled a few times a second during a run — what people
 //! otherwise read off `top`.
 
+use procfs::process::Process;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,41 +44,17 @@ pub struct WatchReport {
     pub per_cpu_pct: BTreeMap<usize, f64>,
 }
 
-/// One thread's CPU time so far (clock ticks) and the CPU it last ran on, from
-/// `/proc/PID/task/TID/stat`; the command name may hold spaces and parentheses, so fields are
-/// counted after its last `)`.
-pub fn parse_stat(stat: &str) -> Option<(u64, usize, u32)> {
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(3) ppid(4) … utime(14) stime(15) … processor(39); index = field - 3.
-    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    let cpu = f.get(36)?.parse().ok()?;
-    let ppid = f.get(1)?.parse().ok()?;
-    Some((ticks, cpu, ppid))
-}
-
-/// `VmRSS` of `/proc/PID/status`, KiB.
-pub fn parse_rss_kib(status: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+/// Resident memory of one process, KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    Process::new(pid as i32).ok()?.status().ok()?.vmrss
 }
 
 /// The pid and all its descendants, from every process's parent in `/proc`.
-fn tree(root: u32) -> Vec<u32> {
-    let mut parent = HashMap::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for entry in dir.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-            if let Some((_, _, ppid)) =
-                std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().as_deref().and_then(parse_stat)
-            {
-                parent.insert(pid, ppid);
-            }
-        }
-    }
-    let mut out = vec![root];
+fn tree(root: u32) -> Vec<i32> {
+    let parent: HashMap<i32, i32> = procfs::process::all_processes()
+        .map(|all| all.flatten().filter_map(|p| p.stat().ok()).map(|st| (st.pid, st.ppid)).collect())
+        .unwrap_or_default();
+    let mut out = vec![root as i32];
     let mut i = 0;
     while i < out.len() {
         let p = out[i];
@@ -88,23 +65,16 @@ fn tree(root: u32) -> Vec<u32> {
 }
 
 /// CPU ticks per thread (keyed by tid) with their last CPU, and the tree's RSS.
-fn sample(root: u32) -> (HashMap<u32, (u64, usize)>, u64) {
+fn sample(root: u32) -> (HashMap<i32, (u64, usize)>, u64) {
     let mut threads = HashMap::new();
     let mut rss = 0;
     for pid in tree(root) {
-        rss += std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .as_deref()
-            .and_then(parse_rss_kib)
-            .unwrap_or(0);
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
-        for task in tasks.flatten() {
-            let Some(tid) = task.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-            if let Some((ticks, cpu, _)) =
-                std::fs::read_to_string(task.path().join("stat")).ok().as_deref().and_then(parse_stat)
-            {
-                threads.insert(tid, (ticks, cpu));
-            }
+        let Ok(process) = Process::new(pid) else { continue };
+        rss += process.status().ok().and_then(|s| s.vmrss).unwrap_or(0);
+        let Ok(tasks) = process.tasks() else { continue };
+        for stat in tasks.flatten().filter_map(|t| t.stat().ok()) {
+            let cpu = stat.processor.unwrap_or(0).max(0) as usize;
+            threads.insert(stat.pid, (stat.utime + stat.stime, cpu));
         }
     }
     (threads, rss)
@@ -118,11 +88,10 @@ pub struct Watcher {
 
 /// Start watching `pid` (and its descendants).
 pub fn start(pid: u32) -> anyhow::Result<Watcher> {
-    if !std::path::Path::new(&format!("/proc/{pid}/stat")).exists() {
+    if Process::new(pid as i32).and_then(|p| p.stat()).is_err() {
         anyhow::bail!("--watch-pid {pid}: no such process");
     }
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = procfs::ticks_per_second().max(1) as f64;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let handle = std::thread::spawn(move || {
@@ -173,16 +142,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stat_fields_after_a_tricky_name() {
-        let stat = "1234 (nginx: worker (x)) S 1200 1200 1200 0 -1 4194624 100 0 0 0 \
-                    250 50 0 0 20 0 1 0 100 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0";
-        assert_eq!(parse_stat(stat), Some((300, 3, 1200)));
-    }
-
-    #[test]
-    fn rss_from_status() {
-        assert_eq!(parse_rss_kib("Name:\tx\nVmRSS:\t  2048 kB\nThreads: 1\n"), Some(2048));
-        assert_eq!(parse_rss_kib("Name:\tkthread\n"), None);
+    fn rss_of_this_process() {
+        assert!(rss_kib(std::process::id()).is_some_and(|kib| kib > 0));
+        assert_eq!(rss_kib(u32::MAX >> 1), None);
     }
 
     #[test]

@@ -31,7 +31,7 @@ fn samples(target: &str) -> Vec<Vec<u8>> {
     };
     let masked = |op: u8, data: &[u8]| {
         let mut f = Vec::new();
-        wirebench::proto::ws::write_frame(&mut f, op, data, true);
+        wirebench::proto::ws::write_frame(&mut f, op, data, Some([9, 8, 7, 6]));
         f
     };
     let publish = |batch: usize| {

@@ -480,10 +480,7 @@ fn ten_thousand_idle_connections_cost_bounded_server_memory() {
             .unwrap();
         let pid = child.id();
         let _server = Peer(child);
-        let rss = || -> u64 {
-            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-            wirebench::watch::parse_rss_kib(&status).unwrap() * 1024
-        };
+        let rss = || wirebench::watch::rss_kib(pid).unwrap() * 1024;
         let before = rss();
         let conns: Vec<TcpStream> = (0..IDLE).map(|_| upgrade(addr)).collect();
         std::thread::sleep(Duration::from_millis(500));

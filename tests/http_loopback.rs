@@ -139,7 +139,7 @@ fn a_body_file_is_sent_as_is() {
 /// The generator on two CPUs: every operation counted once, exact bytes, the audit whole.
 #[test]
 fn a_generator_on_two_cores_counts_exactly() {
-    let cpus = wirebench::engine::sys::online_cpus();
+    let cpus = wirebench::cpus::online();
     if cpus.len() < 2 {
         eprintln!("skipped: one CPU");
         return;

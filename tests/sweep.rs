@@ -19,7 +19,7 @@ fn wirebench_json(args: &[&str]) -> serde_json::Value {
 }
 
 fn cpus() -> usize {
-    wirebench::engine::sys::online_cpus().len()
+    wirebench::cpus::online().len()
 }
 
 /// `serve http` as a child process; its address and the process.

@@ -2,7 +2,7 @@
 //! and that the target answers, run the engine with a progress line, print the report.
 
 use super::{BenchArgs, parse_cores};
-use crate::engine::{self, ClientJob, EngineKind, sys};
+use crate::engine::{ClientJob, EngineKind};
 use crate::proto::ClientCodec;
 use crate::proto::http1::{Http1Client, RequestSpec};
 use crate::proto::nsq::{self, NsqClient, PublishSpec};
@@ -202,6 +202,7 @@ impl BenchPlan {
                 warmup: args.warmup,
                 timeout: args.timeout,
                 workload,
+                seed: fastrand::u64(..),
                 stop: super::interrupted(),
                 progress: (0..cores_n).map(|_| AtomicU64::new(0)).collect(),
             },
@@ -229,15 +230,6 @@ impl BenchPlan {
     }
 }
 
-/// Check the machine can hold the run: file descriptors and io_uring locked memory.
-pub fn ensure_limits(sockets: u64, threads: usize) -> Result<()> {
-    sys::ensure_file_limit(sockets)?;
-    let locked = engine::glommio::LOCKED_MEMORY_MIN
-        .max(engine::glommio::LOCKED_MEMORY_PER_THREAD * threads as u64 + engine::glommio::LOCKED_MEMORY_MIN);
-    sys::ensure_locked_memory(locked)?;
-    Ok(())
-}
-
 /// One plain connect before the engines start, so an unreachable target is one clear line.
 pub fn preflight(target: &Target) -> Result<()> {
     match std::net::TcpStream::connect_timeout(&target.addr, PREFLIGHT_TIMEOUT) {
@@ -255,7 +247,7 @@ pub fn preflight(target: &Target) -> Result<()> {
 
 /// The protocol's name in reports and its codec, chosen once from the URL's scheme.
 pub fn run(plan: &BenchPlan) -> Result<(RunInfo, Report)> {
-    ensure_limits(plan.job.connections as u64, plan.job.cores.len())?;
+    plan.engine.ensure_limits(plan.job.connections as u64, plan.job.cores.len())?;
     preflight(&plan.target)?;
     match (plan.target.scheme, &plan.publish) {
         (Scheme::Http, _) => Ok((plan.info("http1"), drive(plan, Http1Client::new(&plan.request))?)),
@@ -288,11 +280,7 @@ fn drive<C: ClientCodec + Send + 'static>(plan: &BenchPlan, codec: C) -> Result<
     let job = plan.job.clone();
     let started = Instant::now();
     let engine = plan.engine;
-    let worker = std::thread::spawn(move || match engine {
-        EngineKind::Glommio => engine::glommio::run_client(&job, codec),
-        EngineKind::TokioUring => engine::tokio_uring::run_client(&job, codec),
-        EngineKind::Uring => engine::uring::run_client(&job, codec),
-    });
+    let worker = std::thread::spawn(move || engine.run_client(&job, codec));
     let expected = plan.job.warmup + plan.job.duration;
     let progress = report::Progress::new(
         std::io::stdout().is_terminal() && (expected > PROGRESS_AFTER || plan.job.ops.is_some()),

@@ -4,8 +4,8 @@
 
 use super::{Cli, Command, CompareArgs, parse_cores};
 use crate::cmd::bench::{self, BenchPlan};
-use crate::cmd::list_cores;
 use crate::cmd::serve::{self, Builtin};
+use crate::cpus::format as list_cores;
 use crate::engine::EngineKind;
 use crate::proto::http1::Http1Server;
 use crate::proto::nsq::{NsqHttpServer, NsqServer, SinkLimits};
@@ -51,7 +51,7 @@ fn rows_for(url: &str, batch: usize) -> Result<Vec<Planned>> {
 }
 
 pub fn main(args: &CompareArgs) -> Result<()> {
-    let online = crate::engine::sys::online_cpus();
+    let online = crate::cpus::online();
     let server_cores = match &args.server_cores {
         Some(list) => parse_cores(Some(list))?,
         None => vec![*online.last().unwrap_or(&0)],

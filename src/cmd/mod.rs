@@ -7,7 +7,7 @@ pub mod serve;
 pub mod sweep;
 
 use crate::engine::EngineKind;
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -296,61 +296,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Parse a CPU list (`0`, `0,2`, `0-3,8`) and check each CPU is one this process may run on.
+/// Parse a CPU list (`0`, `0,2`, `0-3,8`) and check each CPU is one this process may run on;
+/// none: all of them.
 pub fn parse_cores(list: Option<&str>) -> Result<Vec<usize>> {
-    let online = crate::engine::sys::online_cpus();
-    let Some(list) = list else { return Ok(online) };
-    let mut cores = Vec::new();
-    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (a.trim(), b.trim()),
-            None => (part, part),
-        };
-        let bad = || format!("'{list}' is not a CPU list: use e.g. 0 or 0,1 or 0-3");
-        let lo: usize = lo.parse().with_context(bad)?;
-        let hi: usize = hi.parse().with_context(bad)?;
-        if lo > hi || hi - lo > 4096 {
-            bail!(bad());
-        }
-        cores.extend(lo..=hi);
+    let online = crate::cpus::online();
+    match list {
+        None => Ok(online),
+        Some(list) => Ok(crate::cpus::parse(list, &online)?),
     }
-    if cores.is_empty() {
-        bail!("'{list}' names no CPU");
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for &c in &cores {
-        if !online.contains(&c) {
-            bail!(
-                "CPU {c} is not available to this process (available: {}); pick from those with --cores",
-                list_cores(&online)
-            );
-        }
-        if !seen.insert(c) {
-            bail!("CPU {c} is named twice in --cores {list}");
-        }
-    }
-    Ok(cores)
-}
-
-/// `0-3,8` style text for a CPU list.
-pub fn list_cores(cores: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cores.len() {
-        let mut j = i;
-        while j + 1 < cores.len() && cores[j + 1] == cores[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j > i + 1 {
-            format!("{}-{}", cores[i], cores[j])
-        } else if j == i + 1 {
-            format!("{},{}", cores[i], cores[j])
-        } else {
-            cores[i].to_string()
-        });
-        i = j + 1;
-    }
-    parts.join(",")
 }
 
 static INTERRUPT: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
@@ -393,16 +346,5 @@ mod tests {
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("5 parsecs").is_err());
-    }
-
-    #[test]
-    fn core_lists() {
-        assert_eq!(parse_cores(Some("0")).unwrap(), vec![0]);
-        assert!(parse_cores(Some("99999")).is_err());
-        assert!(parse_cores(Some("0,0")).is_err());
-        assert!(parse_cores(Some("3-1")).is_err());
-        assert!(parse_cores(Some("x")).is_err());
-        assert_eq!(list_cores(&[0, 1, 2, 3, 8]), "0-3,8");
-        assert_eq!(list_cores(&[0, 1]), "0,1");
     }
 }

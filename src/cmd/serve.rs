@@ -78,14 +78,8 @@ pub fn start(
     // Best effort for the file limit: a server with fewer sockets still serves (up to
     // `--max-conns`, refusing the rest).
     let _ = engine::sys::ensure_file_limit(SERVER_SOCKETS.min(limits.max_conns as u64).saturating_add(64));
-    super::bench::ensure_limits(0, cores.len())?;
-    let handle = match engine.for_server() {
-        EngineKind::Glommio => engine::glommio::start_server(listeners, cores, limits, stop)?,
-        EngineKind::TokioUring | EngineKind::Uring => {
-            engine::tokio_uring::start_server(listeners, cores, limits, stop)?
-        }
-    };
-    Ok(handle)
+    engine.for_server().ensure_limits(0, cores.len())?;
+    Ok(engine.start_server(listeners, cores, limits, stop)?)
 }
 
 /// The limits `serve` was given.
@@ -141,7 +135,7 @@ pub fn main(args: &ServeArgs) -> Result<()> {
         format!("{:?}", args.kind).to_lowercase(),
         addrs.join(" and "),
         engine.name(),
-        super::list_cores(&cores)
+        crate::cpus::format(&cores)
     ));
     let started = std::time::Instant::now();
     while !interrupted.load(Ordering::Relaxed) {

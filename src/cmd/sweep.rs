@@ -3,8 +3,9 @@
 //! user's own server, started pinned for each step (`--server-cmd '… {cores} … {cpus}'`).
 //! Each step prints its placement; the table shows speedup, efficiency and imbalance.
 
-use super::{Cli, Command, SweepArgs, list_cores, parse_cores};
+use super::{Cli, Command, SweepArgs, parse_cores};
 use crate::cmd::bench::{self, BenchPlan};
+use crate::cpus::format as list_cores;
 use crate::engine::EngineKind;
 use crate::report::sweep::{Step, SweepInfo};
 use crate::report::{self, sweep as table};
@@ -140,7 +141,7 @@ impl Drop for OwnServer {
 
 pub fn main(args: &SweepArgs) -> Result<()> {
     let cpu_set = parse_cores(args.cpu_set.as_deref())?;
-    let online = crate::engine::sys::online_cpus();
+    let online = crate::cpus::online();
     let server_mode = args.server_cores.is_some() || args.serve.is_some() || args.server_cmd.is_some();
     if server_mode && args.server_cores.is_none() {
         bail!("server sweeps need --server-cores, e.g. --server-cores 1,2,4");

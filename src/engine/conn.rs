@@ -41,6 +41,9 @@ const GOODBYE_READS: u32 = 16;
 /// that never answers must not hold the run until its time limit.
 pub const GIVE_UP_AFTER: u32 = 20;
 
+/// Spreads the seeds of connections and of their successive sockets (the golden ratio's bits).
+pub const SEED_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// What the engine should do next with this connection's socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want {
@@ -133,14 +136,26 @@ pub struct Conn<C> {
     life: Life,
     /// Connections in a row in which the server answered nothing.
     futile: u32,
+    /// This connection's seed for the codec's randomness, and how many sockets it has had.
+    seed: u64,
+    lives: u64,
     phase: Phase,
 }
 
 impl<C: ClientCodec> Conn<C> {
-    pub fn new(prototype: &C, pacer: Pacer, budget: Budget, depth: usize, timeout: Duration) -> Self {
+    pub fn new(
+        prototype: &C,
+        pacer: Pacer,
+        budget: Budget,
+        depth: usize,
+        timeout: Duration,
+        seed: u64,
+    ) -> Self {
+        let mut codec = prototype.clone();
+        codec.seed(seed);
         Conn {
             prototype: prototype.clone(),
-            codec: prototype.clone(),
+            codec,
             pacer,
             budget,
             depth,
@@ -156,6 +171,8 @@ impl<C: ClientCodec> Conn<C> {
             answered: 0,
             life: Life::default(),
             futile: 0,
+            seed,
+            lives: 0,
             phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
         }
     }
@@ -622,6 +639,8 @@ impl<C: ClientCodec> Conn<C> {
         self.sent_off = 0;
         self.control.clear();
         self.codec = self.prototype.clone();
+        self.lives += 1;
+        self.codec.seed(self.seed ^ self.lives.wrapping_mul(SEED_STEP));
         self.phase = match end {
             End::Done => Phase::Done,
             End::PeerClosed => {
@@ -663,7 +682,7 @@ mod tests {
     fn conn_with<C: ClientCodec>(codec: &C, ops: Option<u64>, depth: usize) -> (Conn<C>, Instant) {
         let now = Instant::now();
         let budget = Budget { ops, deadline: now + Duration::from_secs(60), measure_from: now };
-        let c = Conn::new(codec, Workload::ClosedLoop.pacer(0, 1), budget, depth, Duration::from_secs(1));
+        let c = Conn::new(codec, Workload::ClosedLoop.pacer(0, 1), budget, depth, Duration::from_secs(1), 0);
         (c, now)
     }
 

@@ -9,9 +9,8 @@ use super::conn::{Conn, Want};
 use super::serve_conn::ServerConn;
 use super::serve_conn::{ServerLimits, busy_answer};
 use super::sys::{ThreadClock, close_audit};
-use super::{ClientJob, ClientRun, EngineError, ServerHandle, ServerTally};
+use super::{AsyncCore, ClientJob, ClientRun, EngineError, ServerHandle, ServerTally};
 use crate::proto::{ClientCodec, ServerCodec};
-use crate::stats::CoreRecorder;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutorBuilder, Placement};
@@ -41,13 +40,6 @@ fn executor(cpu: usize, name: &str) -> Result<glommio::LocalExecutor, EngineErro
         .map_err(|e| EngineError::Executor { cpu, source: std::io::Error::other(e.to_string()) })
 }
 
-/// What every connection task of one core shares (single-threaded, hence `Rc`).
-struct CoreCtx<C> {
-    job: ClientJob,
-    prototype: C,
-    rec: RefCell<CoreRecorder>,
-}
-
 /// Run the client side of `job`, one pinned executor per core, one task per connection.
 pub fn run_client<C>(job: &ClientJob, prototype: C) -> Result<ClientRun, EngineError>
 where
@@ -56,53 +48,27 @@ where
     super::run_client_threads(job, prototype, |job, prototype, cpu, index, conns, gate| {
         let ex = executor(cpu, "wirebench-client");
         let start = gate.wait();
-        Ok(ex?.run(client_core(job, prototype, cpu, index, conns, start)))
+        Ok(ex?.run(async move {
+            let core = AsyncCore::new(job, prototype, cpu, index);
+            let tasks: Vec<_> = conns
+                .map(|i| glommio::spawn_local(drive_connection(core.clone(), core.conn(i, start))).detach())
+                .collect();
+            for t in tasks {
+                t.await;
+            }
+            core.close()
+        }))
     })
 }
 
-async fn client_core<C: ClientCodec + 'static>(
-    job: ClientJob,
-    prototype: C,
-    cpu: usize,
-    index: usize,
-    conns: std::ops::Range<usize>,
-    start: Instant,
-) -> (CoreRecorder, Instant) {
-    let clock = ThreadClock::start();
-    let ctx = Rc::new(CoreCtx { job, prototype, rec: RefCell::new(CoreRecorder::new(cpu)) });
-    let tasks: Vec<_> = conns
-        .map(|i| {
-            let conn = super::new_conn(&ctx.job, &ctx.prototype, i, start);
-            glommio::spawn_local(drive_connection(ctx.clone(), conn)).detach()
-        })
-        .collect();
-    let publisher = {
-        let ctx = ctx.clone();
-        glommio::spawn_local(async move {
-            loop {
-                glommio::timer::sleep(super::PROGRESS_EVERY).await;
-                ctx.job.progress[index].store(ctx.rec.borrow().ops, Ordering::Relaxed);
-            }
-        })
-        .detach()
-    };
-    for t in tasks {
-        t.await;
-    }
-    publisher.cancel();
-    let finished = Instant::now();
-    let mut rec = ctx.rec.borrow().clone();
-    ctx.job.progress[index].store(rec.ops, Ordering::Relaxed);
-    (rec.cpu, rec.wall) = clock.since(finished);
-    (rec, finished)
-}
-
 /// Perform what the connection's state machine asks, until it is done.
-async fn drive_connection<C: ClientCodec>(ctx: Rc<CoreCtx<C>>, mut conn: Conn<C>) {
+async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<C>) {
     let job = &ctx.job;
     let mut stream: Option<TcpStream> = None;
     loop {
-        let want = conn.next(Instant::now(), job.stop.load(Ordering::Relaxed), &mut ctx.rec.borrow_mut());
+        let now = Instant::now();
+        ctx.publish(now);
+        let want = conn.next(now, ctx.stopping(), &mut ctx.rec.borrow_mut());
         match (want, stream.as_mut()) {
             (Want::Done, _) => return,
             (Want::Connect(timeout), _) => match TcpStream::connect_timeout(job.addr, timeout).await {

@@ -54,6 +54,50 @@ impl EngineKind {
             EngineKind::Uring => "uring",
         }
     }
+
+    /// Raise the process limits this engine needs for `sockets` sockets on `threads` threads
+    /// (open files for all; locked memory for glommio's registered buffers: io_uring's own
+    /// rings are charged to the memory cgroup on the kernels these engines need), or say how.
+    pub fn ensure_limits(self, sockets: u64, threads: usize) -> Result<(), sys::LimitError> {
+        sys::ensure_file_limit(sockets)?;
+        if self == EngineKind::Glommio {
+            let per_thread = glommio::LOCKED_MEMORY_PER_THREAD * threads as u64;
+            sys::ensure_locked_memory(per_thread + glommio::LOCKED_MEMORY_MIN)?;
+        }
+        Ok(())
+    }
+
+    /// Run the client side of `job` on this engine: the one place a protocol's codec meets an
+    /// engine; everything below is generic over the codec (no `dyn` in the hot loop).
+    pub fn run_client<C>(self, job: &ClientJob, codec: C) -> Result<ClientRun, EngineError>
+    where
+        C: crate::proto::ClientCodec + Send + 'static,
+    {
+        match self {
+            EngineKind::Glommio => glommio::run_client(job, codec),
+            EngineKind::TokioUring => tokio_uring::run_client(job, codec),
+            EngineKind::Uring => uring::run_client(job, codec),
+        }
+    }
+
+    /// Start built-in servers on this engine (`uring` serves with tokio-uring).
+    pub fn start_server<S>(
+        self,
+        listeners: Vec<(SocketAddr, S)>,
+        cores: &[usize],
+        limits: serve_conn::ServerLimits,
+        stop: Arc<AtomicBool>,
+    ) -> Result<ServerHandle, EngineError>
+    where
+        S: crate::proto::ServerCodec + Send + 'static,
+    {
+        match self.for_server() {
+            EngineKind::Glommio => glommio::start_server(listeners, cores, limits, stop),
+            EngineKind::TokioUring | EngineKind::Uring => {
+                tokio_uring::start_server(listeners, cores, limits, stop)
+            }
+        }
+    }
 }
 
 /// Everything an engine needs to drive the client side of a run.
@@ -74,6 +118,8 @@ pub struct ClientJob {
     /// A connect, write or response that takes longer fails its connection with `timeout`.
     pub timeout: Duration,
     pub workload: Workload,
+    /// The run's seed for the codecs' randomness (each connection's is derived from it).
+    pub seed: u64,
     /// Set by Ctrl-C: connections stop sending, drain and close.
     pub stop: Arc<AtomicBool>,
     /// Operations completed so far per core, published a few times a second for the progress line.
@@ -99,6 +145,79 @@ impl ClientRun {
 
 /// How often each core publishes its operation count for the progress line.
 pub const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
+/// What every engine core keeps besides its connections, whatever drives them: its CPU clock,
+/// its operation count published for the progress line a few times a second (no task or
+/// timer of its own: the core publishes as it goes), and its closing of the books.
+pub struct CoreBooks {
+    clock: sys::ThreadClock,
+    slots: Arc<[AtomicU64]>,
+    index: usize,
+    next: std::cell::Cell<std::time::Instant>,
+}
+
+impl CoreBooks {
+    pub fn open(job: &ClientJob, index: usize) -> CoreBooks {
+        let clock = sys::ThreadClock::start();
+        let next = std::cell::Cell::new(std::time::Instant::now() + PROGRESS_EVERY);
+        CoreBooks { clock, slots: job.progress.clone(), index, next }
+    }
+
+    /// Publish `ops` if the last publication is old enough; cheap enough to call per operation.
+    pub fn publish(&self, now: std::time::Instant, ops: u64) {
+        if now >= self.next.get() {
+            self.next.set(now + PROGRESS_EVERY);
+            self.slots[self.index].store(ops, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// The core's work is over: its final count, CPU and wall time.
+    pub fn close(
+        &self,
+        mut rec: crate::stats::CoreRecorder,
+    ) -> (crate::stats::CoreRecorder, std::time::Instant) {
+        let finished = std::time::Instant::now();
+        self.slots[self.index].store(rec.ops, std::sync::atomic::Ordering::Relaxed);
+        (rec.cpu, rec.wall) = self.clock.since(finished);
+        (rec, finished)
+    }
+}
+
+/// What the connection tasks of one core of an async engine share (single-threaded, hence
+/// `RefCell` behind an `Rc`).
+pub struct AsyncCore<C> {
+    pub job: ClientJob,
+    pub prototype: C,
+    pub rec: std::cell::RefCell<crate::stats::CoreRecorder>,
+    books: CoreBooks,
+}
+
+impl<C: crate::proto::ClientCodec> AsyncCore<C> {
+    pub fn new(job: ClientJob, prototype: C, cpu: usize, index: usize) -> std::rc::Rc<Self> {
+        let books = CoreBooks::open(&job, index);
+        let rec = std::cell::RefCell::new(crate::stats::CoreRecorder::new(cpu));
+        std::rc::Rc::new(AsyncCore { job, prototype, rec, books })
+    }
+
+    /// Publish the core's count for the progress line (now and then).
+    pub fn publish(&self, now: std::time::Instant) {
+        self.books.publish(now, self.rec.borrow().ops);
+    }
+
+    /// The state machine of connection `index` of the job.
+    pub fn conn(&self, index: usize, start: std::time::Instant) -> conn::Conn<C> {
+        new_conn(&self.job, &self.prototype, index, start)
+    }
+
+    /// Whether Ctrl-C asked connections to stop.
+    pub fn stopping(&self) -> bool {
+        self.job.stop.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn close(&self) -> (crate::stats::CoreRecorder, std::time::Instant) {
+        self.books.close(self.rec.borrow().clone())
+    }
+}
 
 /// Lines the engine threads of a run up so their clocks start together: every thread calls
 /// [`wait`](Self::wait) exactly once, after building its runtime, even if that failed.
@@ -174,7 +293,15 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         deadline: measure_from + job.duration,
         measure_from,
     };
-    conn::Conn::new(prototype, job.workload.pacer(index, job.connections), budget, job.depth, job.timeout)
+    let seed = job.seed ^ (index as u64 + 1).wrapping_mul(conn::SEED_STEP);
+    conn::Conn::new(
+        prototype,
+        job.workload.pacer(index, job.connections),
+        budget,
+        job.depth,
+        job.timeout,
+        seed,
+    )
 }
 
 /// What one core of a built-in server counted.

@@ -229,17 +229,6 @@ pub fn ensure_locked_memory(bytes: u64) -> Result<(), LimitError> {
     ensure_limit(libc::RLIMIT_MEMLOCK, bytes).map_err(|hard| LimitError::LockedMemory { wanted: bytes, hard })
 }
 
-/// The CPUs this process may run on, in order.
-pub fn online_cpus() -> Vec<usize> {
-    let mut ids: Vec<usize> =
-        core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|c| c.id).collect();
-    ids.sort_unstable();
-    if ids.is_empty() {
-        ids.push(0);
-    }
-    ids
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use super::conn::{Conn, Want};
 use super::serve_conn::ServerConn;
 use super::serve_conn::{ServerLimits, busy_answer};
 use super::sys::{ThreadClock, close_audit};
-use super::{ClientJob, ClientRun, EngineError, ServerTally, StartGate};
+use super::{AsyncCore, ClientJob, ClientRun, EngineError, ServerTally, StartGate};
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
 use ::tokio_uring::buf::BoundedBuf;
@@ -48,35 +48,15 @@ fn client_core<C: ClientCodec + 'static>(
 ) -> Result<(CoreRecorder, Instant), EngineError> {
     let rt = runtime(cpu);
     let start = gate.wait();
-    let rt = rt?;
-    Ok(rt.block_on(async move {
-        let clock = ThreadClock::start();
-        let rec = Rc::new(RefCell::new(CoreRecorder::new(cpu)));
-        let job = Rc::new(job);
+    Ok(rt?.block_on(async move {
+        let core = AsyncCore::new(job, prototype, cpu, index);
         let tasks: Vec<_> = conns
-            .map(|i| {
-                let conn = super::new_conn(&job, &prototype, i, start);
-                ::tokio_uring::spawn(drive_connection(job.clone(), rec.clone(), conn))
-            })
+            .map(|i| ::tokio_uring::spawn(drive_connection(core.clone(), core.conn(i, start))))
             .collect();
-        let publisher = {
-            let (job, rec) = (job.clone(), rec.clone());
-            ::tokio_uring::spawn(async move {
-                loop {
-                    tokio::time::sleep(super::PROGRESS_EVERY).await;
-                    job.progress[index].store(rec.borrow().ops, Ordering::Relaxed);
-                }
-            })
-        };
         for t in tasks {
             let _ = t.await;
         }
-        publisher.abort();
-        let finished = Instant::now();
-        let mut rec = rec.borrow().clone();
-        job.progress[index].store(rec.ops, Ordering::Relaxed);
-        (rec.cpu, rec.wall) = clock.since(finished);
-        (rec, finished)
+        core.close()
     }))
 }
 
@@ -128,11 +108,8 @@ fn timed_out() -> io::Error {
 }
 
 /// Perform what the connection's state machine asks, until it is done.
-async fn drive_connection<C: ClientCodec>(
-    job: Rc<ClientJob>,
-    rec: Rc<RefCell<CoreRecorder>>,
-    mut conn: Conn<C>,
-) {
+async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn<C>) {
+    let (job, rec) = (&core.job, &core.rec);
     let mut stream: Option<TcpStream> = None;
     // The socket was shut down for writing to stop a write: its FIN is in the kernel's count.
     let mut sent_fin = false;
@@ -140,7 +117,9 @@ async fn drive_connection<C: ClientCodec>(
     let mut wbuf: Vec<u8> = Vec::with_capacity(1024);
     let mut rbuf: Vec<u8> = Vec::with_capacity(super::RECV_BUF_INITIAL);
     loop {
-        let want = conn.next(Instant::now(), job.stop.load(Ordering::Relaxed), &mut rec.borrow_mut());
+        let now = Instant::now();
+        core.publish(now);
+        let want = conn.next(now, core.stopping(), &mut rec.borrow_mut());
         match (want, stream.as_ref()) {
             (Want::Done, _) => return,
             // A connect dropped on its timeout closes its own socket when it completes; no

@@ -9,8 +9,8 @@
 //! their deadline (`ASYNC_CANCEL`).
 
 use super::conn::{Conn, Want};
-use super::sys::{ThreadClock, close_audit};
-use super::{ClientJob, ClientRun, EngineError, StartGate};
+use super::sys::close_audit;
+use super::{ClientJob, ClientRun, CoreBooks, EngineError, StartGate};
 use crate::proto::ClientCodec;
 use crate::stats::CoreRecorder;
 use io_uring::{IoUring, opcode, types};
@@ -74,7 +74,7 @@ fn client_core<C: ClientCodec>(
     let start = gate.wait();
     pinned?;
     let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
-    let clock = ThreadClock::start();
+    let books = CoreBooks::open(&job, index);
     let mut rec = CoreRecorder::new(cpu);
     let addr = socket2::SockAddr::from(job.addr);
     let mut slots: Vec<Slot<C>> = conns
@@ -89,14 +89,11 @@ fn client_core<C: ClientCodec>(
         .collect();
     // Every error of the loop comes back here, where the slots are abandoned before the ring:
     // operations may still point into their buffers.
-    if let Err(source) = run_loop(&mut ring, &mut slots, &job, index, &mut rec) {
+    if let Err(source) = run_loop(&mut ring, &mut slots, &job, &books, &mut rec) {
         abandon(slots);
         return Err(EngineError::Executor { cpu, source });
     }
-    let finished = Instant::now();
-    job.progress[index].store(rec.ops, Ordering::Relaxed);
-    (rec.cpu, rec.wall) = clock.since(finished);
-    Ok((rec, finished))
+    Ok(books.close(rec))
 }
 
 /// Drive every slot until all are done. Returns early only when the ring fails; the caller
@@ -105,7 +102,7 @@ fn run_loop<C: ClientCodec>(
     ring: &mut IoUring,
     slots: &mut [Slot<C>],
     job: &ClientJob,
-    index: usize,
+    books: &CoreBooks,
     rec: &mut CoreRecorder,
 ) -> io::Result<()> {
     let mut ready: Vec<usize> = (0..slots.len()).collect();
@@ -116,7 +113,6 @@ fn run_loop<C: ClientCodec>(
     // path each read is a syscall. The connections driven at the top of the next loop use it.
     let mut now = Instant::now();
     let mut next_tick = now + TICK;
-    let mut next_progress = now + super::PROGRESS_EVERY;
     loop {
         let stopping = job.stop.load(Ordering::Relaxed);
         for i in ready.drain(..) {
@@ -196,10 +192,7 @@ fn run_loop<C: ClientCodec>(
                 }
             }
         }
-        if now >= next_progress {
-            next_progress = now + super::PROGRESS_EVERY;
-            job.progress[index].store(rec.ops, Ordering::Relaxed);
-        }
+        books.publish(now, rec.ops);
     }
 }
 

@@ -95,6 +95,9 @@ pub enum ProtoError {
 /// reads to [`decode_op`](Self::decode_op). Each codec value belongs to one connection; the engine
 /// makes one per connection by cloning a prototype built at start-up (encode once, send many).
 pub trait ClientCodec: Clone {
+    /// Seed the randomness the codec uses (WebSocket keys and masks). The engine seeds each
+    /// connection's codec from the run's seed, so the same seed reproduces the same bytes.
+    fn seed(&mut self, _seed: u64) {}
     /// Bytes to send once when a connection opens (may append nothing).
     fn handshake(&mut self, out: &mut Vec<u8>);
     /// Decode the server's answer to the handshake. Not called when `handshake` wrote nothing.

@@ -57,9 +57,9 @@ pub fn write_header(out: &mut Vec<u8>, opcode: u8, len: usize, mask: Option<[u8;
     }
 }
 
-/// Append a whole frame; a client frame is masked with a fresh key.
-pub fn write_frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8], masked: bool) {
-    let key = masked.then(|| fastrand::u32(..).to_ne_bytes());
+/// Append a whole frame, masked with `mask` when a client sends it.
+pub fn write_frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8], mask: Option<[u8; 4]>) {
+    let key = mask;
     write_header(out, opcode, payload.len(), key);
     let start = out.len();
     out.extend_from_slice(payload);
@@ -133,6 +133,9 @@ pub struct WsSpec {
 #[derive(Debug, Clone)]
 pub struct WsClient {
     spec: Arc<WsSpec>,
+    /// Keys and masks: seeded per connection by the engine (RFC 6455 asks for unpredictable
+    /// masks; a seed from the OS per run gives that, a fixed one reproducible frames).
+    rng: fastrand::Rng,
     expected_accept: String,
     /// Payload bytes of the message being received (across fragments).
     received: u64,
@@ -145,6 +148,7 @@ impl WsClient {
     pub fn new(spec: WsSpec) -> Self {
         WsClient {
             spec: Arc::new(spec),
+            rng: fastrand::Rng::with_seed(0),
             expected_accept: String::new(),
             received: 0,
             in_message: false,
@@ -171,6 +175,10 @@ impl WsClient {
         })
     }
 
+    fn mask(&mut self) -> Option<[u8; 4]> {
+        Some(self.rng.u32(..).to_ne_bytes())
+    }
+
     /// Bytes of one operation's frame (the mask key changes, the length does not).
     pub fn frame_len(&self) -> usize {
         let n = self.spec.message.len();
@@ -187,51 +195,46 @@ impl WsClient {
 }
 
 impl ClientCodec for WsClient {
+    fn seed(&mut self, seed: u64) {
+        self.rng = fastrand::Rng::with_seed(seed);
+    }
+
     fn handshake(&mut self, out: &mut Vec<u8>) {
-        let key = base64::engine::general_purpose::STANDARD.encode(fastrand::u128(..).to_ne_bytes());
+        let key = base64::engine::general_purpose::STANDARD.encode(self.rng.u128(..).to_ne_bytes());
         self.expected_accept = accept_key(key.as_bytes());
         out.extend_from_slice(&self.upgrade_request(&key));
     }
 
     fn decode_handshake(&mut self, input: &[u8]) -> Result<Decoded, ProtoError> {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut response = httparse::Response::new(&mut headers);
-        let len = match response.parse(input) {
-            Ok(httparse::Status::Complete(n)) if n > http1::MAX_RESPONSE_HEAD => {
-                return Err(ProtoError::ResponseHeadTooLarge);
+        let expected = self.expected_accept.as_bytes();
+        let checked = http1::head::response_head(input, http1::MAX_RESPONSE_HEAD, |h| {
+            if h.status != 101 {
+                return Err(ProtoError::UpgradeRefused(h.status));
             }
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) if input.len() > http1::MAX_RESPONSE_HEAD => {
-                return Err(ProtoError::ResponseHeadTooLarge);
+            let upgrade =
+                h.fields.get("upgrade").is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"websocket"));
+            // An extension we did not offer would change the frames: refused too.
+            if !upgrade
+                || !h.fields.has_token("connection", b"upgrade")
+                || h.fields.get("sec-websocket-extensions").is_some()
+            {
+                return Err(ProtoError::BadUpgrade);
             }
-            Ok(httparse::Status::Partial) => return Ok(Decoded::Partial),
-            Err(_) => return Err(ProtoError::BadResponseHead),
-        };
-        let status = response.code.unwrap_or(0);
-        if status != 101 {
-            return Err(ProtoError::UpgradeRefused(status));
-        }
-        let header =
-            |name: &str| response.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
-        let upgrade_ok = header("upgrade").is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"websocket"));
-        let connection_ok = header("connection").is_some_and(|v| {
-            v.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"upgrade"))
-        });
-        if !upgrade_ok || !connection_ok {
-            return Err(ProtoError::BadUpgrade);
-        }
-        if header("sec-websocket-accept").map(<[u8]>::trim_ascii) != Some(self.expected_accept.as_bytes()) {
-            return Err(ProtoError::BadAcceptKey);
-        }
-        if header("sec-websocket-extensions").is_some() {
-            return Err(ProtoError::BadUpgrade); // we offered none
-        }
-        Ok(Decoded::Done { consumed: len, outcome: Outcome::Control })
+            if h.fields.get("sec-websocket-accept").map(<[u8]>::trim_ascii) != Some(expected) {
+                return Err(ProtoError::BadAcceptKey);
+            }
+            Ok(())
+        })?;
+        Ok(match checked {
+            None => Decoded::Partial,
+            Some(((), len)) => Decoded::Done { consumed: len, outcome: Outcome::Control },
+        })
     }
 
     fn encode_op(&mut self, out: &mut Vec<u8>) {
         let opcode = if self.spec.text { OP_TEXT } else { OP_BINARY };
-        write_frame(out, opcode, &self.spec.message, true);
+        let mask = self.mask();
+        write_frame(out, opcode, &self.spec.message, mask);
     }
 
     fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
@@ -263,14 +266,16 @@ impl ClientCodec for WsClient {
         let payload = &input[head.head_len..total];
         let outcome = match head.opcode {
             OP_PING => {
-                write_frame(out, OP_PONG, payload, true);
+                let mask = self.mask();
+                write_frame(out, OP_PONG, payload, mask);
                 Outcome::Control
             }
             OP_PONG => Outcome::Control,
             OP_CLOSE => {
                 if !self.goodbye_sent {
                     // Echo the status code, as RFC 6455 §5.5.1 asks.
-                    write_frame(out, OP_CLOSE, payload.get(..2).unwrap_or_default(), true);
+                    let mask = self.mask();
+                    write_frame(out, OP_CLOSE, payload.get(..2).unwrap_or_default(), mask);
                 }
                 self.closing = true;
                 Outcome::Control
@@ -305,7 +310,8 @@ impl ClientCodec for WsClient {
             return false;
         }
         self.goodbye_sent = true;
-        write_frame(out, OP_CLOSE, &CLOSE_NORMAL.to_be_bytes(), true);
+        let mask = self.mask();
+        write_frame(out, OP_CLOSE, &CLOSE_NORMAL.to_be_bytes(), mask);
         true
     }
 }
@@ -325,49 +331,40 @@ impl WsServer {
         WsServer { max_message, upgraded: false, fragments: Vec::new(), fragment_opcode: None }
     }
 
-    fn upgrade(&mut self, input: &[u8], out: &mut Vec<u8>) -> Option<Served> {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut request = httparse::Request::new(&mut headers);
-        let refuse = |out: &mut Vec<u8>| {
-            out.extend_from_slice(
-                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            );
-            Some(Served { consumed: input.len(), close: true, ..Served::default() })
+    /// Answer the upgrade request at the start of `input` (nothing while it is arriving).
+    fn upgrade(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
+        let accept = |h: &http1::head::RequestHead<'_, '_>| {
+            let key = h.fields.get("sec-websocket-key").map(<[u8]>::trim_ascii).unwrap_or_default();
+            let key_ok = base64::engine::general_purpose::STANDARD.decode(key).is_ok_and(|k| k.len() == 16);
+            let valid = h.method == "GET"
+                && h.minor_version == 1
+                && h.fields.has_token("upgrade", b"websocket")
+                && h.fields.has_token("connection", b"upgrade")
+                && h.fields.get("sec-websocket-version").map(<[u8]>::trim_ascii) == Some(b"13")
+                && key_ok;
+            valid.then(|| accept_key(key))
         };
-        let len = match request.parse(input) {
-            Ok(httparse::Status::Complete(n)) if n <= http1::MAX_REQUEST_HEAD => n,
-            Ok(httparse::Status::Partial) if input.len() <= http1::MAX_REQUEST_HEAD => {
-                return Some(Served { awaiting: Awaiting::Head, ..Served::default() });
+        match http1::head::request_head(input, http1::MAX_REQUEST_HEAD, accept) {
+            Ok(None) => Served { awaiting: Awaiting::Head, ..Served::default() },
+            Ok(Some((Some(accept), len))) => {
+                out.extend_from_slice(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ");
+                out.extend_from_slice(accept.as_bytes());
+                out.extend_from_slice(b"\r\n\r\n");
+                self.upgraded = true;
+                Served { consumed: len, ..Served::default() }
             }
-            _ => return refuse(out),
-        };
-        let header =
-            |name: &str| request.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
-        let has_token = |name: &str, token: &[u8]| {
-            header(name)
-                .is_some_and(|v| v.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token)))
-        };
-        let key = header("sec-websocket-key").map(<[u8]>::trim_ascii).unwrap_or_default();
-        let key_ok = base64::engine::general_purpose::STANDARD.decode(key).is_ok_and(|k| k.len() == 16);
-        if request.method != Some("GET")
-            || request.version != Some(1)
-            || !has_token("upgrade", b"websocket")
-            || !has_token("connection", b"upgrade")
-            || header("sec-websocket-version").map(<[u8]>::trim_ascii) != Some(b"13")
-            || !key_ok
-        {
-            return refuse(out);
+            Ok(Some((None, _))) | Err(_) => {
+                out.extend_from_slice(
+                    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+                Served { consumed: input.len(), close: true, ..Served::default() }
+            }
         }
-        out.extend_from_slice(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ");
-        out.extend_from_slice(accept_key(key).as_bytes());
-        out.extend_from_slice(b"\r\n\r\n");
-        self.upgraded = true;
-        Some(Served { consumed: len, ..Served::default() })
     }
 }
 
 fn close_with(out: &mut Vec<u8>, code: u16) {
-    write_frame(out, OP_CLOSE, &code.to_be_bytes(), false);
+    write_frame(out, OP_CLOSE, &code.to_be_bytes(), None);
 }
 
 impl ServerCodec for WsServer {
@@ -378,11 +375,11 @@ impl ServerCodec for WsServer {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
         let mut served = Served::default();
         if !self.upgraded {
-            match self.upgrade(input, out) {
-                None => return served,
-                Some(s) if s.close || !self.upgraded => return s,
-                Some(s) => served.consumed = s.consumed,
+            let answered = self.upgrade(input, out);
+            if !self.upgraded {
+                return answered;
             }
+            served.consumed = answered.consumed;
         }
         loop {
             let rest = &input[served.consumed..];
@@ -461,13 +458,13 @@ impl ServerCodec for WsServer {
                 OP_PING => {
                     let mut data = payload.to_vec();
                     apply_mask(&mut data, key, 0);
-                    write_frame(out, OP_PONG, &data, false);
+                    write_frame(out, OP_PONG, &data, None);
                 }
                 OP_PONG => {}
                 OP_CLOSE => {
                     let mut data = payload.get(..2).unwrap_or_default().to_vec();
                     apply_mask(&mut data, key, 0);
-                    write_frame(out, OP_CLOSE, &data, false);
+                    write_frame(out, OP_CLOSE, &data, None);
                     served.close = true;
                     served.consumed = input.len();
                     return served;
@@ -516,7 +513,7 @@ mod tests {
             assert_eq!(out[..head.len()], head, "client header of {size}");
             assert_eq!((out.len(), c.frame_len()), (head.len() + 4 + size, head.len() + 4 + size));
             let mut echo = Vec::new();
-            write_frame(&mut echo, OP_BINARY, &vec![b'x'; size], false);
+            write_frame(&mut echo, OP_BINARY, &vec![b'x'; size], None);
             head[1] &= 0x7f;
             assert_eq!(echo[..head.len()], head, "server header of {size}");
             assert_eq!(echo.len(), head.len() + size);
@@ -552,6 +549,20 @@ mod tests {
         apply_mask(&mut payload, head.mask.unwrap(), 0);
         assert_eq!(payload, vec![b'x'; 500]);
         assert_ne!(a[4..8], b[4..8], "a fresh mask key per frame");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_bytes() {
+        let frames = |seed: u64| {
+            let mut c = WsClient::new(spec(20));
+            c.seed(seed);
+            let mut out = Vec::new();
+            c.handshake(&mut out);
+            c.encode_op(&mut out);
+            out
+        };
+        assert_eq!(frames(7), frames(7));
+        assert_ne!(frames(7), frames(8));
     }
 
     fn upgraded_pair() -> (WsClient, WsServer) {
@@ -595,10 +606,10 @@ mod tests {
         let mut input = Vec::new();
         input.extend_from_slice(&[OP_BINARY, 100]); // FIN clear: first fragment
         input.extend_from_slice(&[b'x'; 100]);
-        write_frame(&mut input, OP_PING, b"hi", false);
+        write_frame(&mut input, OP_PING, b"hi", None);
         input.extend_from_slice(&[0x80, 126, 0x01, 0x90]); // final continuation, 400 bytes
         input.extend_from_slice(&[b'x'; 400]);
-        write_frame(&mut input, OP_CLOSE, &1001u16.to_be_bytes(), false);
+        write_frame(&mut input, OP_CLOSE, &1001u16.to_be_bytes(), None);
         let mut out = Vec::new();
         let mut outcomes = Vec::new();
         let mut pos = 0;
@@ -652,14 +663,14 @@ mod tests {
         let mut s = WsServer::new(10);
         s.upgraded = true;
         let mut frame = Vec::new();
-        write_frame(&mut frame, OP_BINARY, &[0; 11], true);
+        write_frame(&mut frame, OP_BINARY, &[0; 11], Some([1, 2, 3, 4]));
         let mut out = Vec::new();
         assert!(s.serve(&frame, &mut out).close);
         assert_eq!(out, [0x88, 0x02, 0x03, 0xf1]);
         // Close is answered with close.
         let (_, mut s) = upgraded_pair();
         let mut frame = Vec::new();
-        write_frame(&mut frame, OP_CLOSE, &1000u16.to_be_bytes(), true);
+        write_frame(&mut frame, OP_CLOSE, &1000u16.to_be_bytes(), Some([1, 2, 3, 4]));
         let mut out = Vec::new();
         assert!(s.serve(&frame, &mut out).close);
         assert_eq!(out, [0x88, 0x02, 0x03, 0xe8]);

@@ -3,7 +3,7 @@
 //! headers of the segments the kernel counted (`TCP_INFO`), at a header size stated in the output.
 
 use super::{RunInfo, micros, si};
-use crate::cmd::list_cores;
+use crate::cpus::format as list_cores;
 use crate::stats::{Report, ratio};
 use serde_json::{Value, json};
 use std::fmt::Write;

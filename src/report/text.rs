@@ -2,7 +2,7 @@
 //! operation, totals, errors by class, a per-core table, and the kernel audit line.
 
 use super::{RunInfo, bytes, micros, si};
-use crate::cmd::list_cores;
+use crate::cpus::format as list_cores;
 use crate::stats::Report;
 use std::fmt::Write;
 

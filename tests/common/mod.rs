@@ -17,10 +17,10 @@ use wirebench::stats::Report;
 /// The CPU the built-in servers run on in tests, and the one the generator uses: different
 /// CPUs where the machine has two or more.
 pub fn server_cpu() -> usize {
-    *wirebench::engine::sys::online_cpus().last().unwrap()
+    *wirebench::cpus::online().last().unwrap()
 }
 pub fn client_cpu() -> usize {
-    wirebench::engine::sys::online_cpus()[0]
+    wirebench::cpus::online()[0]
 }
 
 /// Start the built-in server of `kind` on ephemeral loopback ports (all its listeners).

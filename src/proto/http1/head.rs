@@ -1,0 +1,307 @@
+//! The HTTP/1.1 toolkit every protocol that speaks HTTP uses: request and response heads read
+//! with httparse under a size limit that holds however the head arrives, their header fields
+//! and tokens, and chunked bodies walked incrementally. The WebSocket upgrade and nsqd's HTTP
+//! API use these rather than their own.
+
+use super::Framing;
+use crate::proto::ProtoError;
+
+/// Most headers a head may carry; httparse needs a fixed-size array.
+const MAX_HEADERS: usize = 64;
+/// Trailer fields after a chunked body are read up to this size; more is a broken peer.
+pub const MAX_TRAILERS: usize = 64 * 1024;
+/// A chunk-size line is a few hex digits (and extensions); a long one without CRLF is garbage.
+const MAX_CHUNK_LINE: usize = 1024;
+
+/// A head's header fields.
+#[derive(Clone, Copy)]
+pub struct Fields<'h, 'b>(&'h [httparse::Header<'b>]);
+
+impl<'b> Fields<'_, 'b> {
+    /// The first field called `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&'b [u8]> {
+        self.0.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+    }
+    /// Every field, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'b str, &'b [u8])> + '_ {
+        self.0.iter().map(|h| (h.name, h.value))
+    }
+    /// Whether the field `name` lists `token` (any case) among its comma-separated values.
+    pub fn has_token(&self, name: &str, token: &[u8]) -> bool {
+        self.get(name).is_some_and(|v| has_token(v, token))
+    }
+}
+
+/// A response's status line and fields.
+pub struct ResponseHead<'h, 'b> {
+    pub status: u16,
+    /// 1 for HTTP/1.1, 0 for HTTP/1.0.
+    pub minor_version: u8,
+    pub fields: Fields<'h, 'b>,
+}
+
+/// A request's request line and fields.
+pub struct RequestHead<'h, 'b> {
+    pub method: &'b str,
+    /// Path and query as sent.
+    pub target: &'b str,
+    pub minor_version: u8,
+    pub fields: Fields<'h, 'b>,
+}
+
+/// The response head at the start of `input`, given to `read`: what `read` made of it and the
+/// head's length, or `None` while it is still arriving. A head over `max` is refused whether it
+/// came whole or trickling in; a status outside 100–599 is not HTTP.
+pub fn response_head<'b, T>(
+    input: &'b [u8],
+    max: usize,
+    read: impl for<'h> FnOnce(&ResponseHead<'h, 'b>) -> Result<T, ProtoError>,
+) -> Result<Option<(T, usize)>, ProtoError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let len = match response.parse(input) {
+        Ok(httparse::Status::Complete(len)) if len <= max => len,
+        Ok(httparse::Status::Partial) if input.len() <= max => return Ok(None),
+        Ok(_) | Err(httparse::Error::TooManyHeaders) => return Err(ProtoError::ResponseHeadTooLarge),
+        Err(_) => return Err(ProtoError::BadResponseHead),
+    };
+    let status = response.code.ok_or(ProtoError::BadResponseHead)?;
+    if !(100..=599).contains(&status) {
+        return Err(ProtoError::BadStatus);
+    }
+    let head = ResponseHead {
+        status,
+        minor_version: response.version.unwrap_or(1),
+        fields: Fields(response.headers),
+    };
+    Ok(Some((read(&head)?, len)))
+}
+
+/// Why a server refuses a request head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadError {
+    Malformed,
+    TooLarge,
+}
+
+/// The request head at the start of `input` (see [`response_head`]); empty lines before the
+/// request line are allowed, as httparse allows them.
+pub fn request_head<'b, T>(
+    input: &'b [u8],
+    max: usize,
+    read: impl for<'h> FnOnce(&RequestHead<'h, 'b>) -> T,
+) -> Result<Option<(T, usize)>, HeadError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut headers);
+    let len = match request.parse(input) {
+        Ok(httparse::Status::Complete(len)) if len <= max => len,
+        Ok(httparse::Status::Partial) if input.len() <= max => return Ok(None),
+        Ok(_) | Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooLarge),
+        Err(_) => return Err(HeadError::Malformed),
+    };
+    let head = RequestHead {
+        method: request.method.unwrap_or_default(),
+        target: request.path.unwrap_or("/"),
+        minor_version: request.version.unwrap_or(1),
+        fields: Fields(request.headers),
+    };
+    Ok(Some((read(&head), len)))
+}
+
+/// How a message's body ends, from its fields: `(framing, close after it)`, given the head's
+/// length and whether the message may have no length at all (responses, which then end with
+/// the connection). Conflicting lengths and non-chunked transfer codings are refused.
+pub fn body_framing(
+    fields: &Fields<'_, '_>,
+    head_len: usize,
+    minor_version: u8,
+    until_eof_allowed: bool,
+) -> Result<(Framing, bool), ProtoError> {
+    let mut length: Option<usize> = None;
+    let mut chunked = false;
+    let mut close = minor_version == 0;
+    for (name, value) in fields.iter() {
+        if name.eq_ignore_ascii_case("content-length") {
+            let n = parse_content_length(value)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(ProtoError::BadContentLength);
+            }
+            length = Some(n);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = last_token_is(value, b"chunked");
+            if !chunked && !until_eof_allowed {
+                return Err(ProtoError::BadChunk);
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
+            if has_token(value, b"close") {
+                close = true;
+            } else if has_token(value, b"keep-alive") {
+                close = false;
+            }
+        }
+    }
+    let framing = match (chunked, length) {
+        (true, _) => Framing::Chunked { resume: head_len },
+        (false, Some(n)) => Framing::Length(n),
+        (false, None) if until_eof_allowed => Framing::UntilEof,
+        (false, None) => Framing::Length(0),
+    };
+    Ok((framing, close))
+}
+
+/// A `Content-Length` value: decimal digits only, at most 18 of them (no overflow).
+pub fn parse_content_length(value: &[u8]) -> Result<usize, ProtoError> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(ProtoError::BadContentLength);
+    }
+    Ok(digits.iter().fold(0, |n, d| n * 10 + usize::from(d - b'0')))
+}
+
+fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(<[u8]>::trim_ascii)
+}
+
+pub fn has_token(value: &[u8], token: &[u8]) -> bool {
+    tokens(value).any(|t| t.eq_ignore_ascii_case(token))
+}
+
+pub fn last_token_is(value: &[u8], token: &[u8]) -> bool {
+    tokens(value).last().is_some_and(|t| t.eq_ignore_ascii_case(token))
+}
+
+/// Progress through a chunked body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkScan {
+    /// Incomplete; scanning may resume at this offset (the start of a chunk-size line).
+    Need(usize),
+    /// The body, trailers included, ends at this offset.
+    End(usize),
+}
+
+/// Walk chunks from offset `from` of `buf`, none larger than `max_chunk`; bounded by the
+/// input's length. Resuming at the offset returned keeps the walk linear in the body's size.
+pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<ChunkScan, ProtoError> {
+    loop {
+        let Some(line_end) = find_crlf(&buf[from..]) else {
+            return if buf.len() - from > MAX_CHUNK_LINE {
+                Err(ProtoError::BadChunk)
+            } else {
+                Ok(ChunkScan::Need(from))
+            };
+        };
+        let line = &buf[from..from + line_end];
+        let hex = line.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+        if hex.is_empty() || hex.len() > 15 {
+            return Err(ProtoError::BadChunk);
+        }
+        let mut size = 0usize;
+        for &d in hex {
+            let v = (d as char).to_digit(16).ok_or(ProtoError::BadChunk)?;
+            size = size * 16 + v as usize;
+        }
+        let data = from + line_end + 2;
+        if size == 0 {
+            // Trailer fields, then an empty line; bounded, so that endless trailers end.
+            let mut pos = data;
+            loop {
+                if pos - data > MAX_TRAILERS {
+                    return Err(ProtoError::BadChunk);
+                }
+                let Some(end) = find_crlf(&buf[pos..]) else {
+                    if buf.len() - data > MAX_TRAILERS {
+                        return Err(ProtoError::BadChunk);
+                    }
+                    return Ok(ChunkScan::Need(from));
+                };
+                if end == 0 {
+                    return Ok(ChunkScan::End(pos + 2));
+                }
+                pos += end + 2;
+            }
+        }
+        if size > max_chunk {
+            return Err(ProtoError::BodyTooLarge);
+        }
+        if buf.len() < data + size + 2 {
+            return Ok(ChunkScan::Need(from));
+        }
+        if &buf[data + size..data + size + 2] != b"\r\n" {
+            return Err(ProtoError::BadChunk);
+        }
+        from = data + size + 2;
+    }
+}
+
+/// The data of a chunked body already found whole by [`scan_chunked`].
+pub fn dechunk(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(line_end) = find_crlf(&body[from..]) {
+        let hex = body[from..from + line_end].split(|&b| b == b';').next().unwrap_or_default();
+        let size =
+            std::str::from_utf8(hex).ok().and_then(|h| usize::from_str_radix(h.trim(), 16).ok()).unwrap_or(0);
+        let data = from + line_end + 2;
+        if size == 0 || body.len() < data + size {
+            break;
+        }
+        out.extend_from_slice(&body[data..data + size]);
+        from = (data + size + 2).min(body.len());
+    }
+    out
+}
+
+fn find_crlf(buf: &[u8]) -> Option<usize> {
+    buf.windows(2).position(|w| w == b"\r\n")
+}
+
+/// The end of a request head (the index after its empty line) in `input`, searching from
+/// `from`; httparse accepts bare LF line ends, so `\n\n` ends a head too.
+pub fn find_head_end(input: &[u8], from: usize) -> Option<usize> {
+    let mut i = from.saturating_sub(2);
+    while let Some(nl) = input[i..].iter().position(|&b| b == b'\n') {
+        let at = i + nl;
+        match input.get(at + 1..at + 3) {
+            Some([b'\r', b'\n']) => return Some(at + 3),
+            Some([b'\n', _]) => return Some(at + 2),
+            None if input.get(at + 1) == Some(&b'\n') => return Some(at + 2),
+            _ => {}
+        }
+        i = at + 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_over_the_limit_are_refused_whole_or_trickling() {
+        let head = b"HTTP/1.1 200 OK\r\nX: 0123456789\r\n\r\n";
+        let read = |h: &ResponseHead<'_, '_>| Ok(h.status);
+        assert_eq!(response_head(head, head.len(), read), Ok(Some((200, head.len()))));
+        assert_eq!(response_head(head, head.len() - 1, read), Err(ProtoError::ResponseHeadTooLarge));
+        assert_eq!(response_head(&head[..20], 19, read), Err(ProtoError::ResponseHeadTooLarge));
+        assert_eq!(response_head(&head[..20], 64, read), Ok(None));
+    }
+
+    #[test]
+    fn fields_and_tokens() {
+        let head = b"GET / HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\nUpgrade: WebSocket\r\n\r\n";
+        let got = request_head(head, 1024, |h| {
+            (h.fields.has_token("connection", b"upgrade"), h.fields.get("UPGRADE").map(<[u8]>::to_vec))
+        });
+        assert_eq!(got, Ok(Some(((true, Some(b"WebSocket".to_vec())), head.len()))));
+    }
+
+    #[test]
+    fn chunks_scan_resumably_and_dechunk() {
+        let body = b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nT: v\r\n\r\n";
+        assert_eq!(scan_chunked(body, 0, 100), Ok(ChunkScan::End(body.len())));
+        assert_eq!(scan_chunked(&body[..10], 0, 100), Ok(ChunkScan::Need(8)));
+        assert_eq!(scan_chunked(body, 8, 100), Ok(ChunkScan::End(body.len())));
+        assert_eq!(dechunk(body), b"abcde");
+        assert_eq!(scan_chunked(b"ff\r\n", 0, 16), Err(ProtoError::BodyTooLarge));
+    }
+}

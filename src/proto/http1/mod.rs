@@ -1,0 +1,84 @@
+//! HTTP/1.1: the request encoder ([`encode_request`]), the client codec ([`client`]), the
+//! built-in server and the request reading HTTP servers share ([`server`]), and the head and
+//! chunked toolkit the other HTTP-speaking protocols use ([`head`]).
+//!
+//! Requests are encoded by hand, once, at start-up and copied for every operation; they are
+//! minimal unless the user adds headers: `GET /path HTTP/1.1\r\nHost: host:port\r\n\r\n`, with
+//! `Content-Length: N` after `Host` when there is a body. Responses and requests are parsed with
+//! `httparse`; bodies may be framed by `Content-Length`, by chunked transfer coding, or (responses
+//! only) by the end of the connection.
+
+pub mod client;
+pub mod head;
+pub mod server;
+
+pub use client::Http1Client;
+pub use server::{
+    Http1Server, RESPONSE_BUSY, RESPONSE_HELLO, RESPONSE_HELLO_HEAD, RESPONSE_OK, Refusal, Request,
+    RequestLimits, RequestReader, parse_request, serve_requests,
+};
+
+/// A response head larger than this is treated as a broken server rather than buffered forever.
+pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+/// Response bodies are held whole in the connection's read buffer before they are accounted,
+/// so they are bounded; 64 MiB is far above what a request/response benchmark returns.
+pub const MAX_RESPONSE_BODY: usize = 64 * 1024 * 1024;
+/// The built-in server answers 431 to a request head larger than this (nginx's default too).
+pub const MAX_REQUEST_HEAD: usize = 8 * 1024;
+/// The built-in server answers 413 to a request body larger than this.
+pub const MAX_REQUEST_BODY: usize = 16 * 1024 * 1024;
+
+/// What the user asked to send; turned into bytes once by [`encode_request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestSpec {
+    pub method: String,
+    /// The `Host` header's value, normally `host:port` as written in the URL.
+    pub host: String,
+    /// Path and query, starting with `/`.
+    pub target: String,
+    /// Extra headers in the order given; a `Host` here replaces the default one.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Encode one request exactly as it goes on the wire.
+pub fn encode_request(spec: &RequestSpec) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + spec.target.len() + spec.body.len());
+    out.extend_from_slice(spec.method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(spec.target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let user_host = spec.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host"));
+    let host = user_host.map_or(spec.host.as_str(), |(_, v)| v.as_str());
+    push_header(&mut out, "Host", host);
+    let user_length = spec.headers.iter().any(|(n, _)| {
+        n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding")
+    });
+    if !spec.body.is_empty() && !user_length {
+        push_header(&mut out, "Content-Length", &spec.body.len().to_string());
+    }
+    for (name, value) in spec.headers.iter().filter(|(n, _)| !n.eq_ignore_ascii_case("host")) {
+        push_header(&mut out, name, value);
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&spec.body);
+    out
+}
+
+fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// How the body of the message being decoded ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Exactly this many bytes follow the head.
+    Length(usize),
+    /// Chunked transfer coding; `resume` is where the next chunk-size line starts.
+    Chunked { resume: usize },
+    /// The body runs to the end of the connection (a response with neither length nor chunking).
+    UntilEof,
+}

@@ -1,0 +1,352 @@
+//! The built-in HTTP/1.1 server's codec, and the request reading every HTTP server here shares
+//! (the hello-world server and nsqd's HTTP sink): keep-alive and pipelining, requests read
+//! incrementally as they arrive, refusals answered with 400/413/431 and a close.
+
+use super::head::{self, ChunkScan, HeadError};
+use super::{Framing, MAX_REQUEST_BODY, MAX_REQUEST_HEAD};
+use crate::proto::{Awaiting, ProtoError, Served, ServerCodec};
+
+/// The built-in server's answers, encoded once. `Hello World` is 11 bytes, as in the classic
+/// hello-world benchmarks; a request with a body (POST and the like) is answered `OK`.
+pub const RESPONSE_HELLO: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nHello World";
+pub const RESPONSE_HELLO_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n";
+pub const RESPONSE_OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK";
+const RESPONSE_400: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const RESPONSE_413: &[u8] =
+    b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const RESPONSE_431: &[u8] =
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+/// What a client over the server's connection limit reads before the close.
+pub const RESPONSE_BUSY: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+/// The built-in hello-world server: keep-alive, pipelining, 400/413/431 with a close. One
+/// value per connection (it remembers how far the request now arriving has been read).
+#[derive(Debug, Clone, Default)]
+pub struct Http1Server {
+    reader: RequestReader,
+}
+
+impl ServerCodec for Http1Server {
+    fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
+        serve_requests(input, out, HELLO_LIMITS, &mut self.reader, |request, out| {
+            let response = match request {
+                Err(Refusal::BadRequest) => RESPONSE_400,
+                Err(Refusal::HeadTooLarge) => RESPONSE_431,
+                Err(Refusal::BodyTooLarge) => RESPONSE_413,
+                Ok(r) if r.method == "GET" => RESPONSE_HELLO,
+                Ok(r) if r.method == "HEAD" => RESPONSE_HELLO_HEAD,
+                Ok(_) => RESPONSE_OK,
+            };
+            match request.ok().and_then(Request::connection_header) {
+                // The same answer with the `Connection` header before the blank line.
+                Some(connection) => {
+                    let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 2;
+                    out.extend_from_slice(&response[..head_end]);
+                    out.extend_from_slice(connection.as_bytes());
+                    out.extend_from_slice(&response[head_end..]);
+                }
+                None => out.extend_from_slice(response),
+            }
+        })
+    }
+
+    fn busy(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(RESPONSE_BUSY);
+    }
+}
+
+/// Size limits a server applies to requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    pub max_head: usize,
+    pub max_body: usize,
+}
+
+const HELLO_LIMITS: RequestLimits = RequestLimits { max_head: MAX_REQUEST_HEAD, max_body: MAX_REQUEST_BODY };
+
+/// Why a request was refused; the server answers and closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    BadRequest,
+    HeadTooLarge,
+    BodyTooLarge,
+}
+
+/// One whole request, borrowed from the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<'a> {
+    pub method: &'a str,
+    /// Path and query as sent.
+    pub target: &'a str,
+    /// The body as sent (still chunk-framed for a chunked request; see `chunked`).
+    pub body: &'a [u8],
+    pub chunked: bool,
+    /// The client asked to close (or spoke HTTP/1.0 without keep-alive).
+    pub close: bool,
+    /// The minor version: 1 for HTTP/1.1, 0 for HTTP/1.0.
+    pub minor_version: u8,
+}
+
+impl Request<'_> {
+    /// The `Connection` header the answer must carry: `close` when the connection closes
+    /// after it, `keep-alive` to an HTTP/1.0 client that asked to keep it (RFC 9112 §9.3:
+    /// without it, such a client waits for a close), none otherwise.
+    pub fn connection_header(&self) -> Option<&'static str> {
+        if self.close {
+            Some("Connection: close\r\n")
+        } else if self.minor_version == 0 {
+            Some("Connection: keep-alive\r\n")
+        } else {
+            None
+        }
+    }
+}
+
+/// How far a server connection has read the request now arriving, so that each read looks at
+/// the new bytes only: a head trickling in is searched from where the last search stopped, a
+/// chunked body is walked from its last whole chunk (no quadratic re-parse).
+#[derive(Debug, Clone, Default)]
+pub struct RequestReader {
+    /// Bytes of the pending head already searched for its end.
+    head_scanned: usize,
+    /// The head is whole and its body is arriving.
+    body: Option<PendingBody>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PendingBody {
+    head_len: usize,
+    framing: Framing,
+    /// Close after answering (asked, or HTTP/1.0 without keep-alive), and the minor version.
+    close: bool,
+    minor: u8,
+}
+
+impl RequestReader {
+    /// What the connection waits for, given the bytes still pending.
+    pub fn awaiting(&self, pending: &[u8]) -> Awaiting {
+        if self.body.is_some() {
+            Awaiting::Body
+        } else if pending.is_empty() {
+            Awaiting::Request
+        } else {
+            Awaiting::Head
+        }
+    }
+}
+
+/// Answer every whole request at the start of `input` with `respond`, which appends one
+/// response per call; a refusal closes the connection after its answer.
+pub fn serve_requests(
+    input: &[u8],
+    out: &mut Vec<u8>,
+    limits: RequestLimits,
+    reader: &mut RequestReader,
+    mut respond: impl FnMut(Result<&Request<'_>, Refusal>, &mut Vec<u8>),
+) -> Served {
+    let mut served = Served::default();
+    while served.consumed < input.len() && !served.close {
+        match parse_request(&input[served.consumed..], limits, reader) {
+            Ok(None) => break,
+            Ok(Some((request, consumed))) => {
+                respond(Ok(&request), out);
+                served.consumed += consumed;
+                served.requests += 1;
+                served.close = request.close;
+            }
+            Err(refusal) => {
+                respond(Err(refusal), out);
+                served.consumed = input.len();
+                served.close = true;
+                *reader = RequestReader::default();
+            }
+        }
+    }
+    served.awaiting = reader.awaiting(&input[served.consumed..]);
+    served
+}
+
+/// Parse the request at the start of `input` (the same pending bytes, grown, on every call
+/// until it is whole): `Ok(None)` if incomplete, else the request and the bytes it occupies.
+pub fn parse_request<'a>(
+    input: &'a [u8],
+    limits: RequestLimits,
+    reader: &mut RequestReader,
+) -> Result<Option<(Request<'a>, usize)>, Refusal> {
+    let pending = match reader.body {
+        Some(pending) => pending,
+        None => {
+            // Find the head's end before parsing it, and parse it once.
+            let pending = loop {
+                let Some(end) = head::find_head_end(input, reader.head_scanned) else {
+                    if input.len() > limits.max_head {
+                        return Err(Refusal::HeadTooLarge);
+                    }
+                    reader.head_scanned = input.len();
+                    return Ok(None);
+                };
+                let framing = |h: &head::RequestHead<'_, '_>| {
+                    head::body_framing(&h.fields, 0, h.minor_version, false)
+                        .map(|(framing, close)| (framing, close, h.minor_version))
+                };
+                match head::request_head(&input[..end], limits.max_head, framing) {
+                    Ok(Some((Ok((framing, close, minor)), head_len))) => {
+                        break PendingBody { head_len, framing, close, minor };
+                    }
+                    Ok(Some((Err(_), _))) | Err(HeadError::Malformed) => return Err(Refusal::BadRequest),
+                    Err(HeadError::TooLarge) => return Err(Refusal::HeadTooLarge),
+                    // Empty lines before the request line: keep looking.
+                    Ok(None) => reader.head_scanned = end,
+                }
+            };
+            let pending = match pending.framing {
+                Framing::Length(n) if n > limits.max_body => return Err(Refusal::BodyTooLarge),
+                Framing::Chunked { .. } => {
+                    PendingBody { framing: Framing::Chunked { resume: pending.head_len }, ..pending }
+                }
+                _ => pending,
+            };
+            reader.head_scanned = 0;
+            reader.body = Some(pending);
+            pending
+        }
+    };
+    let end = match pending.framing {
+        Framing::Length(n) if input.len() >= pending.head_len + n => pending.head_len + n,
+        Framing::Length(_) => return Ok(None),
+        Framing::Chunked { resume } => match head::scan_chunked(input, resume, limits.max_body) {
+            Ok(ChunkScan::End(end)) => end,
+            Ok(ChunkScan::Need(_)) if input.len() - pending.head_len > limits.max_body => {
+                return Err(Refusal::BodyTooLarge);
+            }
+            Ok(ChunkScan::Need(resume)) => {
+                reader.body = Some(PendingBody { framing: Framing::Chunked { resume }, ..pending });
+                return Ok(None);
+            }
+            Err(ProtoError::BodyTooLarge) => return Err(Refusal::BodyTooLarge),
+            Err(_) => return Err(Refusal::BadRequest),
+        },
+        Framing::UntilEof => return Err(Refusal::BadRequest),
+    };
+    reader.body = None;
+    // Whole: read the head again to borrow its method and target (once per request whose body
+    // spanned reads; a head is at most a few KiB).
+    let line = |h: &head::RequestHead<'_, 'a>| (h.method, h.target);
+    let Ok(Some(((method, target), _))) =
+        head::request_head(&input[..pending.head_len], limits.max_head, line)
+    else {
+        return Err(Refusal::BadRequest);
+    };
+    let request = Request {
+        method,
+        target,
+        body: &input[pending.head_len..end],
+        chunked: matches!(pending.framing, Framing::Chunked { .. }),
+        close: pending.close,
+        minor_version: pending.minor,
+    };
+    Ok(Some((request, end)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve(input: &[u8]) -> (Served, Vec<u8>) {
+        let mut out = Vec::new();
+        (Http1Server::default().serve(input, &mut out), out)
+    }
+
+    #[test]
+    fn server_answers_pipelined_get_and_post() {
+        let input =
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\nPOST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET";
+        let (served, out) = serve(input);
+        assert_eq!(
+            served,
+            Served {
+                consumed: input.len() - 3,
+                requests: 2,
+                messages: 0,
+                close: false,
+                awaiting: Awaiting::Head
+            }
+        );
+        assert_eq!(out, [RESPONSE_HELLO, RESPONSE_OK].concat());
+        assert_eq!(RESPONSE_HELLO.len(), 50);
+    }
+
+    #[test]
+    fn server_waits_for_whole_body_and_chunked_body() {
+        let (served, out) = serve(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nab");
+        assert_eq!((served.requests, out.len()), (0, 0));
+        let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+        let (served, out) = serve(chunked);
+        assert_eq!(served, Served { consumed: chunked.len(), requests: 1, ..Served::default() });
+        assert_eq!(out, RESPONSE_OK);
+    }
+
+    #[test]
+    fn server_refuses_bad_and_huge_requests_and_closes() {
+        let (served, out) = serve(b"NOT HTTP\r\n\r\n");
+        assert!(served.close);
+        assert!(out.starts_with(b"HTTP/1.1 400 "));
+        let huge = [b"GET / HTTP/1.1\r\nX: ".as_slice(), &vec![b'a'; MAX_REQUEST_HEAD]].concat();
+        let (served, out) = serve(&huge);
+        assert!(served.close);
+        assert!(out.starts_with(b"HTTP/1.1 431 "));
+    }
+
+    #[test]
+    fn server_honours_connection_close() {
+        let (served, out) = serve(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+        assert_eq!(served.requests, 1);
+        assert!(served.close);
+        assert_eq!(out, b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\nHello World");
+    }
+
+    #[test]
+    fn http10_keep_alive_is_answered_as_kept_and_plain_http10_is_closed() {
+        let (served, out) = serve(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n");
+        assert!(!served.close);
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: keep-alive\r\n\r\nHello World"
+        );
+        let (served, out) = serve(b"GET / HTTP/1.0\r\n\r\n");
+        assert!(served.close);
+        assert!(out.windows(17).any(|w| w == b"Connection: close"));
+    }
+
+    /// The server reads a request growing byte by byte (as a trickling client sends it) and
+    /// answers exactly as it answers the whole request at once.
+    #[test]
+    fn a_request_trickling_in_is_read_incrementally_and_answered_once() {
+        let whole: &[u8] =
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+        let mut server = Http1Server::default();
+        let mut out = Vec::new();
+        let mut pending: Vec<u8> = Vec::new();
+        let mut requests = 0;
+        let mut awaited = Vec::new();
+        for &b in whole {
+            pending.push(b);
+            let served = server.serve(&pending, &mut out);
+            pending.drain(..served.consumed);
+            requests += served.requests;
+            awaited.push(served.awaiting);
+        }
+        assert_eq!(requests, 2);
+        assert_eq!(out, [RESPONSE_OK, RESPONSE_HELLO].concat());
+        assert!(awaited.contains(&Awaiting::Head) && awaited.contains(&Awaiting::Body));
+        assert_eq!(awaited.last(), Some(&Awaiting::Request));
+    }
+
+    #[test]
+    fn the_server_says_busy_with_a_503() {
+        let mut out = Vec::new();
+        Http1Server::default().busy(&mut out);
+        assert!(out.starts_with(b"HTTP/1.1 503 "));
+    }
+}

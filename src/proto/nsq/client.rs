@@ -1,0 +1,132 @@
+//! The NSQ TCP publisher: the magic and `IDENTIFY` once per connection, then publishes encoded
+//! once; `OK` completes an operation, an error frame refuses it (and nsqd closes), heartbeats
+//! are answered with `NOP`.
+
+use super::{FRAME_ERROR, FRAME_MESSAGE, FRAME_RESPONSE, HEARTBEAT, MAGIC_V2, NOP, PublishSpec};
+use super::{encode_identify, encode_publish, error_code, parse_frame};
+use crate::proto::{ClientCodec, Decoded, Failure, Outcome, ProtoError};
+use std::sync::Arc;
+
+/// The TCP publisher: magic and `IDENTIFY` once per connection, then prebuilt publishes.
+#[derive(Debug, Clone)]
+pub struct NsqClient {
+    handshake: Arc<[u8]>,
+    identify: bool,
+    publish: Arc<[u8]>,
+    /// An error frame arrived: nsqd closes the connection after every publishing error.
+    closing: bool,
+}
+
+impl NsqClient {
+    /// `identify`: the JSON body of `IDENTIFY`, or `None` to send only the magic.
+    pub fn new(spec: &PublishSpec, identify: Option<&[u8]>) -> Self {
+        let mut handshake = MAGIC_V2.to_vec();
+        if let Some(json) = identify {
+            handshake.extend_from_slice(&encode_identify(json));
+        }
+        NsqClient {
+            handshake: handshake.into(),
+            identify: identify.is_some(),
+            publish: encode_publish(spec).into(),
+            closing: false,
+        }
+    }
+    pub fn publish(&self) -> &[u8] {
+        &self.publish
+    }
+}
+
+impl ClientCodec for NsqClient {
+    fn handshake(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.handshake);
+    }
+
+    fn decode_handshake(&mut self, input: &[u8]) -> Result<Decoded, ProtoError> {
+        if !self.identify {
+            return Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control });
+        }
+        match parse_frame(input)? {
+            None => Ok(Decoded::Partial),
+            Some((FRAME_RESPONSE, _, len)) => Ok(Decoded::Done { consumed: len, outcome: Outcome::Control }),
+            Some(_) => Err(ProtoError::IdentifyRefused),
+        }
+    }
+
+    fn encode_op(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.publish);
+    }
+
+    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+        let Some((frame_type, data, consumed)) = parse_frame(input)? else { return Ok(Decoded::Partial) };
+        let outcome = match frame_type {
+            FRAME_RESPONSE if data == HEARTBEAT => {
+                out.extend_from_slice(NOP);
+                Outcome::Control
+            }
+            FRAME_RESPONSE => Outcome::Op,
+            FRAME_ERROR => {
+                self.closing = true;
+                Outcome::OpFailed(Failure::Nsq(error_code(data)))
+            }
+            FRAME_MESSAGE => return Err(ProtoError::UnexpectedMessage),
+            _ => return Err(ProtoError::BadFrame),
+        };
+        Ok(Decoded::Done { consumed, outcome })
+    }
+
+    fn peer_closing(&self) -> bool {
+        self.closing
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::write_frame;
+    use super::*;
+
+    fn spec(batch: usize) -> PublishSpec {
+        PublishSpec { topic: "test".into(), message: vec![b'x'; 400], batch, defer_ms: None }
+    }
+
+    #[test]
+    fn client_decodes_ok_heartbeat_and_errors() {
+        let mut c = NsqClient::new(&spec(1), None);
+        let mut out = Vec::new();
+        let mut frames = Vec::new();
+        write_frame(&mut frames, FRAME_RESPONSE, b"OK");
+        write_frame(&mut frames, FRAME_RESPONSE, HEARTBEAT);
+        write_frame(&mut frames, FRAME_ERROR, b"E_BAD_TOPIC PUB topic name \"a!\" is not valid");
+        for cut in 0..10 {
+            assert_eq!(c.decode_op(&frames[..cut], &mut out), Ok(Decoded::Partial));
+        }
+        assert_eq!(c.decode_op(&frames, &mut out), Ok(Decoded::Done { consumed: 10, outcome: Outcome::Op }));
+        assert_eq!(
+            c.decode_op(&frames[10..], &mut out),
+            Ok(Decoded::Done { consumed: 19, outcome: Outcome::Control })
+        );
+        assert_eq!(out, NOP);
+        assert_eq!(
+            c.decode_op(&frames[29..], &mut out),
+            Ok(Decoded::Done {
+                consumed: frames.len() - 29,
+                outcome: Outcome::OpFailed(Failure::Nsq("E_BAD_TOPIC"))
+            })
+        );
+        assert_eq!(c.decode_op(b"\x00\x00\x00\x01\x00\x00\x00\x00", &mut out), Err(ProtoError::BadFrame));
+    }
+
+    #[test]
+    fn handshake_is_magic_then_identify() {
+        let mut c = NsqClient::new(&spec(1), Some(br#"{"client_id":"x"}"#));
+        let mut out = Vec::new();
+        c.handshake(&mut out);
+        assert_eq!(out, b"  V2IDENTIFY\n\x00\x00\x00\x11{\"client_id\":\"x\"}");
+        assert_eq!(c.decode_handshake(b"\x00\x00\x00\x06\x00\x00"), Ok(Decoded::Partial));
+        assert!(matches!(
+            c.decode_handshake(b"\x00\x00\x00\x06\x00\x00\x00\x00OK"),
+            Ok(Decoded::Done { consumed: 10, .. })
+        ));
+        let mut bare = NsqClient::new(&spec(1), None);
+        assert_eq!(bare.decode_handshake(b""), Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control }));
+    }
+}

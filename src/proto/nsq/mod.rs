@@ -1,0 +1,251 @@
+//! NSQ: the publisher's side of nsqd's binary TCP protocol (`PUB`, `MPUB`, `DPUB`) and of its
+//! HTTP API (`POST /pub`, `/mpub`), and a publish sink that answers both byte for byte as
+//! nsqd v1.3.0 does (messages are counted and dropped). This file is the wire format; the
+//! client ([`client`]), the TCP sink ([`sink`]) and the HTTP sink ([`http_sink`]) use it.
+//!
+//! Wire format (nsqd's `protocol_v2.go`): the client sends the magic `"  V2"` once, then
+//! newline-terminated commands, some followed by a 4-byte big-endian length and a body. The
+//! server answers with frames: 4-byte size (of what follows), 4-byte type (0 response, 1 error,
+//! 2 message), data. A 400-byte `PUB` on topic `test` is 9 + 4 + 400 = 413 bytes; its `OK`
+//! frame is 4 + 4 + 2 = 10.
+
+pub mod client;
+pub mod http_sink;
+pub mod sink;
+
+pub use client::NsqClient;
+pub use http_sink::NsqHttpServer;
+pub use sink::NsqServer;
+
+use super::ProtoError;
+use super::http1::RequestSpec;
+use std::fmt::Write as _;
+
+pub const MAGIC_V2: &[u8; 4] = b"  V2";
+pub const FRAME_RESPONSE: u32 = 0;
+pub const FRAME_ERROR: u32 = 1;
+pub const FRAME_MESSAGE: u32 = 2;
+pub const HEARTBEAT: &[u8] = b"_heartbeat_";
+pub const NOP: &[u8] = b"NOP\n";
+/// nsqd's defaults (`--max-msg-size`, `--max-body-size`, `--max-req-timeout`, heartbeat).
+pub const DEFAULT_MAX_MSG_SIZE: u64 = 1_048_576;
+pub const DEFAULT_MAX_BODY_SIZE: u64 = 5_242_880;
+pub const MAX_REQ_TIMEOUT_MS: i64 = 3_600_000;
+pub const DEFAULT_HEARTBEAT_MS: i64 = 30_000;
+pub const MAX_HEARTBEAT_MS: i64 = 60_000;
+/// A client frame larger than this is garbage (nsqd's frames are bounded by its body limits).
+const MAX_FRAME: usize = 64 * 1024 * 1024;
+/// nsqd reads commands through a 16 KiB bufio reader; a longer line closes the connection.
+pub const MAX_COMMAND_LINE: usize = 16 * 1024;
+
+/// Append one frame as nsqd writes it.
+pub fn write_frame(out: &mut Vec<u8>, frame_type: u32, data: &[u8]) {
+    out.extend_from_slice(&(4 + data.len() as u32).to_be_bytes());
+    out.extend_from_slice(&frame_type.to_be_bytes());
+    out.extend_from_slice(data);
+}
+
+/// What to publish, as the user asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishSpec {
+    pub topic: String,
+    pub message: Vec<u8>,
+    /// Messages per operation: 1 is `PUB`, more is `MPUB`.
+    pub batch: usize,
+    /// `DPUB` with this delay (single messages only).
+    pub defer_ms: Option<u64>,
+}
+
+/// The length field of a publish's body (the message for `PUB`, the whole batch for `MPUB`),
+/// or `None` when it does not fit NSQ's signed 32-bit lengths.
+pub fn publish_body_len(spec: &PublishSpec) -> Option<u32> {
+    let message = spec.message.len() as u64;
+    let len = if spec.batch > 1 { 4 + spec.batch as u64 * (4 + message) } else { message };
+    u32::try_from(len).ok().filter(|&n| n <= i32::MAX as u32)
+}
+
+/// `PUB`, `MPUB` or `DPUB`, encoded once. The lengths must fit ([`publish_body_len`]; plans
+/// are checked before this is called).
+pub fn encode_publish(spec: &PublishSpec) -> Vec<u8> {
+    let mut out = Vec::new();
+    let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_be_bytes();
+    if spec.batch > 1 {
+        let _ = writeln!(ByteWriter(&mut out), "MPUB {}", spec.topic);
+        out.extend_from_slice(&publish_body_len(spec).unwrap_or(u32::MAX).to_be_bytes());
+        out.extend_from_slice(&len(spec.batch));
+        for _ in 0..spec.batch {
+            out.extend_from_slice(&len(spec.message.len()));
+            out.extend_from_slice(&spec.message);
+        }
+    } else {
+        match spec.defer_ms {
+            Some(ms) => _ = writeln!(ByteWriter(&mut out), "DPUB {} {ms}", spec.topic),
+            None => _ = writeln!(ByteWriter(&mut out), "PUB {}", spec.topic),
+        }
+        out.extend_from_slice(&len(spec.message.len()));
+        out.extend_from_slice(&spec.message);
+    }
+    out
+}
+
+/// The `IDENTIFY` command with its JSON body.
+pub fn encode_identify(json: &[u8]) -> Vec<u8> {
+    let mut out = b"IDENTIFY\n".to_vec();
+    out.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    out.extend_from_slice(json);
+    out
+}
+
+/// The request `nsq+http://` sends: `POST /pub?topic=T` with the message as body, or `/mpub`
+/// with `batch` messages, newline-separated or (`binary`) in MPUB's binary form.
+pub fn http_publish_request(host: &str, spec: &PublishSpec, binary: bool) -> RequestSpec {
+    let (target, body) = if spec.batch > 1 {
+        if binary {
+            let mpub = encode_publish(spec);
+            let body_start = mpub.iter().position(|&b| b == b'\n').unwrap_or(0) + 1 + 4;
+            (format!("/mpub?topic={}&binary=true", spec.topic), mpub[body_start..].to_vec())
+        } else {
+            let mut body = Vec::with_capacity(spec.batch * (spec.message.len() + 1));
+            for _ in 0..spec.batch {
+                body.extend_from_slice(&spec.message);
+                body.push(b'\n');
+            }
+            (format!("/mpub?topic={}", spec.topic), body)
+        }
+    } else {
+        let defer = spec.defer_ms.map(|ms| format!("&defer={ms}")).unwrap_or_default();
+        (format!("/pub?topic={}{defer}", spec.topic), spec.message.clone())
+    };
+    RequestSpec { method: "POST".into(), host: host.into(), target, headers: vec![], body }
+}
+
+pub struct ByteWriter<'a>(&'a mut Vec<u8>);
+impl std::fmt::Write for ByteWriter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// A whole frame: its type, its data, and its length on the wire.
+pub type Frame<'a> = (u32, &'a [u8], usize);
+
+/// One whole frame at the start of `input`, if it has arrived.
+pub fn parse_frame(input: &[u8]) -> Result<Option<Frame<'_>>, ProtoError> {
+    if input.len() < 8 {
+        return Ok(None);
+    }
+    let size = u32::from_be_bytes(input[..4].try_into().expect("4 bytes")) as usize;
+    if !(4..=MAX_FRAME).contains(&size) {
+        return Err(ProtoError::BadFrame);
+    }
+    if input.len() < 4 + size {
+        return Ok(None);
+    }
+    let frame_type = u32::from_be_bytes(input[4..8].try_into().expect("4 bytes"));
+    Ok(Some((frame_type, &input[8..4 + size], 4 + size)))
+}
+
+/// The error codes nsqd sends; anything else is reported as `E_OTHER`.
+const ERROR_CODES: &[&str] = &[
+    "E_INVALID",
+    "E_BAD_BODY",
+    "E_BAD_TOPIC",
+    "E_BAD_CHANNEL",
+    "E_BAD_MESSAGE",
+    "E_PUB_FAILED",
+    "E_MPUB_FAILED",
+    "E_DPUB_FAILED",
+    "E_BAD_PROTOCOL",
+    "E_IDENTIFY_FAILED",
+    "E_AUTH_FIRST",
+    "E_AUTH_FAILED",
+    "E_UNAUTHORIZED",
+];
+
+pub fn error_code(data: &[u8]) -> &'static str {
+    let code = data.split(|&b| b == b' ').next().unwrap_or_default();
+    ERROR_CODES.iter().find(|c| c.as_bytes() == code).copied().unwrap_or("E_OTHER")
+}
+
+/// The default `IDENTIFY` body: who we are, nothing negotiated.
+pub fn default_identify(hostname: &str) -> Vec<u8> {
+    serde_json::json!({
+        "client_id": "wirebench",
+        "hostname": hostname,
+        "user_agent": concat!("wirebench/", env!("CARGO_PKG_VERSION")),
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Limits of the sink, named as nsqd's flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SinkLimits {
+    pub max_msg_size: u64,
+    pub max_body_size: u64,
+}
+
+impl Default for SinkLimits {
+    fn default() -> Self {
+        SinkLimits { max_msg_size: DEFAULT_MAX_MSG_SIZE, max_body_size: DEFAULT_MAX_BODY_SIZE }
+    }
+}
+
+/// nsqd's topic rule: 1–64 of `[.a-zA-Z0-9_-]`, optionally ending in `#ephemeral`.
+pub fn valid_topic(name: &[u8]) -> bool {
+    let base = name.strip_suffix(b"#ephemeral").unwrap_or(name);
+    !name.is_empty()
+        && name.len() <= 64
+        && !base.is_empty()
+        && base.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(batch: usize) -> PublishSpec {
+        PublishSpec { topic: "test".into(), message: vec![b'x'; 400], batch, defer_ms: None }
+    }
+
+    #[test]
+    fn pub_of_400_bytes_is_413_and_ok_is_10() {
+        // `PUB <topic>\n`, the message's 4-byte big-endian length, the message.
+        let p = encode_publish(&spec(1));
+        assert_eq!(p, [b"PUB test\n".as_slice(), &400u32.to_be_bytes(), &[b'x'; 400]].concat());
+        assert_eq!(p.len(), 413, "the study's figure");
+        let mut ok = Vec::new();
+        write_frame(&mut ok, FRAME_RESPONSE, b"OK");
+        assert_eq!(ok, b"\x00\x00\x00\x06\x00\x00\x00\x00OK");
+    }
+
+    #[test]
+    fn mpub_of_10_by_400_is_4058_and_dpub_carries_its_delay() {
+        // `MPUB <topic>\n`, the body's length, then the body: the count, and per message its
+        // length and the message.
+        let m = encode_publish(&spec(10));
+        let one = [&400u32.to_be_bytes()[..], &[b'x'; 400]].concat();
+        let body = [&10u32.to_be_bytes()[..], &one.repeat(10)].concat();
+        assert_eq!(m, [b"MPUB test\n".as_slice(), &(body.len() as u32).to_be_bytes(), &body].concat());
+        assert_eq!(m.len(), 4058);
+        let d = encode_publish(&PublishSpec { defer_ms: Some(250), ..spec(1) });
+        assert!(d.starts_with(b"DPUB test 250\n\x00\x00\x01\x90"));
+    }
+
+    #[test]
+    fn http_publish_requests() {
+        let r = http_publish_request("127.0.0.1:4151", &spec(1), false);
+        let head = b"POST /pub?topic=test HTTP/1.1\r\nHost: 127.0.0.1:4151\r\nContent-Length: 400\r\n\r\n";
+        assert_eq!(crate::proto::http1::encode_request(&r), [head.as_slice(), &[b'x'; 400]].concat());
+        let r = http_publish_request("h", &spec(3), false);
+        assert_eq!((r.target.as_str(), r.body.len()), ("/mpub?topic=test", 3 * 401));
+        let r = http_publish_request("h", &spec(3), true);
+        assert_eq!(r.body.len(), 4 + 3 * 404);
+        let mut s = NsqHttpServer::new(SinkLimits::default());
+        let mut out = Vec::new();
+        let served =
+            crate::proto::ServerCodec::serve(&mut s, &crate::proto::http1::encode_request(&r), &mut out);
+        assert_eq!(served.messages, 3);
+    }
+}
