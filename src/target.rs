@@ -1,57 +1,30 @@
-//! Target URLs: `http://host:port/path?query` and the other schemes, parsed into what the
-//! engines need (a socket address) and what the codecs need (host, path), with errors a user
-//! can act on.
+//! Target URLs: `http://host:port/path?query` and the other schemes (those the protocol
+//! registry knows), parsed into what the codecs need (host, path) and the protocol they name;
+//! resolving the host into a socket address is a separate step, done when a plan is prepared.
 
+use crate::protocol::{self, Protocol};
 use std::net::{SocketAddr, ToSocketAddrs};
 
-/// The protocols a URL can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    Http,
-    Ws,
-    Nsq,
-    NsqHttp,
-}
-
-impl Scheme {
-    fn parse(s: &str) -> Option<Scheme> {
-        match s.to_ascii_lowercase().as_str() {
-            "http" => Some(Scheme::Http),
-            "ws" => Some(Scheme::Ws),
-            "nsq" => Some(Scheme::Nsq),
-            "nsq+http" => Some(Scheme::NsqHttp),
-            _ => None,
-        }
-    }
-    fn default_port(self) -> u16 {
-        match self {
-            Scheme::Http | Scheme::Ws => 80,
-            Scheme::Nsq => 4150,
-            Scheme::NsqHttp => 4151,
-        }
-    }
-}
-
-/// A parsed, resolved target.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parsed target, not yet resolved.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Target {
     pub url: String,
-    pub scheme: Scheme,
+    /// The protocol its scheme names.
+    pub protocol: &'static Protocol,
     /// The authority as written (`host:port`, `[::1]:80`, `localhost`): the default Host header.
     pub authority: String,
     pub host: String,
     pub port: u16,
     /// Path and query, starting with `/`.
     pub path: String,
-    pub addr: SocketAddr,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TargetError {
     #[error("'{0}' is not a URL: expected SCHEME://HOST[:PORT][/PATH], e.g. http://127.0.0.1:8080/")]
     NoScheme(String),
-    #[error("unsupported scheme '{0}' in '{1}': use http://, ws://, nsq:// or nsq+http://")]
-    Scheme(String, String),
+    #[error("unsupported scheme '{0}' in '{1}': use {2}")]
+    Scheme(String, String, String),
     #[error("'{0}' has no host")]
     NoHost(String),
     #[error("'{1}' has an invalid port '{0}': expected 1-65535")]
@@ -62,11 +35,12 @@ pub enum TargetError {
     Unsupported(String, &'static str),
 }
 
+/// Parse a URL (no I/O).
 pub fn parse(url: &str) -> Result<Target, TargetError> {
     let url = url.trim();
     let (scheme_text, rest) = url.split_once("://").ok_or_else(|| TargetError::NoScheme(url.into()))?;
-    let scheme =
-        Scheme::parse(scheme_text).ok_or_else(|| TargetError::Scheme(scheme_text.into(), url.into()))?;
+    let (protocol, scheme) = protocol::by_scheme(scheme_text)
+        .ok_or_else(|| TargetError::Scheme(scheme_text.into(), url.into(), protocol::schemes_text()))?;
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -89,18 +63,24 @@ pub fn parse(url: &str) -> Result<Target, TargetError> {
         return Err(TargetError::NoHost(url.into()));
     }
     let port = match port_text {
-        None => scheme.default_port(),
+        None => scheme.default_port,
         Some(p) => match p.parse::<u16>() {
             Ok(n) if n > 0 => n,
             _ => return Err(TargetError::Port(p.into(), url.into())),
         },
     };
-    let addr = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| TargetError::Resolve(host.into(), e.to_string()))?
-        .next()
-        .ok_or_else(|| TargetError::Resolve(host.into(), "no address".into()))?;
-    Ok(Target { url: url.into(), scheme, authority: authority.into(), host: host.into(), port, path, addr })
+    Ok(Target { url: url.into(), protocol, authority: authority.into(), host: host.into(), port, path })
+}
+
+impl Target {
+    /// The socket address to connect to (DNS for a name).
+    pub fn resolve(&self) -> Result<SocketAddr, TargetError> {
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| TargetError::Resolve(self.host.clone(), e.to_string()))?
+            .next()
+            .ok_or_else(|| TargetError::Resolve(self.host.clone(), "no address".into()))
+    }
 }
 
 #[cfg(test)]
@@ -110,10 +90,10 @@ mod tests {
     #[test]
     fn parses_http_with_path_and_query() {
         let t = parse("http://127.0.0.1:8080/a/b?x=1#frag").unwrap();
-        assert_eq!(t.scheme, Scheme::Http);
+        assert_eq!(t.protocol.name, "http1");
         assert_eq!(t.authority, "127.0.0.1:8080");
         assert_eq!(t.path, "/a/b?x=1");
-        assert_eq!(t.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(t.resolve().unwrap(), "127.0.0.1:8080".parse().unwrap());
     }
 
     #[test]
@@ -121,7 +101,7 @@ mod tests {
         let t = parse("http://[::1]").unwrap();
         assert_eq!((t.port, t.path.as_str(), t.authority.as_str()), (80, "/", "[::1]"));
         let t = parse("nsq://127.0.0.1/test").unwrap();
-        assert_eq!((t.scheme, t.port, t.path.as_str()), (Scheme::Nsq, 4150, "/test"));
+        assert_eq!((t.protocol.name, t.port, t.path.as_str()), ("nsq", 4150, "/test"));
         let t = parse("http://127.0.0.1:9?q").unwrap();
         assert_eq!(t.path, "/?q");
     }
@@ -133,6 +113,9 @@ mod tests {
         assert!(matches!(parse("http://:80/"), Err(TargetError::NoHost(_))));
         assert!(matches!(parse("http://127.0.0.1:99999/"), Err(TargetError::Port(..))));
         assert!(matches!(parse("http://127.0.0.1:0/"), Err(TargetError::Port(..))));
-        assert!(matches!(parse("http://no-such-host.invalid/"), Err(TargetError::Resolve(..))));
+        assert!(matches!(
+            parse("http://no-such-host.invalid/").unwrap().resolve(),
+            Err(TargetError::Resolve(..))
+        ));
     }
 }

@@ -33,7 +33,10 @@ fn malformed_urls_and_options_are_one_clear_line() {
     assert_user_error(&wirebench(&["bench", "127.0.0.1:8080"]), "not a URL");
     assert_user_error(&wirebench(&["bench", "gopher://127.0.0.1/"]), "unsupported scheme");
     assert_user_error(&wirebench(&["bench", "http://127.0.0.1:99999/"]), "invalid port");
-    assert_user_error(&wirebench(&["bench", "http://127.0.0.1:1/", "-c", "0"]), "--connections must be between 1");
+    assert_user_error(
+        &wirebench(&["bench", "http://127.0.0.1:1/", "-c", "0"]),
+        "--connections must be between 1",
+    );
     assert_user_error(&wirebench(&["bench", "http://127.0.0.1:1/", "--cores", "4096"]), "not available");
     assert_user_error(&wirebench(&["bench", "http://127.0.0.1:1/", "-d", "ten"]), "not a duration");
     assert_user_error(&wirebench(&["bench", "http://127.0.0.1:1/", "-H", "no colon"]), "Name: value");
@@ -244,7 +247,7 @@ fn output_to_a_closed_pipe_ends_quietly() {
 /// A `serve` process on the server CPU, and its address.
 fn serve_process(kind: &str, extra: &[&str]) -> (Peer, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["serve", kind, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+        .args(["serve", kind, "--listen", "127.0.0.1:0"])
         .args(["--cores", &server_cpu().to_string(), "-d", "60s"])
         .args(extra)
         .stdout(Stdio::piped())

@@ -3,15 +3,14 @@
 
 mod common;
 use common::*;
-use wirebench::cmd::ServeKind;
 
 #[test]
 fn every_engine_pair_counts_the_same_bytes() {
     let cpu = client_cpu().to_string();
     for server_engine in SERVER_ENGINES {
-        let http = start_builtin_on(server_engine, ServeKind::Http);
-        let ws = start_builtin_on(server_engine, ServeKind::Ws);
-        let nsq = start_builtin_on(server_engine, ServeKind::Nsq);
+        let http = start_builtin_on(server_engine, "http");
+        let ws = start_builtin_on(server_engine, "ws");
+        let nsq = start_builtin_on(server_engine, "nsq");
         let host = "Host: 127.0.0.1:4151";
         let runs: [(String, &[&str], (f64, f64)); 5] = [
             (

@@ -9,7 +9,6 @@ use common::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
-use wirebench::cmd::ServeKind;
 use wirebench::outcome::ErrorClass;
 use wirebench::stats::Report;
 
@@ -196,7 +195,7 @@ fn every_503_is_a_status_failure_and_the_run_goes_on() {
 #[test]
 fn a_close_with_pipelined_operations_in_flight_loses_none_silently() {
     for server_engine in SERVER_ENGINES {
-        let server = start_builtin_on(server_engine, ServeKind::Http);
+        let server = start_builtin_on(server_engine, "http");
         let url = format!("http://{}/", server.addr());
         each_client_engine(|engine| {
             let cpu = client_cpu().to_string();
@@ -269,7 +268,7 @@ fn still_serves(url: &str) {
 #[test]
 fn a_slowloris_head_is_cut_off_at_the_head_timeout() {
     for engine in SERVER_ENGINES {
-        let server = start_builtin_with(engine, ServeKind::Http, &["--head-timeout", "1s"]);
+        let server = start_builtin_with(engine, "http", &["--head-timeout", "1s"]);
         let mut s = TcpStream::connect(server.addr()).unwrap();
         s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap();
         let started = Instant::now();
@@ -299,7 +298,7 @@ fn a_slowloris_head_is_cut_off_at_the_head_timeout() {
 #[test]
 fn a_client_that_never_reads_is_cut_off_at_the_write_timeout() {
     for engine in SERVER_ENGINES {
-        let server = start_builtin_with(engine, ServeKind::Http, &["--write-timeout", "1s"]);
+        let server = start_builtin_with(engine, "http", &["--write-timeout", "1s"]);
         let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         socket.set_recv_buffer_size(4096).unwrap();
         socket.connect(&server.addr().into()).unwrap();
@@ -357,7 +356,7 @@ fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
 fn overflowing_and_oversized_frames_close_with_1009_and_the_server_goes_on() {
     const CLOSE_1009: [u8; 4] = [0x88, 0x02, 0x03, 0xf1];
     for engine in SERVER_ENGINES {
-        let server = start_builtin_on(engine, ServeKind::Ws);
+        let server = start_builtin_on(engine, "ws");
         let mut s = upgrade(server.addr());
         let mut attack = vec![0x02, 0x81, 1, 2, 3, 4, b'a' ^ 1];
         attack.extend_from_slice(&[0x80, 0xFF]);
@@ -379,7 +378,7 @@ fn overflowing_and_oversized_frames_close_with_1009_and_the_server_goes_on() {
 #[test]
 fn connections_over_the_limit_are_refused_with_503_and_the_rest_served() {
     for engine in SERVER_ENGINES {
-        let server = start_builtin_with(engine, ServeKind::Http, &["--max-conns", "2"]);
+        let server = start_builtin_with(engine, "http", &["--max-conns", "2"]);
         let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(server.addr()).unwrap()).collect();
         std::thread::sleep(Duration::from_millis(100));
         let mut third = TcpStream::connect(server.addr()).unwrap();
@@ -414,7 +413,7 @@ fn publishes_after_heartbeat_gaps_are_all_answered() {
         defer_ms: None,
     });
     for engine in SERVER_ENGINES {
-        let server = start_builtin_on(engine, ServeKind::Nsq);
+        let server = start_builtin_on(engine, "nsq");
         let mut s = TcpStream::connect(server.addrs[0]).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
         let identify = br#"{"heartbeat_interval":1000}"#;

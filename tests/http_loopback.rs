@@ -3,7 +3,6 @@
 
 mod common;
 use common::*;
-use wirebench::cmd::ServeKind;
 use wirebench::outcome::ErrorClass;
 
 #[test]
@@ -14,7 +13,7 @@ fn get_bytes_per_op_are_exact_and_audited() {
 }
 
 fn get_bytes_per_op_are_exact_and_audited_on(engine: &str) {
-    let server = start_builtin(ServeKind::Http);
+    let server = start_builtin("http");
     let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
     let r = bench_on(engine, &[&url, "-c", "8", "-n", "20000", "--cores", &cpu]);
@@ -38,7 +37,7 @@ fn pipelined_post_with_warmup_counts_only_measured_ops() {
 }
 
 fn pipelined_post_with_warmup_counts_only_measured_ops_on(engine: &str) {
-    let server = start_builtin(ServeKind::Http);
+    let server = start_builtin("http");
     let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
     let r = bench_on(
@@ -64,7 +63,7 @@ fn server_that_closes_each_connection_means_reconnects_not_errors() {
 }
 
 fn server_that_closes_each_connection_means_reconnects_not_errors_on(engine: &str) {
-    let server = start_builtin(ServeKind::Http);
+    let server = start_builtin("http");
     let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
     let r = bench_on(engine, &[&url, "-c", "2", "-n", "200", "-H", "Connection: close", "--cores", &cpu]);
@@ -83,7 +82,7 @@ fn status_errors_are_counted_and_the_run_goes_on() {
 fn status_errors_are_counted_and_the_run_goes_on_on(engine: &str) {
     // A header block over 8 KiB gets 431 and a close from the built-in server: every
     // operation fails with `status`, the run reconnects and ends on time.
-    let server = start_builtin(ServeKind::Http);
+    let server = start_builtin("http");
     let url = format!("http://{}/", server.addr());
     let big = format!("X-Big: {}", "a".repeat(9000));
     let cpu = client_cpu().to_string();
@@ -103,7 +102,7 @@ fn fixed_rate_holds_its_rate_and_keeps_both_latencies() {
 }
 
 fn fixed_rate_holds_its_rate_and_keeps_both_latencies_on(engine: &str) {
-    let server = start_builtin(ServeKind::Http);
+    let server = start_builtin("http");
     let url = format!("http://{}/", server.addr());
     let cpu = client_cpu().to_string();
     let r = bench_on(engine, &[&url, "-c", "4", "-d", "1s", "--rate", "2000", "--cores", &cpu]);
@@ -120,7 +119,7 @@ fn fixed_rate_holds_its_rate_and_keeps_both_latencies_on(engine: &str) {
 
 #[test]
 fn a_body_file_is_sent_as_is() {
-    let server = start_builtin(ServeKind::Http);
+    let server = start_builtin("http");
     let path = std::env::temp_dir().join(format!("wirebench-body-{}", std::process::id()));
     std::fs::write(&path, b"{\"hello\": \"file\"}\n").unwrap();
     let cpu = client_cpu().to_string();
@@ -144,7 +143,7 @@ fn a_generator_on_two_cores_counts_exactly() {
         eprintln!("skipped: one CPU");
         return;
     }
-    let server = start_builtin(ServeKind::Http);
+    let server = start_builtin("http");
     let url = format!("http://{}/", server.addr());
     let list = format!("{},{}", cpus[0], cpus[1]);
     for engine in ENGINES {

@@ -2,7 +2,6 @@
 
 mod common;
 use common::*;
-use wirebench::cmd::ServeKind;
 use wirebench::outcome::ErrorClass;
 
 fn tcp_url(server: &wirebench::engine::ServerHandle, topic: &str) -> String {
@@ -20,7 +19,7 @@ fn pub_100000_by_400_bytes_is_413_written_10_read() {
 }
 
 fn pub_100000_by_400_bytes_is_413_written_10_read_on(engine: &str) {
-    let server = start_builtin(ServeKind::Nsq);
+    let server = start_builtin("nsq");
     let cpu = client_cpu().to_string();
     let r = bench_on(
         engine,
@@ -45,7 +44,7 @@ fn mpub_of_10_by_400_is_4058_and_counts_messages() {
 }
 
 fn mpub_of_10_by_400_is_4058_and_counts_messages_on(engine: &str) {
-    let server = start_builtin(ServeKind::Nsq);
+    let server = start_builtin("nsq");
     let cpu = client_cpu().to_string();
     let r = bench_on(
         engine,
@@ -64,7 +63,7 @@ fn http_pub_and_mpub_bytes() {
 }
 
 fn http_pub_and_mpub_bytes_on(engine: &str) {
-    let server = start_builtin(ServeKind::Nsq);
+    let server = start_builtin("nsq");
     let cpu = client_cpu().to_string();
     let host = "Host: 127.0.0.1:4151";
     let r =
@@ -97,7 +96,7 @@ fn heartbeats_are_answered_with_nop_as_control_bytes() {
 }
 
 fn heartbeats_are_answered_with_nop_as_control_bytes_on(engine: &str) {
-    let server = start_builtin(ServeKind::Nsq);
+    let server = start_builtin("nsq");
     let cpu = client_cpu().to_string();
     let identify = r#"{"client_id":"hb","heartbeat_interval":1000}"#;
     let r = bench_on(
@@ -119,7 +118,7 @@ fn refused_publishes_are_counted_by_code_and_the_run_goes_on() {
 }
 
 fn refused_publishes_are_counted_by_code_and_the_run_goes_on_on(engine: &str) {
-    let server = start_builtin(ServeKind::Nsq);
+    let server = start_builtin("nsq");
     let cpu = client_cpu().to_string();
     let r = bench_on(engine, &[&tcp_url(&server, "bad!"), "-c", "2", "-d", "500ms", "--cores", &cpu]);
     assert_eq!(r.ops, 0);
@@ -137,7 +136,7 @@ fn refused_publishes_are_counted_by_code_and_the_run_goes_on_on(engine: &str) {
 
 #[test]
 fn deferred_publishes_cost_their_delay_field_over_tcp_and_http() {
-    let server = start_builtin(ServeKind::Nsq);
+    let server = start_builtin("nsq");
     let cpu = client_cpu().to_string();
     for engine in ENGINES {
         let r = bench_on(
@@ -173,11 +172,8 @@ fn deferred_publishes_cost_their_delay_field_over_tcp_and_http() {
 
 #[test]
 fn the_sinks_size_flags_refuse_as_nsqd_does() {
-    let server = start_builtin_with(
-        "tokio-uring",
-        ServeKind::Nsq,
-        &["--max-msg-size", "100", "--max-body-size", "1000"],
-    );
+    let server =
+        start_builtin_with("tokio-uring", "nsq", &["--max-msg-size", "100", "--max-body-size", "1000"]);
     let cpu = client_cpu().to_string();
     let r = bench(&[&tcp_url(&server, "test"), "-c", "1", "-n", "20", "--size", "101", "--cores", &cpu]);
     assert_eq!(r.ops, 0);

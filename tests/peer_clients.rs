@@ -8,7 +8,6 @@ mod common;
 use common::*;
 use std::process::Command;
 use std::time::Duration;
-use wirebench::cmd::ServeKind;
 
 /// Run a client with a deadline (a hang is a failure, not a stuck test); its stdout.
 fn run(program: &str, args: &[&str]) -> String {
@@ -35,7 +34,7 @@ fn field<'a>(text: &'a str, name: &str) -> &'a str {
 #[ignore = "needs ab, wrk, h2load and curl: run by .ci/run"]
 fn ab_wrk_h2load_and_curl_finish_against_serve_http() {
     for engine in SERVER_ENGINES {
-        let server = start_builtin_on(engine, ServeKind::Http);
+        let server = start_builtin_on(engine, "http");
         let url = format!("http://{}/", server.addr());
         for keep_alive in [true, false] {
             let n = if keep_alive { "20000" } else { "2000" };
@@ -68,7 +67,7 @@ fn ab_wrk_h2load_and_curl_finish_against_serve_http() {
 #[ignore = "needs ab: run by .ci/run"]
 fn ab_keep_alive_finishes_against_the_nsq_http_sink() {
     for engine in SERVER_ENGINES {
-        let server = start_builtin_on(engine, ServeKind::Nsq);
+        let server = start_builtin_on(engine, "nsq");
         let dir = std::env::temp_dir().join(format!("wirebench-ab-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let body = dir.join("message");

@@ -4,7 +4,6 @@
 
 mod common;
 use common::*;
-use wirebench::cmd::ServeKind;
 
 fn message_count(http: std::net::SocketAddr, topic: &str) -> u64 {
     let response = http_get(http, "/stats?format=json");
@@ -21,7 +20,7 @@ fn message_count(http: std::net::SocketAddr, topic: &str) -> u64 {
 #[ignore = "needs nsqd: run by .ci/run"]
 fn nsqd_and_sink_cost_the_same_bytes_per_message() {
     let (_nsqd, tcp, http) = start_nsqd();
-    let sink = start_builtin(ServeKind::Nsq);
+    let sink = start_builtin("nsq");
     let cpu = client_cpu().to_string();
     // The same Host header on both sides, so the request bytes cannot differ by a port's digits.
     let host = "Host: 127.0.0.1:4151";
@@ -62,7 +61,7 @@ fn nsqd_and_sink_cost_the_same_bytes_per_message() {
 #[ignore = "needs nsqd: run by .ci/run"]
 fn nsqd_heartbeats_and_refusals_match_the_sink() {
     let (_nsqd, tcp, _http) = start_nsqd();
-    let sink = start_builtin(ServeKind::Nsq);
+    let sink = start_builtin("nsq");
     let cpu = client_cpu().to_string();
     let identify = r#"{"client_id":"hb","heartbeat_interval":1000}"#;
     let mut seen = Vec::new();

@@ -5,7 +5,6 @@ mod common;
 use common::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use wirebench::cmd::ServeKind;
 
 fn tool(name: &str) -> String {
     format!("{}/tools/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -38,7 +37,7 @@ fn bench_against_pythons_websockets_echo_server() {
 #[test]
 #[ignore = "needs Python's websockets: run by .ci/run"]
 fn pythons_websockets_client_against_serve_ws() {
-    let server = start_builtin(ServeKind::Ws);
+    let server = start_builtin("ws");
     let out = Command::new("python3")
         .args([tool("ws_echo_client.py"), format!("ws://{}/", server.addr())])
         .output()

@@ -5,7 +5,6 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 use std::time::Duration;
-use wirebench::cmd::ServeKind;
 use wirebench::outcome::ErrorClass;
 use wirebench::proto::ws::accept_key;
 
@@ -17,7 +16,7 @@ fn echo_of_500_bytes_is_508_out_504_back() {
 }
 
 fn echo_of_500_bytes_is_508_out_504_back_on(engine: &str) {
-    let server = start_builtin(ServeKind::Ws);
+    let server = start_builtin("ws");
     let cpu = client_cpu().to_string();
     let url = format!("ws://{}/", server.addr());
     let r = bench_on(engine, &[&url, "-c", "8", "-n", "20000", "--size", "500", "--cores", &cpu]);
@@ -39,7 +38,7 @@ fn lengths_at_the_boundaries_text_and_pipelined() {
 }
 
 fn lengths_at_the_boundaries_text_and_pipelined_on(engine: &str) {
-    let server = start_builtin(ServeKind::Ws);
+    let server = start_builtin("ws");
     let cpu = client_cpu().to_string();
     let url = format!("ws://{}/", server.addr());
     for n in [125, 126, 65535, 65536] {
@@ -62,7 +61,7 @@ fn two_thousand_connections() {
 }
 
 fn two_thousand_connections_on(engine: &str) {
-    let server = start_builtin(ServeKind::Ws);
+    let server = start_builtin("ws");
     let url = format!("ws://{}/", server.addr());
     let r = bench_on(
         engine,
@@ -81,7 +80,7 @@ fn http_server_answering_200_is_a_protocol_error() {
 }
 
 fn http_server_answering_200_is_a_protocol_error_on(engine: &str) {
-    let server = start_builtin(ServeKind::Http);
+    let server = start_builtin("http");
     let r = bench_on(
         engine,
         &[
@@ -176,7 +175,7 @@ fn broken_servers_are_counted_by_class_and_the_run_ends_on_time_on(engine: &str)
 
 #[test]
 fn the_echo_servers_message_limit_closes_with_1009() {
-    let server = start_builtin_with("tokio-uring", ServeKind::Ws, &["--max-message", "100"]);
+    let server = start_builtin_with("tokio-uring", "ws", &["--max-message", "100"]);
     let cpu = client_cpu().to_string();
     let url = format!("ws://{}/", server.addr());
     let r = bench(&[&url, "-c", "1", "-n", "20", "--size", "101", "--cores", &cpu]);

@@ -1,54 +1,20 @@
-//! `wirebench compare`: the same payload through every protocol, one bench run each, on the
-//! built-in servers (started in-process on loopback, pinned apart from the generator) or on
-//! the given targets; then the table, the HTTP-vs-TCP ratios, JSON and an SVG chart.
+//! `wirebench compare`: the same payload through every protocol, one run each, on the built-in
+//! servers (started in-process on loopback, pinned apart from the generator) or on the given
+//! targets; then the table, the "versus" ratios, JSON and an SVG chart. The rows come from the
+//! protocol registry: each protocol says which rows it has and how each one's plan differs.
 
-use super::{Cli, Command, CompareArgs, parse_cores};
-use crate::cmd::bench::{self, BenchPlan};
-use crate::cmd::serve::{self, Builtin};
-use crate::cpus::format as list_cores;
+use super::{CompareArgs, parse_cores};
 use crate::engine::EngineKind;
-use crate::proto::http1::Http1Server;
-use crate::proto::nsq::{NsqHttpServer, NsqServer, SinkLimits};
-use crate::proto::ws::{DEFAULT_MAX_MESSAGE, WsServer};
+use crate::engine::serve_conn::ServerLimits;
+use crate::plan::{self, Defaults, EngineArgs, Payload};
+use crate::protocol::{self, ServerOptions};
 use crate::report::compare::{CompareInfo, Row};
 use crate::report::{self, compare as table};
-use anyhow::{Context, Result, bail};
-use clap::Parser;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use anyhow::{Context, Result};
+use std::sync::atomic::Ordering;
 
-/// One row to run: its label and the `bench` arguments after the URL.
-struct Planned {
-    label: String,
-    url: String,
-    extra: Vec<String>,
-    messages_per_op: u64,
-    /// How many times a message's payload crosses the wire (an echo: twice).
-    payload_crossings: u8,
-}
-
-fn rows_for(url: &str, batch: usize) -> Result<Vec<Planned>> {
-    let target = crate::target::parse(url)?;
-    let row = |label: &str, extra: &[&str], per_op: u64| Planned {
-        label: label.to_string(),
-        url: url.to_string(),
-        extra: extra.iter().map(|s| s.to_string()).collect(),
-        messages_per_op: per_op,
-        payload_crossings: 1,
-    };
-    let batch_text = batch.to_string();
-    Ok(match target.scheme {
-        crate::target::Scheme::Http => vec![row("HTTP/1.1 POST", &["-m", "POST"], 1)],
-        crate::target::Scheme::Ws => {
-            vec![Planned { payload_crossings: 2, ..row("WebSocket binary", &[], 1) }]
-        }
-        crate::target::Scheme::Nsq => vec![
-            row("NSQ TCP PUB", &[], 1),
-            row(&format!("NSQ TCP MPUB×{batch}"), &["--batch", &batch_text], batch as u64),
-        ],
-        crate::target::Scheme::NsqHttp => vec![row("NSQ HTTP /pub", &[], 1)],
-    })
-}
+/// The payload compared when neither `--size` nor `--body-file` is given: the NSQ study's.
+const COMPARE_PAYLOAD: usize = 400;
 
 pub fn main(args: &CompareArgs) -> Result<()> {
     let online = crate::cpus::online();
@@ -63,63 +29,56 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             if rest.is_empty() { server_cores.clone() } else { rest }
         }
     };
-    if args.batch == 0 || args.messages == 0 || args.connections == 0 {
-        bail!("--batch, -n and -c must be at least 1");
-    }
+    let engine = EngineArgs { cores: Some(crate::cpus::format(&client_cores)), engine: args.engine.engine };
+    let mut load = plan::validate_load(&args.load, &engine, &Defaults::COMPARE, &online)?;
+    load.payload.get_or_insert(Payload::Size(COMPARE_PAYLOAD));
+    let payload = match &load.payload {
+        Some(Payload::File(path)) => std::fs::metadata(path)
+            .with_context(|| format!("cannot read --body-file {}", path.display()))?
+            .len() as usize,
+        Some(Payload::Size(n)) => *n,
+        None => COMPARE_PAYLOAD,
+    };
     let interrupted = super::interrupted();
-    let client_engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_CLIENT);
     // The built-in servers, unless targets were given.
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut server = None;
+    let server_engine = args.engine.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server);
+    let mut servers = None;
     let urls: Vec<String> = if args.urls.is_empty() {
         let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("literal address");
-        let limits = SinkLimits::default();
-        let listeners = vec![
-            (any, Builtin::Http(Http1Server::default())),
-            (any, Builtin::Ws(WsServer::new(DEFAULT_MAX_MESSAGE))),
-            (any, Builtin::Nsq(NsqServer::new(limits))),
-            (any, Builtin::NsqHttp(NsqHttpServer::new(limits))),
-        ];
-        let engine = args.engine.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server);
-        let handle = serve::start(engine, listeners, &server_cores, Default::default(), stop.clone())?;
-        let a = handle.addrs.clone();
-        server = Some(handle);
-        vec![
-            format!("http://{}/", a[0]),
-            format!("ws://{}/", a[1]),
-            format!("nsq://{}/test", a[2]),
-            format!("nsq+http://{}/test", a[3]),
-        ]
+        let all: Vec<_> = protocol::SERVERS.iter().map(|s| (*s, any)).collect();
+        let started = super::serve::start(
+            server_engine,
+            &all,
+            &ServerOptions::default(),
+            &server_cores,
+            ServerLimits::default(),
+            plan::own_stop(),
+        )?;
+        let urls = started.urls.concat();
+        servers = Some(started.handle);
+        urls
     } else {
         args.urls.clone()
     };
-    let mut planned = Vec::new();
+    let mut rows_planned = Vec::new();
     for url in &urls {
-        planned.extend(rows_for(url, args.batch)?);
+        let plan = load.aim(url)?;
+        rows_planned.extend((plan.protocol.compare_rows)(&plan));
     }
     let same_cpu = client_cores.iter().any(|c| server_cores.contains(c));
     let info = CompareInfo {
-        payload: match &args.body_file {
-            Some(p) => std::fs::metadata(p)
-                .with_context(|| format!("cannot read --body-file {}", p.display()))?
-                .len() as usize,
-            None => args.size,
-        },
-        connections: args.connections,
-        depth: args.depth,
-        messages: args.messages,
-        duration: args.duration,
-        engine: match &server {
-            Some(_) => format!(
-                "{} generator, {} servers",
-                client_engine.name(),
-                args.engine.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server).name()
-            ),
-            None => format!("{} generator", client_engine.name()),
+        payload,
+        connections: load.connections,
+        depth: load.depth,
+        messages: load.ops.unwrap_or(0),
+        duration: load.duration,
+        engine: match &servers {
+            Some(_) => format!("{} generator, {} servers", load.engine.name(), server_engine.name()),
+            None => format!("{} generator", load.engine.name()),
         },
         client_cores: client_cores.clone(),
-        server_cores: server.as_ref().map(|_| server_cores.clone()),
-        shared_cpu: same_cpu && server.is_some(),
+        server_cores: servers.as_ref().map(|_| server_cores.clone()),
+        shared_cpu: same_cpu && servers.is_some(),
     };
     // With `--json -` stdout carries the JSON alone.
     let human = args.json.as_deref() != Some(std::path::Path::new("-"));
@@ -130,39 +89,27 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     };
     say(&table::header(&info));
     let mut rows = Vec::new();
-    for p in planned {
+    for planned in rows_planned {
         if interrupted.load(Ordering::Relaxed) {
             break;
         }
-        let ops = args.messages.div_ceil(p.messages_per_op).to_string();
-        let mut argv: Vec<String> =
-            ["wirebench", "bench", &p.url, "-c", &args.connections.to_string(), "-n", &ops]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-        argv.extend(["-d".into(), format!("{}ms", args.duration.as_millis())]);
-        argv.extend(["--depth".into(), args.depth.to_string(), "--cores".into(), list_cores(&client_cores)]);
-        argv.extend(["--engine".into(), client_engine.name().into()]);
-        match &args.body_file {
-            Some(path) => argv.extend(["--body-file".into(), path.display().to_string()]),
-            None => argv.extend(["--size".into(), args.size.to_string()]),
-        }
-        argv.extend(p.extra.iter().cloned());
-        let Command::Bench(bench_args) = Cli::try_parse_from(&argv)?.command else { unreachable!() };
-        let plan = BenchPlan::from_args(&bench_args)?;
-        let (run_info, report) = bench::run(&plan).with_context(|| format!("{} ({})", p.label, p.url))?;
+        let where_ = format!("{} ({})", planned.label, planned.plan.target.url);
+        let context = || where_.clone();
+        let prepared = plan::prepare(planned.plan).with_context(context)?;
+        let (run_info, report) = prepared.run().with_context(context)?;
         let row = Row {
-            label: p.label,
+            label: planned.label,
             info: run_info,
             report,
-            payload: info.payload,
-            payload_crossings: p.payload_crossings,
-            ipv6: plan.target.addr.is_ipv6(),
+            payload,
+            payload_crossings: planned.payload_crossings,
+            versus: planned.versus,
+            ipv6: prepared.addr.is_ipv6(),
         };
         say(&table::line(&row));
         rows.push(row);
     }
-    if let Some(handle) = server {
+    if let Some(handle) = servers {
         handle.stop()?;
     }
     report::finish_table(

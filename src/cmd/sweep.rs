@@ -3,18 +3,18 @@
 //! user's own server, started pinned for each step (`--server-cmd '… {cores} … {cpus}'`).
 //! Each step prints its placement; the table shows speedup, efficiency and imbalance.
 
-use super::{Cli, Command, SweepArgs, parse_cores};
-use crate::cmd::bench::{self, BenchPlan};
+use super::{SweepArgs, parse_cores};
 use crate::cpus::format as list_cores;
 use crate::engine::EngineKind;
+use crate::engine::serve_conn::ServerLimits;
+use crate::plan::{self, Defaults, EngineArgs};
+use crate::protocol::{self, ServerOptions};
 use crate::report::sweep::{Step, SweepInfo};
 use crate::report::{self, sweep as table};
 use anyhow::{Context, Result, bail};
-use clap::Parser;
 use std::net::SocketAddr;
 use std::process::{Child, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// How long a `--server-cmd` server has to start accepting connections.
@@ -176,19 +176,26 @@ pub fn main(args: &SweepArgs) -> Result<()> {
     if steps.is_empty() {
         bail!("no step fits this machine's CPUs ({})", list_cores(&cpu_set));
     }
-    let client_engine = args.engine.unwrap_or(EngineKind::DEFAULT_CLIENT);
+    // Every load option reaches every step: one validated load, re-aimed and re-pinned per step.
+    let engine = EngineArgs { cores: None, engine: args.engine };
+    let load = plan::validate_load(&args.load, &engine, &Defaults::SWEEP, &online)?;
+    let builtin_server = match &args.serve {
+        Some(name) => Some(protocol::server(name).with_context(|| format!("no built-in server '{name}'"))?),
+        None => None,
+    };
+    if let Some(url) = &args.url {
+        load.aim(url)?.refuse_foreign_options()?;
+    }
     let info = SweepInfo {
-        what: if !server_mode {
-            "client cores".into()
-        } else if let Some(kind) = args.serve {
-            format!("built-in {} server cores", format!("{kind:?}").to_lowercase())
-        } else {
-            "server cores".into()
+        what: match (server_mode, builtin_server) {
+            (false, _) => "client cores".into(),
+            (true, Some(server)) => format!("built-in {} server cores", server.name),
+            (true, None) => "server cores".into(),
         },
         target: args.url.clone().unwrap_or_default(),
-        connections: args.connections,
-        duration: args.duration,
-        engine: client_engine.name(),
+        connections: load.connections,
+        duration: load.duration,
+        engine: load.engine.name(),
     };
     // With `--json -` stdout carries the JSON alone.
     let human = args.json.as_deref() != Some(std::path::Path::new("-"));
@@ -199,6 +206,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
     };
     say(&table::header(&info));
     let interrupted = super::interrupted();
+    let server_engine = args.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server);
     let mut rows: Vec<Step> = Vec::new();
     for cpus in steps {
         if interrupted.load(Ordering::Relaxed) {
@@ -207,39 +215,26 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         let step_client = if server_mode { client_cores.clone() } else { cpus.clone() };
         let mut builtin = None;
         let mut own = None;
-        let url = match (args.serve, &args.server_cmd) {
-            (Some(kind), _) if server_mode => {
-                let argv = [
-                    "wirebench",
-                    "serve",
-                    &format!("{kind:?}").to_lowercase(),
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--http-listen",
-                    "127.0.0.1:0",
-                ];
-                let Command::Serve(serve_args) = Cli::try_parse_from(argv)?.command else { unreachable!() };
-                let listeners = super::serve::listeners(kind, &serve_args)?;
-                let handle = super::serve::start(
-                    args.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server),
-                    listeners,
+        let url = match (builtin_server, &args.server_cmd) {
+            (Some(server), _) if server_mode => {
+                let any: SocketAddr = "127.0.0.1:0".parse().expect("literal address");
+                let started = super::serve::start(
+                    server_engine,
+                    &[(server, any)],
+                    &ServerOptions::default(),
                     &cpus,
-                    super::serve::limits(&serve_args)?,
-                    Arc::new(AtomicBool::new(false)),
+                    ServerLimits::default(),
+                    plan::own_stop(),
                 )?;
-                let url = match kind {
-                    super::ServeKind::Http => format!("http://{}/", handle.addr()),
-                    super::ServeKind::Ws => format!("ws://{}/", handle.addr()),
-                    super::ServeKind::Nsq => format!("nsq://{}/sweep", handle.addr()),
-                };
-                builtin = Some(handle);
+                let url = started.urls[0][0].clone();
+                builtin = Some(started.handle);
                 url
             }
             (_, Some(template)) => {
                 let url = args.url.clone().unwrap_or_default();
-                let target = crate::target::parse(&url)?;
+                let addr = crate::target::parse(&url)?.resolve()?;
                 let command = server_command(template, &cpus);
-                own = Some(OwnServer::start(&command, &cpus, target.addr)?);
+                own = Some(OwnServer::start(&command, &cpus, addr)?);
                 url
             }
             _ => args.url.clone().unwrap_or_default(),
@@ -250,42 +245,15 @@ pub fn main(args: &SweepArgs) -> Result<()> {
             format!("generator on CPU {}", list_cores(&cpus))
         };
         let watch_pid = own.as_ref().map(OwnServer::pid).or(args.watch_pid);
-        let mut argv: Vec<String> = vec!["wirebench".into(), "bench".into(), url.clone()];
-        argv.extend([
-            "-c".into(),
-            args.connections.to_string(),
-            "-d".into(),
-            format!("{}ms", args.duration.as_millis()),
-        ]);
-        argv.extend([
-            "--warmup".into(),
-            format!("{}ms", args.warmup.as_millis()),
-            "--depth".into(),
-            args.depth.to_string(),
-        ]);
-        argv.extend([
-            "--cores".into(),
-            list_cores(&step_client),
-            "--engine".into(),
-            client_engine.name().into(),
-        ]);
-        if !url.starts_with("nsq") && !url.starts_with("ws") {
-            argv.extend(["-m".into(), args.method.clone()]);
-        }
-        for h in &args.headers {
-            argv.extend(["-H".into(), h.clone()]);
-        }
-        if let Some(n) = args.size {
-            argv.extend(["--size".into(), n.to_string()]);
-        }
-        let Command::Bench(bench_args) = Cli::try_parse_from(&argv)?.command else { unreachable!() };
-        let plan = BenchPlan::from_args(&bench_args)?;
+        let mut step_load = load.clone();
+        step_load.cores = step_client.into_iter().take(load.connections).collect();
+        let prepared = plan::prepare(step_load.aim(&url)?).with_context(|| format!("step {placement}"))?;
         let watcher = watch_pid.map(crate::watch::start).transpose()?;
-        let result = bench::run(&plan);
+        let result = prepared.run();
         let watched = watcher.map(crate::watch::Watcher::finish);
         let tallies = builtin.map(|h| h.stop()).transpose()?;
         drop(own);
-        let (_, report) = result.with_context(|| format!("step {}", placement))?;
+        let (_, report) = result.with_context(|| format!("step {placement}"))?;
         let step = Step { cores: cpus.len(), placement, cpus, report, watched, server: tallies };
         say(&table::line(&step, rows.first()));
         rows.push(step);

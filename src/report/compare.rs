@@ -43,6 +43,8 @@ pub struct Row {
     /// wire (1: a publish; 2: an echo, which sends it back).
     pub payload: usize,
     pub payload_crossings: u8,
+    /// Its side in a ratio the footer prints (the NSQ study's HTTP against TCP).
+    pub versus: Option<crate::protocol::Versus>,
     pub ipv6: bool,
 }
 
@@ -158,11 +160,21 @@ pub fn line(r: &Row) -> String {
     )
 }
 
-/// HTTP against TCP for the same message: NSQ's `/pub` against `PUB` (the study's question).
-pub fn http_vs_tcp(rows: &[Row]) -> Option<(&Row, &Row)> {
-    let http = rows.iter().find(|r| r.info.protocol == "nsq-http" && r.info.messages_per_op == 1)?;
-    let tcp = rows.iter().find(|r| r.info.protocol == "nsq" && r.info.messages_per_op == 1)?;
-    Some((http, tcp))
+/// The pairs the footer compares, from the rows' own declarations: (title, HTTP row, TCP row),
+/// the first of each side per title.
+pub fn versus_pairs(rows: &[Row]) -> Vec<(&'static str, &Row, &Row)> {
+    let mut pairs = Vec::new();
+    for r in rows {
+        let Some(v) = r.versus.filter(|v| v.http_side) else { continue };
+        if pairs.iter().any(|(title, _, _)| *title == v.title) {
+            continue;
+        }
+        let tcp = rows.iter().find(|t| t.versus.is_some_and(|w| w.title == v.title && !w.http_side));
+        if let Some(tcp) = tcp {
+            pairs.push((v.title, r, tcp));
+        }
+    }
+    pairs
 }
 
 pub fn footer(rows: &[Row]) -> String {
@@ -175,16 +187,15 @@ pub fn footer(rows: &[Row]) -> String {
         s += " none";
     }
     s += "\n";
-    if let Some((http, tcp)) = http_vs_tcp(rows).filter(|(h, t)| !(h.has_result() && t.has_result())) {
+    for (title, http, tcp) in versus_pairs(rows) {
+        if !(http.has_result() && tcp.has_result()) {
+            let empty = if http.has_result() { &tcp.label } else { &http.label };
+            let _ = writeln!(s, "HTTP vs TCP ({title}): no result ({empty} had no completed message)");
+            continue;
+        }
         let _ = writeln!(
             s,
-            "HTTP vs TCP (NSQ /pub vs PUB): no result ({} had no completed message)",
-            if http.has_result() { &tcp.label } else { &http.label }
-        );
-    } else if let Some((http, tcp)) = http_vs_tcp(rows) {
-        let _ = writeln!(
-            s,
-            "HTTP vs TCP (NSQ /pub vs PUB): writes {:.2}x ({:.0} vs {:.0} B), reads {:.2}x ({:.0} vs {:.0} B), speed {:.2}x ({} vs {} msg/s)",
+            "HTTP vs TCP ({title}): writes {:.2}x ({:.0} vs {:.0} B), reads {:.2}x ({:.0} vs {:.0} B), speed {:.2}x ({} vs {} msg/s)",
             ratio(http.tx_per_msg(), tcp.tx_per_msg()),
             http.tx_per_msg(),
             tcp.tx_per_msg(),
@@ -218,13 +229,20 @@ pub fn footer(rows: &[Row]) -> String {
 }
 
 pub fn json(info: &CompareInfo, rows: &[Row]) -> Value {
-    let ratios = http_vs_tcp(rows).filter(|(h, t)| h.has_result() && t.has_result()).map(|(http, tcp)| {
-        json!({
-            "tx": ratio(http.tx_per_msg(), tcp.tx_per_msg()),
-            "rx": ratio(http.rx_per_msg(), tcp.rx_per_msg()),
-            "speed": ratio(http.msgs_per_sec(), tcp.msgs_per_sec()),
+    let versus: Vec<Value> = versus_pairs(rows)
+        .into_iter()
+        .map(|(title, http, tcp)| {
+            let ratios = (http.has_result() && tcp.has_result()).then(|| {
+                json!({
+                    "tx": ratio(http.tx_per_msg(), tcp.tx_per_msg()),
+                    "rx": ratio(http.rx_per_msg(), tcp.rx_per_msg()),
+                    "speed": ratio(http.msgs_per_sec(), tcp.msgs_per_sec()),
+                })
+            });
+            json!({"title": title, "http": http.label, "tcp": tcp.label, "ratios": ratios})
         })
-    });
+        .collect();
+    let ratios = versus.first().map(|v| v["ratios"].clone()).unwrap_or(Value::Null);
     json!({
         "payload": info.payload,
         "connections": info.connections,
@@ -258,5 +276,6 @@ pub fn json(info: &CompareInfo, rows: &[Row]) -> Value {
             v
         }).collect::<Vec<_>>(),
         "http_vs_tcp": ratios,
+        "versus": versus,
     })
 }

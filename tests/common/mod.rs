@@ -4,11 +4,8 @@
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
-use wirebench::cmd::{Cli, Command as Cmd, ServeKind, bench};
-use wirebench::engine::EngineKind;
+use wirebench::cmd::{Cli, Command as Cmd, bench};
 use wirebench::engine::ServerHandle;
 #[allow(unused_imports)]
 pub use wirebench::engine::ServerTally;
@@ -23,34 +20,24 @@ pub fn client_cpu() -> usize {
     wirebench::cpus::online()[0]
 }
 
-/// Start the built-in server of `kind` on ephemeral loopback ports (all its listeners).
-pub fn start_builtin(kind: ServeKind) -> ServerHandle {
+/// Start the built-in server `kind` (`http`, `ws`, `nsq`) on ephemeral loopback ports (all its
+/// listeners).
+pub fn start_builtin(kind: &str) -> ServerHandle {
     start_builtin_on("glommio", kind)
 }
 
 /// The same on the given engine.
-pub fn start_builtin_on(engine: &str, kind: ServeKind) -> ServerHandle {
+pub fn start_builtin_on(engine: &str, kind: &str) -> ServerHandle {
     start_builtin_with(engine, kind, &[])
 }
 
-/// The same with more `serve` options (`--head-timeout 1s`, …).
-pub fn start_builtin_with(engine: &str, kind: ServeKind, extra: &[&str]) -> ServerHandle {
-    let name = match kind {
-        ServeKind::Http => "http",
-        ServeKind::Nsq => "nsq",
-        ServeKind::Ws => "ws",
-    };
-    let mut argv =
-        vec!["wirebench", "serve", name, "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"];
+/// The same with more `serve` options (`--head-timeout 1s`, …), parsed as a user types them.
+pub fn start_builtin_with(engine: &str, kind: &str, extra: &[&str]) -> ServerHandle {
+    let mut argv = vec!["wirebench", "serve", kind, "--listen", "127.0.0.1:0", "--engine", engine];
     argv.extend_from_slice(extra);
     let cli = <Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
     let Cmd::Serve(args) = cli.command else { unreachable!() };
-    let listeners = wirebench::cmd::serve::listeners(kind, &args).expect("listeners");
-    let stop = Arc::new(AtomicBool::new(false));
-    let engine = <EngineKind as clap::ValueEnum>::from_str(engine, false).expect("an engine");
-    let limits = wirebench::cmd::serve::limits(&args).expect("limits");
-    wirebench::cmd::serve::start(engine, listeners, &[server_cpu()], limits, stop)
-        .expect("built-in server starts")
+    wirebench::cmd::serve::start_args(&args, &[server_cpu()]).expect("built-in server starts").handle
 }
 
 /// Every client engine; the loopback suites run on each.
@@ -69,8 +56,7 @@ pub fn bench_on(engine: &str, args: &[&str]) -> Report {
     argv.extend_from_slice(args);
     let cli = <Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
     let Cmd::Bench(args) = cli.command else { unreachable!() };
-    let plan = bench::BenchPlan::from_args(&args).expect("plan validates");
-    bench::run(&plan).expect("bench runs").1
+    bench::run(&args).expect("bench runs").1
 }
 
 /// Every figure a clean run must show: no error, every operation accounted for, every byte

@@ -82,3 +82,82 @@ pub enum Framing {
     /// The body runs to the end of the connection (a response with neither length nor chunking).
     UntilEof,
 }
+
+// ---------------------------------------------------------------------------------------------
+// HTTP/1.1 in the protocol registry: what the layers above need to know.
+
+use crate::plan::{LoadPlan, Prepared};
+use crate::protocol::{CompareRow, Protocol, Scheme, Server};
+
+/// HTTP/1.1's load options.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[group(id = "http1-options")]
+pub struct Options {
+    /// HTTP: the request method (default GET; compare: POST).
+    #[arg(short = 'm', long)]
+    pub method: Option<String>,
+}
+
+impl Options {
+    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
+        self.method.iter().map(|_| ("-m/--method", ["http1"].as_slice())).collect()
+    }
+}
+
+pub static PROTOCOL: Protocol = Protocol {
+    name: "http1",
+    schemes: &[Scheme { name: "http", default_port: 80 }],
+    default_payload: 0,
+    validate,
+    check_payload: crate::protocol::any_payload,
+    messages_per_op: crate::protocol::one_message,
+    run,
+    compare_rows,
+};
+
+fn method(plan: &LoadPlan) -> String {
+    plan.load.options.http1.method.as_deref().unwrap_or("GET").to_ascii_uppercase()
+}
+
+fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
+    let method = method(plan);
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        anyhow::bail!("'{method}' is not an HTTP method");
+    }
+    Ok(())
+}
+
+/// The request a prepared plan sends.
+fn request(p: &Prepared) -> RequestSpec {
+    RequestSpec {
+        method: method(&p.plan),
+        host: p.authority().to_string(),
+        target: p.plan.target.path.clone(),
+        headers: p.plan.load.headers.clone(),
+        body: p.body.clone(),
+    }
+}
+
+fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    p.drive(Http1Client::new(&request(p)))
+}
+
+/// One row: the payload as a `POST` body (unless `-m` says otherwise).
+fn compare_rows(plan: &LoadPlan) -> Vec<CompareRow> {
+    let mut plan = plan.clone();
+    plan.load.options.http1.method.get_or_insert_with(|| "POST".into());
+    vec![CompareRow {
+        label: format!("HTTP/1.1 {}", method(&plan)),
+        plan,
+        payload_crossings: 1,
+        versus: None,
+    }]
+}
+
+pub static SERVER: Server = Server {
+    name: "http",
+    about: "HTTP/1.1 hello world: `Hello World` for GET, `OK` for a request with a body",
+    default_listen: "127.0.0.1:8080",
+    listeners: |addr, _| Ok(vec![(addr, Box::new(Http1Server::default()))]),
+    urls: |addrs| addrs.iter().map(|a| format!("http://{a}/")).collect(),
+};

@@ -58,9 +58,9 @@ pub struct PublishSpec {
 
 /// The length field of a publish's body (the message for `PUB`, the whole batch for `MPUB`),
 /// or `None` when it does not fit NSQ's signed 32-bit lengths.
-pub fn publish_body_len(spec: &PublishSpec) -> Option<u32> {
-    let message = spec.message.len() as u64;
-    let len = if spec.batch > 1 { 4 + spec.batch as u64 * (4 + message) } else { message };
+pub fn publish_body_len(batch: usize, message: usize) -> Option<u32> {
+    let message = message as u64;
+    let len = if batch > 1 { 4 + batch as u64 * (4 + message) } else { message };
     u32::try_from(len).ok().filter(|&n| n <= i32::MAX as u32)
 }
 
@@ -71,7 +71,9 @@ pub fn encode_publish(spec: &PublishSpec) -> Vec<u8> {
     let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_be_bytes();
     if spec.batch > 1 {
         let _ = writeln!(ByteWriter(&mut out), "MPUB {}", spec.topic);
-        out.extend_from_slice(&publish_body_len(spec).unwrap_or(u32::MAX).to_be_bytes());
+        out.extend_from_slice(
+            &publish_body_len(spec.batch, spec.message.len()).unwrap_or(u32::MAX).to_be_bytes(),
+        );
         out.extend_from_slice(&len(spec.batch));
         for _ in 0..spec.batch {
             out.extend_from_slice(&len(spec.message.len()));
@@ -249,3 +251,253 @@ mod tests {
         assert_eq!(served.messages, 3);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// NSQ in the protocol registry: two protocols (TCP and HTTP publishing) and one built-in
+// server answering both.
+
+use crate::plan::{LoadPlan, Payload};
+use crate::protocol::{CompareRow, Protocol, Scheme, Server, ServerOptions, Versus};
+use anyhow::bail;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// A batch larger than this is a typo (and a body nsqd refuses by default long before).
+const MAX_BATCH: usize = 100_000;
+/// `compare`'s MPUB row batches this many messages unless `--batch` says otherwise.
+const COMPARE_BATCH: usize = 10;
+
+/// NSQ's load options.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[group(id = "nsq-options")]
+pub struct Options {
+    /// NSQ: messages per operation (`MPUB` over TCP, `/mpub` over HTTP; default 1; compare's
+    /// MPUB row: 10).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// NSQ: publish deferred by D milliseconds (`DPUB`, or `/pub?defer=D`).
+    #[arg(long, value_name = "D")]
+    pub defer_ms: Option<u64>,
+    /// NSQ over TCP: send only the magic, no `IDENTIFY`.
+    #[arg(long, conflicts_with = "identify")]
+    pub no_identify: bool,
+    /// NSQ over TCP: the `IDENTIFY` JSON body to send instead of the default one.
+    #[arg(long, value_name = "JSON")]
+    pub identify: Option<String>,
+    /// NSQ over HTTP with --batch: the binary `/mpub` form instead of newline-separated messages.
+    #[arg(long)]
+    pub binary: bool,
+}
+
+const BOTH: &[&str] = &["nsq", "nsq-http"];
+
+impl Options {
+    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
+        let mut given = Vec::new();
+        if self.batch.is_some() {
+            given.push(("--batch", BOTH));
+        }
+        if self.defer_ms.is_some() {
+            given.push(("--defer-ms", BOTH));
+        }
+        if self.identify.is_some() || self.no_identify {
+            given.push(("--identify/--no-identify", ["nsq"].as_slice()));
+        }
+        if self.binary {
+            given.push(("--binary", ["nsq-http"].as_slice()));
+        }
+        given
+    }
+}
+
+/// The sink's options, named as nsqd's flags.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[group(id = "nsq-serve-options")]
+pub struct ServeOptions {
+    /// nsq: the address of the HTTP side (`/pub`, `/mpub`, `/ping`; default 127.0.0.1:4151, or
+    /// a free port when --listen asks for one).
+    #[arg(long)]
+    pub http_listen: Option<String>,
+    /// nsq: largest message accepted (nsqd's `--max-msg-size`, default 1048576; NSQ's lengths
+    /// are 32-bit).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64))]
+    pub max_msg_size: Option<u64>,
+    /// nsq: largest MPUB body accepted (nsqd's `--max-body-size`, default 5242880).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64))]
+    pub max_body_size: Option<u64>,
+}
+
+impl ServeOptions {
+    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
+        let flags = [
+            (self.http_listen.is_some(), "--http-listen"),
+            (self.max_msg_size.is_some(), "--max-msg-size"),
+            (self.max_body_size.is_some(), "--max-body-size"),
+        ];
+        flags.into_iter().filter(|(given, _)| *given).map(|(_, flag)| (flag, ["nsq"].as_slice())).collect()
+    }
+
+    fn limits(&self) -> SinkLimits {
+        SinkLimits {
+            max_msg_size: self.max_msg_size.unwrap_or(DEFAULT_MAX_MSG_SIZE),
+            max_body_size: self.max_body_size.unwrap_or(DEFAULT_MAX_BODY_SIZE),
+        }
+    }
+}
+
+pub static PROTOCOL: Protocol = Protocol {
+    name: "nsq",
+    schemes: &[Scheme { name: "nsq", default_port: 4150 }],
+    default_payload: 400,
+    validate: |plan| {
+        validate_publish(plan)?;
+        if !plan.load.headers.is_empty() {
+            bail!("-H applies to http://, ws:// and nsq+http:// targets (NSQ's TCP protocol has no headers)");
+        }
+        if let Some(json) = &plan.load.options.nsq.identify {
+            serde_json::from_str::<serde_json::Value>(json)
+                .map_err(|e| anyhow::anyhow!("--identify '{json}' is not JSON: {e}"))?;
+        }
+        Ok(())
+    },
+    check_payload,
+    messages_per_op,
+    run: |p| {
+        let options = &p.plan.load.options.nsq;
+        let identify = match (&options.identify, options.no_identify) {
+            (_, true) => None,
+            (Some(json), false) => Some(json.clone().into_bytes()),
+            (None, false) => Some(default_identify(&p.hostname)),
+        };
+        p.drive(NsqClient::new(&publish_spec(&p.plan, &p.body), identify.as_deref()))
+    },
+    compare_rows: |plan| {
+        let batch = plan.load.options.nsq.batch.unwrap_or(COMPARE_BATCH);
+        vec![
+            CompareRow {
+                label: "NSQ TCP PUB".into(),
+                plan: with_batch(plan, 1),
+                payload_crossings: 1,
+                versus: Some(Versus { title: "NSQ /pub vs PUB", http_side: false }),
+            },
+            CompareRow {
+                label: format!("NSQ TCP MPUB×{batch}"),
+                plan: with_batch(plan, batch),
+                payload_crossings: 1,
+                versus: None,
+            },
+        ]
+    },
+};
+
+pub static HTTP_PROTOCOL: Protocol = Protocol {
+    name: "nsq-http",
+    schemes: &[Scheme { name: "nsq+http", default_port: 4151 }],
+    default_payload: 400,
+    validate: validate_publish,
+    check_payload: |plan, body| {
+        check_payload(plan, body)?;
+        if messages_per_op(plan) > 1 && !plan.load.options.nsq.binary && body.contains(&b'\n') {
+            bail!("the message contains a newline, which /mpub's text form would split: add --binary");
+        }
+        Ok(())
+    },
+    messages_per_op,
+    run: |p| {
+        let spec = publish_spec(&p.plan, &p.body);
+        let mut request = http_publish_request(p.authority(), &spec, p.plan.load.options.nsq.binary);
+        request.headers = p.plan.load.headers.clone();
+        p.drive(crate::proto::http1::Http1Client::new(&request))
+    },
+    compare_rows: |plan| {
+        vec![CompareRow {
+            label: "NSQ HTTP /pub".into(),
+            plan: with_batch(plan, 1),
+            payload_crossings: 1,
+            versus: Some(Versus { title: "NSQ /pub vs PUB", http_side: true }),
+        }]
+    },
+};
+
+/// The topic a URL names: its path without the slash.
+fn topic(plan: &LoadPlan) -> &str {
+    plan.target.path.trim_start_matches('/').split('?').next().unwrap_or_default()
+}
+
+fn messages_per_op(plan: &LoadPlan) -> u64 {
+    plan.load.options.nsq.batch.unwrap_or(1) as u64
+}
+
+fn validate_publish(plan: &LoadPlan) -> anyhow::Result<()> {
+    if topic(plan).is_empty() {
+        bail!("{}: an NSQ URL names its topic: nsq://127.0.0.1:4150/TOPIC", plan.target.url);
+    }
+    let options = &plan.load.options.nsq;
+    let batch = options.batch.unwrap_or(1);
+    if batch == 0 || batch > MAX_BATCH {
+        bail!("--batch must be between 1 and {MAX_BATCH}");
+    }
+    if batch > 1 && options.defer_ms.is_some() {
+        bail!("--defer-ms publishes single messages (DPUB); it cannot be combined with --batch");
+    }
+    if let Some(Payload::Size(n)) = plan.load.payload {
+        fits(plan, n)?;
+    }
+    Ok(())
+}
+
+fn check_payload(plan: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
+    fits(plan, body.len())
+}
+
+/// A batch of messages of `size` bytes fits NSQ's 32-bit lengths.
+fn fits(plan: &LoadPlan, size: usize) -> anyhow::Result<()> {
+    let batch = messages_per_op(plan) as usize;
+    if publish_body_len(batch, size).is_none() {
+        bail!(
+            "--batch {batch} × --size {size} does not fit NSQ's 32-bit lengths (at most {} bytes per MPUB body); lower one of them",
+            i32::MAX
+        );
+    }
+    Ok(())
+}
+
+fn publish_spec(plan: &LoadPlan, body: &[u8]) -> PublishSpec {
+    let options = &plan.load.options.nsq;
+    PublishSpec {
+        topic: topic(plan).to_string(),
+        message: body.to_vec(),
+        batch: options.batch.unwrap_or(1),
+        defer_ms: options.defer_ms,
+    }
+}
+
+/// The plan with `batch` messages per operation, and `-n` messages in as many operations.
+fn with_batch(plan: &LoadPlan, batch: usize) -> LoadPlan {
+    let mut plan = plan.clone();
+    plan.load.options.nsq.batch = Some(batch);
+    plan.load.ops = plan.load.ops.map(|n| n.div_ceil(batch as u64));
+    plan
+}
+
+pub static SERVER: Server = Server {
+    name: "nsq",
+    about: "an nsqd-compatible publish sink on TCP (PUB, MPUB, DPUB) and HTTP (/pub, /mpub): answers byte for byte as nsqd 1.3.0; messages are counted and dropped",
+    default_listen: "127.0.0.1:4150",
+    listeners: |addr, options: &ServerOptions| {
+        let options = &options.nsq;
+        let http = match &options.http_listen {
+            Some(text) => text.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| {
+                anyhow::anyhow!("--http-listen '{text}' is not an address: use e.g. 127.0.0.1:4151")
+            })?,
+            // A free port for the TCP side means a free one for the HTTP side too.
+            None if addr.port() == 0 => SocketAddr::new(addr.ip(), 0),
+            None => SocketAddr::new(addr.ip(), 4151),
+        };
+        let limits = options.limits();
+        Ok(vec![(addr, Box::new(NsqServer::new(limits))), (http, Box::new(NsqHttpServer::new(limits)))])
+    },
+    urls: |addrs| {
+        let schemes = ["nsq", "nsq+http"];
+        addrs.iter().zip(schemes).map(|(a, scheme)| format!("{scheme}://{a}/test")).collect()
+    },
+};

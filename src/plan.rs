@@ -1,0 +1,505 @@
+//! Plans: what a load run will do, as plain data, in three steps from the command line to a
+//! run. [`validate_load`] and [`Load::aim`] check every option (pure: no I/O, so they are
+//! tested without sockets or files); [`prepare`] resolves the target, reads the payload, raises
+//! the engine's limits, catches Ctrl-C and makes one pre-flight connect; [`Prepared::run`] hands
+//! the plan to its protocol, which builds its codec and lets an engine drive it. `bench` runs
+//! one plan; `compare` and `sweep` build theirs from the same validated options.
+
+use crate::engine::{ClientJob, EngineKind};
+use crate::proto::ClientCodec;
+use crate::protocol::{Protocol, ProtocolOptions};
+use crate::report::RunInfo;
+use crate::stats::Report;
+use crate::target::{self, Target};
+use crate::workload::Workload;
+use anyhow::{Context, Result, bail};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Pipelining deeper than this is almost surely a typo and would only fill buffers.
+pub const MAX_DEPTH: usize = 4096;
+/// More connections than this is a typo (one process, even with direct descriptors, holds a few
+/// million at most).
+pub const MAX_CONNECTIONS: usize = 10_000_000;
+/// Highest `--rate`, and the longest wait between a connection's operations it may imply.
+const MAX_RATE: f64 = 1e9;
+const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+/// Largest message or body: every protocol holds one whole in memory per connection.
+pub const MAX_PAYLOAD: usize = 256 * 1024 * 1024;
+/// The pre-flight connect gives up after this long.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Runs shorter than this show no progress line.
+const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+
+/// The load options every command that generates load takes (`bench`, `compare`, `sweep`):
+/// flattened into each, so every option reaches every one of them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadArgs {
+    /// Connections in all, split across cores (default: 64; compare: 1 per protocol).
+    #[arg(short = 'c', long)]
+    pub connections: Option<usize>,
+    /// Measured run length: `10s`, `500ms`, `2m` (default: 10s; 5s per sweep step; with -n
+    /// and no -d, 10 minutes at most).
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Operations answered by the server, in all, split across connections (lost ones are sent
+    /// again); compare: messages per protocol (default 100000).
+    #[arg(short = 'n', long = "ops", visible_alias = "messages")]
+    pub ops: Option<u64>,
+    /// Warm-up before measuring; its operations are sent and audited but not reported.
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+    /// Extra header `Name: value` (repeatable; HTTP, the WebSocket upgrade, NSQ over HTTP); a
+    /// given `Host` replaces the default.
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request body / message of N bytes (the letter 'x' repeated; 400 for ws and nsq by default).
+    #[arg(long, value_name = "N", conflicts_with = "body_file")]
+    pub size: Option<usize>,
+    /// Request body / message read from a file.
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+    /// Operations in flight per connection (HTTP pipelining, NSQ publishes in flight).
+    #[arg(long, default_value_t = 1)]
+    pub depth: usize,
+    /// Fixed rate: R operations per second in all, spread evenly over the connections (at most
+    /// --depth in flight each); latency counts from when each operation was due (wrk2), and the
+    /// uncorrected figure is shown beside it. Default: a closed loop, as fast as answers come.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// A connect, write or answer slower than this fails its connection (counted as timeout).
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub protocol: ProtocolOptions,
+}
+
+/// Where the load runs: the engine and its CPUs.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EngineArgs {
+    /// CPUs to pin one engine thread each to: `0`, `0,1`, `0-3`, `0-3,8` (default: all online CPUs).
+    #[arg(long, value_name = "LIST")]
+    pub cores: Option<String>,
+    /// I/O engine (default: uring for the generator, tokio-uring for servers: the least CPU
+    /// per request measured; uring serves with tokio-uring).
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineKind>,
+}
+
+/// The defaults that differ between the commands that generate load.
+#[derive(Debug, Clone, Copy)]
+pub struct Defaults {
+    pub connections: usize,
+    pub duration: Duration,
+    pub ops: Option<u64>,
+    /// The time bound of a run given `-n` and no `-d`.
+    pub duration_with_ops: Duration,
+}
+
+impl Defaults {
+    pub const BENCH: Defaults = Defaults {
+        connections: 64,
+        duration: Duration::from_secs(10),
+        ops: None,
+        duration_with_ops: Duration::from_secs(600),
+    };
+    pub const SWEEP: Defaults = Defaults { duration: Duration::from_secs(5), ..Defaults::BENCH };
+    /// The NSQ study this replaces timed 100,000 messages on one connection.
+    pub const COMPARE: Defaults = Defaults {
+        connections: 1,
+        duration: Duration::from_secs(10),
+        ops: Some(100_000),
+        duration_with_ops: Duration::from_secs(10),
+    };
+}
+
+/// What each operation carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Payload {
+    /// N bytes of the letter `x`.
+    Size(usize),
+    /// A file's bytes, read when the plan is prepared.
+    File(PathBuf),
+}
+
+/// Everything about a load but its target: validated options, plain data.
+#[derive(Debug, Clone)]
+pub struct Load {
+    pub engine: EngineKind,
+    /// CPUs, one engine thread each; never more than there are connections.
+    pub cores: Vec<usize>,
+    pub connections: usize,
+    pub depth: usize,
+    /// Answered operations wanted in all; `None`: until the deadline.
+    pub ops: Option<u64>,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub timeout: Duration,
+    pub workload: Workload,
+    /// `None`: the protocol's default size.
+    pub payload: Option<Payload>,
+    pub headers: Vec<(String, String)>,
+    pub options: ProtocolOptions,
+}
+
+/// A load aimed at a target: what one run does.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    pub target: Target,
+    pub protocol: &'static Protocol,
+    pub load: Load,
+}
+
+/// Check the load options (pure): `online` is the CPUs this process may use.
+pub fn validate_load(
+    args: &LoadArgs,
+    engine: &EngineArgs,
+    defaults: &Defaults,
+    online: &[usize],
+) -> Result<Load> {
+    let connections = args.connections.unwrap_or(defaults.connections);
+    if connections == 0 || connections > MAX_CONNECTIONS {
+        bail!("--connections must be between 1 and {MAX_CONNECTIONS}");
+    }
+    if args.depth == 0 || args.depth > MAX_DEPTH {
+        bail!("--depth must be between 1 and {MAX_DEPTH}");
+    }
+    let ops = args.ops.or(defaults.ops);
+    if ops == Some(0) {
+        bail!("-n/--ops must be at least 1");
+    }
+    if args.duration == Some(Duration::ZERO) || args.timeout.is_zero() {
+        bail!("durations must be longer than zero");
+    }
+    let duration = match (args.duration, args.ops) {
+        (Some(d), _) => d,
+        (None, Some(_)) => defaults.duration_with_ops,
+        (None, None) => defaults.duration,
+    };
+    let workload = match args.rate {
+        None => Workload::ClosedLoop,
+        Some(r) if r.is_finite() && r > 0.0 && r <= MAX_RATE => {
+            let interval = Duration::try_from_secs_f64(connections as f64 / r)
+                .ok()
+                .filter(|i| *i <= MAX_INTERVAL)
+                .with_context(|| {
+                    format!(
+                        "--rate {r} is too low for {connections} connection(s): each would wait more than {MAX_INTERVAL:?} between operations; raise --rate or lower -c"
+                    )
+                })?;
+            Workload::FixedRate { interval }
+        }
+        Some(r) => bail!("--rate {r}: give operations per second, more than 0 and at most {MAX_RATE:e}"),
+    };
+    let payload = match (args.size, &args.body_file) {
+        (Some(n), _) if n > MAX_PAYLOAD => {
+            bail!("--size {n} is larger than the {} MiB a message may be here", MAX_PAYLOAD >> 20)
+        }
+        (Some(n), _) => Some(Payload::Size(n)),
+        (None, Some(path)) => Some(Payload::File(path.clone())),
+        (None, None) => None,
+    };
+    let mut headers = Vec::new();
+    for h in &args.headers {
+        let (name, value) = h
+            .split_once(':')
+            .filter(|(n, _)| !n.trim().is_empty() && n.bytes().all(|b| b.is_ascii_graphic()))
+            .with_context(|| format!("header '{h}' is not 'Name: value'"))?;
+        if value.contains(['\r', '\n']) {
+            bail!("header '{name}' contains a line break");
+        }
+        headers.push((name.trim().to_string(), value.trim().to_string()));
+    }
+    let mut cores = match &engine.cores {
+        Some(list) => crate::cpus::parse(list, online)?,
+        None => online.to_vec(),
+    };
+    cores.truncate(connections); // a core with no connection would only report zeros
+    Ok(Load {
+        engine: engine.engine.unwrap_or(EngineKind::DEFAULT_CLIENT),
+        cores,
+        connections,
+        depth: args.depth,
+        ops,
+        duration,
+        warmup: args.warmup,
+        timeout: args.timeout,
+        workload,
+        payload,
+        headers,
+        options: args.protocol.clone(),
+    })
+}
+
+impl Load {
+    /// Aim this load at `url`, under its protocol's own rules (pure). Options that belong to
+    /// other protocols are ignored here (`compare` aims one load at every protocol);
+    /// [`validate`] refuses them for a single target.
+    pub fn aim(&self, url: &str) -> Result<LoadPlan> {
+        let target = target::parse(url)?;
+        let plan = LoadPlan { protocol: target.protocol, target, load: self.clone() };
+        (plan.protocol.validate)(&plan)?;
+        Ok(plan)
+    }
+}
+
+/// Check a single run's options and aim them at `url` (pure).
+pub fn validate(
+    url: &str,
+    args: &LoadArgs,
+    engine: &EngineArgs,
+    defaults: &Defaults,
+    online: &[usize],
+) -> Result<LoadPlan> {
+    let plan = validate_load(args, engine, defaults, online)?.aim(url)?;
+    plan.refuse_foreign_options()?;
+    Ok(plan)
+}
+
+impl LoadPlan {
+    /// Refuse options given for other protocols than this plan's (a single target).
+    pub fn refuse_foreign_options(&self) -> Result<()> {
+        for (flag, owners) in self.load.options.given() {
+            if !owners.contains(&self.protocol.name) {
+                bail!("{flag} applies to {} targets", crate::protocol::schemes_of(owners));
+            }
+        }
+        Ok(())
+    }
+
+    /// Messages each operation carries.
+    pub fn messages_per_op(&self) -> u64 {
+        (self.protocol.messages_per_op)(self)
+    }
+
+    pub fn info(&self) -> RunInfo {
+        RunInfo {
+            messages_per_op: self.messages_per_op(),
+            target: self.target.url.clone(),
+            protocol: self.protocol.name,
+            engine: self.load.engine.name(),
+            cores: self.load.cores.clone(),
+            connections: self.load.connections,
+            depth: self.load.depth,
+        }
+    }
+}
+
+/// A plan made ready to run.
+pub struct Prepared {
+    pub plan: LoadPlan,
+    pub addr: SocketAddr,
+    /// The payload of every operation.
+    pub body: Vec<u8>,
+    /// This machine's name (NSQ's `IDENTIFY`).
+    pub hostname: String,
+    pub job: ClientJob,
+}
+
+/// Make a plan ready: resolve its target, read its payload, raise the engine's limits, catch
+/// Ctrl-C, and connect once so that an unreachable target is one clear line before any engine.
+pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
+    let addr = plan.target.resolve()?;
+    let body = match &plan.load.payload {
+        None => vec![b'x'; plan.protocol.default_payload],
+        Some(Payload::Size(n)) => vec![b'x'; *n],
+        Some(Payload::File(path)) => {
+            let read = || format!("cannot read --body-file {}", path.display());
+            let len = std::fs::metadata(path).with_context(read)?.len();
+            if len > MAX_PAYLOAD as u64 {
+                bail!(
+                    "--body-file {} is larger than the {} MiB a message may be here",
+                    path.display(),
+                    MAX_PAYLOAD >> 20
+                );
+            }
+            std::fs::read(path).with_context(read)?
+        }
+    };
+    (plan.protocol.check_payload)(&plan, &body)?;
+    let load = &plan.load;
+    load.engine.ensure_limits(load.connections as u64, load.cores.len())?;
+    let stop = crate::cmd::interrupted();
+    preflight(&plan.target, addr)?;
+    let job = ClientJob {
+        addr,
+        cores: load.cores.clone(),
+        connections: load.connections,
+        depth: load.depth,
+        ops: load.ops,
+        duration: load.duration,
+        warmup: load.warmup,
+        timeout: load.timeout,
+        workload: load.workload,
+        seed: fastrand::u64(..),
+        stop,
+        progress: (0..load.cores.len()).map(|_| AtomicU64::new(0)).collect(),
+    };
+    Ok(Prepared { addr, body, hostname: hostname(), job, plan })
+}
+
+/// One plain connect, so an unreachable target is one clear line.
+fn preflight(target: &Target, addr: SocketAddr) -> Result<()> {
+    match std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => bail!(
+            "cannot connect to {} ({addr}): connection refused; is the server running and listening there?",
+            target.url
+        ),
+        Err(e) => bail!("cannot connect to {} ({addr}): {e}", target.url),
+    }
+}
+
+/// This machine's name, for NSQ's IDENTIFY.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "localhost".into(), |h| h.trim().to_string())
+}
+
+impl Prepared {
+    /// Run: the protocol builds its codec and drives the engine.
+    pub fn run(&self) -> Result<(RunInfo, Report)> {
+        let report = (self.plan.protocol.run)(self)?;
+        Ok((self.plan.info(), report))
+    }
+
+    /// Drive the engine with `codec` on its own thread while this one draws the progress line
+    /// (on a terminal, for runs longer than a moment). The one place a protocol's codec meets
+    /// an engine: everything below is generic over it.
+    pub fn drive<C: ClientCodec + Send + 'static>(&self, codec: C) -> Result<Report> {
+        let job = self.job.clone();
+        let engine = self.plan.load.engine;
+        let started = Instant::now();
+        let worker = std::thread::spawn(move || engine.run_client(&job, codec));
+        let expected = self.job.warmup + self.job.duration;
+        let visible = std::io::IsTerminal::is_terminal(&std::io::stdout())
+            && (expected > PROGRESS_AFTER || self.job.ops.is_some());
+        let progress = crate::report::Progress::new(visible, self.job.ops, expected);
+        while !worker.is_finished() {
+            std::thread::sleep(Duration::from_millis(100));
+            let done: u64 = self.job.progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
+            progress.update(done, started.elapsed());
+        }
+        progress.finish();
+        let run = worker.join().map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
+        Ok(run.report())
+    }
+
+    /// The `Host` to name in requests: the target's authority as written.
+    pub fn authority(&self) -> &str {
+        &self.plan.target.authority
+    }
+}
+
+/// A flag the process's stop flag is not: for servers and steps stopped by their owner.
+pub fn own_stop() -> Arc<AtomicBool> {
+    Arc::new(AtomicBool::new(false))
+}
+
+/// `10s`, `500ms`, `2m`, `1.5s`, `250us`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 =
+        num.parse().map_err(|_| format!("'{text}' is not a duration: use e.g. 10s, 500ms, 2m"))?;
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("'{text}': unknown unit '{unit}': use us, ms, s, m or h")),
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 365.0 * 86400.0 {
+        return Err(format!("'{text}' is too long"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// The load options as a user types them (no I/O: clap only).
+    #[derive(Parser)]
+    struct Args {
+        url: String,
+        #[command(flatten)]
+        load: LoadArgs,
+        #[command(flatten)]
+        engine: EngineArgs,
+    }
+
+    fn plan(argv: &[&str]) -> Result<LoadPlan> {
+        let args = Args::try_parse_from(std::iter::once("wirebench").chain(argv.iter().copied()))?;
+        validate(&args.url, &args.load, &args.engine, &Defaults::BENCH, &[0, 1, 2, 3])
+    }
+
+    fn error(argv: &[&str]) -> String {
+        format!("{:#}", plan(argv).expect_err("refused"))
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn defaults_come_from_the_command_and_the_protocol() {
+        let p = plan(&["http://127.0.0.1:8080/x"]).unwrap();
+        assert_eq!(
+            (p.protocol.name, p.load.connections, p.load.duration),
+            ("http1", 64, Duration::from_secs(10))
+        );
+        assert_eq!(p.load.cores, [0, 1, 2, 3]);
+        assert_eq!(p.load.payload, None);
+        let p = plan(&["nsq://h/t", "-n", "5", "-c", "2"]).unwrap();
+        assert_eq!((p.load.ops, p.load.duration, p.load.cores.len()), (Some(5), Duration::from_secs(600), 2));
+        assert_eq!(p.messages_per_op(), 1);
+        let p = plan(&["nsq://h/t", "--batch", "10"]).unwrap();
+        assert_eq!(p.messages_per_op(), 10);
+    }
+
+    #[test]
+    fn every_option_is_checked_before_anything_happens() {
+        assert!(error(&["http://h/", "-c", "0"]).contains("--connections must be between 1"));
+        assert!(error(&["http://h/", "--depth", "0"]).contains("--depth"));
+        assert!(error(&["http://h/", "-n", "0"]).contains("at least 1"));
+        assert!(error(&["http://h/", "--rate", "1e-18"]).contains("too low"));
+        assert!(error(&["http://h/", "--size", "999999999999"]).contains("larger than"));
+        assert!(error(&["http://h/", "-H", "nocolon"]).contains("Name: value"));
+        assert!(error(&["http://h/", "--cores", "9"]).contains("not available"));
+        assert!(error(&["gopher://h/"]).contains("unsupported scheme"));
+    }
+
+    #[test]
+    fn options_of_another_protocol_are_refused_for_one_target() {
+        assert_eq!(
+            error(&["http://h/", "--batch", "3"]),
+            "--batch applies to nsq:// and nsq+http:// targets"
+        );
+        assert_eq!(error(&["nsq://h/t", "--text"]), "--text applies to ws:// targets");
+        assert_eq!(error(&["ws://h/", "-m", "POST"]), "-m/--method applies to http:// targets");
+        assert_eq!(error(&["nsq://h/t", "--binary"]), "--binary applies to nsq+http:// targets");
+    }
+
+    #[test]
+    fn a_protocol_checks_its_own_rules() {
+        assert!(error(&["nsq://h/", "-n", "1"]).contains("names its topic"));
+        assert!(error(&["nsq://h/t", "--batch", "100000", "--size", "100000"]).contains("32-bit"));
+        assert!(error(&["nsq://h/t", "--batch", "2", "--defer-ms", "5"]).contains("--defer-ms"));
+        assert!(error(&["nsq://h/t", "-H", "X: y"]).contains("-H"));
+        assert!(error(&["http://h/", "-m", "G T"]).contains("not an HTTP method"));
+    }
+}
