@@ -11,7 +11,7 @@ use crate::protocol::{Protocol, ProtocolOptions};
 use crate::report::RunInfo;
 use crate::stats::Report;
 use crate::target::{self, Target};
-use crate::workload::Workload;
+use crate::workload::{Shape, Workload};
 use anyhow::{Context, Result, bail};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -131,14 +131,7 @@ pub struct Load {
     pub engine: EngineKind,
     /// CPUs, one engine thread each; never more than there are connections.
     pub cores: Vec<usize>,
-    pub connections: usize,
-    pub depth: usize,
-    /// Answered operations wanted in all; `None`: until the deadline.
-    pub ops: Option<u64>,
-    pub duration: Duration,
-    pub warmup: Duration,
-    pub timeout: Duration,
-    pub workload: Workload,
+    pub shape: Shape,
     /// `None`: the protocol's default size.
     pub payload: Option<Payload>,
     pub headers: Vec<(String, String)>,
@@ -221,13 +214,15 @@ pub fn validate_load(
     Ok(Load {
         engine: engine.engine.unwrap_or(EngineKind::DEFAULT_CLIENT),
         cores,
-        connections,
-        depth: args.depth,
-        ops,
-        duration,
-        warmup: args.warmup,
-        timeout: args.timeout,
-        workload,
+        shape: Shape {
+            connections,
+            depth: args.depth,
+            ops,
+            duration,
+            warmup: args.warmup,
+            timeout: args.timeout,
+            workload,
+        },
         payload,
         headers,
         options: args.protocol.clone(),
@@ -282,8 +277,8 @@ impl LoadPlan {
             protocol: self.protocol.name,
             engine: self.load.engine.name(),
             cores: self.load.cores.clone(),
-            connections: self.load.connections,
-            depth: self.load.depth,
+            connections: self.load.shape.connections,
+            depth: self.load.shape.depth,
         }
     }
 }
@@ -321,19 +316,13 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     };
     (plan.protocol.check_payload)(&plan, &body)?;
     let load = &plan.load;
-    load.engine.ensure_limits(load.connections as u64, load.cores.len())?;
+    load.engine.ensure_limits(load.shape.connections as u64, load.cores.len())?;
     let stop = crate::cmd::interrupted();
     preflight(&plan.target, addr)?;
     let job = ClientJob {
         addr,
         cores: load.cores.clone(),
-        connections: load.connections,
-        depth: load.depth,
-        ops: load.ops,
-        duration: load.duration,
-        warmup: load.warmup,
-        timeout: load.timeout,
-        workload: load.workload,
+        shape: load.shape,
         seed: fastrand::u64(..),
         stop,
         progress: (0..load.cores.len()).map(|_| AtomicU64::new(0)).collect(),
@@ -374,10 +363,10 @@ impl Prepared {
         let engine = self.plan.load.engine;
         let started = Instant::now();
         let worker = std::thread::spawn(move || engine.run_client(&job, codec));
-        let expected = self.job.warmup + self.job.duration;
+        let expected = self.job.shape.warmup + self.job.shape.duration;
         let visible = std::io::IsTerminal::is_terminal(&std::io::stdout())
-            && (expected > PROGRESS_AFTER || self.job.ops.is_some());
-        let progress = crate::report::Progress::new(visible, self.job.ops, expected);
+            && (expected > PROGRESS_AFTER || self.job.shape.ops.is_some());
+        let progress = crate::report::Progress::new(visible, self.job.shape.ops, expected);
         while !worker.is_finished() {
             std::thread::sleep(Duration::from_millis(100));
             let done: u64 = self.job.progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
@@ -459,13 +448,16 @@ mod tests {
     fn defaults_come_from_the_command_and_the_protocol() {
         let p = plan(&["http://127.0.0.1:8080/x"]).unwrap();
         assert_eq!(
-            (p.protocol.name, p.load.connections, p.load.duration),
+            (p.protocol.name, p.load.shape.connections, p.load.shape.duration),
             ("http1", 64, Duration::from_secs(10))
         );
         assert_eq!(p.load.cores, [0, 1, 2, 3]);
         assert_eq!(p.load.payload, None);
         let p = plan(&["nsq://h/t", "-n", "5", "-c", "2"]).unwrap();
-        assert_eq!((p.load.ops, p.load.duration, p.load.cores.len()), (Some(5), Duration::from_secs(600), 2));
+        assert_eq!(
+            (p.load.shape.ops, p.load.shape.duration, p.load.cores.len()),
+            (Some(5), Duration::from_secs(600), 2)
+        );
         assert_eq!(p.messages_per_op(), 1);
         let p = plan(&["nsq://h/t", "--batch", "10"]).unwrap();
         assert_eq!(p.messages_per_op(), 10);

@@ -64,6 +64,24 @@ impl Pacer {
     }
 }
 
+/// The shape of a load: how many connections, how much in flight, how long, how paced. The
+/// plan decides it once; the engines drive it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    /// Connections in all, split across cores.
+    pub connections: usize,
+    /// Operations in flight per connection.
+    pub depth: usize,
+    /// Answered operations wanted in all, split across connections; `None`: until the deadline.
+    pub ops: Option<u64>,
+    /// Measured window length; the run also stops at `warmup + duration`.
+    pub duration: Duration,
+    pub warmup: Duration,
+    /// A connect, write or answer that takes longer fails its connection with `timeout`.
+    pub timeout: Duration,
+    pub workload: Workload,
+}
+
 /// When a connection stops sending: at a time, after a number of operations, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {

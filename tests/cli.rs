@@ -74,11 +74,12 @@ fn too_little_locked_memory_says_how() {
     assert_user_error(&out, "ulimit -l");
 }
 
-#[test]
-fn serve_and_bench_processes_on_separate_cpus_with_json() {
-    let server_cpu = server_cpu().to_string();
+/// A `serve` process on the server CPU, and its address.
+fn serve_process(kind: &str, extra: &[&str]) -> (Peer, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["serve", "http", "--listen", "127.0.0.1:0", "--cores", &server_cpu, "-d", "20s"])
+        .args(["serve", kind, "--listen", "127.0.0.1:0"])
+        .args(["--cores", &server_cpu().to_string(), "-d", "60s"])
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -86,7 +87,12 @@ fn serve_and_bench_processes_on_separate_cpus_with_json() {
     let first = lines.next().unwrap().unwrap();
     let addr =
         first.split("listening on ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().to_string();
-    let _server = Peer(child);
+    (Peer(child), addr)
+}
+
+#[test]
+fn serve_and_bench_processes_on_separate_cpus_with_json() {
+    let (_server, addr) = serve_process("http", &[]);
     let out = wirebench(&[
         "bench",
         &format!("http://{addr}/hello?x=1"),
@@ -148,18 +154,25 @@ fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time() {
     }
 }
 
-fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time_on(engine: &str) {
-    let addr = broken_server(b"SSH-2.0-not-http\r\n\r\n", false);
+/// A short run against a broken server: nothing completes, every operation is accounted for,
+/// and the run ends on time.
+fn against_broken(engine: &str, reply: &'static [u8], reset: bool) -> wirebench::stats::Report {
+    let addr = broken_server(reply, reset);
     let r = bench_on(
         engine,
         &[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()],
     );
     assert_eq!(r.ops, 0);
+    assert!(r.accounted());
+    assert!(r.elapsed < Duration::from_secs(3));
+    r
+}
+
+fn garbage_from_the_server_is_a_protocol_error_and_the_run_ends_on_time_on(engine: &str) {
+    let r = against_broken(engine, b"SSH-2.0-not-http\r\n\r\n", false);
     assert!(r.failed.get(ErrorClass::Protocol) > 0, "{:?}", r.failed);
     assert!(r.conn_errors.get(ErrorClass::Protocol) > 0, "{:?}", r.conn_errors);
-    assert!(r.accounted());
     assert!(r.error_samples.iter().any(|s| s.contains("malformed HTTP response head")));
-    assert!(r.elapsed < Duration::from_secs(3));
 }
 
 #[test]
@@ -170,15 +183,8 @@ fn resets_are_read_errors_and_the_run_ends_on_time() {
 }
 
 fn resets_are_read_errors_and_the_run_ends_on_time_on(engine: &str) {
-    let addr = broken_server(b"", true);
-    let r = bench_on(
-        engine,
-        &[&format!("http://{addr}/"), "-c", "2", "-d", "500ms", "--cores", &client_cpu().to_string()],
-    );
-    assert_eq!(r.ops, 0);
+    let r = against_broken(engine, b"", true);
     assert!(r.failed.get(ErrorClass::Read) > 0, "{:?} {:?}", r.failed, r.error_samples);
-    assert!(r.accounted());
-    assert!(r.elapsed < Duration::from_secs(3));
 }
 
 #[test]
@@ -242,22 +248,6 @@ fn output_to_a_closed_pipe_ends_quietly() {
     child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
-}
-
-/// A `serve` process on the server CPU, and its address.
-fn serve_process(kind: &str, extra: &[&str]) -> (Peer, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["serve", kind, "--listen", "127.0.0.1:0"])
-        .args(["--cores", &server_cpu().to_string(), "-d", "60s"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr =
-        first.split("listening on ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().to_string();
-    (Peer(child), addr)
 }
 
 #[test]

@@ -35,27 +35,27 @@ fn serve_process(cpu: usize) -> (Peer, String) {
     (Peer(child), addr)
 }
 
+/// A server sweep of 1 and 2 cores (as many as the machine has), 16 connections, as JSON: its
+/// steps, each clean.
+fn server_sweep(server: &[&str], step: &str) -> Vec<serde_json::Value> {
+    let mut argv = vec!["sweep"];
+    argv.extend_from_slice(server);
+    argv.extend(["--server-cores", "1,2", "-d", step, "-c", "16", "--json", "-"]);
+    let v = wirebench_json(&argv);
+    let steps = v["steps"].as_array().unwrap().clone();
+    assert_eq!(steps.len(), cpus().min(2));
+    for s in &steps {
+        assert_eq!(s["errors"], 0, "{s}");
+        assert_eq!(s["audit_match"], true, "{s}");
+    }
+    steps
+}
+
 #[test]
 fn builtin_server_sweep_one_to_two_cores() {
-    let v = wirebench_json(&[
-        "sweep",
-        "--serve",
-        "http",
-        "--server-cores",
-        "1,2",
-        "-d",
-        "400ms",
-        "-c",
-        "16",
-        "--json",
-        "-",
-    ]);
-    let steps = v["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), cpus().min(2));
+    let steps = server_sweep(&["--serve", "http"], "400ms");
     assert_eq!(steps[0]["speedup"], 1.0);
-    for s in steps {
-        assert_eq!(s["errors"], 0);
-        assert_eq!(s["audit_match"], true);
+    for s in &steps {
         assert_eq!(s["per_core_unit"], "requests");
         assert_eq!(s["per_core"].as_array().unwrap().len(), s["cores"].as_u64().unwrap() as usize);
         assert!(s["server_cpu_pct"].as_f64().unwrap() > 0.0);
@@ -144,24 +144,8 @@ fn nginx_started_per_step_with_its_worker_count() {
         dir.display()
     );
     let url = format!("http://127.0.0.1:{port}/");
-    let v = wirebench_json(&[
-        "sweep",
-        &url,
-        "--server-cmd",
-        &cmd,
-        "--server-cores",
-        "1,2",
-        "-d",
-        "1s",
-        "-c",
-        "16",
-        "--json",
-        "-",
-    ]);
-    let steps = v["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), cpus().min(2));
-    for s in steps {
-        assert_eq!(s["errors"], 0);
+    let steps = server_sweep(&[&url, "--server-cmd", &cmd], "1s");
+    for s in &steps {
         assert!(s["server_cpu_pct"].as_f64().unwrap() > 1.0, "{s}");
         assert!(s["server_rss_kib"].as_f64().unwrap() > 100.0, "{s}");
     }

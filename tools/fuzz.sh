@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz every cargo-fuzz target in fuzz/ for RUNS executions each (default 10 million), growing
+# Fuzz every cargo-fuzz target in fuzz/ (or those named: tools/fuzz.sh server_ws client_nsq)
+# for RUNS executions each (default 10 million), growing
 # the corpus kept in fuzz/corpus/ (which `cargo test` replays). Prints, per target, the
 # executions done and any finding; a finding fails the script and is left in fuzz/artifacts/.
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and a nightly toolchain, or the stable one
@@ -13,7 +14,9 @@ else
     export RUSTC_BOOTSTRAP=1
     fuzz=(cargo fuzz)
 fi
-for target in $("${fuzz[@]}" list); do
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <("${fuzz[@]}" list)
+for target in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$target"
     started=$(date +%s)
     if ! out=$("${fuzz[@]}" run -s none -O "$target" "fuzz/corpus/$target" -- \

@@ -68,10 +68,10 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     let same_cpu = client_cores.iter().any(|c| server_cores.contains(c));
     let info = CompareInfo {
         payload,
-        connections: load.connections,
-        depth: load.depth,
-        messages: load.ops.unwrap_or(0),
-        duration: load.duration,
+        connections: load.shape.connections,
+        depth: load.shape.depth,
+        messages: load.shape.ops.unwrap_or(0),
+        duration: load.shape.duration,
         engine: match &servers {
             Some(_) => format!("{} generator, {} servers", load.engine.name(), server_engine.name()),
             None => format!("{} generator", load.engine.name()),

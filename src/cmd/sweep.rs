@@ -193,8 +193,8 @@ pub fn main(args: &SweepArgs) -> Result<()> {
             (true, None) => "server cores".into(),
         },
         target: args.url.clone().unwrap_or_default(),
-        connections: load.connections,
-        duration: load.duration,
+        connections: load.shape.connections,
+        duration: load.shape.duration,
         engine: load.engine.name(),
     };
     // With `--json -` stdout carries the JSON alone.
@@ -246,7 +246,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         };
         let watch_pid = own.as_ref().map(OwnServer::pid).or(args.watch_pid);
         let mut step_load = load.clone();
-        step_load.cores = step_client.into_iter().take(load.connections).collect();
+        step_load.cores = step_client.into_iter().take(load.shape.connections).collect();
         let prepared = plan::prepare(step_load.aim(&url)?).with_context(|| format!("step {placement}"))?;
         let watcher = watch_pid.map(crate::watch::start).transpose()?;
         let result = prepared.run();

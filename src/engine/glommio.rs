@@ -8,13 +8,15 @@
 use super::conn::{Conn, Want};
 use super::serve_conn::ServerConn;
 use super::serve_conn::{ServerLimits, busy_answer};
-use super::sys::{ThreadClock, close_audit};
-use super::{AsyncCore, ClientJob, ClientRun, EngineError, ServerHandle, ServerTally};
+use super::sys::close_audit;
+use super::{
+    Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, CoreStart, EngineError, REFUSE_WAIT,
+};
+use super::{SERVER_POLL, ServerHandle, ServerStart, ServerTally};
 use crate::proto::{ClientCodec, ServerCodec};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutorBuilder, Placement};
-use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::rc::Rc;
@@ -25,8 +27,6 @@ use std::time::{Duration, Instant};
 /// glommio registers this much memory with io_uring for file I/O, which we never do; the
 /// minimum keeps locked memory (`ulimit -l`, 8 MiB by default) free for many threads.
 const IO_MEMORY: usize = 64 * 1024;
-/// How long a refused connection is given to read its refusal before it is closed.
-const REFUSE_WAIT: Duration = Duration::from_secs(1);
 /// Locked memory one executor needs: its registered buffer in three rings, and glommio's own
 /// check that the limit is at least 512 KiB.
 pub const LOCKED_MEMORY_PER_THREAD: u64 = 3 * IO_MEMORY as u64;
@@ -45,7 +45,7 @@ pub fn run_client<C>(job: &ClientJob, prototype: C) -> Result<ClientRun, EngineE
 where
     C: ClientCodec + Send + 'static,
 {
-    super::run_client_threads(job, prototype, |job, prototype, cpu, index, conns, gate| {
+    super::run_client_threads(job, prototype, |CoreStart { job, cpu, index, conns, gate }, prototype| {
         let ex = executor(cpu, "wirebench-client");
         let start = gate.wait();
         Ok(ex?.run(async move {
@@ -127,9 +127,10 @@ pub fn start_server<S>(
 where
     S: ServerCodec + Send + 'static,
 {
-    super::start_server_threads(listeners, cores, limits, stop, |listeners, cpu, limits, stop, ready| {
+    super::start_server_threads(listeners, cores, limits, stop, |start| {
+        let (cpu, ready) = (start.cpu, start.ready.clone());
         match executor(cpu, "wirebench-serve") {
-            Ok(ex) => ex.run(server_core(listeners, cpu, limits, stop, ready)),
+            Ok(ex) => ex.run(server_core(start)),
             Err(e) => {
                 let _ = ready.send(Err(e));
                 ServerTally { core: cpu, ..Default::default() }
@@ -138,57 +139,34 @@ where
     })
 }
 
-/// How often a server core looks at the stop flag.
-const STOP_POLL: Duration = Duration::from_millis(20);
-
-async fn server_core<S: ServerCodec + 'static>(
-    listeners: Vec<(std::net::TcpListener, S)>,
-    cpu: usize,
-    limits: ServerLimits,
-    stop: Arc<AtomicBool>,
-    ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
-) -> ServerTally {
-    let tally = Rc::new(RefCell::new(ServerTally { core: cpu, ..Default::default() }));
-    let active = Rc::new(Cell::new(0usize));
-    let clock = ThreadClock::start();
-    let _ = ready.send(Ok(()));
-    for (listener, prototype) in listeners {
+async fn server_core<S: ServerCodec + 'static>(start: ServerStart<S>) -> ServerTally {
+    let core = AsyncServerCore::open(&start);
+    for (listener, prototype) in start.listeners {
         // SAFETY: the descriptor is a listening TCP socket we own and hand over whole.
         let listener = unsafe { TcpListener::from_raw_fd(listener.into_raw_fd()) };
-        let (tally, active) = (tally.clone(), active.clone());
+        let core = core.clone();
         glommio::spawn_local(async move {
             loop {
                 let Ok(stream) = listener.accept().await else {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    glommio::timer::sleep(STOP_POLL).await;
+                    glommio::timer::sleep(SERVER_POLL).await;
                     continue;
                 };
-                if active.get() >= limits.max_conns {
-                    tally.borrow_mut().refused += 1;
+                let Some(admitted) = core.admit() else {
                     glommio::spawn_local(refuse(stream, busy_answer(&prototype))).detach();
                     continue;
-                }
-                tally.borrow_mut().connections += 1;
+                };
                 let _ = stream.set_nodelay(true);
-                let (tally, active) = (tally.clone(), active.clone());
-                active.set(active.get() + 1);
-                let codec = prototype.clone();
-                glommio::spawn_local(async move {
-                    serve_connection(stream, codec, limits, tally).await;
-                    active.set(active.get() - 1);
-                })
-                .detach();
+                let conn = ServerConn::new(prototype.clone(), core.limits, Instant::now());
+                glommio::spawn_local(serve_connection(stream, conn, core.clone(), admitted)).detach();
             }
         })
         .detach();
     }
-    while !stop.load(Ordering::Relaxed) {
-        glommio::timer::sleep(STOP_POLL).await;
+    while !start.stop.load(Ordering::Relaxed) {
+        glommio::timer::sleep(SERVER_POLL).await;
     }
     // Accept loops and open connections are dropped with the executor, closing their sockets.
-    let mut t = tally.take();
-    (t.cpu, t.wall) = clock.since(Instant::now());
-    t
+    core.close()
 }
 
 /// A connection over the limit: say so where the protocol can, then close (bounded).
@@ -208,11 +186,11 @@ async fn refuse(mut stream: TcpStream, answer: Vec<u8>) {
 
 async fn serve_connection<S: ServerCodec>(
     mut stream: TcpStream,
-    codec: S,
-    limits: ServerLimits,
-    tally: Rc<RefCell<ServerTally>>,
+    mut conn: ServerConn<S>,
+    core: Rc<AsyncServerCore>,
+    _admitted: Admitted,
 ) {
-    let mut conn = ServerConn::new(codec, limits, Instant::now());
+    let tally = &core.tally;
     let _ = stream.set_write_timeout(Some(conn.write_timeout()));
     loop {
         let timeout = conn.deadline().saturating_duration_since(Instant::now()).max(Duration::from_millis(1));

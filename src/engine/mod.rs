@@ -13,7 +13,7 @@ pub mod sys;
 pub mod tokio_uring;
 pub mod uring;
 
-use crate::workload::Workload;
+use crate::workload::Shape;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -106,18 +106,7 @@ pub struct ClientJob {
     pub addr: SocketAddr,
     /// CPUs to pin one engine thread each to.
     pub cores: Vec<usize>,
-    /// Connections in all, split across cores.
-    pub connections: usize,
-    /// Operations in flight per connection.
-    pub depth: usize,
-    /// Measured operations in all, split across connections; `None`: until the deadline.
-    pub ops: Option<u64>,
-    /// Measured window length; the run also stops at `warmup + duration`.
-    pub duration: Duration,
-    pub warmup: Duration,
-    /// A connect, write or response that takes longer fails its connection with `timeout`.
-    pub timeout: Duration,
-    pub workload: Workload,
+    pub shape: Shape,
     /// The run's seed for the codecs' randomness (each connection's is derived from it).
     pub seed: u64,
     /// Set by Ctrl-C: connections stop sending, drain and close.
@@ -235,14 +224,18 @@ impl StartGate {
 }
 
 /// The per-core body of a client run: (job, codec, cpu, core index, connection indices, gate).
-pub type CoreFn<C> = fn(
-    ClientJob,
-    C,
-    usize,
-    usize,
-    std::ops::Range<usize>,
-    StartGate,
-) -> Result<(crate::stats::CoreRecorder, std::time::Instant), EngineError>;
+pub type CoreFn<C> =
+    fn(CoreStart, C) -> Result<(crate::stats::CoreRecorder, std::time::Instant), EngineError>;
+
+/// What one engine thread of a client run is given: the job, its CPU, its index among the
+/// cores, its share of the connections, and the gate that starts every core together.
+pub struct CoreStart {
+    pub job: ClientJob,
+    pub cpu: usize,
+    pub index: usize,
+    pub conns: std::ops::Range<usize>,
+    pub gate: StartGate,
+}
 
 /// Spawn one thread per core of `job`, each running `core` on its share of the connections;
 /// join them and assemble the run. Shared by every engine.
@@ -256,14 +249,14 @@ where
     let mut threads = Vec::new();
     let mut first_conn = 0;
     for (index, &cpu) in job.cores.iter().enumerate() {
-        let conns = crate::workload::split_ops(job.connections as u64, cores, index) as usize;
+        let conns = crate::workload::split_ops(job.shape.connections as u64, cores, index) as usize;
         let range = first_conn..first_conn + conns;
         first_conn += conns;
         let gate = StartGate { barrier: barrier.clone(), start: start.clone() };
         let (job, prototype) = (job.clone(), prototype.clone());
         let handle = std::thread::Builder::new()
             .name(format!("wirebench-client-{cpu}"))
-            .spawn(move || core(job, prototype, cpu, index, range, gate))
+            .spawn(move || core(CoreStart { job, cpu, index, conns: range, gate }, prototype))
             .map_err(|source| EngineError::Executor { cpu, source })?;
         threads.push((cpu, handle));
     }
@@ -274,7 +267,7 @@ where
     let start = *start.get_or_init(std::time::Instant::now);
     let finished = ends.iter().map(|(_, end)| *end).max().unwrap_or(start);
     Ok(ClientRun {
-        measure_from: start + job.warmup,
+        measure_from: start + job.shape.warmup,
         finished,
         cores: ends.into_iter().map(|(rec, _)| rec).collect(),
     })
@@ -287,22 +280,80 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
     index: usize,
     start: std::time::Instant,
 ) -> conn::Conn<C> {
-    let measure_from = start + job.warmup;
+    let measure_from = start + job.shape.warmup;
     let budget = crate::workload::Budget {
-        ops: job.ops.map(|n| crate::workload::split_ops(n, job.connections, index)),
-        deadline: measure_from + job.duration,
+        ops: job.shape.ops.map(|n| crate::workload::split_ops(n, job.shape.connections, index)),
+        deadline: measure_from + job.shape.duration,
         measure_from,
     };
     let seed = job.seed ^ (index as u64 + 1).wrapping_mul(conn::SEED_STEP);
     conn::Conn::new(
         prototype,
-        job.workload.pacer(index, job.connections),
+        job.shape.workload.pacer(index, job.shape.connections),
         budget,
-        job.depth,
-        job.timeout,
+        job.shape.depth,
+        job.shape.timeout,
         seed,
     )
 }
+
+/// What every core of an async server engine keeps (single-threaded, behind an `Rc`): its
+/// limits, its tally, its count of connections against its share of the connection limit,
+/// and its CPU clock. The engines keep only what differs: their sockets, accept and spawn.
+pub struct AsyncServerCore {
+    pub limits: serve_conn::ServerLimits,
+    pub tally: std::cell::RefCell<ServerTally>,
+    active: std::cell::Cell<usize>,
+    clock: sys::ThreadClock,
+}
+
+/// A connection admitted under the limit; dropping it (when the connection ends) frees its place.
+pub struct Admitted(std::rc::Rc<AsyncServerCore>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.active.set(self.0.active.get() - 1);
+    }
+}
+
+impl AsyncServerCore {
+    /// The core's books, opened as it starts serving (and says so to the thread starting it).
+    pub fn open<S>(start: &ServerStart<S>) -> std::rc::Rc<Self> {
+        let _ = start.ready.send(Ok(()));
+        std::rc::Rc::new(AsyncServerCore {
+            limits: start.limits,
+            tally: std::cell::RefCell::new(ServerTally { core: start.cpu, ..Default::default() }),
+            active: std::cell::Cell::new(0),
+            clock: sys::ThreadClock::start(),
+        })
+    }
+
+    /// A new connection: admitted (counted) under the core's share of the limit, or refused
+    /// (counted; the engine answers it with the codec's busy answer and closes it).
+    pub fn admit(self: &std::rc::Rc<Self>) -> Option<Admitted> {
+        let mut tally = self.tally.borrow_mut();
+        if self.active.get() >= self.limits.max_conns {
+            tally.refused += 1;
+            return None;
+        }
+        tally.connections += 1;
+        self.active.set(self.active.get() + 1);
+        Some(Admitted(self.clone()))
+    }
+
+    /// The core's tally, with its CPU and wall time.
+    pub fn close(&self) -> ServerTally {
+        let mut t = self.tally.take();
+        (t.cpu, t.wall) = self.clock.since(std::time::Instant::now());
+        t
+    }
+}
+
+/// How often a server core looks at its stop flag, and how long an accept that failed (out of
+/// file descriptors and the like) backs off before trying again.
+pub const SERVER_POLL: Duration = Duration::from_millis(20);
+/// How long a refused connection is given to read its refusal before it is closed.
+pub const REFUSE_WAIT: Duration = Duration::from_secs(1);
 
 /// What one core of a built-in server counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -360,15 +411,18 @@ impl ServerHandle {
     }
 }
 
-/// The per-core body of a server: (its listeners with their codecs, cpu, this core's limits,
-/// stop flag, readiness).
-pub type ServerCoreFn<S> = fn(
-    Vec<(std::net::TcpListener, S)>,
-    usize,
-    serve_conn::ServerLimits,
-    Arc<AtomicBool>,
-    std::sync::mpsc::Sender<Result<(), EngineError>>,
-) -> ServerTally;
+/// The per-core body of a server.
+pub type ServerCoreFn<S> = fn(ServerStart<S>) -> ServerTally;
+
+/// What one core of a built-in server is given: its listeners with their codecs, its CPU, its
+/// share of the limits, the stop flag, and where to say it is ready (or why it is not).
+pub struct ServerStart<S> {
+    pub listeners: Vec<(std::net::TcpListener, S)>,
+    pub cpu: usize,
+    pub limits: serve_conn::ServerLimits,
+    pub stop: Arc<AtomicBool>,
+    pub ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
+}
 
 /// A listening socket in an `SO_REUSEPORT` group, non-blocking.
 fn reuseport_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
@@ -420,7 +474,7 @@ where
         let (stop, ready) = (stop.clone(), ready_tx.clone());
         let handle = std::thread::Builder::new()
             .name(format!("wirebench-serve-{cpu}"))
-            .spawn(move || core(listeners, cpu, core_limits, stop, ready))
+            .spawn(move || core(ServerStart { listeners, cpu, limits: core_limits, stop, ready }))
             .map_err(|source| EngineError::Executor { cpu, source })?;
         threads.push((cpu, handle));
     }

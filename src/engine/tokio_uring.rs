@@ -9,13 +9,14 @@
 use super::conn::{Conn, Want};
 use super::serve_conn::ServerConn;
 use super::serve_conn::{ServerLimits, busy_answer};
-use super::sys::{ThreadClock, close_audit};
-use super::{AsyncCore, ClientJob, ClientRun, EngineError, ServerTally, StartGate};
+use super::sys::close_audit;
+use super::{Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, EngineError, REFUSE_WAIT};
+use super::{CoreStart, SERVER_POLL, ServerStart, ServerTally};
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
 use ::tokio_uring::buf::BoundedBuf;
 use ::tokio_uring::net::{TcpListener, TcpStream};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -39,12 +40,8 @@ where
 }
 
 fn client_core<C: ClientCodec + 'static>(
-    job: ClientJob,
+    CoreStart { job, cpu, index, conns, gate }: CoreStart,
     prototype: C,
-    cpu: usize,
-    index: usize,
-    conns: std::ops::Range<usize>,
-    gate: StartGate,
 ) -> Result<(CoreRecorder, Instant), EngineError> {
     let rt = runtime(cpu);
     let start = gate.wait();
@@ -225,11 +222,6 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
     }
 }
 
-/// How often a server core looks at the stop flag.
-const STOP_POLL: Duration = Duration::from_millis(20);
-/// How long a refused connection is given to read its refusal before it is closed.
-const REFUSE_WAIT: Duration = Duration::from_secs(1);
-
 /// Start a built-in server on `cores` with tokio-uring (see [`super::start_server_threads`]).
 pub fn start_server<S>(
     listeners: Vec<(SocketAddr, S)>,
@@ -240,7 +232,8 @@ pub fn start_server<S>(
 where
     S: ServerCodec + Send + 'static,
 {
-    super::start_server_threads(listeners, cores, limits, stop, |listeners, cpu, limits, stop, ready| {
+    super::start_server_threads(listeners, cores, limits, stop, |start| {
+        let (cpu, ready) = (start.cpu, start.ready.clone());
         let rt = match runtime(cpu) {
             Ok(rt) => rt,
             Err(e) => {
@@ -248,54 +241,35 @@ where
                 return ServerTally { core: cpu, ..Default::default() };
             }
         };
-        rt.block_on(server_core(listeners, cpu, limits, stop, ready))
+        rt.block_on(server_core(start))
     })
 }
 
-async fn server_core<S: ServerCodec + 'static>(
-    listeners: Vec<(std::net::TcpListener, S)>,
-    cpu: usize,
-    limits: ServerLimits,
-    stop: Arc<AtomicBool>,
-    ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
-) -> ServerTally {
-    let tally = Rc::new(RefCell::new(ServerTally { core: cpu, ..Default::default() }));
-    let active = Rc::new(Cell::new(0usize));
-    let clock = ThreadClock::start();
-    let _ = ready.send(Ok(()));
-    for (listener, prototype) in listeners {
+async fn server_core<S: ServerCodec + 'static>(start: ServerStart<S>) -> ServerTally {
+    let core = AsyncServerCore::open(&start);
+    for (listener, prototype) in start.listeners {
         let listener = TcpListener::from_std(listener);
-        let (tally, active) = (tally.clone(), active.clone());
+        let core = core.clone();
         ::tokio_uring::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tokio::time::sleep(STOP_POLL).await;
+                    tokio::time::sleep(SERVER_POLL).await;
                     continue;
                 };
-                if active.get() >= limits.max_conns {
-                    tally.borrow_mut().refused += 1;
+                let Some(admitted) = core.admit() else {
                     ::tokio_uring::spawn(refuse(stream, busy_answer(&prototype)));
                     continue;
-                }
-                tally.borrow_mut().connections += 1;
+                };
                 let _ = stream.set_nodelay(true);
-                let (tally, active) = (tally.clone(), active.clone());
-                active.set(active.get() + 1);
-                let codec = prototype.clone();
-                ::tokio_uring::spawn(async move {
-                    serve_connection(stream, codec, limits, tally).await;
-                    active.set(active.get() - 1);
-                });
+                let conn = ServerConn::new(prototype.clone(), core.limits, Instant::now());
+                ::tokio_uring::spawn(serve_connection(stream, conn, core.clone(), admitted));
             }
         });
     }
-    while !stop.load(Ordering::Relaxed) {
-        tokio::time::sleep(STOP_POLL).await;
+    while !start.stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(SERVER_POLL).await;
     }
-    let mut t = tally.take();
-    (t.cpu, t.wall) = clock.since(Instant::now());
-    t
+    core.close()
 }
 
 /// A connection over the limit: say so where the protocol can, then close (bounded).
@@ -323,11 +297,11 @@ async fn refuse(stream: TcpStream, answer: Vec<u8>) {
 
 async fn serve_connection<S: ServerCodec>(
     stream: TcpStream,
-    codec: S,
-    limits: ServerLimits,
-    tally: Rc<RefCell<ServerTally>>,
+    mut conn: ServerConn<S>,
+    core: Rc<AsyncServerCore>,
+    _admitted: Admitted,
 ) {
-    let mut conn = ServerConn::new(codec, limits, Instant::now());
+    let tally = &core.tally;
     // tokio-uring owns the buffers while the kernel uses them; these travel to it and back.
     let mut rbuf: Vec<u8> = Vec::new();
     let mut wbuf: Vec<u8> = Vec::new();
@@ -354,7 +328,7 @@ async fn serve_connection<S: ServerCodec>(
                         let _ = tokio::time::timeout(UNCANCELLABLE_WAIT, read).await;
                         return;
                     }
-                    if !conn.to_write().is_empty() && !write_out(&stream, &mut conn, &mut wbuf, &tally).await {
+                    if !conn.to_write().is_empty() && !write_out(&stream, &mut conn, &mut wbuf, tally).await {
                         let _ = tokio::time::timeout(UNCANCELLABLE_WAIT, read).await;
                         return;
                     }
@@ -370,7 +344,7 @@ async fn serve_connection<S: ServerCodec>(
             dst[..n].copy_from_slice(&rbuf[..n]);
         }
         conn.received(n, Instant::now(), super::unix_secs(), &mut tally.borrow_mut());
-        if !conn.to_write().is_empty() && !write_out(&stream, &mut conn, &mut wbuf, &tally).await {
+        if !conn.to_write().is_empty() && !write_out(&stream, &mut conn, &mut wbuf, tally).await {
             return;
         }
         if conn.closing() {
@@ -385,7 +359,7 @@ async fn write_out<S: ServerCodec>(
     stream: &TcpStream,
     conn: &mut ServerConn<S>,
     wbuf: &mut Vec<u8>,
-    tally: &Rc<RefCell<ServerTally>>,
+    tally: &RefCell<ServerTally>,
 ) -> bool {
     wbuf.clear();
     wbuf.extend_from_slice(conn.to_write());

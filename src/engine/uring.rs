@@ -10,7 +10,7 @@
 
 use super::conn::{Conn, Want};
 use super::sys::close_audit;
-use super::{ClientJob, ClientRun, CoreBooks, EngineError, StartGate};
+use super::{ClientJob, ClientRun, CoreBooks, CoreStart, EngineError};
 use crate::proto::ClientCodec;
 use crate::stats::CoreRecorder;
 use io_uring::{IoUring, opcode, types};
@@ -61,12 +61,8 @@ struct Slot<C> {
 }
 
 fn client_core<C: ClientCodec>(
-    job: ClientJob,
+    CoreStart { job, cpu, index, conns, gate }: CoreStart,
     prototype: C,
-    cpu: usize,
-    index: usize,
-    conns: std::ops::Range<usize>,
-    gate: StartGate,
 ) -> Result<(CoreRecorder, Instant), EngineError> {
     let pinned = super::pin_current_thread(cpu);
     let entries = (2 * conns.len() + 64).next_power_of_two().min(32_768) as u32;

@@ -255,17 +255,23 @@ fn find_crlf(buf: &[u8]) -> Option<usize> {
     buf.windows(2).position(|w| w == b"\r\n")
 }
 
-/// The end of a request head (the index after its empty line) in `input`, searching from
-/// `from`; httparse accepts bare LF line ends, so `\n\n` ends a head too.
+/// The first end of a request head (the index after its empty line) in `input` beyond `from`
+/// (where the last search stopped, or the last candidate that was only empty lines); httparse
+/// accepts bare LF line ends, so `\n\n` ends a head too. Always past `from`, so a caller
+/// looping over candidates makes progress.
 pub fn find_head_end(input: &[u8], from: usize) -> Option<usize> {
+    // A terminator may straddle where the last search stopped: look two bytes back.
     let mut i = from.saturating_sub(2);
     while let Some(nl) = input[i..].iter().position(|&b| b == b'\n') {
         let at = i + nl;
-        match input.get(at + 1..at + 3) {
-            Some([b'\r', b'\n']) => return Some(at + 3),
-            Some([b'\n', _]) => return Some(at + 2),
-            None if input.get(at + 1) == Some(&b'\n') => return Some(at + 2),
-            _ => {}
+        let end = match input.get(at + 1..at + 3) {
+            Some([b'\r', b'\n']) => Some(at + 3),
+            Some([b'\n', _]) => Some(at + 2),
+            None if input.get(at + 1) == Some(&b'\n') => Some(at + 2),
+            _ => None,
+        };
+        if let Some(end) = end.filter(|&end| end > from) {
+            return Some(end);
         }
         i = at + 1;
     }

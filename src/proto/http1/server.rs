@@ -349,4 +349,20 @@ mod tests {
         Http1Server::default().busy(&mut out);
         assert!(out.starts_with(b"HTTP/1.1 503 "));
     }
+
+    /// Found by fuzzing (`server_http1`): empty lines before a request line made the reader
+    /// find the same candidate head end for ever.
+    #[test]
+    fn empty_lines_alone_wait_for_a_request_instead_of_spinning() {
+        for input in [&b"\n\n"[..], b"\r\n\r\n", b"\n\n\n\nGET / HTTP/1.1\r\n\r\n"] {
+            let (served, out) = serve(input);
+            assert!(served.consumed <= input.len());
+            assert_eq!(
+                served.requests,
+                u64::from(input.ends_with(b"\r\n\r\n") && input.len() > 4),
+                "{input:?}"
+            );
+            assert_eq!(out.is_empty(), served.requests == 0);
+        }
+    }
 }

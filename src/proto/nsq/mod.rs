@@ -475,7 +475,7 @@ fn publish_spec(plan: &LoadPlan, body: &[u8]) -> PublishSpec {
 fn with_batch(plan: &LoadPlan, batch: usize) -> LoadPlan {
     let mut plan = plan.clone();
     plan.load.options.nsq.batch = Some(batch);
-    plan.load.ops = plan.load.ops.map(|n| n.div_ceil(batch as u64));
+    plan.load.shape.ops = plan.load.shape.ops.map(|n| n.div_ceil(batch as u64));
     plan
 }
 
