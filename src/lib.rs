@@ -3,24 +3,32 @@
 //! # Data flow
 //!
 //! ```text
-//! argv ──clap──▶ cmd::*Args ──validate──▶ BenchPlan ──▶ one pinned engine thread per core ──▶ CoreRecorder ─┐
-//!                 (target URL → codec,         (engine drives its connections               │ merge
-//!                  workload, cores, outputs)    through a sans-IO protocol codec)            ▼
-//!                                                                           stats::Report ──▶ report::{text,json}
+//! argv ──clap──▶ plan::LoadArgs ──validate (pure)──▶ LoadPlan ──prepare──▶ Prepared ──run──▶ the protocol
+//!                 (+ each protocol's options,         (target → protocol     (resolved, payload,   builds its codec
+//!                  from the registry)                  from the registry)     limits, Ctrl-C)       │
+//!                                                                                                   ▼
+//!   report::{text,json,compare,sweep,svg} ◀── stats::Report ◀─merge─ CoreRecorder per pinned engine thread
+//!                                                                    (engine drives Conn<Codec>)
 //! ```
 //!
-//! # Layers (one folder each)
+//! # Layers (one folder or file each)
 //!
-//! - [`proto`]: one file per protocol, client and server roles, bytes only (sans-IO).
-//! - [`engine`]: one file per I/O driver; sockets, pinning, time; counts every byte where the
-//!   syscall returned it and reads the kernel's own counts (`TCP_INFO`) for the audit.
-//! - [`workload`]: when each connection's next operation is due.
-//! - [`stats`]: per-core recorders and their merge.
-//! - [`report`]: text, JSON, progress line.
-//! - [`cmd`]: the command line and the composition of the above; [`target`] parses URLs.
+//! - [`proto`]: one module per protocol: sans-IO codecs (client and server roles, bytes only)
+//!   and, at the end of its `mod.rs`, its entry in the registry.
+//! - [`protocol`]: the registry: schemes, options, codec from plan, `compare` rows, built-in
+//!   servers. Commands and reports ask it; they never match on a protocol.
+//! - [`plan`]: plans as plain data: validate (pure), prepare (I/O), run.
+//! - [`engine`]: one file per I/O driver; sockets, pinning, time; the shared connection
+//!   machines ([`engine::conn`], [`engine::serve_conn`]); every byte counted where the syscall
+//!   returned it, and the kernel's own counts read at each close for the audit.
+//! - [`workload`]: when each connection's next operation is due; [`outcome`]: how operations
+//!   and connections end.
+//! - [`stats`]: per-core recorders and their merge; [`report`]: text, JSON, tables, SVG.
+//! - [`cmd`]: the command line and the composition of the above; [`cpus`], [`target`] and
+//!   [`watch`] are small helpers.
 //!
-//! The command layer picks protocol × engine with one `match`; the engine's loops are generic
-//! over the codec, never `dyn`.
+//! `docs/ARCHITECTURE.md` has the rooms in a table and the recipe for adding a protocol. The
+//! engines' loops are generic over the codec, never `dyn`.
 
 pub mod cmd;
 pub mod cpus;

@@ -50,7 +50,7 @@ struct Snapshot {
 ///
 /// The counters and the drain are read as counters, drain, counters: when both readings agree,
 /// nothing arrived in between and every byte the kernel counted was read. A peer that keeps
-/// sending through [`CLOSE_TRIES`] attempts leaves the socket [`Inexact::Unsettled`].
+/// sending through four attempts (`CLOSE_TRIES`) leaves the socket [`Inexact::Unsettled`].
 ///
 /// `sent_fin`: the engine shut the socket down for writing (to stop a write it could not
 /// cancel), so the kernel counted one FIN in what was written.
