@@ -65,8 +65,14 @@ fn main() {
         black_box(server.serve(black_box(&request), &mut out));
     });
 
-    let spec =
-        WsSpec { host: "h".into(), path: "/".into(), headers: vec![], message: vec![b'x'; 500], text: false };
+    let spec = WsSpec {
+        host: "h".into(),
+        path: "/".into(),
+        headers: vec![],
+        message: vec![b'x'; 500],
+        text: false,
+        expect: ws::Expect::Echo,
+    };
     let mut wsc = WsClient::new(spec);
     measure("ws encode 500-byte masked frame", || {
         out.clear();

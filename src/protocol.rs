@@ -10,7 +10,7 @@
 
 use crate::plan::{LoadPlan, Prepared};
 use crate::proto::{Served, ServerCodec};
-use crate::proto::{http1, nsq, ws};
+use crate::proto::{http1, nsq, sio, ws};
 use crate::stats::Report;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -93,10 +93,11 @@ impl std::fmt::Debug for Server {
 }
 
 /// Every protocol. (Registry line: one entry per protocol.)
-pub const PROTOCOLS: [&Protocol; 4] = [&http1::PROTOCOL, &ws::PROTOCOL, &nsq::PROTOCOL, &nsq::HTTP_PROTOCOL];
+pub const PROTOCOLS: [&Protocol; 5] =
+    [&http1::PROTOCOL, &ws::PROTOCOL, &sio::PROTOCOL, &nsq::PROTOCOL, &nsq::HTTP_PROTOCOL];
 
 /// Every built-in server. (Registry line: one entry per server.)
-pub const SERVERS: [&Server; 3] = [&http1::SERVER, &ws::SERVER, &nsq::SERVER];
+pub const SERVERS: [&Server; 4] = [&http1::SERVER, &ws::SERVER, &sio::SERVER, &nsq::SERVER];
 
 /// Every protocol's load options, flattened into each command that generates load. (Registry
 /// line: one field per option group.)
@@ -107,13 +108,15 @@ pub struct ProtocolOptions {
     #[command(flatten)]
     pub ws: ws::Options,
     #[command(flatten)]
+    pub sio: sio::Options,
+    #[command(flatten)]
     pub nsq: nsq::Options,
 }
 
 impl ProtocolOptions {
     /// The options given, each with the protocols it applies to.
     pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        let groups = [self.http1.given(), self.ws.given(), self.nsq.given()];
+        let groups = [self.http1.given(), self.ws.given(), self.sio.given(), self.nsq.given()];
         groups.into_iter().flatten().collect()
     }
 }
@@ -125,13 +128,15 @@ pub struct ServerOptions {
     #[command(flatten)]
     pub ws: ws::ServeOptions,
     #[command(flatten)]
+    pub sio: sio::ServeOptions,
+    #[command(flatten)]
     pub nsq: nsq::ServeOptions,
 }
 
 impl ServerOptions {
     /// The options given, each with the servers it applies to.
     pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        [self.ws.given(), self.nsq.given()].into_iter().flatten().collect()
+        [self.ws.given(), self.sio.given(), self.nsq.given()].into_iter().flatten().collect()
     }
 }
 
@@ -191,6 +196,7 @@ pub trait ServerObject: Send {
     fn heartbeat(&mut self, out: &mut Vec<u8>);
     fn silence_limit(&self) -> Option<Duration>;
     fn busy(&self, out: &mut Vec<u8>);
+    fn seed(&mut self, seed: u64);
     fn clone_box(&self) -> BoxedServer;
 }
 
@@ -212,6 +218,9 @@ impl<S: ServerCodec + Send + 'static> ServerObject for S {
     }
     fn busy(&self, out: &mut Vec<u8>) {
         ServerCodec::busy(self, out)
+    }
+    fn seed(&mut self, seed: u64) {
+        ServerCodec::seed(self, seed)
     }
     fn clone_box(&self) -> BoxedServer {
         Box::new(self.clone())
@@ -243,6 +252,9 @@ impl ServerCodec for BoxedServer {
     fn busy(&self, out: &mut Vec<u8>) {
         self.as_ref().busy(out)
     }
+    fn seed(&mut self, seed: u64) {
+        self.as_mut().seed(seed)
+    }
 }
 
 /// [`Protocol::check_payload`] for protocols that take any bytes.
@@ -270,7 +282,7 @@ mod tests {
                 assert_eq!(by_scheme(&s.name.to_uppercase()).map(|(q, _)| q.name), Some(p.name));
             }
         }
-        assert_eq!(schemes_text(), "http://, ws://, nsq:// or nsq+http://");
+        assert_eq!(schemes_text(), "http://, ws://, sio://, nsq:// or nsq+http://");
         assert_eq!(schemes_of(&["nsq", "nsq-http"]), "nsq:// and nsq+http://");
         for s in SERVERS {
             assert_eq!(server(s.name).map(|s| s.name), Some(s.name));

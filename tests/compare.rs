@@ -1,4 +1,4 @@
-//! `wirebench compare` as a user runs it: five rows on the built-in servers with exact bytes,
+//! `wirebench compare` as a user runs it: six rows on the built-in servers with exact bytes,
 //! JSON and an SVG; the same against a real nsqd; the SVG rendered by headless Chromium.
 
 mod common;
@@ -31,11 +31,11 @@ fn row<'a>(v: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {
 }
 
 #[test]
-fn five_protocols_on_the_builtin_servers() {
+fn six_rows_on_the_builtin_servers() {
     let svg = std::env::temp_dir().join(format!("wirebench-compare-{}.svg", free_port()));
     let (stdout, v) = compare(&["-n", "3000", "-d", "5s", "--svg", svg.to_str().unwrap()]);
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 5, "{stdout}");
+    assert_eq!(rows.len(), 6, "{stdout}");
     for r in rows {
         assert_eq!(r["failed"]["total"], 0, "{}", r["label"]);
         assert_eq!(r["connection_errors"]["total"], 0, "{}", r["label"]);
@@ -60,6 +60,17 @@ fn five_protocols_on_the_builtin_servers() {
     let framing = wire::ws_client_frame(400) + wire::ws_server_frame(400) - 800.0;
     assert_eq!(ws["derived"]["framing"].as_f64(), Some(framing));
     assert_eq!(ws["derived"]["overhead"].as_f64(), Some(framing / 800.0));
+    // Socket.IO beside it: what its packets add to the same echo of the payload.
+    let sio = row(&v, "Socket.IO event+ack");
+    let (event, ack) = (sio_wire::event("/", Some(0), "message", 400), sio_wire::ack("/", 0, 400));
+    assert_eq!(
+        (sio["derived"]["tx_per_msg"].as_f64(), sio["derived"]["rx_per_msg"].as_f64()),
+        (Some(event), Some(ack))
+    );
+    assert_eq!(sio["derived"]["overhead"].as_f64(), Some((event + ack - 800.0) / 800.0));
+    let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    let ws_at = labels.iter().position(|l| *l == "WebSocket binary").unwrap();
+    assert_eq!(labels[ws_at + 1], "Socket.IO event+ack", "beside WebSocket: {labels:?}");
     let http = row(&v, "NSQ HTTP /pub");
     assert_eq!(http["derived"]["rx_per_msg"].as_f64(), Some(wire::nsqd_pub_ok()));
     assert_eq!(v["http_vs_tcp"]["rx"].as_f64(), Some(wire::nsqd_pub_ok() / wire::nsq_frame("OK")));

@@ -55,6 +55,41 @@ fn samples(target: &str) -> Vec<Vec<u8>> {
             [&[0x02, 2][..], b"he", &[0x89, 0], &[0x80, 3], b"llo", &[0x88, 2, 3, 0xe8]].concat(),
             vec![0x8a, 1, b'p', 0x82, 5, b'h', b'e', b'l', b'l', b'o'],
         ],
+        "client_sio" => {
+            let text = |data: &[u8]| {
+                let mut f = Vec::new();
+                wirebench::proto::ws::write_frame(&mut f, 1, data, None);
+                f
+            };
+            let joined = props::sio_joined();
+            vec![
+                [joined.clone(), text(b"430[\"hi\"]"), text(b"2"), text(b"431[\"hi\"]"), text(b"6")].concat(),
+                [joined.clone(), text(b"42[\"news\",{\"a\":1}]"), text(b"41"), text(b"1")].concat(),
+                [joined, text(b"451-0[{\"_placeholder\":true,\"num\":0}]"), vec![0x82, 1, 7]].concat(),
+                [
+                    text(br#"0{"sid":"s","pingInterval":100,"pingTimeout":100}"#),
+                    text(br#"44{"message":"no"}"#),
+                ]
+                .concat(),
+            ]
+        }
+        "server_sio" => vec![
+            [
+                props::SIO_UPGRADE.to_vec(),
+                masked(1, b"420[\"message\",\"x\"]"),
+                masked(1, b"3"),
+                masked(1, b"2"),
+            ]
+            .concat(),
+            [
+                props::SIO_UPGRADE.to_vec(),
+                masked(1, b"40/chat,"),
+                masked(1, b"42/chat,[\"ask\",1]"),
+                masked(1, b"41/chat,"),
+            ]
+            .concat(),
+            [props::SIO_UPGRADE.to_vec(), masked(1, b"42[\"r\"]"), masked(1, b"1")].concat(),
+        ],
         "client_nsq" => vec![
             [frame(0, b"OK"), frame(0, b"_heartbeat_"), frame(0, b"OK")].concat(),
             frame(1, b"E_BAD_TOPIC PUB topic name \"a!\" is not valid"),
@@ -159,6 +194,23 @@ fn splitting_changes_nothing_on_valid_streams() {
         }
         assert!(whole.requests > 0);
     }
+    // Socket.IO: acks of the ids in flight complete operations, pings are answered.
+    let answer = |request: &[u8]| {
+        let key = String::from_utf8_lossy(request);
+        let key = key.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: ")).unwrap_or_default();
+        let accept = wirebench::proto::ws::accept_key(key.trim().as_bytes());
+        format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n").into_bytes()
+    };
+    let stream = &samples("client_sio")[0];
+    let whole = decode_client(&props::sio_client(), &answer, stream, &[]);
+    let outcomes: Vec<Outcome> = whole.messages.iter().map(|m| m.1).collect();
+    assert_eq!(outcomes, [Outcome::Op, Outcome::Control, Outcome::Op, Outcome::Control], "{whole:?}");
+    assert_eq!(whole.replies, 7, "one masked pong");
+    for b in 0..=255u8 {
+        client_splits_agree(&props::sio_client(), &answer, stream, &[b, b.wrapping_mul(3)]);
+    }
+    let whole = serve_stream(&props::sio_server(), &samples("server_sio")[0], &[]);
+    assert!(whole.out.windows(8).any(|w| w == b"430[\"x\"]"), "{:?}", String::from_utf8_lossy(&whole.out));
     let mut out = Vec::new();
     wirebench::proto::http1::Http1Server::default().busy(&mut out);
     assert!(!out.is_empty());

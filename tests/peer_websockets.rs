@@ -36,6 +36,31 @@ fn bench_against_pythons_websockets_echo_server() {
 
 #[test]
 #[ignore = "needs Python's websockets: run by .ci/run"]
+fn a_server_answering_in_its_own_words_needs_expect_any() {
+    let port = free_port();
+    let mut child = Command::new("python3")
+        .args([tool("ws_echo_server.py"), port.to_string(), "60".into(), "ok:".into()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null()) // its log of the connections the default run drops
+        .spawn()
+        .expect("python3 runs");
+    let ready = BufReader::new(child.stdout.take().unwrap()).lines().next();
+    let _server = Peer(child);
+    assert_eq!(ready.and_then(Result::ok).as_deref(), Some("ready"));
+    let url = format!("ws://127.0.0.1:{port}/");
+    let cpu = client_cpu().to_string();
+    // Exact echo (the default): every answer is three bytes too long, a protocol error.
+    let r = bench(&[&url, "-c", "2", "-n", "100", "--cores", &cpu]);
+    assert_accounted(&r);
+    assert_eq!(r.ops, 0);
+    assert!(r.error_samples.iter().any(|s| s.contains("echoed message length")), "{:?}", r.error_samples);
+    let r = bench(&[&url, "--expect", "any", "-c", "4", "-n", "4000", "--cores", &cpu]);
+    assert_clean(&r);
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (wire::ws_client_frame(400), wire::ws_server_frame(403)));
+}
+
+#[test]
+#[ignore = "needs Python's websockets: run by .ci/run"]
 fn pythons_websockets_client_against_serve_ws() {
     let server = start_builtin("ws");
     let out = Command::new("python3")

@@ -32,4 +32,17 @@ fi
 if ! python3 -c 'import websockets' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check websockets
 fi
-echo "peers: $(nginx -v 2>&1), nsqd $("$here/bin/nsqd" --version 2>&1 | head -1), websockets $(python3 -c 'import websockets; print(websockets.__version__)')"
+for module in socketio aiohttp; do
+    if ! python3 -c "import $module" 2>/dev/null; then
+        python3 -m pip install -q --disable-pip-version-check python-socketio aiohttp
+        break
+    fi
+done
+if [ ! -d "$here/sio-peers/node_modules/socket.io-v2" ]; then
+    (cd "$here/sio-peers" && npm ci --silent --no-audit --no-fund)
+fi
+
+echo "peers: $(nginx -v 2>&1), nsqd $("$here/bin/nsqd" --version 2>&1 | head -1), websockets $(python3 -c 'import websockets; print(websockets.__version__)')," \
+    "python-socketio $(python3 -c 'import importlib.metadata as m; print(m.version("python-socketio"))')," \
+    "socket.io $(node -p 'require("'"$here"'/sio-peers/node_modules/socket.io/package.json").version')" \
+    "and $(node -p 'require("'"$here"'/sio-peers/node_modules/socket.io-v2/package.json").version')"

@@ -1,7 +1,8 @@
 """A strict, real WebSocket echo server (Python's `websockets`), for wirebench's peer tests.
 
-Usage: python3 tools/ws_echo_server.py PORT [SECONDS]
-Prints "ready" once listening on 127.0.0.1:PORT; stops after SECONDS (default 600).
+Usage: python3 tools/ws_echo_server.py PORT [SECONDS] [PREFIX]
+Prints "ready" once listening on 127.0.0.1:PORT; stops after SECONDS (default 600). With PREFIX,
+every echo starts with it (as a server in the wsbench study answered: `bench --expect any`).
 No compression, 16 MiB message limit (the same as `wirebench serve ws`).
 """
 import asyncio
@@ -10,16 +11,23 @@ import sys
 from websockets.asyncio.server import serve
 
 
-async def echo(ws):
-    async for message in ws:
-        await ws.send(message)
+def echo(prefix: str):
+    async def handler(ws):
+        async for message in ws:
+            if isinstance(message, str):
+                await ws.send(prefix + message)
+            else:
+                await ws.send(prefix.encode() + message)
+
+    return handler
 
 
-async def main(port: int, seconds: float) -> None:
-    async with serve(echo, "127.0.0.1", port, compression=None, max_size=16 * 2**20):
+async def main(port: int, seconds: float, prefix: str) -> None:
+    async with serve(echo(prefix), "127.0.0.1", port, compression=None, max_size=16 * 2**20):
         print("ready", flush=True)
         await asyncio.sleep(seconds)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 600.0))
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 600.0
+    asyncio.run(main(int(sys.argv[1]), seconds, sys.argv[3] if len(sys.argv) > 3 else ""))

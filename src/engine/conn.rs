@@ -139,6 +139,10 @@ pub struct Conn<C> {
     /// This connection's seed for the codec's randomness, and how many sockets it has had.
     seed: u64,
     lives: u64,
+    /// When the codec's next unprompted message is due (Engine.IO 3's pings), and when the
+    /// server last sent anything (its silence limit counts from there).
+    next_beat: Option<Instant>,
+    last_rx: Instant,
     phase: Phase,
 }
 
@@ -173,6 +177,8 @@ impl<C: ClientCodec> Conn<C> {
             futile: 0,
             seed,
             lives: 0,
+            next_beat: None,
+            last_rx: budget.measure_from,
             phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
         }
     }
@@ -195,6 +201,20 @@ impl<C: ClientCodec> Conn<C> {
         (self.budget.deadline + DRAIN_LIMIT)
             .saturating_duration_since(now)
             .clamp(Duration::from_millis(1), self.timeout)
+    }
+
+    /// How long a read may wait: [`io_timeout`](Self::io_timeout), and no longer than the
+    /// protocol lets the server stay silent.
+    fn read_timeout(&self, now: Instant) -> Duration {
+        let io = self.io_timeout(now);
+        match self.silence_deadline() {
+            Some(at) => io.min(at.saturating_duration_since(now).max(Duration::from_millis(1))),
+            None => io,
+        }
+    }
+
+    fn silence_deadline(&self) -> Option<Instant> {
+        self.codec.silence_limit().map(|limit| self.last_rx + limit)
     }
 
     /// Bytes to write now.
@@ -250,6 +270,20 @@ impl<C: ClientCodec> Conn<C> {
                 Phase::Handshake => return Want::Read(self.io_timeout(now)),
                 Phase::Running => {}
             }
+            // The protocol's own heartbeat goes out when due, between batches.
+            if let (Some(due), Some(interval)) = (self.next_beat, self.codec.heartbeat_interval())
+                && now >= due
+                && !self.stopped(now, stopping)
+            {
+                self.send.clear();
+                self.sent_off = 0;
+                self.codec.heartbeat(&mut self.send);
+                self.send_traffic = Traffic::Control;
+                self.next_beat = Some(now.max(due) + interval);
+                if !self.send.is_empty() {
+                    return Want::Write(self.io_timeout(now));
+                }
+            }
             // Running, nothing left to write: send what the workload allows, one batch per
             // write. A batch holds operations of one traffic class only (warm-up or measured),
             // so each write's bytes belong to exactly one class.
@@ -289,7 +323,7 @@ impl<C: ClientCodec> Conn<C> {
                 return Want::Write(self.io_timeout(now));
             }
             if !self.inflight.is_empty() {
-                return Want::Read(self.io_timeout(now));
+                return Want::Read(self.read_timeout(now));
             }
             if self.stopped(now, stopping) {
                 // Say goodbye if the protocol has one, else close.
@@ -301,19 +335,18 @@ impl<C: ClientCodec> Conn<C> {
                 self.close(End::Done);
                 continue;
             }
-            // Nothing in flight and nothing due yet (a paced workload): wait for its time.
+            // Nothing in flight and nothing due yet (a paced workload): wait for its time, or
+            // for the protocol's next heartbeat.
             let due = self.pacer.due(now);
-            return if due > now {
-                Want::Sleep(due.min(self.budget.deadline))
-            } else {
-                Want::Read(self.io_timeout(now))
-            };
+            let wake = self.next_beat.map_or(due, |beat| beat.min(due)).min(self.budget.deadline);
+            return if wake > now { Want::Sleep(wake) } else { Want::Read(self.read_timeout(now)) };
         }
     }
 
-    pub fn connected(&mut self, rec: &mut CoreRecorder) {
+    pub fn connected(&mut self, now: Instant, rec: &mut CoreRecorder) {
         rec.connects += 1;
         self.life = Life::default();
+        self.last_rx = now;
         self.send.clear();
         self.sent_off = 0;
         self.codec.handshake(&mut self.send);
@@ -323,7 +356,7 @@ impl<C: ClientCodec> Conn<C> {
             self.phase = Phase::Running;
         } else {
             // A codec whose handshake needs no answer is done at once.
-            self.decode_handshake(rec);
+            self.decode_handshake(now, rec);
         }
     }
 
@@ -390,12 +423,17 @@ impl<C: ClientCodec> Conn<C> {
 
     pub fn read_failed(&mut self, error: &std::io::Error, _rec: &mut CoreRecorder) {
         let timed_out = error.kind() == std::io::ErrorKind::TimedOut;
+        let silent = timed_out && self.silence_deadline().is_some_and(|at| Instant::now() >= at);
         let end = match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Salvage(end) => end,
             Phase::Goodbye(_) => End::Done,
             Phase::Handshake if timed_out => {
                 End::Failed(ErrorClass::Timeout, "no answer to the handshake within the timeout".into())
             }
+            Phase::Running if silent => End::Failed(
+                ErrorClass::Timeout,
+                "the server stayed silent longer than its heartbeat allows (ping interval + timeout)".into(),
+            ),
             _ if timed_out => End::Failed(ErrorClass::Timeout, "no response within the timeout".into()),
             _ => End::Failed(ErrorClass::Read, io_text(error)),
         };
@@ -409,8 +447,9 @@ impl<C: ClientCodec> Conn<C> {
         }
         self.recv.filled(n);
         self.life.rx += n as u64;
+        self.last_rx = now;
         match self.phase.clone() {
-            Phase::Handshake => self.decode_handshake(rec),
+            Phase::Handshake => self.decode_handshake(now, rec),
             Phase::Running => {
                 self.decode_ops(now, rec);
             }
@@ -481,15 +520,44 @@ impl<C: ClientCodec> Conn<C> {
         self.close(end);
     }
 
-    fn decode_handshake(&mut self, rec: &mut CoreRecorder) {
-        match self.codec.decode_handshake(self.recv.data()) {
-            Ok(Decoded::Partial) => {}
-            Ok(Decoded::Done { consumed, .. }) => {
-                rec.rx.add(Traffic::Handshake, consumed as u64);
-                self.recv.consume(consumed);
-                self.phase = Phase::Running;
+    /// A codec's error, with the detail it may have kept (a server's own words).
+    fn error_text(&self, e: crate::proto::ProtoError) -> String {
+        match self.codec.error_detail() {
+            Some(detail) => format!("{e}: {detail}"),
+            None => e.to_string(),
+        }
+    }
+
+    /// Decode the handshake's answers; a step that goes on may queue a reply (handshake bytes).
+    fn decode_handshake(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        let mut reply = Vec::new();
+        loop {
+            match self.codec.decode_handshake(self.recv.data(), &mut reply) {
+                Ok(Decoded::Partial) => break,
+                Ok(Decoded::Done { consumed, outcome: Outcome::Handshaking }) => {
+                    if consumed == 0 {
+                        return self
+                            .fail(ErrorClass::Protocol, "the handshake made no progress (a wirebench bug)");
+                    }
+                    rec.rx.add(Traffic::Handshake, consumed as u64);
+                    self.recv.consume(consumed);
+                }
+                Ok(Decoded::Done { consumed, .. }) => {
+                    rec.rx.add(Traffic::Handshake, consumed as u64);
+                    self.recv.consume(consumed);
+                    self.phase = Phase::Running;
+                    self.next_beat = self.codec.heartbeat_interval().map(|i| now + i);
+                    break;
+                }
+                Err(e) => {
+                    let text = self.error_text(e);
+                    return self.fail(ErrorClass::Protocol, format!("handshake: {text}"));
+                }
             }
-            Err(e) => self.fail(ErrorClass::Protocol, format!("handshake: {e}")),
+        }
+        if !reply.is_empty() {
+            self.send.extend_from_slice(&reply);
+            self.send_traffic = Traffic::Handshake;
         }
     }
 
@@ -516,7 +584,8 @@ impl<C: ClientCodec> Conn<C> {
                     }
                 }
                 Err(e) => {
-                    self.fail(ErrorClass::Protocol, e.to_string());
+                    let text = self.error_text(e);
+                    self.fail(ErrorClass::Protocol, text);
                     return answered;
                 }
             }
@@ -545,7 +614,7 @@ impl<C: ClientCodec> Conn<C> {
         let consumed = consumed as u64;
         let no_request = || End::Failed(ErrorClass::Protocol, "response with no request in flight".into());
         match outcome {
-            Outcome::Control => {
+            Outcome::Control | Outcome::Handshaking => {
                 rec.rx.add(Traffic::Control, consumed);
                 Ok(())
             }
@@ -633,6 +702,7 @@ impl<C: ClientCodec> Conn<C> {
             self.futile += 1;
         }
         self.life = Life::default();
+        self.next_beat = None;
         self.measured_inflight = 0;
         self.unwritten = 0;
         self.send.clear();
@@ -721,7 +791,7 @@ mod tests {
         let (mut c, now) = conn(4, 2);
         let mut rec = CoreRecorder::new(0);
         assert_eq!(c.next(now, false, &mut rec), Want::Connect(Duration::from_secs(1)));
-        c.connected(&mut rec);
+        c.connected(now, &mut rec);
         assert_eq!(c.next(now, false, &mut rec), Want::Write(Duration::from_secs(1)));
         assert_eq!(c.to_write(), [GET, GET].concat());
         c.wrote(2 * GET.len(), &mut rec);
@@ -751,7 +821,7 @@ mod tests {
         let mut rec = CoreRecorder::new(0);
         for life in 0..10 {
             assert!(matches!(c.next(now, false, &mut rec), Want::Connect(_)), "life {life}");
-            c.connected(&mut rec);
+            c.connected(now, &mut rec);
             let written = write_all(&mut c, now, &mut rec);
             feed(&mut c, OK_CLOSE, &mut rec);
             assert_eq!(c.next(now, false, &mut rec), Want::Close);
@@ -776,7 +846,7 @@ mod tests {
         let (mut c, now) = conn(10, 3);
         let mut rec = CoreRecorder::new(0);
         c.next(now, false, &mut rec);
-        c.connected(&mut rec);
+        c.connected(now, &mut rec);
         write_all(&mut c, now, &mut rec);
         c.read_failed(&std::io::ErrorKind::ConnectionReset.into(), &mut rec);
         assert_eq!(c.next(now, false, &mut rec), Want::Close);
@@ -796,7 +866,7 @@ mod tests {
         let (mut c, now) = conn(10, 2);
         let mut rec = CoreRecorder::new(0);
         c.next(now, false, &mut rec);
-        c.connected(&mut rec);
+        c.connected(now, &mut rec);
         write_all(&mut c, now, &mut rec);
         feed(&mut c, &OK[..10], &mut rec);
         c.read(0, now, &mut rec);
@@ -813,7 +883,7 @@ mod tests {
         let (mut c, now) = conn(10, 1);
         let mut rec = CoreRecorder::new(0);
         c.next(now, false, &mut rec);
-        c.connected(&mut rec);
+        c.connected(now, &mut rec);
         c.next(now, false, &mut rec);
         c.write_failed(&std::io::ErrorKind::BrokenPipe.into(), &mut rec);
         assert_eq!(c.next(now, false, &mut rec), Want::Read(SALVAGE_WAIT));
@@ -831,7 +901,7 @@ mod tests {
     struct Heartbeats;
     impl ClientCodec for Heartbeats {
         fn handshake(&mut self, _out: &mut Vec<u8>) {}
-        fn decode_handshake(&mut self, _input: &[u8]) -> Result<Decoded, ProtoError> {
+        fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
             Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control })
         }
         fn encode_op(&mut self, out: &mut Vec<u8>) {
@@ -852,7 +922,7 @@ mod tests {
         let (mut c, now) = conn_with(&Heartbeats, Some(5), 1);
         let mut rec = CoreRecorder::new(0);
         c.next(now, false, &mut rec);
-        c.connected(&mut rec);
+        c.connected(now, &mut rec);
         c.next(now, false, &mut rec);
         c.write_failed(&std::io::ErrorKind::BrokenPipe.into(), &mut rec);
         feed(&mut c, b"h", &mut rec);
@@ -867,7 +937,7 @@ mod tests {
         let (mut c, now) = conn_with(&Heartbeats, Some(5), 1);
         let mut rec = CoreRecorder::new(0);
         c.next(now, false, &mut rec);
-        c.connected(&mut rec);
+        c.connected(now, &mut rec);
         write_all(&mut c, now, &mut rec);
         feed(&mut c, b"0", &mut rec);
         assert_eq!(c.next(now, false, &mut rec), Want::Close);
@@ -885,7 +955,7 @@ mod tests {
             match c.next(now, false, &mut rec) {
                 Want::Connect(_) => {
                     lives += 1;
-                    c.connected(&mut rec);
+                    c.connected(now, &mut rec);
                 }
                 Want::Write(_) => {
                     let n = c.to_write().len();
@@ -909,7 +979,7 @@ mod tests {
         let (mut c, now) = conn(10, 3);
         let mut rec = CoreRecorder::new(0);
         c.next(now, false, &mut rec);
-        c.connected(&mut rec);
+        c.connected(now, &mut rec);
         assert!(matches!(c.next(now, false, &mut rec), Want::Write(_)));
         c.wrote(GET.len() + 3, &mut rec); // the first request and 3 bytes of the second
         c.write_failed(&std::io::ErrorKind::ConnectionReset.into(), &mut rec);

@@ -75,7 +75,7 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
                     stream = Some(s);
-                    conn.connected(&mut ctx.rec.borrow_mut());
+                    conn.connected(Instant::now(), &mut ctx.rec.borrow_mut());
                 }
                 Err(e) => conn.connect_failed(&e.into(), Instant::now(), &mut ctx.rec.borrow_mut()),
             },
@@ -156,7 +156,7 @@ async fn server_core<S: ServerCodec + 'static>(start: ServerStart<S>) -> ServerT
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                let conn = ServerConn::new(prototype.clone(), core.limits, Instant::now());
+                let conn = ServerConn::new(core.codec(&prototype), core.limits, Instant::now());
                 glommio::spawn_local(serve_connection(stream, conn, core.clone(), admitted)).detach();
             }
         })

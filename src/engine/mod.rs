@@ -341,6 +341,15 @@ impl AsyncServerCore {
         Some(Admitted(self.clone()))
     }
 
+    /// The codec of an admitted connection: the listener's prototype, seeded apart (Socket.IO
+    /// session ids differ between connections).
+    pub fn codec<S: crate::proto::ServerCodec>(&self, prototype: &S) -> S {
+        let tally = self.tally.borrow();
+        let mut codec = prototype.clone();
+        codec.seed(((tally.core as u64) << 40) ^ tally.connections.wrapping_mul(conn::SEED_STEP));
+        codec
+    }
+
     /// The core's tally, with its CPU and wall time.
     pub fn close(&self) -> ServerTally {
         let mut t = self.tally.take();

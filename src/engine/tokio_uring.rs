@@ -126,7 +126,7 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
                     let _ = s.set_nodelay(true);
                     stream = Some(s);
                     sent_fin = false;
-                    conn.connected(&mut rec.borrow_mut());
+                    conn.connected(Instant::now(), &mut rec.borrow_mut());
                 }
                 Err(e) => conn.connect_failed(&e, Instant::now(), &mut rec.borrow_mut()),
             },
@@ -261,7 +261,7 @@ async fn server_core<S: ServerCodec + 'static>(start: ServerStart<S>) -> ServerT
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                let conn = ServerConn::new(prototype.clone(), core.limits, Instant::now());
+                let conn = ServerConn::new(core.codec(&prototype), core.limits, Instant::now());
                 ::tokio_uring::spawn(serve_connection(stream, conn, core.clone(), admitted));
             }
         });

@@ -149,7 +149,7 @@ fn run_loop<C: ClientCodec>(
                 }
             };
             match kind {
-                OP_CONNECT if result >= 0 => slot.conn.connected(rec),
+                OP_CONNECT if result >= 0 => slot.conn.connected(now, rec),
                 OP_CONNECT => {
                     if let Some(fd) = slot.fd.take() {
                         // SAFETY: our socket, no operation in flight on it.

@@ -8,6 +8,7 @@
 pub mod http1;
 pub mod nsq;
 pub mod props;
+pub mod sio;
 pub mod ws;
 
 pub use crate::outcome::Failure;
@@ -35,6 +36,9 @@ pub enum Outcome {
     /// Part of the answer to the oldest operation in flight (a WebSocket fragment): its bytes
     /// are that operation's, and the operation stays in flight.
     OpPart,
+    /// From `decode_handshake` only: a step of a handshake that goes on (Socket.IO's open
+    /// packet, after which the namespace is joined); any reply was appended to the output.
+    Handshaking,
 }
 
 /// The server broke the protocol: the connection cannot go on and is closed.
@@ -73,6 +77,8 @@ pub enum ProtoError {
     BadAcceptKey,
     #[error("WebSocket frame with reserved bits set")]
     ReservedBits,
+    #[error("the server upgraded, then answered HTTP {0} inside the WebSocket stream")]
+    HttpAfterUpgrade(u16),
     #[error("masked frame from the server")]
     MaskedServerFrame,
     #[error("WebSocket frame or message larger than the limit")]
@@ -85,6 +91,18 @@ pub enum ProtoError {
     BadOpcode,
     #[error("echoed message length differs from the message sent")]
     EchoLength,
+    #[error("malformed Engine.IO or Socket.IO packet")]
+    BadSioPacket,
+    #[error("malformed JSON in a Socket.IO packet")]
+    BadJson,
+    #[error("acknowledgement with a wrong id (not the operation in flight)")]
+    WrongAckId,
+    #[error("the server refused the namespace (CONNECT_ERROR)")]
+    SioConnectError,
+    #[error("binary Socket.IO packets are not supported")]
+    BinaryPacket,
+    #[error("an event larger than the server's maxPayload")]
+    OversizePacket,
 }
 
 /// The client role of a protocol: what the engine drives for every connection.
@@ -100,8 +118,10 @@ pub trait ClientCodec: Clone {
     fn seed(&mut self, _seed: u64) {}
     /// Bytes to send once when a connection opens (may append nothing).
     fn handshake(&mut self, out: &mut Vec<u8>);
-    /// Decode the server's answer to the handshake. Not called when `handshake` wrote nothing.
-    fn decode_handshake(&mut self, input: &[u8]) -> Result<Decoded, ProtoError>;
+    /// Decode the server's answer to the handshake (not called when `handshake` wrote nothing):
+    /// `Done` with [`Outcome::Handshaking`] for a step after which it goes on (replies appended
+    /// to `out`, written as handshake bytes), with any other outcome when it is complete.
+    fn decode_handshake(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError>;
     /// Append one operation.
     fn encode_op(&mut self, out: &mut Vec<u8>);
     /// Decode one message from the server; control replies (pong, NOP) are appended to `out`.
@@ -120,6 +140,23 @@ pub trait ClientCodec: Clone {
     /// and return `true` if the server's reply should be awaited (bounded) before closing.
     fn goodbye(&mut self, _out: &mut Vec<u8>) -> bool {
         false
+    }
+    /// More about the last error than its kind can say (a Socket.IO `CONNECT_ERROR`'s message
+    /// from the server), for the error sample.
+    fn error_detail(&self) -> Option<String> {
+        None
+    }
+    /// How often the client must speak unprompted (Engine.IO 3's pings), known after the
+    /// handshake; `None`: never.
+    fn heartbeat_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// A heartbeat is due: append it (control bytes).
+    fn heartbeat(&mut self, _out: &mut Vec<u8>) {}
+    /// How long the server may stay silent before the connection counts as dead (Engine.IO's
+    /// ping interval plus ping timeout); `None`: only the operation timeout applies.
+    fn silence_limit(&self) -> Option<std::time::Duration> {
+        None
     }
 }
 
@@ -154,6 +191,9 @@ pub enum Awaiting {
 
 /// The server role of a protocol: the built-in targets of `wirebench serve`.
 pub trait ServerCodec: Clone {
+    /// Seed the randomness the codec uses (Socket.IO session ids), once per connection by the
+    /// engine.
+    fn seed(&mut self, _seed: u64) {}
     /// Answer every whole request at the start of `input`, appending the responses to `out`.
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served;
     /// The wall-clock time in whole Unix seconds, given by the engine before each `serve` (for

@@ -8,7 +8,7 @@
 use super::{Awaiting, ClientCodec, Decoded, Outcome, ProtoError, ServerCodec};
 use crate::engine::ServerTally;
 use crate::engine::serve_conn::{ServerConn, ServerLimits};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What a client codec made of a stream from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,10 +51,14 @@ fn pieces<'a>(stream: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     out
 }
 
+/// Operations a decoded client connection keeps in flight.
+pub const IN_FLIGHT: usize = 4;
+
 /// Decode `stream` with a fresh clone of `prototype`, fed in pieces cut where `seed` says
 /// ([`cuts_from`]; an empty seed: whole), as the connection machine feeds it: the handshake
 /// first (its answer, `answer(request)`, leads the stream), then every whole message after
-/// each read.
+/// each read; with [`IN_FLIGHT`] operations encoded once the handshake is done and one more
+/// after each that completes, as the engine keeps a connection's pipeline full.
 pub fn decode_client<C: ClientCodec>(
     prototype: &C,
     answer: &dyn Fn(&[u8]) -> Vec<u8>,
@@ -70,28 +74,43 @@ pub fn decode_client<C: ClientCodec>(
         ClientTrace { handshake: None, messages: Vec::new(), replies: 0, end: ClientEnd::PeerClosing };
     let mut buf: Vec<u8> = Vec::new();
     let mut replies = Vec::new();
+    let mut handshake_bytes = 0;
+    let mut encoded = 0;
     // A codec whose handshake needs no answer is done before any byte arrives.
     if request.is_empty() {
         trace.handshake = Some(0);
-    } else if let Ok(Decoded::Done { consumed, .. }) = codec.decode_handshake(&[]) {
+    } else if let Ok(Decoded::Done { consumed, .. }) = codec.decode_handshake(&[], &mut Vec::new()) {
         trace.handshake = Some(consumed);
     }
     // The handshake answer is cut too: the split must not matter there either.
     for piece in pieces(&input, &cuts_from(seed, input.len())) {
         buf.extend_from_slice(piece);
-        if trace.handshake.is_none() {
-            match codec.decode_handshake(&buf) {
-                Ok(Decoded::Partial) => continue,
-                Ok(Decoded::Done { consumed, .. }) => {
+        // The handshake, step by step (a step that goes on is `Handshaking`).
+        while trace.handshake.is_none() {
+            match codec.decode_handshake(&buf, &mut Vec::new()) {
+                Ok(Decoded::Partial) => break,
+                Ok(Decoded::Done { consumed, outcome }) => {
                     assert!(consumed <= buf.len(), "handshake claimed {consumed} of {} bytes", buf.len());
                     buf.drain(..consumed);
-                    trace.handshake = Some(consumed);
+                    handshake_bytes += consumed;
+                    if outcome != Outcome::Handshaking {
+                        trace.handshake = Some(handshake_bytes);
+                    } else {
+                        assert!(consumed > 0, "a handshake step of zero bytes");
+                    }
                 }
                 Err(e) => {
                     trace.end = ClientEnd::Error(e);
                     return trace;
                 }
             }
+        }
+        if trace.handshake.is_none() {
+            continue;
+        }
+        while encoded < IN_FLIGHT {
+            codec.encode_op(&mut Vec::new());
+            encoded += 1;
         }
         loop {
             match codec.decode_op(&buf, &mut replies) {
@@ -104,6 +123,9 @@ pub fn decode_client<C: ClientCodec>(
                     assert!(consumed <= buf.len(), "claimed {consumed} of {} bytes", buf.len());
                     buf.drain(..consumed);
                     trace.messages.push((consumed, outcome));
+                    if matches!(outcome, Outcome::Op | Outcome::OpFailed(_)) {
+                        codec.encode_op(&mut Vec::new());
+                    }
                     if codec.peer_closing() {
                         trace.replies = replies.len();
                         trace.end = ClientEnd::PeerClosing;
@@ -226,14 +248,16 @@ pub type Target = fn(&[u8]);
 
 /// Every fuzz target by name (`fuzz/fuzz_targets/NAME.rs` calls [`run`] with its name; the
 /// corpus under `fuzz/corpus/NAME/` is replayed by `cargo test`).
-pub const TARGETS: [(&str, Target); 7] = [
+pub const TARGETS: [(&str, Target); 9] = [
     ("client_http1", client_http1),
     ("client_ws", client_ws),
     ("client_nsq", client_nsq),
+    ("client_sio", client_sio),
     ("server_http1", server_http1),
     ("server_ws", server_ws),
     ("server_nsq", server_nsq),
     ("server_nsq_http", server_nsq_http),
+    ("server_sio", server_sio),
 ];
 
 /// Run the target called `name` on `data`; an unknown name panics (a typo in a fuzz target).
@@ -290,7 +314,27 @@ pub fn ws_client() -> super::ws::WsClient {
         headers: vec![],
         message: b"hello".to_vec(),
         text: false,
+        expect: super::ws::Expect::Echo,
     })
+}
+
+pub fn sio_client() -> super::sio::SioClient {
+    super::sio::SioClient::new(super::sio::SioSpec {
+        host: "h".into(),
+        path: "/socket.io/?EIO=4&transport=websocket".into(),
+        headers: vec![],
+        namespace: "/".into(),
+        body: super::sio::event_body("message", b"\"hi\""),
+        reply_event: None,
+        eio: 4,
+        depth: 4,
+    })
+}
+
+pub fn sio_server() -> super::sio::SioServer {
+    let handler =
+        super::sio::SioHandler::new(4, Duration::from_secs(25), Duration::from_secs(20), Some("r".into()));
+    super::sio::SioServer::with(handler, 1 << 16)
 }
 
 pub fn nsq_client() -> super::nsq::NsqClient {
@@ -316,6 +360,34 @@ fn client_ws(data: &[u8]) {
 fn client_nsq(data: &[u8]) {
     let (seed, stream, _) = split_input(data);
     client_splits_agree(&nsq_client(), &nsq_answer, stream, seed);
+}
+
+/// Engine.IO's open packet and the namespace joined, in unmasked text frames: what a fuzzed
+/// stream to the Socket.IO client may follow.
+pub fn sio_joined() -> Vec<u8> {
+    let mut out = Vec::new();
+    let open = br#"0{"sid":"s","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}"#;
+    super::ws::write_frame(&mut out, super::ws::OP_TEXT, open, None);
+    super::ws::write_frame(&mut out, super::ws::OP_TEXT, br#"40{"sid":"n"}"#, None);
+    out
+}
+
+/// The upgrade to Socket.IO and the namespace joined, masked: what a fuzzed stream to the
+/// built-in Socket.IO server may follow.
+pub const SIO_UPGRADE: &[u8] = b"GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nHost: h\r\n\
+Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+Sec-WebSocket-Version: 13\r\n\r\n\x81\x82\x01\x02\x03\x04\x35\x32";
+
+fn client_sio(data: &[u8]) {
+    let (seed, stream, lead) = split_input(data);
+    let stream = with_prefix(&sio_joined(), stream, lead);
+    client_splits_agree(&sio_client(), &ws_answer, &stream, seed);
+}
+
+fn server_sio(data: &[u8]) {
+    let (seed, stream, lead) = split_input(data);
+    let stream = with_prefix(SIO_UPGRADE, stream, lead);
+    server_splits_agree(&sio_server(), &stream, seed);
 }
 
 fn with_prefix(prefix: &[u8], stream: &[u8], lead: bool) -> Vec<u8> {

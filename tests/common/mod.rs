@@ -266,3 +266,26 @@ pub mod wire {
         (head.len() + "OK".len()) as f64
     }
 }
+
+/// Socket.IO's sizes, from its packet format (`proto::sio`'s module comment).
+pub mod sio_wire {
+    use super::wire::{ws_client_frame, ws_server_frame};
+
+    /// The namespace's part of a packet: nothing for `/`, else `/ns,`.
+    fn nsp(namespace: &str) -> String {
+        if namespace == "/" { String::new() } else { format!("{namespace},") }
+    }
+    /// An event: `42` [`/ns,`] [id] `["event","payload"]`, in a masked text frame.
+    pub fn event(namespace: &str, id: Option<u64>, event: &str, payload: usize) -> f64 {
+        let id = id.map(|i| i.to_string()).unwrap_or_default();
+        ws_client_frame(2 + nsp(namespace).len() + id.len() + format!("[\"{event}\",\"\"]").len() + payload)
+    }
+    /// Its acknowledgement with the payload back: `43` [`/ns,`] id `["payload"]`, unmasked.
+    pub fn ack(namespace: &str, id: u64, payload: usize) -> f64 {
+        ws_server_frame(2 + nsp(namespace).len() + id.to_string().len() + "[\"\"]".len() + payload)
+    }
+    /// A reply event from the server: `42` [`/ns,`] `["reply","payload"]`, unmasked.
+    pub fn reply(namespace: &str, reply: &str, payload: usize) -> f64 {
+        ws_server_frame(2 + nsp(namespace).len() + format!("[\"{reply}\",\"\"]").len() + payload)
+    }
+}

@@ -91,7 +91,7 @@ impl Http1Client {
 impl ClientCodec for Http1Client {
     fn handshake(&mut self, _out: &mut Vec<u8>) {}
 
-    fn decode_handshake(&mut self, _input: &[u8]) -> Result<Decoded, ProtoError> {
+    fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
         Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control })
     }
 

@@ -41,7 +41,7 @@ impl ClientCodec for NsqClient {
         out.extend_from_slice(&self.handshake);
     }
 
-    fn decode_handshake(&mut self, input: &[u8]) -> Result<Decoded, ProtoError> {
+    fn decode_handshake(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
         if !self.identify {
             return Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control });
         }
@@ -121,12 +121,15 @@ mod tests {
         let mut out = Vec::new();
         c.handshake(&mut out);
         assert_eq!(out, b"  V2IDENTIFY\n\x00\x00\x00\x11{\"client_id\":\"x\"}");
-        assert_eq!(c.decode_handshake(b"\x00\x00\x00\x06\x00\x00"), Ok(Decoded::Partial));
+        assert_eq!(c.decode_handshake(b"\x00\x00\x00\x06\x00\x00", &mut Vec::new()), Ok(Decoded::Partial));
         assert!(matches!(
-            c.decode_handshake(b"\x00\x00\x00\x06\x00\x00\x00\x00OK"),
+            c.decode_handshake(b"\x00\x00\x00\x06\x00\x00\x00\x00OK", &mut Vec::new()),
             Ok(Decoded::Done { consumed: 10, .. })
         ));
         let mut bare = NsqClient::new(&spec(1), None);
-        assert_eq!(bare.decode_handshake(b""), Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control }));
+        assert_eq!(
+            bare.decode_handshake(b"", &mut Vec::new()),
+            Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control })
+        );
     }
 }

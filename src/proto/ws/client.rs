@@ -18,85 +18,87 @@ pub struct WsSpec {
     pub headers: Vec<(String, String)>,
     pub message: Vec<u8>,
     pub text: bool,
+    pub expect: Expect,
 }
 
-/// The client: one value per connection (a fresh key per upgrade, a fresh mask per frame).
+/// One WebSocket client connection below its operations: the checked upgrade, masked frames
+/// out (keys and masks from a generator the engine seeds per connection: RFC 6455 asks for
+/// unpredictable masks, a fixed seed gives reproducible frames), and frames in — fragments
+/// reassembled, pings answered, closes echoed. The echo client and Socket.IO run on it.
 #[derive(Debug, Clone)]
-pub struct WsClient {
-    spec: Arc<WsSpec>,
-    /// Keys and masks: seeded per connection by the engine (RFC 6455 asks for unpredictable
-    /// masks; a seed from the OS per run gives that, a fixed one reproducible frames).
+pub struct Session {
     rng: fastrand::Rng,
     pub(super) expected_accept: String,
-    /// Payload bytes of the message being received (across fragments).
-    pub(super) received: u64,
+    /// Whether a fragmented message's payload is kept (Socket.IO reads it; the echo only
+    /// needs its length).
+    keep_payload: bool,
+    /// The message being received across fragments: its opcode, length and (kept) payload.
     pub(super) in_message: bool,
+    opcode: u8,
+    pub(super) received: u64,
+    message: Vec<u8>,
     closing: bool,
     goodbye_sent: bool,
 }
 
-impl WsClient {
-    pub fn new(spec: WsSpec) -> Self {
-        WsClient {
-            spec: Arc::new(spec),
+/// What one frame from the server was.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// A ping, pong or close, handled (replies appended).
+    Control,
+    /// A fragment of a message that goes on.
+    Part,
+    /// A whole message: its opcode, length and payload (reassembled from fragments when the
+    /// session keeps payloads; otherwise the last fragment's).
+    Message { opcode: u8, len: u64, payload: &'a [u8] },
+}
+
+impl Session {
+    pub fn new(keep_payload: bool) -> Self {
+        Session {
             rng: fastrand::Rng::with_seed(0),
             expected_accept: String::new(),
-            received: 0,
+            keep_payload,
             in_message: false,
+            opcode: 0,
+            received: 0,
+            message: Vec::new(),
             closing: false,
             goodbye_sent: false,
         }
     }
 
-    /// The upgrade request for `key`.
-    pub fn upgrade_request(&self, key: &str) -> Vec<u8> {
-        let mut headers = vec![
-            ("Upgrade".to_string(), "websocket".to_string()),
-            ("Connection".to_string(), "Upgrade".to_string()),
-            ("Sec-WebSocket-Key".to_string(), key.to_string()),
-            ("Sec-WebSocket-Version".to_string(), "13".to_string()),
-        ];
-        headers.extend(self.spec.headers.iter().cloned());
-        http1::encode_request(&RequestSpec {
-            method: "GET".into(),
-            host: self.spec.host.clone(),
-            target: self.spec.path.clone(),
-            headers,
-            body: vec![],
-        })
+    pub fn seed(&mut self, seed: u64) {
+        self.rng = fastrand::Rng::with_seed(seed);
     }
 
     fn mask(&mut self) -> Option<[u8; 4]> {
         Some(self.rng.u32(..).to_ne_bytes())
     }
 
-    /// Bytes of one operation's frame (the mask key changes, the length does not).
-    pub fn frame_len(&self) -> usize {
-        let n = self.spec.message.len();
-        n + 2
-            + 4
-            + if n > 65535 {
-                8
-            } else if n > 125 {
-                2
-            } else {
-                0
-            }
-    }
-}
-
-impl ClientCodec for WsClient {
-    fn seed(&mut self, seed: u64) {
-        self.rng = fastrand::Rng::with_seed(seed);
-    }
-
-    fn handshake(&mut self, out: &mut Vec<u8>) {
+    /// Append the upgrade request (a fresh key) for `path` on `host`, with extra `headers`.
+    pub fn upgrade(&mut self, host: &str, path: &str, headers: &[(String, String)], out: &mut Vec<u8>) {
         let key = base64::engine::general_purpose::STANDARD.encode(self.rng.u128(..).to_ne_bytes());
         self.expected_accept = accept_key(key.as_bytes());
-        out.extend_from_slice(&self.upgrade_request(&key));
+        let mut all = vec![
+            ("Upgrade".to_string(), "websocket".to_string()),
+            ("Connection".to_string(), "Upgrade".to_string()),
+            ("Sec-WebSocket-Key".to_string(), key),
+            ("Sec-WebSocket-Version".to_string(), "13".to_string()),
+        ];
+        all.extend(headers.iter().cloned());
+        let request = RequestSpec {
+            method: "GET".into(),
+            host: host.into(),
+            target: path.into(),
+            headers: all,
+            body: vec![],
+        };
+        out.extend_from_slice(&http1::encode_request(&request));
     }
 
-    fn decode_handshake(&mut self, input: &[u8]) -> Result<Decoded, ProtoError> {
+    /// The server's answer to the upgrade: its length once whole (`None` while it arrives).
+    pub fn decode_upgrade(&self, input: &[u8]) -> Result<Option<usize>, ProtoError> {
         let expected = self.expected_accept.as_bytes();
         let checked = http1::head::response_head(input, http1::MAX_RESPONSE_HEAD, |h| {
             if h.status != 101 {
@@ -116,21 +118,30 @@ impl ClientCodec for WsClient {
             }
             Ok(())
         })?;
-        Ok(match checked {
-            None => Decoded::Partial,
-            Some(((), len)) => Decoded::Done { consumed: len, outcome: Outcome::Control },
-        })
+        Ok(checked.map(|((), len)| len))
     }
 
-    fn encode_op(&mut self, out: &mut Vec<u8>) {
-        let opcode = if self.spec.text { OP_TEXT } else { OP_BINARY };
+    /// Append a whole masked frame.
+    pub fn send(&mut self, out: &mut Vec<u8>, opcode: u8, payload: &[u8]) {
         let mask = self.mask();
-        write_frame(out, opcode, &self.spec.message, mask);
+        write_frame(out, opcode, payload, mask);
     }
 
-    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
-        let Some(head) = parse_head(input) else { return Ok(Decoded::Partial) };
+    /// The frame at the start of `input`: its length and what it was, or `None` while it
+    /// arrives. Control replies (pong, close echo) are appended to `out`.
+    pub fn frame<'a>(
+        &'a mut self,
+        input: &'a [u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Option<(usize, Frame<'a>)>, ProtoError> {
+        let Some(head) = parse_head(input) else { return Ok(None) };
         if head.rsv != 0 {
+            // `H` of `HTTP/1.1 400 …` reads as a frame with reserved bits: a server that wrote an
+            // HTTP answer after its 101 (socket.io 4 does, for an Engine.IO version it refuses).
+            if let Some(status) = input.strip_prefix(b"HTTP/1.1 ").and_then(|s| s.get(..3)) {
+                let status = std::str::from_utf8(status).ok().and_then(|s| s.parse().ok());
+                return Err(ProtoError::HttpAfterUpgrade(status.unwrap_or(0)));
+            }
             return Err(ProtoError::ReservedBits);
         }
         if head.mask.is_some() {
@@ -152,57 +163,147 @@ impl ClientCodec for WsClient {
         }
         let total = head.head_len + head.len as usize;
         if input.len() < total {
-            return Ok(Decoded::Partial);
+            return Ok(None);
         }
         let payload = &input[head.head_len..total];
-        let outcome = match head.opcode {
+        let frame = match head.opcode {
             OP_PING => {
-                let mask = self.mask();
-                write_frame(out, OP_PONG, payload, mask);
-                Outcome::Control
+                self.send(out, OP_PONG, payload);
+                Frame::Control
             }
-            OP_PONG => Outcome::Control,
+            OP_PONG => Frame::Control,
             OP_CLOSE => {
                 if !self.goodbye_sent {
                     // Echo the status code, as RFC 6455 §5.5.1 asks.
-                    let mask = self.mask();
-                    write_frame(out, OP_CLOSE, payload.get(..2).unwrap_or_default(), mask);
+                    self.send(out, OP_CLOSE, payload.get(..2).unwrap_or_default());
                 }
                 self.closing = true;
-                Outcome::Control
+                Frame::Control
             }
-            OP_TEXT | OP_BINARY | OP_CONTINUATION => {
+            _ => {
                 if (head.opcode == OP_CONTINUATION) != self.in_message {
                     return Err(ProtoError::BadFragment);
                 }
+                if head.opcode != OP_CONTINUATION {
+                    self.opcode = head.opcode;
+                    self.message.clear();
+                }
                 self.received += head.len;
+                let fragmented = self.in_message || !head.fin;
+                if fragmented && self.keep_payload {
+                    self.message.extend_from_slice(payload);
+                }
                 if !head.fin {
                     self.in_message = true;
-                    return Ok(Decoded::Done { consumed: total, outcome: Outcome::OpPart });
+                    return Ok(Some((total, Frame::Part)));
                 }
-                let length = std::mem::take(&mut self.received);
                 self.in_message = false;
-                if length != self.spec.message.len() as u64 {
-                    return Err(ProtoError::EchoLength);
-                }
-                Outcome::Op
+                let len = std::mem::take(&mut self.received);
+                // A reassembled message is handed out whole; cleared when the next one starts.
+                let payload = if fragmented && self.keep_payload { &self.message[..] } else { payload };
+                return Ok(Some((total, Frame::Message { opcode: self.opcode, len, payload })));
             }
-            _ => return Err(ProtoError::BadOpcode),
         };
-        Ok(Decoded::Done { consumed: total, outcome })
+        Ok(Some((total, frame)))
     }
 
-    fn peer_closing(&self) -> bool {
+    /// The server sent a close (or the session said goodbye and the server answered).
+    pub fn closing(&self) -> bool {
         self.closing
     }
 
-    fn goodbye(&mut self, out: &mut Vec<u8>) -> bool {
+    /// Append Close 1000, unless the server closed first: `true` if its answer is awaited.
+    pub fn goodbye(&mut self, out: &mut Vec<u8>) -> bool {
         if self.closing {
             return false;
         }
         self.goodbye_sent = true;
-        let mask = self.mask();
-        write_frame(out, OP_CLOSE, &CLOSE_NORMAL.to_be_bytes(), mask);
+        self.send(out, OP_CLOSE, &CLOSE_NORMAL.to_be_bytes());
         true
+    }
+}
+
+/// What the echo client does with a whole message from the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Expect {
+    /// An echo: its length must be the message's (`--expect echo`, the default).
+    #[default]
+    Echo,
+    /// Any data message completes an operation, whatever its length (`--expect any`: servers
+    /// that answer in their own words).
+    Any,
+}
+
+/// The echo client: one value per connection; an operation is one data message out and the
+/// server's answer back.
+#[derive(Debug, Clone)]
+pub struct WsClient {
+    spec: Arc<WsSpec>,
+    pub(super) session: Session,
+}
+
+impl WsClient {
+    pub fn new(spec: WsSpec) -> Self {
+        WsClient { spec: Arc::new(spec), session: Session::new(false) }
+    }
+
+    /// Bytes of one operation's frame (the mask key changes, the length does not).
+    pub fn frame_len(&self) -> usize {
+        let n = self.spec.message.len();
+        n + 2
+            + 4
+            + if n > 65535 {
+                8
+            } else if n > 125 {
+                2
+            } else {
+                0
+            }
+    }
+}
+
+impl ClientCodec for WsClient {
+    fn seed(&mut self, seed: u64) {
+        self.session.seed(seed);
+    }
+
+    fn handshake(&mut self, out: &mut Vec<u8>) {
+        let spec = &self.spec;
+        self.session.upgrade(&spec.host, &spec.path, &spec.headers, out);
+    }
+
+    fn decode_handshake(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+        Ok(match self.session.decode_upgrade(input)? {
+            None => Decoded::Partial,
+            Some(len) => Decoded::Done { consumed: len, outcome: Outcome::Control },
+        })
+    }
+
+    fn encode_op(&mut self, out: &mut Vec<u8>) {
+        let opcode = if self.spec.text { OP_TEXT } else { OP_BINARY };
+        self.session.send(out, opcode, &self.spec.message);
+    }
+
+    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+        let expected = self.spec.message.len() as u64;
+        let expect = self.spec.expect;
+        let Some((consumed, frame)) = self.session.frame(input, out)? else { return Ok(Decoded::Partial) };
+        let outcome = match frame {
+            Frame::Control => Outcome::Control,
+            Frame::Part => Outcome::OpPart,
+            Frame::Message { len, .. } if expect == Expect::Echo && len != expected => {
+                return Err(ProtoError::EchoLength);
+            }
+            Frame::Message { .. } => Outcome::Op,
+        };
+        Ok(Decoded::Done { consumed, outcome })
+    }
+
+    fn peer_closing(&self) -> bool {
+        self.session.closing()
+    }
+
+    fn goodbye(&mut self, out: &mut Vec<u8>) -> bool {
+        self.session.goodbye(out)
     }
 }

@@ -12,8 +12,8 @@ pub mod server;
 #[cfg(test)]
 mod tests;
 
-pub use client::{WsClient, WsSpec};
-pub use server::WsServer;
+pub use client::{Expect, Frame, Session, WsClient, WsSpec};
+pub use server::{Echo, Handler, Session as ServerSession, WsServer};
 
 use base64::Engine as _;
 use sha1::{Digest, Sha1};
@@ -138,11 +138,16 @@ pub struct Options {
     /// WebSocket: send text frames instead of binary ones.
     #[arg(long)]
     pub text: bool,
+    /// WebSocket: what answers an operation: `echo` (a message of the same length, checked)
+    /// or `any` (any data message: servers that answer in their own words; default echo).
+    #[arg(long, value_enum)]
+    pub expect: Option<Expect>,
 }
 
 impl Options {
     pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        if self.text { vec![("--text", ["ws"].as_slice())] } else { vec![] }
+        let flags = [(self.text, "--text"), (self.expect.is_some(), "--expect")];
+        flags.into_iter().filter(|(given, _)| *given).map(|(_, flag)| (flag, ["ws"].as_slice())).collect()
     }
 }
 
@@ -186,6 +191,7 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
         headers: p.plan.load.headers.clone(),
         message: p.body.clone(),
         text: p.plan.load.options.ws.text,
+        expect: p.plan.load.options.ws.expect.unwrap_or_default(),
     };
     p.drive(WsClient::new(spec))
 }

@@ -1,30 +1,91 @@
-//! The built-in WebSocket echo server: a validated upgrade, every data message echoed unmasked
-//! with its opcode (fragments reassembled, text checked as UTF-8), pings answered, the close
-//! handshake completed, and RFC 6455's close codes for what breaks the rules.
+//! The server side of WebSocket: a [`Session`] validates the upgrade, reads masked frames
+//! (fragments reassembled under a message limit, pings answered, the close handshake
+//! completed, RFC 6455's close codes for what breaks the rules) and hands whole messages to
+//! its [`Handler`]. The built-in echo server is a session with the [`Echo`] handler;
+//! Socket.IO's server is another handler.
 
 use super::{CLOSE_INVALID_DATA, CLOSE_PROTOCOL_ERROR, CLOSE_TOO_BIG, OP_BINARY, OP_CLOSE, OP_CONTINUATION};
-use super::{OP_PING, OP_PONG, OP_TEXT, accept_key, apply_mask, parse_head, write_frame, write_header};
+use super::{OP_PING, OP_PONG, OP_TEXT, accept_key, apply_mask, parse_head, write_frame};
 use crate::proto::http1;
 use crate::proto::{Awaiting, Served, ServerCodec};
 use base64::Engine as _;
+use std::time::Duration;
 
-/// The built-in echo server: one value per connection.
+/// What runs on a server-side WebSocket session.
+pub trait Handler: Clone {
+    /// Whether to accept the upgrade of this request target (path and query).
+    fn accept(&mut self, _target: &str) -> bool {
+        true
+    }
+    /// The upgrade was answered: append what is sent at once (Engine.IO's open packet).
+    fn opened(&mut self, _out: &mut Vec<u8>) {}
+    /// A whole data message arrived (unmasked): append the answers; `Ok(n)`: n messages
+    /// answered, `Err(code)`: close with this code.
+    fn message(&mut self, opcode: u8, payload: &[u8], out: &mut Vec<u8>) -> Result<u64, u16>;
+    /// Close once the answers are written (the protocol said goodbye in its own words).
+    fn closing(&self) -> bool {
+        false
+    }
+    fn heartbeat_interval(&self) -> Option<Duration> {
+        None
+    }
+    fn heartbeat(&mut self, _out: &mut Vec<u8>) {}
+    fn silence_limit(&self) -> Option<Duration> {
+        None
+    }
+    fn seed(&mut self, _seed: u64) {}
+}
+
+/// Append an unmasked frame (a server's) carrying `payload`.
+pub fn send(out: &mut Vec<u8>, opcode: u8, payload: &[u8]) {
+    write_frame(out, opcode, payload, None);
+}
+
+/// The echo: every data message back, unmasked, with its opcode; text must be UTF-8.
+#[derive(Debug, Clone, Default)]
+pub struct Echo;
+
+impl Handler for Echo {
+    fn message(&mut self, opcode: u8, payload: &[u8], out: &mut Vec<u8>) -> Result<u64, u16> {
+        if opcode == OP_TEXT && std::str::from_utf8(payload).is_err() {
+            return Err(CLOSE_INVALID_DATA);
+        }
+        send(out, opcode, payload);
+        Ok(1)
+    }
+}
+
+/// One server-side WebSocket connection: one value per connection.
 #[derive(Debug, Clone)]
-pub struct WsServer {
+pub struct Session<H> {
+    pub(super) handler: H,
     max_message: usize,
     pub(super) upgraded: bool,
-    /// The message being reassembled from fragments, and its opcode.
-    fragments: Vec<u8>,
+    /// The message being reassembled (or a single frame unmasked), and a fragmented one's opcode.
+    message: Vec<u8>,
     fragment_opcode: Option<u8>,
 }
 
+/// The built-in echo server.
+pub type WsServer = Session<Echo>;
+
 impl WsServer {
     pub fn new(max_message: usize) -> Self {
-        WsServer { max_message, upgraded: false, fragments: Vec::new(), fragment_opcode: None }
+        Session::with(Echo, max_message)
+    }
+}
+
+/// The answer to a refused upgrade.
+const REFUSED: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+impl<H: Handler> Session<H> {
+    pub fn with(handler: H, max_message: usize) -> Self {
+        Session { handler, max_message, upgraded: false, message: Vec::new(), fragment_opcode: None }
     }
 
     /// Answer the upgrade request at the start of `input` (nothing while it is arriving).
     fn upgrade(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
+        let handler = &mut self.handler;
         let accept = |h: &http1::head::RequestHead<'_, '_>| {
             let key = h.fields.get("sec-websocket-key").map(<[u8]>::trim_ascii).unwrap_or_default();
             let key_ok = base64::engine::general_purpose::STANDARD.decode(key).is_ok_and(|k| k.len() == 16);
@@ -33,7 +94,8 @@ impl WsServer {
                 && h.fields.has_token("upgrade", b"websocket")
                 && h.fields.has_token("connection", b"upgrade")
                 && h.fields.get("sec-websocket-version").map(<[u8]>::trim_ascii) == Some(b"13")
-                && key_ok;
+                && key_ok
+                && handler.accept(h.target);
             valid.then(|| accept_key(key))
         };
         match http1::head::request_head(input, http1::MAX_REQUEST_HEAD, accept) {
@@ -43,12 +105,11 @@ impl WsServer {
                 out.extend_from_slice(accept.as_bytes());
                 out.extend_from_slice(b"\r\n\r\n");
                 self.upgraded = true;
+                self.handler.opened(out);
                 Served { consumed: len, ..Served::default() }
             }
             Ok(Some((None, _))) | Err(_) => {
-                out.extend_from_slice(
-                    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                );
+                out.extend_from_slice(REFUSED);
                 Served { consumed: input.len(), close: true, ..Served::default() }
             }
         }
@@ -56,12 +117,28 @@ impl WsServer {
 }
 
 fn close_with(out: &mut Vec<u8>, code: u16) {
-    write_frame(out, OP_CLOSE, &code.to_be_bytes(), None);
+    send(out, OP_CLOSE, &code.to_be_bytes());
 }
 
-impl ServerCodec for WsServer {
+impl<H: Handler> ServerCodec for Session<H> {
     fn busy(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(http1::RESPONSE_BUSY);
+    }
+
+    fn seed(&mut self, seed: u64) {
+        self.handler.seed(seed);
+    }
+
+    fn heartbeat_interval(&self) -> Option<Duration> {
+        self.handler.heartbeat_interval().filter(|_| self.upgraded)
+    }
+
+    fn heartbeat(&mut self, out: &mut Vec<u8>) {
+        self.handler.heartbeat(out);
+    }
+
+    fn silence_limit(&self) -> Option<Duration> {
+        self.handler.silence_limit().filter(|_| self.upgraded)
     }
 
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
@@ -80,13 +157,18 @@ impl ServerCodec for WsServer {
             } else {
                 Awaiting::Body
             };
-            let Some(head) = parse_head(rest) else { return served };
             let fail = |out: &mut Vec<u8>, code: u16, mut served: Served| {
                 close_with(out, code);
                 served.consumed = input.len();
                 served.close = true;
                 served
             };
+            if self.handler.closing() {
+                served.close = true;
+                served.consumed = input.len();
+                return served;
+            }
+            let Some(head) = parse_head(rest) else { return served };
             let known =
                 matches!(head.opcode, OP_CONTINUATION | OP_TEXT | OP_BINARY | OP_CLOSE | OP_PING | OP_PONG);
             if !known
@@ -98,7 +180,7 @@ impl ServerCodec for WsServer {
             }
             // Lengths come from the peer: no arithmetic on them without a check (a 2^64 − 1
             // continuation after a fragment must be "too big", not an overflow).
-            let buffered = self.fragments.len() as u64;
+            let buffered = if self.fragment_opcode.is_some() { self.message.len() as u64 } else { 0 };
             if head.opcode < 8 && head.len.saturating_add(buffered) > self.max_message as u64 {
                 return fail(out, CLOSE_TOO_BIG, served);
             }
@@ -116,47 +198,41 @@ impl ServerCodec for WsServer {
                 OP_TEXT | OP_BINARY | OP_CONTINUATION => {
                     let opcode = match (head.opcode, self.fragment_opcode) {
                         (OP_CONTINUATION, Some(op)) => op,
-                        (OP_TEXT | OP_BINARY, None) => head.opcode,
+                        (OP_TEXT | OP_BINARY, None) => {
+                            self.message.clear();
+                            head.opcode
+                        }
                         _ => return fail(out, CLOSE_PROTOCOL_ERROR, served),
                     };
-                    if !head.fin || self.fragment_opcode.is_some() {
-                        let start = self.fragments.len();
-                        self.fragments.extend_from_slice(payload);
-                        apply_mask(&mut self.fragments[start..], key, 0);
+                    let start = self.message.len();
+                    self.message.extend_from_slice(payload);
+                    apply_mask(&mut self.message[start..], key, 0);
+                    if !head.fin {
                         self.fragment_opcode = Some(opcode);
-                        if !head.fin {
-                            continue;
+                        continue;
+                    }
+                    self.fragment_opcode = None;
+                    match self.handler.message(opcode, &self.message, out) {
+                        Ok(answered) => {
+                            served.requests += answered;
+                            served.messages += answered;
                         }
+                        Err(code) => return fail(out, code, served),
                     }
-                    let header_at = out.len();
-                    if self.fragment_opcode.take().is_some() {
-                        let message = std::mem::take(&mut self.fragments);
-                        write_header(out, opcode, message.len(), None);
-                        out.extend_from_slice(&message);
-                    } else {
-                        write_header(out, opcode, payload.len(), None);
-                        let start = out.len();
-                        out.extend_from_slice(payload);
-                        apply_mask(&mut out[start..], key, 0);
+                    if self.message.capacity() > 64 * 1024 {
+                        self.message = Vec::new(); // given back after a large message
                     }
-                    let body_at = header_at + parse_head(&out[header_at..]).map_or(0, |h| h.head_len);
-                    if opcode == OP_TEXT && std::str::from_utf8(&out[body_at..]).is_err() {
-                        out.truncate(header_at);
-                        return fail(out, CLOSE_INVALID_DATA, served);
-                    }
-                    served.requests += 1;
-                    served.messages += 1;
                 }
                 OP_PING => {
                     let mut data = payload.to_vec();
                     apply_mask(&mut data, key, 0);
-                    write_frame(out, OP_PONG, &data, None);
+                    send(out, OP_PONG, &data);
                 }
                 OP_PONG => {}
                 OP_CLOSE => {
                     let mut data = payload.get(..2).unwrap_or_default().to_vec();
                     apply_mask(&mut data, key, 0);
-                    write_frame(out, OP_CLOSE, &data, None);
+                    send(out, OP_CLOSE, &data);
                     served.close = true;
                     served.consumed = input.len();
                     return served;

@@ -10,6 +10,7 @@ fn spec(size: usize) -> WsSpec {
         headers: vec![],
         message: vec![b'x'; size],
         text: false,
+        expect: Expect::Echo,
     }
 }
 
@@ -98,10 +99,10 @@ fn upgraded_pair() -> (WsClient, WsServer) {
     let served = s.serve(&req, &mut resp);
     assert_eq!((served.consumed, served.close), (req.len(), false));
     for cut in 0..resp.len() {
-        assert_eq!(c.decode_handshake(&resp[..cut]), Ok(Decoded::Partial));
+        assert_eq!(c.decode_handshake(&resp[..cut], &mut Vec::new()), Ok(Decoded::Partial));
     }
     assert_eq!(
-        c.decode_handshake(&resp),
+        c.decode_handshake(&resp, &mut Vec::new()),
         Ok(Decoded::Done { consumed: resp.len(), outcome: Outcome::Control })
     );
     (c, s)
@@ -156,13 +157,15 @@ fn client_refuses_bad_upgrades_and_frames() {
     let mut c = WsClient::new(spec(5));
     c.handshake(&mut Vec::new());
     assert_eq!(
-        c.decode_handshake(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+        c.decode_handshake(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", &mut Vec::new()),
         Err(ProtoError::UpgradeRefused(200))
     );
     let wrong = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
-    assert_eq!(c.decode_handshake(wrong), Err(ProtoError::BadAcceptKey));
+    assert_eq!(c.decode_handshake(wrong, &mut Vec::new()), Err(ProtoError::BadAcceptKey));
     let mut out = Vec::new();
     assert_eq!(c.decode_op(&[0xC2, 0x00], &mut out), Err(ProtoError::ReservedBits));
+    let http = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 28\r\n\r\nUnsupported protocol version";
+    assert_eq!(c.decode_op(http, &mut out), Err(ProtoError::HttpAfterUpgrade(400)));
     assert_eq!(
         c.decode_op(&[0x82, 0x7f, 0xff, 0, 0, 0, 0, 0, 0, 0], &mut out),
         Err(ProtoError::FrameTooLarge)
@@ -251,9 +254,41 @@ fn endless_fragments_end_at_the_clients_message_limit() {
     let head = parse_head(&first).unwrap();
     let mut c2 = c.clone();
     // Pretend two 32 MiB fragments already arrived whole.
-    c2.in_message = true;
-    c2.received = 2 * head.len;
+    c2.session.in_message = true;
+    c2.session.received = 2 * head.len;
     let next = [0x00, 0x7e, 0x00, 0x10];
     assert_eq!(c2.decode_op(&next, &mut out), Err(ProtoError::FrameTooLarge));
     let _ = c.decode_op(&first, &mut out);
+}
+
+#[test]
+fn expect_any_takes_an_answer_in_the_servers_own_words() {
+    let mut c = WsClient::new(WsSpec { expect: Expect::Any, ..spec(5) });
+    c.handshake(&mut Vec::new());
+    let mut out = Vec::new();
+    // Three bytes more than the message (a server that prefixes its echoes).
+    let answer = [&[0x82, 8][..], b"re:hello"].concat();
+    assert_eq!(c.decode_op(&answer, &mut out), Ok(Decoded::Done { consumed: 10, outcome: Outcome::Op }));
+    let mut echo_only = WsClient::new(spec(5));
+    assert_eq!(echo_only.decode_op(&answer, &mut out), Err(ProtoError::EchoLength));
+}
+
+#[test]
+fn a_session_reassembles_fragmented_text_when_it_keeps_payloads() {
+    let mut s = Session::new(true);
+    let mut out = Vec::new();
+    let input = [&[0x01, 3][..], b"hel", &[0x89, 0], &[0x80, 2], b"lo"].concat();
+    let mut pos = 0;
+    let mut seen = Vec::new();
+    while let Some((n, frame)) = s.frame(&input[pos..], &mut out).unwrap() {
+        seen.push(match frame {
+            Frame::Message { opcode, len, payload } => {
+                format!("{opcode} {len} {}", String::from_utf8_lossy(payload))
+            }
+            other => format!("{other:?}"),
+        });
+        pos += n;
+    }
+    assert_eq!(seen, ["Part", "Control", "1 5 hello"]);
+    assert_eq!(parse_head(&out).map(|h| h.opcode), Some(OP_PONG), "the ping answered");
 }
