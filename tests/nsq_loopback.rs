@@ -110,6 +110,30 @@ fn heartbeats_are_answered_with_nop_as_control_bytes_on(engine: &str) {
     assert_eq!(r.tx.control, 4 * beats, "each answered with NOP\\n");
 }
 
+/// A paced connection idle for longer than nsqd allows silence (two heartbeat intervals) keeps
+/// its connection: it looks at its socket between operations and answers the heartbeats.
+#[test]
+fn paced_connections_idle_past_the_heartbeat_keep_their_connection() {
+    let server = start_builtin("nsq");
+    let cpu = client_cpu().to_string();
+    let identify = r#"{"client_id":"hb","heartbeat_interval":1000}"#; // nsqd's least
+    for engine in ENGINES {
+        // Two connections, one publish every 2.5 s each: longer than the 2 s of silence allowed.
+        let url = tcp_url(&server, "test");
+        let args =
+            [url.as_str(), "-c", "2", "--rate", "0.8", "-d", "3s", "--identify", identify, "--cores", &cpu];
+        let r = bench_on(engine, &args);
+        assert_clean(&r);
+        assert_eq!(
+            (r.ops, r.connects),
+            (3, 2),
+            "{engine}: publishes at 0, 1.25 and 2.5 s on the first connections"
+        );
+        assert!(r.tx.control >= 4 * 4, "{engine}: NOPs: {:?}", r.tx);
+    }
+    assert_eq!(ServerTally::sum(&server.stop().unwrap()).timeouts, 0, "no client closed for silence");
+}
+
 #[test]
 fn refused_publishes_are_counted_by_code_and_the_run_goes_on() {
     for engine in ENGINES {

@@ -96,6 +96,24 @@ fn heartbeats_are_kept_in_runs_longer_than_the_ping_interval() {
     }
 }
 
+/// Clients paced slower than the server's ping timeout keep their connections on every
+/// engine: between events they look at their sockets and answer the pings in time.
+#[test]
+fn paced_clients_idle_past_the_ping_timeout_stay_connected() {
+    let server =
+        start_builtin_with("tokio-uring", "sio", &["--ping-interval", "300ms", "--ping-timeout", "300ms"]);
+    let url = format!("sio://{}/", server.addr());
+    let cpu = client_cpu().to_string();
+    for engine in ENGINES {
+        // One event every 2 s per connection: six ping intervals of silence from the client.
+        let r = bench_on(engine, &[&url, "-c", "2", "--rate", "1", "-d", "3s", "--cores", &cpu]);
+        assert_clean(&r);
+        assert_eq!((r.ops, r.connects), (3, 2), "{engine}: events at 0, 1 and 2 s on the first connections");
+        assert!(r.tx.control >= 2 * 5 * 7, "{engine}: pongs: {:?}", r.tx);
+    }
+    assert_eq!(ServerTally::sum(&server.stop().unwrap()).timeouts, 0, "no client closed for silence");
+}
+
 /// A server that upgrades, then says `lines` (Engine.IO packets), then holds the connection.
 fn scripted(lines: &'static [&'static str]) -> std::net::SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -55,6 +55,11 @@ pub enum Want {
     Read(Duration),
     /// Nothing to do until then (a paced workload, a retry pause); then ask again.
     Sleep(Instant),
+    /// Read what the socket holds now without waiting ([`super::poll_socket`]): between paced
+    /// operations, for messages the server sends unprompted that need an answer in time
+    /// (Engine.IO 4's pings, nsqd's heartbeats). Then call `read`, `polled` (nothing there) or
+    /// `read_failed`.
+    Poll,
     /// Read the socket's counts for the audit ([`super::sys::close_audit`]), close it, then
     /// call `closed`.
     Close,
@@ -143,6 +148,9 @@ pub struct Conn<C> {
     /// server last sent anything (its silence limit counts from there).
     next_beat: Option<Instant>,
     last_rx: Instant,
+    /// When the socket was last read or polled (an idle connection looks at least twice per
+    /// [`ClientCodec::answer_within`]).
+    last_look: Instant,
     phase: Phase,
 }
 
@@ -179,6 +187,7 @@ impl<C: ClientCodec> Conn<C> {
             lives: 0,
             next_beat: None,
             last_rx: budget.measure_from,
+            last_look: budget.measure_from,
             phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
         }
     }
@@ -336,10 +345,21 @@ impl<C: ClientCodec> Conn<C> {
                 continue;
             }
             // Nothing in flight and nothing due yet (a paced workload): wait for its time, or
-            // for the protocol's next heartbeat.
+            // for the protocol's next heartbeat, looking at the socket meanwhile as often as
+            // the server's unprompted messages need an answer.
             let due = self.pacer.due(now);
             let wake = self.next_beat.map_or(due, |beat| beat.min(due)).min(self.budget.deadline);
-            return if wake > now { Want::Sleep(wake) } else { Want::Read(self.read_timeout(now)) };
+            if wake <= now {
+                return Want::Read(self.read_timeout(now));
+            }
+            return match self.codec.answer_within().map(|within| self.last_look + within / 2) {
+                Some(look) if look <= now => {
+                    self.last_look = now;
+                    Want::Poll
+                }
+                Some(look) => Want::Sleep(wake.min(look)),
+                None => Want::Sleep(wake),
+            };
         }
     }
 
@@ -347,6 +367,7 @@ impl<C: ClientCodec> Conn<C> {
         rec.connects += 1;
         self.life = Life::default();
         self.last_rx = now;
+        self.last_look = now;
         self.send.clear();
         self.sent_off = 0;
         self.codec.handshake(&mut self.send);
@@ -441,6 +462,11 @@ impl<C: ClientCodec> Conn<C> {
     }
 
     /// `n` bytes arrived in `read_buf()` (0: the server closed its side).
+    /// A [`Want::Poll`] found nothing to read.
+    pub fn polled(&mut self, now: Instant) {
+        self.last_look = now;
+    }
+
     pub fn read(&mut self, n: usize, now: Instant, rec: &mut CoreRecorder) {
         if n == 0 {
             return self.eof(now, rec);
@@ -448,6 +474,7 @@ impl<C: ClientCodec> Conn<C> {
         self.recv.filled(n);
         self.life.rx += n as u64;
         self.last_rx = now;
+        self.last_look = now;
         match self.phase.clone() {
             Phase::Handshake => self.decode_handshake(now, rec),
             Phase::Running => {
@@ -946,6 +973,48 @@ mod tests {
         assert!(rec.error_samples[0].contains("no progress"), "{:?}", rec.error_samples);
     }
 
+    /// A paced connection idle between operations looks at its socket twice per heartbeat
+    /// interval, and answers what it finds (nsqd's heartbeat: `NOP`).
+    #[test]
+    fn an_idle_paced_connection_polls_for_heartbeats() {
+        use crate::proto::nsq::{self, NsqClient, PublishSpec};
+        let spec = PublishSpec { topic: "t".into(), message: b"m".to_vec(), batch: 1, defer_ms: None };
+        let codec = NsqClient::new(&spec, Some(br#"{"heartbeat_interval":1000}"#));
+        let start = Instant::now();
+        let budget = Budget { ops: None, deadline: start + Duration::from_secs(60), measure_from: start };
+        let pacer = Workload::FixedRate { interval: Duration::from_secs(10) }.pacer(0, 1);
+        let mut c = Conn::new(&codec, pacer, budget, 1, Duration::from_secs(1), 0);
+        let mut rec = CoreRecorder::new(0);
+        let frame = |data: &[u8]| {
+            let mut f = Vec::new();
+            nsq::write_frame(&mut f, nsq::FRAME_RESPONSE, data);
+            f
+        };
+        c.next(start, false, &mut rec);
+        c.connected(start, &mut rec);
+        write_all(&mut c, start, &mut rec); // magic and IDENTIFY
+        feed(&mut c, &frame(b"OK"), &mut rec);
+        write_all(&mut c, start, &mut rec); // the first publish, due at once
+        feed(&mut c, &frame(b"OK"), &mut rec);
+        assert_eq!(rec.ops, 1);
+        // The next publish is due in 10 s; the socket is looked at every 500 ms meanwhile.
+        let half = Duration::from_millis(500);
+        let look = |c: &mut Conn<NsqClient>, rec: &mut CoreRecorder| match c.next(Instant::now(), false, rec)
+        {
+            Want::Sleep(at) => at,
+            other => panic!("{other:?}"),
+        };
+        let at = look(&mut c, &mut rec);
+        assert!(at <= Instant::now() + half, "wakes within half the interval");
+        assert_eq!(c.next(at, false, &mut rec), Want::Poll);
+        c.polled(at);
+        assert_eq!(c.next(at, false, &mut rec), Want::Sleep(at + half));
+        assert_eq!(c.next(at + half, false, &mut rec), Want::Poll);
+        feed(&mut c, &frame(b"_heartbeat_"), &mut rec);
+        assert!(matches!(c.next(at + half, false, &mut rec), Want::Write(_)));
+        assert_eq!(c.to_write(), b"NOP\n");
+    }
+
     #[test]
     fn with_a_quota_a_server_that_never_answers_is_given_up_on() {
         let (mut c, mut now) = conn(5, 1);
@@ -962,6 +1031,7 @@ mod tests {
                     c.wrote(n, &mut rec);
                 }
                 Want::Read(_) => c.read(0, now, &mut rec),
+                Want::Poll => c.polled(now),
                 Want::Close => close(&mut c, GET.len() as u64, now, &mut rec),
                 Want::Sleep(until) => now = until,
                 Want::Done => break,

@@ -102,6 +102,9 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
                     Err(e) => conn.read_failed(&e, &mut ctx.rec.borrow_mut()),
                 }
             }
+            (Want::Poll, Some(s)) => {
+                super::poll_socket(&mut conn, s.as_raw_fd(), Instant::now(), &mut ctx.rec.borrow_mut())
+            }
             (Want::Close, Some(s)) => {
                 let (drained, audit) = close_audit(s.as_raw_fd(), conn.socket_rx(), false);
                 stream = None;
@@ -110,7 +113,7 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
             (Want::Close, None) => conn.closed(0, None, Instant::now(), &mut ctx.rec.borrow_mut()),
             // Writes and reads always follow a connect; a machine asking otherwise is a bug,
             // reported as a failed read rather than a panic.
-            (Want::Write(_) | Want::Read(_), None) => {
+            (Want::Write(_) | Want::Read(_) | Want::Poll, None) => {
                 conn.read_failed(&std::io::Error::other("no connection"), &mut ctx.rec.borrow_mut())
             }
         }

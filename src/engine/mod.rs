@@ -297,6 +297,30 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
     )
 }
 
+/// [`conn::Want::Poll`], the same in every engine: read what socket `fd` holds now, without
+/// waiting (`MSG_DONTWAIT`), and tell the machine. Only asked between operations, when no other
+/// operation is in flight on the socket.
+pub fn poll_socket<C: crate::proto::ClientCodec>(
+    conn: &mut conn::Conn<C>,
+    fd: std::os::fd::RawFd,
+    now: std::time::Instant,
+    rec: &mut crate::stats::CoreRecorder,
+) {
+    let Some(buf) = conn.read_buf() else {
+        return conn.read_failed(&std::io::Error::other("message larger than the receive limit"), rec);
+    };
+    // SAFETY: `buf` is writable for its length; `fd` is the connection's open socket.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    match usize::try_from(n) {
+        Ok(n) => conn.read(n, now, rec),
+        Err(_) => match std::io::Error::last_os_error() {
+            e if e.kind() == std::io::ErrorKind::WouldBlock => conn.polled(now),
+            e if e.kind() == std::io::ErrorKind::Interrupted => conn.polled(now),
+            e => conn.read_failed(&e, rec),
+        },
+    }
+}
+
 /// What every core of an async server engine keeps (single-threaded, behind an `Rc`): its
 /// limits, its tally, its count of connections against its share of the connection limit,
 /// and its CPU clock. The engines keep only what differs: their sockets, accept and spawn.

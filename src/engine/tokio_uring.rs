@@ -209,13 +209,16 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
                     }
                 }
             }
+            (Want::Poll, Some(s)) => {
+                super::poll_socket(&mut conn, s.as_raw_fd(), Instant::now(), &mut rec.borrow_mut())
+            }
             (Want::Close, Some(s)) => {
                 let (drained, audit) = close_audit(s.as_raw_fd(), conn.socket_rx(), sent_fin);
                 stream = None;
                 conn.closed(drained, Some(audit), Instant::now(), &mut rec.borrow_mut());
             }
             (Want::Close, None) => conn.closed(0, None, Instant::now(), &mut rec.borrow_mut()),
-            (Want::Write(_) | Want::Read(_), None) => {
+            (Want::Write(_) | Want::Read(_) | Want::Poll, None) => {
                 conn.read_failed(&io::Error::other("no connection"), &mut rec.borrow_mut())
             }
         }

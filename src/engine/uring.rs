@@ -286,6 +286,10 @@ fn drive<C: ClientCodec>(
                 slot.busy = Some((OP_RECV, now + timeout));
                 return push(ring, &sqe);
             }
+            Want::Poll => match slot.fd {
+                Some(fd) => super::poll_socket(&mut slot.conn, fd, now, rec),
+                None => slot.conn.read_failed(&io::Error::other("no connection"), rec),
+            },
             Want::Close => {
                 let audit = slot.fd.take().map(|fd| {
                     let audit = close_audit(fd, slot.conn.socket_rx(), false);

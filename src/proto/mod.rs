@@ -153,6 +153,13 @@ pub trait ClientCodec: Clone {
     }
     /// A heartbeat is due: append it (control bytes).
     fn heartbeat(&mut self, _out: &mut Vec<u8>) {}
+    /// How soon a message the server sends unprompted between operations must be answered
+    /// (Engine.IO 4's pings: pingTimeout; nsqd's heartbeats: its interval); `None`: it sends
+    /// none that need an answer. A connection idle between paced operations looks at its
+    /// socket at least twice this often.
+    fn answer_within(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// How long the server may stay silent before the connection counts as dead (Engine.IO's
     /// ping interval plus ping timeout); `None`: only the operation timeout applies.
     fn silence_limit(&self) -> Option<std::time::Duration> {

@@ -6,6 +6,10 @@ use super::{FRAME_ERROR, FRAME_MESSAGE, FRAME_RESPONSE, HEARTBEAT, MAGIC_V2, NOP
 use super::{encode_identify, encode_publish, error_code, parse_frame};
 use crate::proto::{ClientCodec, Decoded, Failure, Outcome, ProtoError};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// nsqd's default heartbeat interval.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// The TCP publisher: magic and `IDENTIFY` once per connection, then prebuilt publishes.
 #[derive(Debug, Clone)]
@@ -15,6 +19,9 @@ pub struct NsqClient {
     publish: Arc<[u8]>,
     /// An error frame arrived: nsqd closes the connection after every publishing error.
     closing: bool,
+    /// nsqd's heartbeat interval for this connection: 30 s, or `IDENTIFY`'s
+    /// `heartbeat_interval` (ms; −1 turns heartbeats off).
+    heartbeat: Option<Duration>,
 }
 
 impl NsqClient {
@@ -24,11 +31,20 @@ impl NsqClient {
         if let Some(json) = identify {
             handshake.extend_from_slice(&encode_identify(json));
         }
+        let asked = identify
+            .and_then(|json| serde_json::from_slice::<serde_json::Value>(json).ok())
+            .and_then(|v| v.get("heartbeat_interval").and_then(serde_json::Value::as_i64));
+        let heartbeat = match asked {
+            Some(ms) if ms < 0 => None,
+            Some(ms @ 1..) => Some(Duration::from_millis(ms as u64)),
+            _ => Some(DEFAULT_HEARTBEAT),
+        };
         NsqClient {
             handshake: handshake.into(),
             identify: identify.is_some(),
             publish: encode_publish(spec).into(),
             closing: false,
+            heartbeat,
         }
     }
     pub fn publish(&self) -> &[u8] {
@@ -76,6 +92,12 @@ impl ClientCodec for NsqClient {
 
     fn peer_closing(&self) -> bool {
         self.closing
+    }
+
+    fn answer_within(&self) -> Option<Duration> {
+        // nsqd closes a client that stays silent for two heartbeat intervals: a `NOP` within
+        // one keeps it.
+        self.heartbeat
     }
 }
 

@@ -285,6 +285,11 @@ impl ClientCodec for SioClient {
         self.open.map(|o| o.ping_interval + o.ping_timeout)
     }
 
+    fn answer_within(&self) -> Option<Duration> {
+        // Engine.IO 4: the server's pings want a pong within pingTimeout.
+        self.open.filter(|_| self.spec.eio >= 4).map(|o| o.ping_timeout)
+    }
+
     fn error_detail(&self) -> Option<String> {
         self.detail.clone()
     }
