@@ -262,6 +262,15 @@ pub fn any_payload(_: &LoadPlan, _: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An option group's `given()`: the flags that were set, each with the protocols (or servers)
+/// it applies to.
+pub fn flags_given<const N: usize>(
+    flags: [(bool, &'static str); N],
+    applies_to: &'static [&'static str],
+) -> Vec<(&'static str, &'static [&'static str])> {
+    flags.into_iter().filter(|(given, _)| *given).map(|(_, flag)| (flag, applies_to)).collect()
+}
+
 /// [`Protocol::messages_per_op`] for protocols that carry one message per operation.
 pub fn one_message(_: &LoadPlan) -> u64 {
     1

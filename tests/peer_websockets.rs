@@ -10,19 +10,25 @@ fn tool(name: &str) -> String {
     format!("{}/tools/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-#[test]
-#[ignore = "needs Python's websockets: run by .ci/run"]
-fn bench_against_pythons_websockets_echo_server() {
+/// `tools/ws_echo_server.py` on a free port for 60 s, every echo prefixed with `prefix`; its URL.
+fn start_echo_server(prefix: &str) -> (Peer, String) {
     let port = free_port();
     let mut child = Command::new("python3")
-        .args([tool("ws_echo_server.py"), port.to_string(), "60".into()])
+        .args([tool("ws_echo_server.py"), port.to_string(), "60".into(), prefix.into()])
         .stdout(Stdio::piped())
+        .stderr(Stdio::null()) // its log of connections a client dropped on a protocol error
         .spawn()
         .expect("python3 runs");
     let ready = BufReader::new(child.stdout.take().unwrap()).lines().next();
-    let _server = Peer(child);
+    let server = Peer(child);
     assert_eq!(ready.and_then(Result::ok).as_deref(), Some("ready"));
-    let url = format!("ws://127.0.0.1:{port}/");
+    (server, format!("ws://127.0.0.1:{port}/"))
+}
+
+#[test]
+#[ignore = "needs Python's websockets: run by .ci/run"]
+fn bench_against_pythons_websockets_echo_server() {
+    let (_server, url) = start_echo_server("");
     let cpu = client_cpu().to_string();
     let r = bench(&[&url, "-c", "16", "-n", "20000", "--size", "500", "--cores", &cpu]);
     assert_clean(&r);
@@ -37,17 +43,7 @@ fn bench_against_pythons_websockets_echo_server() {
 #[test]
 #[ignore = "needs Python's websockets: run by .ci/run"]
 fn a_server_answering_in_its_own_words_needs_expect_any() {
-    let port = free_port();
-    let mut child = Command::new("python3")
-        .args([tool("ws_echo_server.py"), port.to_string(), "60".into(), "ok:".into()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null()) // its log of the connections the default run drops
-        .spawn()
-        .expect("python3 runs");
-    let ready = BufReader::new(child.stdout.take().unwrap()).lines().next();
-    let _server = Peer(child);
-    assert_eq!(ready.and_then(Result::ok).as_deref(), Some("ready"));
-    let url = format!("ws://127.0.0.1:{port}/");
+    let (_server, url) = start_echo_server("ok:");
     let cpu = client_cpu().to_string();
     // Exact echo (the default): every answer is three bytes too long, a protocol error.
     let r = bench(&[&url, "-c", "2", "-n", "100", "--cores", &cpu]);

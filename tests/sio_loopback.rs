@@ -116,41 +116,15 @@ fn paced_clients_idle_past_the_ping_timeout_stay_connected() {
 
 /// A server that upgrades, then says `lines` (Engine.IO packets), then holds the connection.
 fn scripted(lines: &'static [&'static str]) -> std::net::SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(1000) {
-            let Ok(mut s) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut buf = vec![0u8; 4096];
-                let Ok(n) = s.read(&mut buf) else { return };
-                let text = String::from_utf8_lossy(&buf[..n]).to_string();
-                let key = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
-                    .unwrap_or("")
-                    .trim()
-                    .to_string();
-                let accept = wirebench::proto::ws::accept_key(key.as_bytes());
-                let mut out = format!(
-                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-                )
-                .into_bytes();
-                for line in lines {
-                    wirebench::proto::ws::write_frame(
-                        &mut out,
-                        wirebench::proto::ws::OP_TEXT,
-                        line.as_bytes(),
-                        None,
-                    );
-                }
-                let _ = s.write_all(&out);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
-                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
-            });
+    scripted_ws(true, move |s| {
+        let mut out = Vec::new();
+        for line in lines {
+            wirebench::proto::ws::write_frame(&mut out, wirebench::proto::ws::OP_TEXT, line.as_bytes(), None);
         }
-    });
-    addr
+        let _ = s.write_all(&out);
+        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+        while matches!(s.read(&mut [0u8; 4096]), Ok(n) if n > 0) {}
+    })
 }
 
 #[test]

@@ -6,7 +6,6 @@ use common::*;
 use std::io::{Read, Write};
 use std::time::Duration;
 use wirebench::outcome::ErrorClass;
-use wirebench::proto::ws::accept_key;
 
 #[test]
 fn echo_of_500_bytes_is_508_out_504_back() {
@@ -100,36 +99,14 @@ fn http_server_answering_200_is_a_protocol_error_on(engine: &str) {
     assert!(r.elapsed < Duration::from_secs(3));
 }
 
-/// A server that completes the upgrade (with a right or wrong accept key) and then sends `after`.
+/// A server that completes the upgrade (with a right or wrong accept key), reads the first
+/// message, sends `after`, and closes.
 fn scripted(right_key: bool, after: &'static [u8]) -> std::net::SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(10_000) {
-            let Ok(mut s) = stream else { continue };
-            std::thread::spawn(move || {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut buf = vec![0u8; 4096];
-                let Ok(n) = s.read(&mut buf) else { return };
-                let text = String::from_utf8_lossy(&buf[..n]).to_string();
-                let key = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
-                    .unwrap_or("")
-                    .trim()
-                    .to_string();
-                let accept = if right_key { accept_key(key.as_bytes()) } else { accept_key(b"wrong") };
-                let head = format!(
-                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-                );
-                let _ = s.write_all(head.as_bytes());
-                let _ = s.read(&mut buf); // the first message
-                let _ = s.write_all(after);
-                std::thread::sleep(Duration::from_millis(50));
-            });
-        }
-    });
-    addr
+    scripted_ws(right_key, move |s| {
+        let _ = s.read(&mut [0u8; 4096]); // the first message
+        let _ = s.write_all(after);
+        std::thread::sleep(Duration::from_millis(50));
+    })
 }
 
 fn run_against(engine: &str, addr: std::net::SocketAddr) -> wirebench::stats::Report {

@@ -106,6 +106,40 @@ pub fn wait_listening(addr: SocketAddr) {
     panic!("nothing listens on {addr} after 10s");
 }
 
+/// A WebSocket server for fault tests on a free port: it completes the upgrade (with the right
+/// `Sec-WebSocket-Accept`, or a wrong one), then plays `script` on each connection.
+pub fn scripted_ws<F>(right_key: bool, script: F) -> SocketAddr
+where
+    F: Fn(&mut std::net::TcpStream) + Send + Sync + 'static,
+{
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let script = std::sync::Arc::new(script);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(10_000) {
+            let Ok(mut s) = stream else { continue };
+            let script = script.clone();
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = vec![0u8; 4096];
+                let Ok(n) = s.read(&mut buf) else { return };
+                let text = String::from_utf8_lossy(&buf[..n]).to_string();
+                let key =
+                    text.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: ")).unwrap_or("").trim();
+                let key = if right_key { key.as_bytes() } else { b"wrong".as_slice() };
+                let accept = wirebench::proto::ws::accept_key(key);
+                let head = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+                );
+                let _ = s.write_all(head.as_bytes());
+                script(&mut s);
+            });
+        }
+    });
+    addr
+}
+
 /// Start nginx answering `Hello World` on a free port with its own config in a temp dir.
 pub fn start_nginx() -> (Peer, SocketAddr) {
     let nginx = which("nginx").expect("nginx is installed (.ci/run installs it)");

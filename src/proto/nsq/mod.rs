@@ -333,7 +333,7 @@ impl ServeOptions {
             (self.max_msg_size.is_some(), "--max-msg-size"),
             (self.max_body_size.is_some(), "--max-body-size"),
         ];
-        flags.into_iter().filter(|(given, _)| *given).map(|(_, flag)| (flag, ["nsq"].as_slice())).collect()
+        crate::protocol::flags_given(flags, &["nsq"])
     }
 
     fn limits(&self) -> SinkLimits {

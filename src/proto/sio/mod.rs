@@ -136,7 +136,7 @@ impl Options {
             (self.eio.is_some(), "--eio"),
             (self.reply_event.is_some(), "--reply-event"),
         ];
-        flags.into_iter().filter(|(given, _)| *given).map(|(_, flag)| (flag, ["sio"].as_slice())).collect()
+        crate::protocol::flags_given(flags, &["sio"])
     }
 }
 
@@ -166,7 +166,7 @@ impl ServeOptions {
             (self.ping_timeout.is_some(), "--ping-timeout"),
             (self.reply_event.is_some(), "--reply-event"),
         ];
-        flags.into_iter().filter(|(given, _)| *given).map(|(_, flag)| (flag, ["sio"].as_slice())).collect()
+        crate::protocol::flags_given(flags, &["sio"])
     }
 }
 

@@ -147,7 +147,7 @@ pub struct Options {
 impl Options {
     pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
         let flags = [(self.text, "--text"), (self.expect.is_some(), "--expect")];
-        flags.into_iter().filter(|(given, _)| *given).map(|(_, flag)| (flag, ["ws"].as_slice())).collect()
+        crate::protocol::flags_given(flags, &["ws"])
     }
 }
 
