@@ -70,6 +70,11 @@ pub struct LoadArgs {
     /// uncorrected figure is shown beside it. Default: a closed loop, as fast as answers come.
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,
+    /// Per-connection pace: each connection sends one operation every D (`100ms`, `1s`), the
+    /// connections' first sends spread evenly over D; ops/s = connections / D. Latency as with
+    /// --rate (from when each operation was due).
+    #[arg(long, value_name = "D", value_parser = parse_duration, conflicts_with = "rate")]
+    pub interval: Option<Duration>,
     /// A connect, write or answer slower than this fails its connection (counted as timeout).
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub timeout: Duration,
@@ -172,9 +177,13 @@ pub fn validate_load(
         (None, Some(_)) => defaults.duration_with_ops,
         (None, None) => defaults.duration,
     };
-    let workload = match args.rate {
-        None => Workload::ClosedLoop,
-        Some(r) if r.is_finite() && r > 0.0 && r <= MAX_RATE => {
+    let workload = match (args.rate, args.interval) {
+        (_, Some(interval)) if interval.is_zero() || interval > MAX_INTERVAL => {
+            bail!("--interval must be longer than zero and at most {MAX_INTERVAL:?}")
+        }
+        (_, Some(interval)) => Workload::FixedRate { interval },
+        (None, None) => Workload::ClosedLoop,
+        (Some(r), None) if r.is_finite() && r > 0.0 && r <= MAX_RATE => {
             let interval = Duration::try_from_secs_f64(connections as f64 / r)
                 .ok()
                 .filter(|i| *i <= MAX_INTERVAL)
@@ -185,7 +194,9 @@ pub fn validate_load(
                 })?;
             Workload::FixedRate { interval }
         }
-        Some(r) => bail!("--rate {r}: give operations per second, more than 0 and at most {MAX_RATE:e}"),
+        (Some(r), None) => {
+            bail!("--rate {r}: give operations per second, more than 0 and at most {MAX_RATE:e}")
+        }
     };
     let payload = match (args.size, &args.body_file) {
         (Some(n), _) if n > MAX_PAYLOAD => {
@@ -279,6 +290,10 @@ impl LoadPlan {
             cores: self.load.cores.clone(),
             connections: self.load.shape.connections,
             depth: self.load.shape.depth,
+            interval: match self.load.shape.workload {
+                Workload::FixedRate { interval } => Some(interval),
+                Workload::ClosedLoop => None,
+            },
         }
     }
 }
@@ -469,6 +484,10 @@ mod tests {
         assert!(error(&["http://h/", "--depth", "0"]).contains("--depth"));
         assert!(error(&["http://h/", "-n", "0"]).contains("at least 1"));
         assert!(error(&["http://h/", "--rate", "1e-18"]).contains("too low"));
+        assert!(error(&["http://h/", "--interval", "0s"]).contains("--interval must be longer than zero"));
+        assert!(error(&["http://h/", "--interval", "1s", "--rate", "5"]).contains("cannot be used with"));
+        let p = plan(&["http://h/", "--interval", "250ms", "-c", "8"]).unwrap();
+        assert_eq!(p.load.shape.workload, Workload::FixedRate { interval: Duration::from_millis(250) });
         assert!(error(&["http://h/", "--size", "999999999999"]).contains("larger than"));
         assert!(error(&["http://h/", "-H", "nocolon"]).contains("Name: value"));
         assert!(error(&["http://h/", "--cores", "9"]).contains("not available"));

@@ -4,8 +4,8 @@
 # min/avg/max latency in ms, and the server's CPU % (mean over the run) and memory % (peak RSS
 # of MemTotal), sampled from /proc by `--watch-pid`, and the server's CPU µs per request, to compare
 # servers at the same offered load. The study ran three load machines against
-# socket.io 1.x/2.x; here one pinned generator (`--rate` = clients × 1000 / INTERVAL: each
-# connection sends at its own offset in the interval) drives each server in turn.
+# socket.io 1.x/2.x; here one pinned generator (`--interval`: each connection sends every
+# INTERVAL at its own offset in it) drives each server in turn.
 #
 # Servers: Node's socket.io 2 (Engine.IO 3, what the study ran), socket.io 4, python-socketio
 # (aiohttp) and `wirebench serve sio`, each a process of its own pinned to the last CPU; the
@@ -62,8 +62,7 @@ for server in $SERVERS; do
         for interval in $INTERVALS; do
             port=$(free_port)
             start_server "$server" "$port"
-            rate=$((clients * 1000 / interval))
-            "$WB" bench "sio://127.0.0.1:$port/" --eio "$eio" -c "$clients" --rate "$rate" \
+            "$WB" bench "sio://127.0.0.1:$port/" --eio "$eio" -c "$clients" --interval "${interval}ms" \
                 -d "${SECONDS_PER_ROW}s" --cores "$CLIENT_CPU" --watch-pid "$server_pid" \
                 --json "$work/row.json" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }
             kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
@@ -91,7 +90,7 @@ PY
     done
 done
 echo
-echo "requests: events acknowledged in the run (each client starts its schedule once joined); latency from when each event was due (--rate);"
+echo "requests: events acknowledged in the run (each client starts its schedule once joined); latency from when each event was due (--interval);"
 echo "errors: failed events and failed connections, by class"
 echo "cpu %: the server process's CPU time over wall time, mean of 250 ms samples (100% = one CPU);"
 echo "cpu us/req: that CPU over the run's measured window per request (compare servers at the same clients and interval); mem %: peak RSS / MemTotal"

@@ -461,12 +461,12 @@ impl<C: ClientCodec> Conn<C> {
         self.close(end);
     }
 
-    /// `n` bytes arrived in `read_buf()` (0: the server closed its side).
     /// A [`Want::Poll`] found nothing to read.
     pub fn polled(&mut self, now: Instant) {
         self.last_look = now;
     }
 
+    /// `n` bytes arrived in `read_buf()` (0: the server closed its side).
     pub fn read(&mut self, n: usize, now: Instant, rec: &mut CoreRecorder) {
         if n == 0 {
             return self.eof(now, rec);

@@ -60,6 +60,9 @@ pub struct RunInfo {
     pub cores: Vec<usize>,
     pub connections: usize,
     pub depth: usize,
+    /// A paced load's interval between one connection's operations (`--interval`, or
+    /// `--rate` spread over the connections); `None`: a closed loop.
+    pub interval: Option<std::time::Duration>,
     /// Messages each operation carries (an NSQ batch); 1 otherwise.
     pub messages_per_op: u64,
 }

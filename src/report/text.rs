@@ -14,7 +14,7 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
     let secs = r.elapsed.as_secs_f64();
     let _ = writeln!(
         s,
-        "{} {} — {} engine on CPU {}, {} connection{}, depth {}, {:.2}s measured",
+        "{} {} — {} engine on CPU {}, {} connection{}, depth {}{}, {:.2}s measured",
         info.protocol,
         info.target,
         info.engine,
@@ -22,6 +22,7 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         info.connections,
         if info.connections == 1 { "" } else { "s" },
         info.depth,
+        info.interval.map(|i| format!(", one op every {i:?} per connection")).unwrap_or_default(),
         secs
     );
     let _ = writeln!(
