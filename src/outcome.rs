@@ -86,6 +86,75 @@ impl fmt::Display for Failure {
     }
 }
 
+/// What the server answered, in the protocol's own words: counted per measured operation
+/// (an HTTP status, an NSQ response), and per connection the server closed with a code (a
+/// WebSocket Close) — ab's status table, for every protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Answer {
+    /// An HTTP response status.
+    Status(u16),
+    /// An NSQ response (`OK`) or error code (`E_BAD_TOPIC`, …).
+    Nsq(&'static str),
+    /// The status code of a WebSocket Close the server sent (its own, or its answer to ours).
+    Close(u16),
+}
+
+impl Answer {
+    /// Whether this is the protocol's success: a 2xx status, NSQ `OK`, a normal close (1000).
+    pub fn is_success(self) -> bool {
+        match self {
+            Answer::Status(code) => (200..300).contains(&code),
+            Answer::Nsq(code) => code == "OK",
+            Answer::Close(code) => code == 1000,
+        }
+    }
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Status(code) => write!(f, "{code}"),
+            Answer::Nsq(code) => f.write_str(code),
+            Answer::Close(code) => write!(f, "close {code}"),
+        }
+    }
+}
+
+/// Counts per [`Answer`]: a short list (a run sees few distinct answers), searched linearly,
+/// so counting an operation allocates nothing after the first of its kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnswerCounts(Vec<(Answer, u64)>);
+
+impl AnswerCounts {
+    pub fn add(&mut self, answer: Answer, n: u64) {
+        match self.0.iter_mut().find(|(a, _)| *a == answer) {
+            Some((_, count)) => *count += n,
+            None => self.0.push((answer, n)),
+        }
+    }
+    pub fn merge(&mut self, other: &AnswerCounts) {
+        for (a, n) in &other.0 {
+            self.add(*a, *n);
+        }
+    }
+    /// Every answer with its count, in order (statuses by code, then NSQ's, then closes).
+    pub fn sorted(&self) -> Vec<(Answer, u64)> {
+        let mut v = self.0.clone();
+        v.sort();
+        v
+    }
+    pub fn get(&self, answer: Answer) -> u64 {
+        self.0.iter().find(|(a, _)| *a == answer).map_or(0, |(_, n)| *n)
+    }
+    /// Operation answers that were not the protocol's success (ab's "Non-2xx responses").
+    pub fn unsuccessful(&self) -> u64 {
+        self.0.iter().filter(|(a, _)| !matches!(a, Answer::Close(_)) && !a.is_success()).map(|(_, n)| n).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// A count per [`ErrorClass`], in an array (no map per operation).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClassCounts([u64; ErrorClass::ALL.len()]);

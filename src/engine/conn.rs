@@ -668,6 +668,9 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 self.measured_inflight -= 1;
                 self.answered += 1;
+                if let Some(answer) = self.codec.answer() {
+                    rec.answered(answer);
+                }
                 match outcome {
                     Outcome::OpFailed(failure) => {
                         rec.rx.add(Traffic::Failed, consumed);
@@ -735,6 +738,9 @@ impl<C: ClientCodec> Conn<C> {
         self.send.clear();
         self.sent_off = 0;
         self.control.clear();
+        if let Some(code) = self.codec.close_code() {
+            rec.answers.add(crate::outcome::Answer::Close(code), 1);
+        }
         self.codec = self.prototype.clone();
         self.lives += 1;
         self.codec.seed(self.seed ^ self.lives.wrapping_mul(SEED_STEP));

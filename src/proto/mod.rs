@@ -141,6 +141,16 @@ pub trait ClientCodec: Clone {
     fn goodbye(&mut self, _out: &mut Vec<u8>) -> bool {
         false
     }
+    /// The protocol's word for the message just decoded by [`decode_op`](Self::decode_op), when
+    /// it completed an operation (an HTTP status, NSQ's `OK` or error code); `None` when the
+    /// protocol has none (a WebSocket echo, a Socket.IO acknowledgement).
+    fn answer(&self) -> Option<crate::outcome::Answer> {
+        None
+    }
+    /// The code of the WebSocket Close the server sent on this connection, if it sent one.
+    fn close_code(&self) -> Option<u16> {
+        None
+    }
     /// More about the last error than its kind can say (a Socket.IO `CONNECT_ERROR`'s message
     /// from the server), for the error sample.
     fn error_detail(&self) -> Option<String> {

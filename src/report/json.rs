@@ -42,6 +42,8 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
         "messages_per_sec": r3(r.ops_per_sec() * info.messages_per_op as f64),
         "connection_errors": by_class(&r.conn_errors, ErrorClass::Status),
         "failures": failures,
+        "status_counts": r.answers.sorted().iter().map(|(a, n)| (a.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "not_successful": r.answers.unsuccessful(),
         "error_samples": r.error_samples,
         "connects": r.connects,
         "reconnects": r.reconnects,

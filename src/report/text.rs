@@ -105,6 +105,12 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         r.rx.failed
     );
     let _ = writeln!(s, "  connections {} opened, {} reconnects", r.connects, r.reconnects);
+    if !r.answers.is_empty() {
+        let all: Vec<String> = r.answers.sorted().iter().map(|(a, n)| format!("{a}: {n}")).collect();
+        let odd = r.answers.unsuccessful();
+        let note = if odd > 0 { format!("  ({odd} not successful)") } else { String::new() };
+        let _ = writeln!(s, "  answers     {}{note}", all.join(", "));
+    }
     let classes = |counts: &crate::outcome::ClassCounts| {
         counts.nonzero().map(|(c, n)| format!("{} {n}", c.name())).collect::<Vec<_>>().join(", ")
     };

@@ -5,7 +5,7 @@
 //! numbers were produced: the engine counts bytes where its syscalls returned them and hands
 //! them over with the class ([`Traffic`]) they belong to.
 
-use crate::outcome::{ClassCounts, ErrorClass, Failure};
+use crate::outcome::{Answer, AnswerCounts, ClassCounts, ErrorClass, Failure};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -192,6 +192,9 @@ pub struct CoreRecorder {
     pub latency_uncorrected: Histogram<u64>,
     /// The servers' refusals by kind (HTTP status, NSQ error code), for the summary.
     pub failures: BTreeMap<Failure, u64>,
+    /// Every measured answer in the protocol's words (HTTP statuses, NSQ responses), and the
+    /// codes of the WebSocket Closes servers sent.
+    pub answers: AnswerCounts,
     /// The first few distinct error messages, so the user reads what happened, not just a count.
     pub error_samples: Vec<String>,
     pub tx: ByteSplit,
@@ -218,6 +221,7 @@ impl CoreRecorder {
             latency: Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds"),
             latency_uncorrected: Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds"),
             failures: BTreeMap::new(),
+            answers: AnswerCounts::default(),
             error_samples: Vec::new(),
             tx: ByteSplit::default(),
             rx: ByteSplit::default(),
@@ -256,6 +260,11 @@ impl CoreRecorder {
     /// `n` measured operations failed with `class` (lost with their connection).
     pub fn ops_failed(&mut self, class: ErrorClass, n: u64) {
         self.failed.add(class, n);
+    }
+
+    /// The server answered a measured operation in these words.
+    pub fn answered(&mut self, answer: Answer) {
+        self.answers.add(answer, 1);
     }
 
     /// The server refused a measured operation.
@@ -314,6 +323,7 @@ impl CoreRecorder {
         for (k, v) in &c.failures {
             *self.failures.entry(*k).or_default() += v;
         }
+        self.answers.merge(&c.answers);
         for s in &c.error_samples {
             if self.error_samples.len() < MAX_ERROR_SAMPLES && !self.error_samples.contains(s) {
                 self.error_samples.push(s.clone());

@@ -4,6 +4,7 @@
 
 use super::head::{self, ChunkScan};
 use super::{Framing, MAX_RESPONSE_BODY, MAX_RESPONSE_HEAD, RequestSpec, encode_request};
+use crate::outcome::Answer;
 use crate::proto::{ClientCodec, Decoded, Failure, Outcome, ProtoError};
 use std::sync::Arc;
 
@@ -29,6 +30,8 @@ pub struct Http1Client {
     /// and a memcmp replaces the parse.
     last_head: Vec<u8>,
     last: Option<(Head, bool)>,
+    /// The status of the last whole response.
+    status: u16,
 }
 
 /// Heads longer than this are parsed every time rather than remembered.
@@ -43,6 +46,7 @@ impl Http1Client {
             closing: false,
             last_head: Vec::new(),
             last: None,
+            status: 0,
         }
     }
 
@@ -137,6 +141,7 @@ impl ClientCodec for Http1Client {
             }
             Some(consumed) => {
                 self.head = None;
+                self.status = head.status;
                 Ok(Decoded::Done { consumed, outcome: outcome_of(head.status) })
             }
         }
@@ -154,6 +159,7 @@ impl ClientCodec for Http1Client {
             Framing::UntilEof => {
                 self.head = None;
                 self.closing = true;
+                self.status = head.status;
                 Ok(Decoded::Done { consumed: input.len(), outcome: outcome_of(head.status) })
             }
             _ => Err(ProtoError::TruncatedResponse),
@@ -162,6 +168,10 @@ impl ClientCodec for Http1Client {
 
     fn peer_closing(&self) -> bool {
         self.closing
+    }
+
+    fn answer(&self) -> Option<Answer> {
+        Some(Answer::Status(self.status))
     }
 }
 

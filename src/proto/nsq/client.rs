@@ -22,6 +22,8 @@ pub struct NsqClient {
     /// nsqd's heartbeat interval for this connection: 30 s, or `IDENTIFY`'s
     /// `heartbeat_interval` (ms; −1 turns heartbeats off).
     heartbeat: Option<Duration>,
+    /// NSQ's word for the last answer: `OK` or the error code.
+    answer: &'static str,
 }
 
 impl NsqClient {
@@ -45,6 +47,7 @@ impl NsqClient {
             publish: encode_publish(spec).into(),
             closing: false,
             heartbeat,
+            answer: "OK",
         }
     }
     pub fn publish(&self) -> &[u8] {
@@ -79,10 +82,14 @@ impl ClientCodec for NsqClient {
                 out.extend_from_slice(NOP);
                 Outcome::Control
             }
-            FRAME_RESPONSE => Outcome::Op,
+            FRAME_RESPONSE => {
+                self.answer = "OK";
+                Outcome::Op
+            }
             FRAME_ERROR => {
                 self.closing = true;
-                Outcome::OpFailed(Failure::Nsq(error_code(data)))
+                self.answer = error_code(data);
+                Outcome::OpFailed(Failure::Nsq(self.answer))
             }
             FRAME_MESSAGE => return Err(ProtoError::UnexpectedMessage),
             _ => return Err(ProtoError::BadFrame),
@@ -92,6 +99,10 @@ impl ClientCodec for NsqClient {
 
     fn peer_closing(&self) -> bool {
         self.closing
+    }
+
+    fn answer(&self) -> Option<crate::outcome::Answer> {
+        Some(crate::outcome::Answer::Nsq(self.answer))
     }
 
     fn answer_within(&self) -> Option<Duration> {

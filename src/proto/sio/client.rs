@@ -263,6 +263,10 @@ impl ClientCodec for SioClient {
         self.closing || self.session.closing()
     }
 
+    fn close_code(&self) -> Option<u16> {
+        self.session.close_code()
+    }
+
     fn goodbye(&mut self, out: &mut Vec<u8>) -> bool {
         if self.peer_closing() {
             return false;

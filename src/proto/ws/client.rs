@@ -38,6 +38,7 @@ pub struct Session {
     pub(super) received: u64,
     message: Vec<u8>,
     closing: bool,
+    close_code: Option<u16>,
     goodbye_sent: bool,
 }
 
@@ -64,6 +65,7 @@ impl Session {
             received: 0,
             message: Vec::new(),
             closing: false,
+            close_code: None,
             goodbye_sent: false,
         }
     }
@@ -173,6 +175,8 @@ impl Session {
             }
             OP_PONG => Frame::Control,
             OP_CLOSE => {
+                // No code in the frame is 1005 (RFC 6455 §7.1.5: "no status received").
+                self.close_code = Some(payload.get(..2).map_or(1005, |c| u16::from_be_bytes([c[0], c[1]])));
                 if !self.goodbye_sent {
                     // Echo the status code, as RFC 6455 §5.5.1 asks.
                     self.send(out, OP_CLOSE, payload.get(..2).unwrap_or_default());
@@ -210,6 +214,11 @@ impl Session {
     /// The server sent a close (or the session said goodbye and the server answered).
     pub fn closing(&self) -> bool {
         self.closing
+    }
+
+    /// The code of the server's Close, once it sent one.
+    pub fn close_code(&self) -> Option<u16> {
+        self.close_code
     }
 
     /// Append Close 1000, unless the server closed first: `true` if its answer is awaited.
@@ -301,6 +310,10 @@ impl ClientCodec for WsClient {
 
     fn peer_closing(&self) -> bool {
         self.session.closing()
+    }
+
+    fn close_code(&self) -> Option<u16> {
+        self.session.close_code()
     }
 
     fn goodbye(&mut self, out: &mut Vec<u8>) -> bool {
