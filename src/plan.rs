@@ -75,6 +75,11 @@ pub struct LoadArgs {
     /// --rate (from when each operation was due).
     #[arg(long, value_name = "D", value_parser = parse_duration, conflicts_with = "rate")]
     pub interval: Option<Duration>,
+    /// A connection per operation, as ab without -k: connect, the protocol's set-up, one
+    /// operation, a close from the client (HTTP also says `Connection: close`); the connect
+    /// and set-up are timed as part of each operation.
+    #[arg(long)]
+    pub no_keepalive: bool,
     /// A connect, write or answer slower than this fails its connection (counted as timeout).
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub timeout: Duration,
@@ -165,6 +170,9 @@ pub fn validate_load(
     if args.depth == 0 || args.depth > MAX_DEPTH {
         bail!("--depth must be between 1 and {MAX_DEPTH}");
     }
+    if args.no_keepalive && args.depth > 1 {
+        bail!("--no-keepalive sends one operation per connection: --depth {} cannot apply", args.depth);
+    }
     let ops = args.ops.or(defaults.ops);
     if ops == Some(0) {
         bail!("-n/--ops must be at least 1");
@@ -233,6 +241,7 @@ pub fn validate_load(
             warmup: args.warmup,
             timeout: args.timeout,
             workload,
+            per_op: args.no_keepalive,
         },
         payload,
         headers,

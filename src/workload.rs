@@ -80,6 +80,8 @@ pub struct Shape {
     /// A connect, write or answer that takes longer fails its connection with `timeout`.
     pub timeout: Duration,
     pub workload: Workload,
+    /// A connection per operation (`--no-keepalive`): connect, set up, one operation, close.
+    pub per_op: bool,
 }
 
 /// When a connection stops sending: at a time, after a number of operations, or both.

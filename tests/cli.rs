@@ -74,22 +74,6 @@ fn too_little_locked_memory_says_how() {
     assert_user_error(&out, "ulimit -l");
 }
 
-/// A `serve` process on the server CPU, and its address.
-fn serve_process(kind: &str, extra: &[&str]) -> (Peer, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["serve", kind, "--listen", "127.0.0.1:0"])
-        .args(["--cores", &server_cpu().to_string(), "-d", "60s"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr =
-        first.split("listening on ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().to_string();
-    (Peer(child), addr)
-}
-
 #[test]
 fn serve_and_bench_processes_on_separate_cpus_with_json() {
     let (_server, addr) = serve_process("http", &[]);

@@ -3,8 +3,7 @@
 
 mod common;
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn wirebench_json(args: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_wirebench")).args(args).output().expect("binary runs");
@@ -20,19 +19,6 @@ fn wirebench_json(args: &[&str]) -> serde_json::Value {
 
 fn cpus() -> usize {
     wirebench::cpus::online().len()
-}
-
-/// `serve http` as a child process; its address and the process.
-fn serve_process(cpu: usize) -> (Peer, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["serve", "http", "--listen", "127.0.0.1:0", "--cores", &cpu.to_string(), "-d", "60s"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let line = BufReader::new(child.stdout.take().unwrap()).lines().next().unwrap().unwrap();
-    let addr =
-        line.split("listening on ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().to_string();
-    (Peer(child), addr)
 }
 
 /// A server sweep of 1 and 2 cores (as many as the machine has), 16 connections, as JSON: its
@@ -65,7 +51,7 @@ fn builtin_server_sweep_one_to_two_cores() {
 
 #[test]
 fn client_sweep_and_watching_the_server() {
-    let (server, addr) = serve_process(server_cpu());
+    let (server, addr) = serve_process("http", &[]);
     let url = format!("http://{addr}/");
     let svg = std::env::temp_dir().join(format!("wirebench-sweep-{}.svg", free_port()));
     let v = wirebench_json(&[

@@ -38,10 +38,131 @@ fn every_answer_is_counted_in_the_protocols_words() {
     }
     let ws = start_builtin("ws");
     let r = bench(&[&format!("ws://{}/", ws.addr()), "-c", "3", "-n", "300", "--cores", &cpu]);
-    assert_eq!(r.answers.sorted(), [(Answer::Close(1000), 3)], "each server's answer to our Close");
+    assert_eq!(r.answers.sorted(), [], "the servers' echoes of our own Close are not counted");
+    // A server that closes first, with its reason: 1009, message too big, once per connection.
+    let small = start_builtin_with("tokio-uring", "ws", &["--max-message", "100"]);
+    let r =
+        bench(&[&format!("ws://{}/", small.addr()), "--size", "400", "-c", "2", "-d", "1s", "--cores", &cpu]);
+    assert_accounted(&r);
+    // Every connection but those the run's end cut (at most one per connection slot).
+    let closes = r.answers.get(Answer::Close(1009));
+    assert!(
+        r.connects >= 2 && (r.connects - 2..=r.connects).contains(&closes),
+        "{} connects, {:?}",
+        r.connects,
+        r.answers
+    );
     let nsq = start_builtin("nsq");
     let r = bench(&[&format!("nsq://{}/t", nsq.addr()), "-c", "2", "-n", "300", "--cores", &cpu]);
     assert_eq!(r.answers.sorted(), [(Answer::Nsq("OK"), 300)]);
     let r = bench(&[&format!("nsq://{}/bad!", nsq.addr()), "-c", "1", "-n", "4", "--cores", &cpu]);
     assert_eq!(r.answers.sorted(), [(Answer::Nsq("E_BAD_TOPIC"), 4)]);
+}
+
+#[test]
+fn a_connection_per_operation_opens_one_connection_for_each() {
+    let cpu = client_cpu().to_string();
+    let http = start_builtin("http");
+    let url = format!("http://{}/", http.addr());
+    for engine in ENGINES {
+        let r = bench_on(engine, &[&url, "--no-keepalive", "-c", "4", "-n", "300", "--cores", &cpu]);
+        assert_clean(&r);
+        assert_eq!((r.ops, r.connects, r.reconnects), (300, 300, 0), "{engine}: one connection per operation");
+        // The request says `Connection: close`, and so does the answer.
+        let host = http.addr().to_string();
+        assert_eq!(r.tx_per_op(), wire::http_request("GET", "/", &host, &["Connection: close"], 0), "{engine}");
+        assert_eq!(r.rx_per_op(), wire::http_response("200 OK", &["Connection: close"], "Hello World"));
+        // Every phase timed once per operation; the whole holds its parts.
+        for (name, h) in [("connect", &r.phases.connect), ("waiting", &r.phases.waiting)] {
+            assert_eq!(h.len(), 300, "{engine}: {name}");
+        }
+        assert!(r.phases.handshake.is_empty(), "HTTP has no set-up of its own");
+        let connect = r.phases.connect.mean();
+        assert!(r.latency.mean() >= connect + r.phases.waiting.mean(), "{engine}: total holds connect + waiting");
+    }
+    // The protocols with a set-up do it every time, and say goodbye as they would at the end.
+    for kind in ["ws", "nsq", "sio"] {
+        let server = start_builtin(kind);
+        let url = match kind {
+            "nsq" => format!("nsq://{}/t", server.addr()),
+            _ => format!("{kind}://{}/", server.addr()),
+        };
+        for engine in ENGINES {
+            let r = bench_on(engine, &[&url, "--no-keepalive", "-c", "3", "-n", "60", "--cores", &cpu]);
+            assert_clean(&r);
+            assert_eq!((r.ops, r.connects), (60, 60), "{kind} on {engine}");
+            assert_eq!(r.phases.handshake.len(), 60, "{kind} on {engine}: a set-up per operation");
+            assert!(r.tx.handshake > 0 && r.rx.handshake > 0);
+        }
+    }
+}
+
+#[test]
+fn no_keepalive_refuses_a_depth() {
+    let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from([
+        "wirebench",
+        "bench",
+        "http://127.0.0.1:1/",
+        "--no-keepalive",
+        "--depth",
+        "4",
+    ])
+    .unwrap();
+    let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
+    let err = wirebench::cmd::bench::run(&args).err().expect("refused").to_string();
+    assert!(err.contains("--no-keepalive"), "{err}");
+}
+
+/// Median `waiting` of a paced run (20 connections, one operation every 20 ms each).
+fn median_waiting_ms(engine: &str, addr: std::net::SocketAddr) -> f64 {
+    let cpu = client_cpu().to_string();
+    let url = format!("http://{addr}/");
+    let r = bench_on(engine, &[&url, "--interval", "20ms", "-c", "20", "-d", "2s", "--cores", &cpu]);
+    assert_clean(&r);
+    r.phases.waiting.value_at_quantile(0.5) as f64 / 1e6
+}
+
+#[test]
+fn a_server_think_time_shows_in_waiting() {
+    // The same paced load against the same server, without and with `--delay 10ms`: the
+    // medians differ by the delay (the rest is this machine's loopback round trip, ~0.2 ms).
+    let plain = start_builtin_on("tokio-uring", "http");
+    for server in SERVER_ENGINES {
+        let slow = start_builtin_with(server, "http", &["--delay", "10ms"]);
+        for engine in ENGINES {
+            let base = median_waiting_ms(engine, plain.addr());
+            let delayed = median_waiting_ms(engine, slow.addr());
+            let added = delayed - base;
+            assert!((9.8..=10.2).contains(&added), "{server} server, {engine} client: {delayed:.3} − {base:.3} ms");
+        }
+    }
+}
+
+#[test]
+fn a_server_stall_shows_in_the_corrected_latency_and_not_the_uncorrected() {
+    // wrk2's own check: stop the server for a second in a paced run. Every operation due
+    // during the stall waited for it (corrected); only those in flight when it began waited
+    // from their actual send (uncorrected).
+    let (server, addr) = serve_process("http", &[]);
+    let pid = server.0.id() as libc::pid_t;
+    let cpu = client_cpu().to_string();
+    for engine in ENGINES {
+        let url = format!("http://{addr}/");
+        let run = std::thread::spawn({
+            let cpu = cpu.clone();
+            move || bench_on(engine, &[&url, "--rate", "1000", "-c", "4", "-d", "3s", "--cores", &cpu])
+        });
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        // SAFETY: signals to our own child.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        let r = run.join().unwrap();
+        assert_clean(&r);
+        let ms = |h: &hdrhistogram::Histogram<u64>, q| h.value_at_quantile(q) as f64 / 1e6;
+        let (corrected, uncorrected) = (ms(&r.latency, 0.99), ms(&r.latency_uncorrected, 0.99));
+        assert!(corrected > 500.0, "{engine}: corrected p99 {corrected} ms");
+        assert!(uncorrected < 100.0, "{engine}: uncorrected p99 {uncorrected} ms");
+        assert!(ms(&r.latency_uncorrected, 1.0) > 900.0, "{engine}: the ops in flight did wait");
+    }
 }

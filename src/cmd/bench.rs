@@ -22,6 +22,9 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     let watched = watcher.map(crate::watch::Watcher::finish);
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
         report::out(&report::text::render(&info, &report));
+        if args.latency {
+            report::out(&report::text::spectrum(&report));
+        }
         if let Some(w) = &watched {
             report::out(&report::text::render_watch(w));
         }

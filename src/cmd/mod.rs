@@ -52,6 +52,9 @@ pub struct BenchArgs {
     /// Sample this server process's CPU % (with its child processes) and memory during the run.
     #[arg(long, value_name = "PID")]
     pub watch_pid: Option<u32>,
+    /// Print the full percentile spectrum of the latency (as wrk2 does).
+    #[arg(long)]
+    pub latency: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -152,6 +155,10 @@ pub struct LimitArgs {
     /// or closed (NSQ TCP).
     #[arg(long, default_value_t = 16_384)]
     pub max_conns: usize,
+    /// Think time: hold each answer this long after its request arrived (as an application
+    /// server's work would), e.g. `10ms`; pipelined requests read together share one delay.
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub delay: Duration,
 }
 
 /// Parse a CPU list (`0`, `0,2`, `0-3,8`) and check each CPU is one this process may run on;

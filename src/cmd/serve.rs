@@ -61,6 +61,7 @@ impl LimitArgs {
             idle_timeout: self.idle_timeout,
             write_timeout: self.write_timeout,
             max_conns: self.max_conns,
+            delay: self.delay,
         };
         if limits.head_timeout.is_zero() || limits.idle_timeout.is_zero() || limits.write_timeout.is_zero() {
             bail!("--head-timeout, --idle-timeout and --write-timeout must be longer than zero");

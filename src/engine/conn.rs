@@ -108,6 +108,9 @@ struct InFlight {
     tx_written: u64,
     /// Bytes of its answer received so far (WebSocket fragments).
     rx: u64,
+    /// When its last byte was written, and when the first byte of its answer arrived.
+    written: Option<Instant>,
+    first_byte: Option<Instant>,
 }
 
 /// What one connection (one socket) carried, for its audit.
@@ -117,6 +120,8 @@ struct Life {
     rx: u64,
     /// The server answered at least one operation on it.
     answered: bool,
+    /// Operations sent on it (a connection per operation sends one).
+    ops_sent: u64,
 }
 
 /// One connection, across its reconnects.
@@ -148,10 +153,15 @@ pub struct Conn<C> {
     /// server last sent anything (its silence limit counts from there).
     next_beat: Option<Instant>,
     last_rx: Instant,
+    /// When the current connect began, and when the connection opened (its set-up phases).
+    connect_started: Instant,
+    connected_at: Instant,
     /// When the socket was last read or polled (an idle connection looks at least twice per
     /// [`ClientCodec::answer_within`]).
     last_look: Instant,
     phase: Phase,
+    /// A connection per operation (`--no-keepalive`).
+    per_op: bool,
 }
 
 impl<C: ClientCodec> Conn<C> {
@@ -188,8 +198,18 @@ impl<C: ClientCodec> Conn<C> {
             next_beat: None,
             last_rx: budget.measure_from,
             last_look: budget.measure_from,
+            connect_started: budget.measure_from,
+            connected_at: budget.measure_from,
             phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
+            per_op: false,
         }
+    }
+
+    /// Open a connection per operation: connect, set up, one operation, close; the connect
+    /// waits for the operation's time and is timed as part of it.
+    pub fn one_op_per_connection(mut self) -> Self {
+        self.per_op = true;
+        self
     }
 
     /// No new operation may be sent (deadline, quota or Ctrl-C).
@@ -268,8 +288,13 @@ impl<C: ClientCodec> Conn<C> {
                     return Want::Done;
                 }
                 Phase::Retry(at) if now < *at => return Want::Sleep(*at),
+                // A connection per operation opens when its operation is due.
+                Phase::Idle if self.per_op && self.pacer.due(now) > now => {
+                    return Want::Sleep(self.pacer.due(now));
+                }
                 Phase::Idle | Phase::Retry(_) => {
                     self.phase = Phase::Connecting;
+                    self.connect_started = now;
                     return Want::Connect(self.io_timeout(now));
                 }
                 Phase::Connecting => return Want::Connect(self.io_timeout(now)),
@@ -299,8 +324,13 @@ impl<C: ClientCodec> Conn<C> {
             self.send.clear();
             self.sent_off = 0;
             let mut batch = None;
-            while self.inflight.len() < self.depth && !self.stopped(now, stopping) {
-                let intended = self.pacer.due(now);
+            while self.inflight.len() < self.depth
+                && !self.stopped(now, stopping)
+                && !(self.per_op && self.life.ops_sent > 0)
+            {
+                // With a connection per operation, its time began before the connect.
+                let due = self.pacer.due(now);
+                let intended = if self.per_op { due.min(self.connect_started) } else { due };
                 if intended > now {
                     break; // paced workloads: not yet due
                 }
@@ -310,7 +340,12 @@ impl<C: ClientCodec> Conn<C> {
                     break;
                 }
                 batch = Some(traffic);
+                if traffic == Traffic::Op && self.pacer.paced() {
+                    let start = if self.per_op { self.connect_started } else { now };
+                    rec.record_lag(start.saturating_duration_since(intended));
+                }
                 self.pacer.taken();
+                self.life.ops_sent += 1;
                 let before = self.send.len();
                 self.codec.encode_op(&mut self.send);
                 let tx_len = (self.send.len() - before) as u64;
@@ -321,6 +356,8 @@ impl<C: ClientCodec> Conn<C> {
                     tx_len,
                     tx_written: 0,
                     rx: 0,
+                    written: None,
+                    first_byte: None,
                 });
                 if traffic == Traffic::Op {
                     self.measured_inflight += 1;
@@ -334,8 +371,9 @@ impl<C: ClientCodec> Conn<C> {
             if !self.inflight.is_empty() {
                 return Want::Read(self.read_timeout(now));
             }
-            if self.stopped(now, stopping) {
-                // Say goodbye if the protocol has one, else close.
+            if self.stopped(now, stopping) || (self.per_op && self.life.ops_sent > 0) {
+                // Say goodbye if the protocol has one, else close (a connection per operation:
+                // then the next one opens).
                 if self.codec.goodbye(&mut self.send) {
                     self.send_traffic = Traffic::Control;
                     self.phase = Phase::Goodbye(0);
@@ -365,6 +403,10 @@ impl<C: ClientCodec> Conn<C> {
 
     pub fn connected(&mut self, now: Instant, rec: &mut CoreRecorder) {
         rec.connects += 1;
+        if now >= self.budget.measure_from {
+            rec.phases.connect(now.saturating_duration_since(self.connect_started));
+        }
+        self.connected_at = now;
         self.life = Life::default();
         self.last_rx = now;
         self.last_look = now;
@@ -392,7 +434,7 @@ impl<C: ClientCodec> Conn<C> {
         self.phase = Phase::Retry(now + RETRY_PAUSE);
     }
 
-    pub fn wrote(&mut self, n: usize, rec: &mut CoreRecorder) {
+    pub fn wrote(&mut self, n: usize, now: Instant, rec: &mut CoreRecorder) {
         if n == 0 {
             return self
                 .write_failed(&std::io::Error::new(std::io::ErrorKind::WriteZero, "wrote 0 bytes"), rec);
@@ -409,6 +451,7 @@ impl<C: ClientCodec> Conn<C> {
                 op.tx_written += take;
                 left -= take;
                 if op.tx_written == op.tx_len {
+                    op.written = Some(now);
                     self.unwritten += 1;
                 }
             }
@@ -475,6 +518,7 @@ impl<C: ClientCodec> Conn<C> {
         self.life.rx += n as u64;
         self.last_rx = now;
         self.last_look = now;
+        self.first_byte(now);
         match self.phase.clone() {
             Phase::Handshake => self.decode_handshake(now, rec),
             Phase::Running => {
@@ -572,6 +616,9 @@ impl<C: ClientCodec> Conn<C> {
                 Ok(Decoded::Done { consumed, .. }) => {
                     rec.rx.add(Traffic::Handshake, consumed as u64);
                     self.recv.consume(consumed);
+                    if now >= self.budget.measure_from {
+                        rec.phases.handshake(now.saturating_duration_since(self.connected_at));
+                    }
                     self.phase = Phase::Running;
                     self.next_beat = self.codec.heartbeat_interval().map(|i| now + i);
                     break;
@@ -616,6 +663,10 @@ impl<C: ClientCodec> Conn<C> {
                     return answered;
                 }
             }
+        }
+        // Bytes of the next answer already here: its first byte came with this read.
+        if !self.recv.data().is_empty() {
+            self.first_byte(now);
         }
         if self.codec.peer_closing() {
             // The replies (a WebSocket close's echo) are flushed first, best effort.
@@ -681,6 +732,11 @@ impl<C: ClientCodec> Conn<C> {
                         rec.rx.add(Traffic::Op, consumed);
                         rec.ops += 1;
                         rec.record_latency(now.saturating_duration_since(op.intended).as_nanos() as u64);
+                        rec.phases.processing(now.saturating_duration_since(op.sent));
+                        if let Some(written) = op.written {
+                            let first = op.first_byte.unwrap_or(now);
+                            rec.phases.waiting(first.saturating_duration_since(written));
+                        }
                         if self.pacer.paced() {
                             rec.record_uncorrected(now.saturating_duration_since(op.sent).as_nanos() as u64);
                         }
@@ -688,6 +744,16 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// Bytes arrived for the oldest operation in flight: the first byte of its answer, unless
+    /// an earlier read brought it.
+    fn first_byte(&mut self, now: Instant) {
+        if let Some(op) = self.inflight.front_mut()
+            && op.first_byte.is_none()
+        {
+            op.first_byte = Some(now);
         }
     }
 
@@ -731,6 +797,9 @@ impl<C: ClientCodec> Conn<C> {
         if !self.life.answered {
             self.futile += 1;
         }
+        // A connection per operation that carried its operation ends as planned, whoever
+        // closed it (the server may, after `Connection: close`).
+        let cycled = self.per_op && lost == 0 && self.life.ops_sent > 0;
         self.life = Life::default();
         self.next_beat = None;
         self.measured_inflight = 0;
@@ -745,6 +814,7 @@ impl<C: ClientCodec> Conn<C> {
         self.lives += 1;
         self.codec.seed(self.seed ^ self.lives.wrapping_mul(SEED_STEP));
         self.phase = match end {
+            End::Done | End::PeerClosed if cycled => Phase::Idle,
             End::Done => Phase::Done,
             End::PeerClosed => {
                 rec.reconnects += 1;
@@ -815,7 +885,7 @@ mod tests {
     fn write_all<C: ClientCodec>(c: &mut Conn<C>, now: Instant, rec: &mut CoreRecorder) -> usize {
         assert!(matches!(c.next(now, false, rec), Want::Write(_)));
         let n = c.to_write().len();
-        c.wrote(n, rec);
+        c.wrote(n, Instant::now(), rec);
         n
     }
 
@@ -827,7 +897,7 @@ mod tests {
         c.connected(now, &mut rec);
         assert_eq!(c.next(now, false, &mut rec), Want::Write(Duration::from_secs(1)));
         assert_eq!(c.to_write(), [GET, GET].concat());
-        c.wrote(2 * GET.len(), &mut rec);
+        c.wrote(2 * GET.len(), now, &mut rec);
         assert_eq!(c.next(now, false, &mut rec), Want::Read(Duration::from_secs(1)));
         // Both responses in one read, the second split.
         feed(&mut c, &[OK, &OK[..5]].concat(), &mut rec);
@@ -1034,7 +1104,7 @@ mod tests {
                 }
                 Want::Write(_) => {
                     let n = c.to_write().len();
-                    c.wrote(n, &mut rec);
+                    c.wrote(n, now, &mut rec);
                 }
                 Want::Read(_) => c.read(0, now, &mut rec),
                 Want::Poll => c.polled(now),
@@ -1057,7 +1127,7 @@ mod tests {
         c.next(now, false, &mut rec);
         c.connected(now, &mut rec);
         assert!(matches!(c.next(now, false, &mut rec), Want::Write(_)));
-        c.wrote(GET.len() + 3, &mut rec); // the first request and 3 bytes of the second
+        c.wrote(GET.len() + 3, now, &mut rec); // the first request and 3 bytes of the second
         c.write_failed(&std::io::ErrorKind::ConnectionReset.into(), &mut rec);
         assert_eq!(c.next(now, false, &mut rec), Want::Read(SALVAGE_WAIT));
         c.read(0, now, &mut rec); // nothing to salvage: the write's failure stands

@@ -87,7 +87,7 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
             (Want::Write(timeout), Some(s)) => {
                 let _ = s.set_write_timeout(Some(timeout));
                 match s.write(conn.to_write()).await {
-                    Ok(n) => conn.wrote(n, &mut ctx.rec.borrow_mut()),
+                    Ok(n) => conn.wrote(n, Instant::now(), &mut ctx.rec.borrow_mut()),
                     Err(e) => conn.write_failed(&e, &mut ctx.rec.borrow_mut()),
                 }
             }
@@ -206,6 +206,9 @@ async fn serve_connection<S: ServerCodec>(
                 conn.deadline_passed(Instant::now(), &mut tally.borrow_mut())
             }
             Err(_) => return,
+        }
+        if let Some(until) = conn.hold() {
+            glommio::timer::sleep(until.saturating_duration_since(Instant::now())).await;
         }
         if !conn.to_write().is_empty() {
             if let Err(e) = stream.write_all(conn.to_write()).await {

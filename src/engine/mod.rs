@@ -287,14 +287,15 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         measure_from,
     };
     let seed = job.seed ^ (index as u64 + 1).wrapping_mul(conn::SEED_STEP);
-    conn::Conn::new(
+    let conn = conn::Conn::new(
         prototype,
         job.shape.workload.pacer(index, job.shape.connections),
         budget,
         job.shape.depth,
         job.shape.timeout,
         seed,
-    )
+    );
+    if job.shape.per_op { conn.one_op_per_connection() } else { conn }
 }
 
 /// [`conn::Want::Poll`], the same in every engine: read what socket `fd` holds now, without

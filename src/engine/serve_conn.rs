@@ -14,7 +14,8 @@ use super::{RecvBuf, ServerTally};
 use crate::proto::{Awaiting, ServerCodec};
 use std::time::{Duration, Instant};
 
-/// What a built-in server allows its clients; every limit has a flag on `serve`.
+/// What a built-in server allows its clients, and how long it thinks; every one has a flag
+/// on `serve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
     /// A request head or handshake must be whole this long after its first byte.
@@ -26,6 +27,9 @@ pub struct ServerLimits {
     /// Connections served at once, over all cores; more are refused (an HTTP 503 where the
     /// protocol has one) and closed.
     pub max_conns: usize,
+    /// Think time: the answers to a read's requests are held this long from the read that
+    /// completed them (a pipelined batch shares one delay); zero answers at once.
+    pub delay: Duration,
 }
 
 impl Default for ServerLimits {
@@ -35,6 +39,7 @@ impl Default for ServerLimits {
             idle_timeout: Duration::from_secs(60),
             write_timeout: Duration::from_secs(10),
             max_conns: 16_384,
+            delay: Duration::ZERO,
         }
     }
 }
@@ -62,6 +67,8 @@ pub struct ServerConn<S> {
     close: bool,
     timed_out: bool,
     awaiting: Awaiting,
+    /// Answers are held until then (`--delay`).
+    hold: Option<Instant>,
 }
 
 impl<S: ServerCodec> ServerConn<S> {
@@ -80,6 +87,7 @@ impl<S: ServerCodec> ServerConn<S> {
             close: false,
             timed_out: false,
             awaiting: Awaiting::Request,
+            hold: None,
         }
     }
 
@@ -125,6 +133,9 @@ impl<S: ServerCodec> ServerConn<S> {
         tally.rx += n as u64;
         tally.requests += served.requests;
         tally.messages += served.messages;
+        if !self.limits.delay.is_zero() && served.requests + served.messages > 0 && self.hold.is_none() {
+            self.hold = Some(now + self.limits.delay);
+        }
         self.close |= served.close;
         self.awaiting = served.awaiting;
         self.head_since = match served.awaiting {
@@ -157,6 +168,11 @@ impl<S: ServerCodec> ServerConn<S> {
         self.next_beat = self.next_beat.zip(self.interval).map(|(due, i)| due + i);
     }
 
+    /// Answers are held until this instant (`--delay`): the engine waits before writing.
+    pub fn hold(&self) -> Option<Instant> {
+        self.hold.filter(|_| !self.out.is_empty())
+    }
+
     /// Bytes to write now (all of them before the next read).
     pub fn to_write(&self) -> &[u8] {
         &self.out
@@ -166,6 +182,7 @@ impl<S: ServerCodec> ServerConn<S> {
     pub fn written(&mut self, now: Instant, tally: &mut ServerTally) {
         tally.tx += self.out.len() as u64;
         self.out.clear();
+        self.hold = None;
         if self.out.capacity() > OUT_KEEP {
             self.out = Vec::new();
         }

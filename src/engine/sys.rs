@@ -229,6 +229,61 @@ pub fn ensure_locked_memory(bytes: u64) -> Result<(), LimitError> {
     ensure_limit(libc::RLIMIT_MEMLOCK, bytes).map_err(|hard| LimitError::LockedMemory { wanted: bytes, hard })
 }
 
+/// A one-shot timer to the microsecond (a `timerfd`), for waits the async runtimes' own
+/// timers would round up to their millisecond tick: the built-in servers' `--delay`.
+pub struct TimerFd(std::os::fd::OwnedFd);
+
+impl TimerFd {
+    pub fn new() -> std::io::Result<TimerFd> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain syscall; the descriptor is owned from here on.
+        let fd =
+            unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor nobody else owns.
+        Ok(TimerFd(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Fire once, `after` from now (at least a nanosecond: zero would disarm it); any expiry
+    /// not yet read is cleared first.
+    pub fn arm(&self, after: Duration) -> std::io::Result<()> {
+        self.clear();
+        let after = after.max(Duration::from_nanos(1));
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec {
+                tv_sec: after.as_secs() as libc::time_t,
+                tv_nsec: after.subsec_nanos() as _,
+            },
+        };
+        // SAFETY: our descriptor and a valid itimerspec.
+        if unsafe { libc::timerfd_settime(self.raw(), 0, &spec, std::ptr::null_mut()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Read the expiry count, if it fired (non-blocking): `true` if it had.
+    pub fn clear(&self) -> bool {
+        let mut count = 0u64;
+        // SAFETY: 8 bytes into a u64 we own.
+        unsafe { libc::read(self.raw(), (&raw mut count).cast(), 8) == 8 }
+    }
+
+    fn raw(&self) -> RawFd {
+        use std::os::fd::AsRawFd;
+        self.0.as_raw_fd()
+    }
+}
+
+impl std::os::fd::AsRawFd for TimerFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.raw()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

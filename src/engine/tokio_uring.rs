@@ -144,14 +144,14 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
                     Timed::Done((result, buf)) => {
                         wbuf = buf;
                         match result {
-                            Ok(n) => conn.wrote(n, &mut rec),
+                            Ok(n) => conn.wrote(n, Instant::now(), &mut rec),
                             Err(e) => conn.write_failed(&e, &mut rec),
                         }
                     }
                     Timed::Stopped((result, buf)) => {
                         wbuf = buf;
                         if let Ok(n @ 1..) = result {
-                            conn.wrote(n, &mut rec);
+                            conn.wrote(n, Instant::now(), &mut rec);
                         }
                         conn.write_failed(&timed_out(), &mut rec);
                     }
@@ -308,6 +308,8 @@ async fn serve_connection<S: ServerCodec>(
     // tokio-uring owns the buffers while the kernel uses them; these travel to it and back.
     let mut rbuf: Vec<u8> = Vec::new();
     let mut wbuf: Vec<u8> = Vec::new();
+    // `--delay`'s timer, made on first use.
+    let mut timer = None;
     // A read stays in flight across deadlines (a heartbeat is written beside it): dropping it
     // would lose the bytes it later takes, since tokio-uring cannot cancel it.
     loop {
@@ -347,6 +349,9 @@ async fn serve_connection<S: ServerCodec>(
             dst[..n].copy_from_slice(&rbuf[..n]);
         }
         conn.received(n, Instant::now(), super::unix_secs(), &mut tally.borrow_mut());
+        if let Some(until) = conn.hold() {
+            hold_until(&mut timer, until).await;
+        }
         if !conn.to_write().is_empty() && !write_out(&stream, &mut conn, &mut wbuf, tally).await {
             return;
         }
@@ -354,6 +359,37 @@ async fn serve_connection<S: ServerCodec>(
             let _ = stream.shutdown(std::net::Shutdown::Write);
             return;
         }
+    }
+}
+
+/// Wait until `until` (`--delay`) to the microsecond, on a timerfd the reactor watches:
+/// tokio's own timer rounds up to its millisecond tick, 10 % of a 10 ms delay. Falls back to
+/// that timer if no timerfd can be had.
+async fn hold_until(timer: &mut Option<tokio::io::unix::AsyncFd<super::sys::TimerFd>>, until: Instant) {
+    if timer.is_none() {
+        *timer = super::sys::TimerFd::new().ok().and_then(|fd| {
+            // SAFETY: the TimerFd owns its descriptor and returns the same one for its lifetime.
+            unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+                .ok()
+        });
+    }
+    let left = until.saturating_duration_since(Instant::now());
+    match timer.as_ref() {
+        Some(fd) if fd.get_ref().arm(left).is_ok() => {
+            // Bounded by the expiry itself; a spurious readiness just loops once more.
+            while Instant::now() < until {
+                match fd.readable().await {
+                    Ok(mut ready) => {
+                        if fd.get_ref().clear() {
+                            break;
+                        }
+                        ready.clear_ready();
+                    }
+                    Err(_) => return tokio::time::sleep_until(until.into()).await,
+                }
+            }
+        }
+        _ => tokio::time::sleep_until(until.into()).await,
     }
 }
 

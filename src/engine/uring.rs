@@ -157,7 +157,7 @@ fn run_loop<C: ClientCodec>(
                     }
                     slot.conn.connect_failed(&error(result), now, rec)
                 }
-                OP_SEND if result >= 0 => slot.conn.wrote(result as usize, rec),
+                OP_SEND if result >= 0 => slot.conn.wrote(result as usize, now, rec),
                 OP_SEND => slot.conn.write_failed(&error(result), rec),
                 OP_RECV if result >= 0 => slot.conn.read(result as usize, now, rec),
                 _ => slot.conn.read_failed(&error(result), rec),

@@ -12,6 +12,25 @@ fn r3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
+/// A phase's histogram in µs (`null` when nothing was recorded).
+fn spread(h: &hdrhistogram::Histogram<u64>) -> Value {
+    if h.is_empty() {
+        return Value::Null;
+    }
+    let us = |ns: f64| r3(ns / 1e3);
+    json!({
+        "count": h.len(),
+        "min": us(h.min() as f64),
+        "mean": us(h.mean()),
+        "sd": us(h.stdev()),
+        "p50": us(h.value_at_quantile(0.5) as f64),
+        "p90": us(h.value_at_quantile(0.9) as f64),
+        "p99": us(h.value_at_quantile(0.99) as f64),
+        "p999": us(h.value_at_quantile(0.999) as f64),
+        "max": us(h.max() as f64),
+    })
+}
+
 /// The `bench` object.
 pub fn bench(info: &RunInfo, r: &Report) -> Value {
     let by_class = |counts: &ClassCounts, skip: ErrorClass| {
@@ -22,6 +41,13 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
         m.insert("total".into(), json!(counts.total()));
         Value::Object(m)
     };
+    let phases = json!({
+        "connect": spread(&r.phases.connect),
+        "handshake": spread(&r.phases.handshake),
+        "waiting": spread(&r.phases.waiting),
+        "processing": spread(&r.phases.processing),
+        "total": spread(&r.latency),
+    });
     let failures: serde_json::Map<String, Value> =
         r.failures.iter().map(|(f, n)| (f.to_string(), json!(n))).collect();
     json!({
@@ -42,6 +68,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
         "messages_per_sec": r3(r.ops_per_sec() * info.messages_per_op as f64),
         "connection_errors": by_class(&r.conn_errors, ErrorClass::Status),
         "failures": failures,
+        "phases_us": phases,
         "status_counts": r.answers.sorted().iter().map(|(a, n)| (a.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
         "not_successful": r.answers.unsuccessful(),
         "error_samples": r.error_samples,
@@ -78,6 +105,14 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "p99": r3(r.latency_uncorrected.value_at_quantile(0.99) as f64 / 1e3),
             "p999": r3(r.latency_uncorrected.value_at_quantile(0.999) as f64 / 1e3),
             "max": r3(r.latency_uncorrected.max() as f64 / 1e3),
+        })),
+        "schedule_lag_us": (!r.schedule_lag.is_empty()).then(|| json!({
+            "mean": r3(r.schedule_lag.mean() / 1e3),
+            "p50": r3(r.schedule_lag.value_at_quantile(0.5) as f64 / 1e3),
+            "p90": r3(r.schedule_lag.value_at_quantile(0.9) as f64 / 1e3),
+            "p99": r3(r.schedule_lag.value_at_quantile(0.99) as f64 / 1e3),
+            "p999": r3(r.schedule_lag.value_at_quantile(0.999) as f64 / 1e3),
+            "max": r3(r.schedule_lag.max() as f64 / 1e3),
         })),
         "cpu_us_per_op": r3(r.cpu_us_per_op()),
         "imbalance_pct": r3(r.imbalance_pct()),

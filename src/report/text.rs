@@ -78,6 +78,18 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             micros(h.max() as f64 / 1e3),
         );
     }
+    if !r.schedule_lag.is_empty() {
+        let h = &r.schedule_lag;
+        let _ = writeln!(
+            s,
+            "  sched lag   p50 {}  p99 {}  p99.9 {}  max {}  (how late ops went out against the schedule)",
+            micros(h.value_at_quantile(0.5) as f64 / 1e3),
+            micros(h.value_at_quantile(0.99) as f64 / 1e3),
+            micros(h.value_at_quantile(0.999) as f64 / 1e3),
+            micros(h.max() as f64 / 1e3),
+        );
+    }
+    s.push_str(&phases(r));
     let _ = writeln!(
         s,
         "  bytes/op    tx {:.2}  rx {:.2}  (bytes of completed operations / completed)",
@@ -196,6 +208,75 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             "  warning     engine CPU {} was {:.0}% busy: the generator may be the bottleneck; give it more cores with --cores",
             c.core,
             100.0 * c.cpu_util()
+        );
+    }
+    s
+}
+
+/// Milliseconds from a histogram's nanoseconds, as ab prints its tables (with µs precision).
+fn ms(ns: f64) -> String {
+    format!("{:.3}", ns / 1e6)
+}
+
+/// ab's "Connection Times (ms)" table, a row per phase that was measured, and its "served
+/// within" percentiles of the total.
+fn phases(r: &Report) -> String {
+    let mut s = String::new();
+    let p = &r.phases;
+    let rows = [
+        ("connect", &p.connect, "per connection"),
+        ("handshake", &p.handshake, "per connection"),
+        ("waiting", &p.waiting, "written to first byte"),
+        ("processing", &p.processing, "sent to last byte"),
+        ("total", &r.latency, "due to last byte"),
+    ];
+    if r.latency.is_empty() {
+        return s;
+    }
+    let _ = writeln!(s, "  phases (ms)        min      mean   [+/-sd]    median       max");
+    for (name, h, what) in rows.iter().filter(|(_, h, _)| !h.is_empty()) {
+        let _ = writeln!(
+            s,
+            "    {name:<11} {:>9} {:>9} {:>9} {:>9} {:>9}  ({what}, {} samples)",
+            ms(h.min() as f64),
+            ms(h.mean()),
+            ms(h.stdev()),
+            ms(h.value_at_quantile(0.5) as f64),
+            ms(h.max() as f64),
+            h.len()
+        );
+    }
+    let within: Vec<String> = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 100.0]
+        .iter()
+        .map(|pct| format!("{pct:.0}% {}", ms(r.latency.value_at_percentile(*pct) as f64)))
+        .collect();
+    let _ = writeln!(s, "  served in   {} (ms, of the total)", within.join("  "));
+    s
+}
+
+/// `--latency`: the full percentile spectrum of the total latency, as wrk2 prints it.
+pub fn spectrum(r: &Report) -> String {
+    let mut s = String::from(
+        "  latency spectrum (total, from when each operation was due)
+",
+    );
+    let _ = writeln!(
+        s,
+        "  {:>12} {:>12} {:>12} {:>18}",
+        "Value(ms)", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    let mut total = 0;
+    for v in r.latency.iter_quantiles(5) {
+        total += v.count_since_last_iteration();
+        let q = v.quantile_iterated_to();
+        let inverse = if q < 1.0 { format!("{:.2}", 1.0 / (1.0 - q)) } else { "inf".into() };
+        let _ = writeln!(
+            s,
+            "  {:>12} {:>12.6} {:>12} {:>18}",
+            ms(v.value_iterated_to() as f64),
+            q,
+            total,
+            inverse
         );
     }
     s

@@ -172,6 +172,62 @@ impl Audit {
     }
 }
 
+/// A latency histogram: ns, 3 significant digits, up to an hour.
+pub fn histogram() -> Histogram<u64> {
+    Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds")
+}
+
+/// Record a duration in `h`, clamped into its range.
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    h.saturating_record((d.as_nanos() as u64).clamp(1, MAX_LATENCY_NS));
+}
+
+/// Where an operation's time goes, each phase in its own histogram (ns); the whole, from the
+/// intended start to the last byte, is [`CoreRecorder::latency`].
+#[derive(Debug, Clone)]
+pub struct Phases {
+    /// SYN to established, per connection (per operation with a connection per operation).
+    pub connect: Histogram<u64>,
+    /// Connected to the protocol's set-up done (WebSocket upgrade, NSQ `IDENTIFY`, Socket.IO
+    /// join), per connection; empty for protocols without one.
+    pub handshake: Histogram<u64>,
+    /// The request fully written to the first byte of its answer, per operation.
+    pub waiting: Histogram<u64>,
+    /// The request's first byte sent to its answer's last byte received, per operation.
+    pub processing: Histogram<u64>,
+}
+
+impl Default for Phases {
+    fn default() -> Self {
+        Phases { connect: histogram(), handshake: histogram(), waiting: histogram(), processing: histogram() }
+    }
+}
+
+impl Phases {
+    pub fn connect(&mut self, d: Duration) {
+        record(&mut self.connect, d);
+    }
+    pub fn handshake(&mut self, d: Duration) {
+        record(&mut self.handshake, d);
+    }
+    pub fn waiting(&mut self, d: Duration) {
+        record(&mut self.waiting, d);
+    }
+    pub fn processing(&mut self, d: Duration) {
+        record(&mut self.processing, d);
+    }
+    fn merge(&mut self, o: &Phases) {
+        for (a, b) in [
+            (&mut self.connect, &o.connect),
+            (&mut self.handshake, &o.handshake),
+            (&mut self.waiting, &o.waiting),
+            (&mut self.processing, &o.processing),
+        ] {
+            a.add(b).expect("same histogram bounds");
+        }
+    }
+}
+
 /// Everything one engine thread records. Owned by that thread alone.
 #[derive(Debug, Clone)]
 pub struct CoreRecorder {
@@ -190,6 +246,12 @@ pub struct CoreRecorder {
     /// Latency from the actual send time, ns: kept for paced workloads only (in a closed loop
     /// the two are the same), where it shows what coordinated omission would have hidden.
     pub latency_uncorrected: Histogram<u64>,
+    /// Paced workloads: how late each measured operation went out (actual send − intended
+    /// send; with a connection per operation, its connect), ns. What an open loop that keeps
+    /// its schedule holds near zero.
+    pub schedule_lag: Histogram<u64>,
+    /// The parts of each measured operation's time, and of each connection's set-up.
+    pub phases: Phases,
     /// The servers' refusals by kind (HTTP status, NSQ error code), for the summary.
     pub failures: BTreeMap<Failure, u64>,
     /// Every measured answer in the protocol's words (HTTP statuses, NSQ responses), and the
@@ -218,8 +280,10 @@ impl CoreRecorder {
             ops: 0,
             failed: ClassCounts::default(),
             conn_errors: ClassCounts::default(),
-            latency: Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds"),
-            latency_uncorrected: Histogram::new_with_max(MAX_LATENCY_NS, 3).expect("static histogram bounds"),
+            latency: histogram(),
+            latency_uncorrected: histogram(),
+            schedule_lag: histogram(),
+            phases: Phases::default(),
             failures: BTreeMap::new(),
             answers: AnswerCounts::default(),
             error_samples: Vec::new(),
@@ -239,6 +303,10 @@ impl CoreRecorder {
 
     pub fn record_uncorrected(&mut self, ns: u64) {
         self.latency_uncorrected.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+    }
+
+    pub fn record_lag(&mut self, lag: Duration) {
+        record(&mut self.schedule_lag, lag);
     }
 
     /// Keep an error message if it is new (and there is room).
@@ -320,6 +388,8 @@ impl CoreRecorder {
         self.conn_errors.merge(&c.conn_errors);
         self.latency.add(&c.latency).expect("same histogram bounds");
         self.latency_uncorrected.add(&c.latency_uncorrected).expect("same histogram bounds");
+        self.schedule_lag.add(&c.schedule_lag).expect("same histogram bounds");
+        self.phases.merge(&c.phases);
         for (k, v) in &c.failures {
             *self.failures.entry(*k).or_default() += v;
         }

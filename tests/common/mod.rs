@@ -40,6 +40,27 @@ pub fn start_builtin_with(engine: &str, kind: &str, extra: &[&str]) -> ServerHan
     wirebench::cmd::serve::start_args(&args, &[server_cpu()]).expect("built-in server starts").handle
 }
 
+/// A `serve KIND` process (the built binary) on CPU `cpu` for at most 60 s, and its address:
+/// for tests that need a server in its own process (signals, CPU figures from `/proc`).
+pub fn serve_process_on(cpu: usize, kind: &str, extra: &[&str]) -> (Peer, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args(["serve", kind, "--listen", "127.0.0.1:0", "--cores", &cpu.to_string(), "-d", "60s"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = std::io::BufReader::new(child.stdout.take().unwrap()).lines().next().unwrap().unwrap();
+    let addr =
+        line.split("listening on ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().to_string();
+    (Peer(child), addr)
+}
+
+/// The same on the server CPU.
+pub fn serve_process(kind: &str, extra: &[&str]) -> (Peer, String) {
+    serve_process_on(server_cpu(), kind, extra)
+}
+
 /// Every client engine; the loopback suites run on each.
 pub const ENGINES: [&str; 3] = ["glommio", "tokio-uring", "uring"];
 /// Engines that also run the built-in servers.

@@ -216,9 +216,10 @@ impl Session {
         self.closing
     }
 
-    /// The code of the server's Close, once it sent one.
+    /// The code of a Close the server sent first (its echo of our own goodbye says nothing
+    /// about the server and is not counted).
     pub fn close_code(&self) -> Option<u16> {
-        self.close_code
+        self.close_code.filter(|_| !self.goodbye_sent)
     }
 
     /// Append Close 1000, unless the server closed first: `true` if its answer is awaited.
