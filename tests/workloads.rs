@@ -67,10 +67,18 @@ fn a_connection_per_operation_opens_one_connection_for_each() {
     for engine in ENGINES {
         let r = bench_on(engine, &[&url, "--no-keepalive", "-c", "4", "-n", "300", "--cores", &cpu]);
         assert_clean(&r);
-        assert_eq!((r.ops, r.connects, r.reconnects), (300, 300, 0), "{engine}: one connection per operation");
+        assert_eq!(
+            (r.ops, r.connects, r.reconnects),
+            (300, 300, 0),
+            "{engine}: one connection per operation"
+        );
         // The request says `Connection: close`, and so does the answer.
         let host = http.addr().to_string();
-        assert_eq!(r.tx_per_op(), wire::http_request("GET", "/", &host, &["Connection: close"], 0), "{engine}");
+        assert_eq!(
+            r.tx_per_op(),
+            wire::http_request("GET", "/", &host, &["Connection: close"], 0),
+            "{engine}"
+        );
         assert_eq!(r.rx_per_op(), wire::http_response("200 OK", &["Connection: close"], "Hello World"));
         // Every phase timed once per operation; the whole holds its parts.
         for (name, h) in [("connect", &r.phases.connect), ("waiting", &r.phases.waiting)] {
@@ -78,7 +86,10 @@ fn a_connection_per_operation_opens_one_connection_for_each() {
         }
         assert!(r.phases.handshake.is_empty(), "HTTP has no set-up of its own");
         let connect = r.phases.connect.mean();
-        assert!(r.latency.mean() >= connect + r.phases.waiting.mean(), "{engine}: total holds connect + waiting");
+        assert!(
+            r.latency.mean() >= connect + r.phases.waiting.mean(),
+            "{engine}: total holds connect + waiting"
+        );
     }
     // The protocols with a set-up do it every time, and say goodbye as they would at the end.
     for kind in ["ws", "nsq", "sio"] {
@@ -109,7 +120,8 @@ fn no_keepalive_refuses_a_depth() {
     ])
     .unwrap();
     let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
-    let err = wirebench::cmd::bench::run(&args).err().expect("refused").to_string();
+    let Err(err) = wirebench::cmd::bench::run(&args) else { panic!("--depth 4 was accepted") };
+    let err = err.to_string();
     assert!(err.contains("--no-keepalive"), "{err}");
 }
 
@@ -133,7 +145,10 @@ fn a_server_think_time_shows_in_waiting() {
             let base = median_waiting_ms(engine, plain.addr());
             let delayed = median_waiting_ms(engine, slow.addr());
             let added = delayed - base;
-            assert!((9.8..=10.2).contains(&added), "{server} server, {engine} client: {delayed:.3} − {base:.3} ms");
+            assert!(
+                (9.8..=10.2).contains(&added),
+                "{server} server, {engine} client: {delayed:.3} − {base:.3} ms"
+            );
         }
     }
 }

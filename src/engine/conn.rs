@@ -156,6 +156,9 @@ pub struct Conn<C> {
     /// When the current connect began, and when the connection opened (its set-up phases).
     connect_started: Instant,
     connected_at: Instant,
+    /// Since when the connection could take another operation (set up, with room under
+    /// `depth`): an operation due before then waited for its connection, not for the generator.
+    room_since: Instant,
     /// When the socket was last read or polled (an idle connection looks at least twice per
     /// [`ClientCodec::answer_within`]).
     last_look: Instant,
@@ -200,6 +203,7 @@ impl<C: ClientCodec> Conn<C> {
             last_look: budget.measure_from,
             connect_started: budget.measure_from,
             connected_at: budget.measure_from,
+            room_since: budget.measure_from,
             phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
             per_op: false,
         }
@@ -341,8 +345,12 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 batch = Some(traffic);
                 if traffic == Traffic::Op && self.pacer.paced() {
-                    let start = if self.per_op { self.connect_started } else { now };
-                    rec.record_lag(start.saturating_duration_since(intended));
+                    if self.room_since <= intended {
+                        let start = if self.per_op { self.connect_started } else { now };
+                        rec.record_lag(start.saturating_duration_since(intended));
+                    } else {
+                        rec.due_while_busy += 1;
+                    }
                 }
                 self.pacer.taken();
                 self.life.ops_sent += 1;
@@ -417,6 +425,7 @@ impl<C: ClientCodec> Conn<C> {
         self.phase = Phase::Handshake;
         if self.send.is_empty() {
             self.phase = Phase::Running;
+            self.set_up(now);
         } else {
             // A codec whose handshake needs no answer is done at once.
             self.decode_handshake(now, rec);
@@ -620,6 +629,7 @@ impl<C: ClientCodec> Conn<C> {
                         rec.phases.handshake(now.saturating_duration_since(self.connected_at));
                     }
                     self.phase = Phase::Running;
+                    self.set_up(now);
                     self.next_beat = self.codec.heartbeat_interval().map(|i| now + i);
                     break;
                 }
@@ -710,6 +720,9 @@ impl<C: ClientCodec> Conn<C> {
                     rec.rx.add(Traffic::Control, consumed);
                     return Err(no_request());
                 };
+                if self.inflight.len() + 1 == self.depth {
+                    self.room_since = now;
+                }
                 self.unwritten = self.unwritten.saturating_sub(1);
                 self.life.answered = true;
                 self.futile = 0;
@@ -744,6 +757,14 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// The connection is set up: it has room from now (a connection per operation had it
+    /// since its last one closed; its own set-up is part of its operation's time).
+    fn set_up(&mut self, now: Instant) {
+        if !self.per_op {
+            self.room_since = now;
         }
     }
 
@@ -800,6 +821,9 @@ impl<C: ClientCodec> Conn<C> {
         // A connection per operation that carried its operation ends as planned, whoever
         // closed it (the server may, after `Connection: close`).
         let cycled = self.per_op && lost == 0 && self.life.ops_sent > 0;
+        if cycled {
+            self.room_since = now;
+        }
         self.life = Life::default();
         self.next_beat = None;
         self.measured_inflight = 0;
@@ -1089,6 +1113,47 @@ mod tests {
         feed(&mut c, &frame(b"_heartbeat_"), &mut rec);
         assert!(matches!(c.next(at + half, false, &mut rec), Want::Write(_)));
         assert_eq!(c.to_write(), b"NOP\n");
+    }
+
+    /// Paced: an operation sent late on a free connection is the generator's lag; one that
+    /// came due while its connection still waited for an answer is counted apart.
+    #[test]
+    fn schedule_lag_is_the_generators_and_a_busy_connection_is_counted_apart() {
+        let spec = RequestSpec {
+            method: "GET".into(),
+            host: "h".into(),
+            target: "/".into(),
+            headers: vec![],
+            body: vec![],
+        };
+        let start = Instant::now();
+        let budget = Budget { ops: None, deadline: start + Duration::from_secs(60), measure_from: start };
+        let ms = Duration::from_millis;
+        let pacer = Workload::FixedRate { interval: ms(10) }.pacer(0, 1);
+        let mut c = Conn::new(&Http1Client::new(&spec), pacer, budget, 1, Duration::from_secs(1), 0);
+        let mut rec = CoreRecorder::new(0);
+        let answer = |c: &mut Conn<Http1Client>, at: Instant, rec: &mut CoreRecorder| {
+            c.read_buf().unwrap()[..OK.len()].copy_from_slice(OK);
+            c.read(OK.len(), at, rec);
+        };
+        c.next(start, false, &mut rec);
+        c.connected(start, &mut rec);
+        // The schedule starts with the first operation, on time; answered at 1 ms.
+        write_all(&mut c, start, &mut rec);
+        answer(&mut c, start + ms(1), &mut rec);
+        // The second, due at 10 ms, goes out at 13 ms on a free connection: 3 ms of lag.
+        write_all(&mut c, start + ms(13), &mut rec);
+        assert_eq!((rec.schedule_lag.len(), rec.due_while_busy), (2, 0));
+        assert_eq!(rec.schedule_lag.max() / 1_000_000, 3);
+        // Its answer comes at 25 ms: the third (due at 20 ms) waited for the connection.
+        answer(&mut c, start + ms(25), &mut rec);
+        write_all(&mut c, start + ms(25), &mut rec);
+        assert_eq!((rec.schedule_lag.len(), rec.due_while_busy), (2, 1));
+        // Answered at 26 ms, before the fourth is due (30 ms): not yet, then on time.
+        answer(&mut c, start + ms(26), &mut rec);
+        assert!(matches!(c.next(start + ms(26), false, &mut rec), Want::Sleep(_)), "not yet due");
+        write_all(&mut c, start + ms(30), &mut rec);
+        assert_eq!((rec.schedule_lag.len(), rec.due_while_busy), (3, 1));
     }
 
     #[test]

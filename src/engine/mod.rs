@@ -140,16 +140,19 @@ pub const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 /// timer of its own: the core publishes as it goes), and its closing of the books.
 pub struct CoreBooks {
     clock: sys::ThreadClock,
+    /// The CPU's steal time when the books opened.
+    steal: Option<Duration>,
     slots: Arc<[AtomicU64]>,
     index: usize,
     next: std::cell::Cell<std::time::Instant>,
 }
 
 impl CoreBooks {
-    pub fn open(job: &ClientJob, index: usize) -> CoreBooks {
+    pub fn open(job: &ClientJob, cpu: usize, index: usize) -> CoreBooks {
         let clock = sys::ThreadClock::start();
+        let steal = sys::cpu_steal(cpu);
         let next = std::cell::Cell::new(std::time::Instant::now() + PROGRESS_EVERY);
-        CoreBooks { clock, slots: job.progress.clone(), index, next }
+        CoreBooks { clock, steal, slots: job.progress.clone(), index, next }
     }
 
     /// Publish `ops` if the last publication is old enough; cheap enough to call per operation.
@@ -168,6 +171,7 @@ impl CoreBooks {
         let finished = std::time::Instant::now();
         self.slots[self.index].store(rec.ops, std::sync::atomic::Ordering::Relaxed);
         (rec.cpu, rec.wall) = self.clock.since(finished);
+        rec.steal = self.steal.zip(sys::cpu_steal(rec.core)).map(|(a, b)| b.saturating_sub(a));
         (rec, finished)
     }
 }
@@ -183,7 +187,7 @@ pub struct AsyncCore<C> {
 
 impl<C: crate::proto::ClientCodec> AsyncCore<C> {
     pub fn new(job: ClientJob, prototype: C, cpu: usize, index: usize) -> std::rc::Rc<Self> {
-        let books = CoreBooks::open(&job, index);
+        let books = CoreBooks::open(&job, cpu, index);
         let rec = std::cell::RefCell::new(crate::stats::CoreRecorder::new(cpu));
         std::rc::Rc::new(AsyncCore { job, prototype, rec, books })
     }
@@ -529,6 +533,10 @@ where
 
 /// Pin the calling thread to `cpu` (the engines without a placement API of their own).
 pub fn pin_current_thread(cpu: usize) -> Result<(), EngineError> {
+    // Timers of an engine thread fire when asked: Linux lets a thread's timed waits run up to
+    // its timer slack late (50 µs by default), which a paced schedule would see as lag.
+    // SAFETY: plain prctl on the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     if core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
         Ok(())
     } else {

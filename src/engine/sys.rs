@@ -161,6 +161,18 @@ pub fn thread_cpu_time() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// Time the hypervisor ran something else while CPU `cpu` wanted to run (`steal` in
+/// `/proc/stat`); `None` where the kernel does not say. Tick resolution (10 ms at 100 Hz).
+pub fn cpu_steal(cpu: usize) -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let name = format!("cpu{cpu} ");
+    let line = stat.lines().find(|l| l.starts_with(&name))?;
+    // user nice system idle iowait irq softirq steal
+    let ticks: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
+    let hz = procfs::ticks_per_second().max(1);
+    Some(Duration::from_millis(ticks.saturating_mul(1000) / hz))
+}
+
 /// A thread's CPU time and wall time since a start: what an engine core's busy % and CPU per
 /// operation are made of.
 pub struct ThreadClock {

@@ -106,13 +106,15 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "p999": r3(r.latency_uncorrected.value_at_quantile(0.999) as f64 / 1e3),
             "max": r3(r.latency_uncorrected.max() as f64 / 1e3),
         })),
-        "schedule_lag_us": (!r.schedule_lag.is_empty()).then(|| json!({
+        "schedule_lag_us": (!r.schedule_lag.is_empty() || r.due_while_busy > 0).then(|| json!({
             "mean": r3(r.schedule_lag.mean() / 1e3),
             "p50": r3(r.schedule_lag.value_at_quantile(0.5) as f64 / 1e3),
             "p90": r3(r.schedule_lag.value_at_quantile(0.9) as f64 / 1e3),
             "p99": r3(r.schedule_lag.value_at_quantile(0.99) as f64 / 1e3),
             "p999": r3(r.schedule_lag.value_at_quantile(0.999) as f64 / 1e3),
             "max": r3(r.schedule_lag.max() as f64 / 1e3),
+            "ops": r.schedule_lag.len(),
+            "due_while_busy": r.due_while_busy,
         })),
         "cpu_us_per_op": r3(r.cpu_us_per_op()),
         "imbalance_pct": r3(r.imbalance_pct()),
@@ -121,6 +123,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "ops": c.ops,
             "cpu_util": r3(c.cpu_util()),
             "cpu_us_per_op": r3(c.cpu_us_per_op()),
+            "steal_pct": c.steal_share().map(|s| r3(100.0 * s)),
         })).collect::<Vec<_>>(),
         "audit": {
             "app_tx": r.audit.app_tx,

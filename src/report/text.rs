@@ -6,6 +6,8 @@ use crate::cpus::format as list_cores;
 use crate::stats::Report;
 use std::fmt::Write;
 
+/// Steal above this share of a run flags its timings.
+const STOLEN_CORE: f64 = 0.02;
 /// An engine thread this busy may be what limits the run.
 pub const BUSY_CORE: f64 = 0.90;
 
@@ -78,15 +80,17 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             micros(h.max() as f64 / 1e3),
         );
     }
-    if !r.schedule_lag.is_empty() {
+    if !r.schedule_lag.is_empty() || r.due_while_busy > 0 {
         let h = &r.schedule_lag;
+        let q = |q: f64| micros(if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 });
         let _ = writeln!(
             s,
-            "  sched lag   p50 {}  p99 {}  p99.9 {}  max {}  (how late ops went out against the schedule)",
-            micros(h.value_at_quantile(0.5) as f64 / 1e3),
-            micros(h.value_at_quantile(0.99) as f64 / 1e3),
-            micros(h.value_at_quantile(0.999) as f64 / 1e3),
+            "  sched lag   p50 {}  p99 {}  p99.9 {}  max {}  (how late the generator sent ops due on a free connection; {} more came due on a busy one)",
+            q(0.5),
+            q(0.99),
+            q(0.999),
             micros(h.max() as f64 / 1e3),
+            r.due_while_busy,
         );
     }
     s.push_str(&phases(r));
@@ -200,6 +204,14 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             reasons.join(", "),
             a.inexact_tx,
             a.inexact_rx
+        );
+    }
+    for c in r.per_core.iter().filter(|c| c.steal_share().is_some_and(|s| s >= STOLEN_CORE)) {
+        let _ = writeln!(
+            s,
+            "  warning     the hypervisor took {:.0}% of engine CPU {}'s time during the run (steal): latencies and lag include those pauses; rerun on a quieter host",
+            100.0 * c.steal_share().unwrap_or(0.0),
+            c.core,
         );
     }
     for c in r.per_core.iter().filter(|c| c.cpu_util() >= BUSY_CORE) {

@@ -250,6 +250,10 @@ pub struct CoreRecorder {
     /// send; with a connection per operation, its connect), ns. What an open loop that keeps
     /// its schedule holds near zero.
     pub schedule_lag: Histogram<u64>,
+    /// Paced operations that came due while their connection was still busy (in its set-up,
+    /// or `depth` answers outstanding): their wait is the server's, in the corrected latency,
+    /// and not in `schedule_lag`.
+    pub due_while_busy: u64,
     /// The parts of each measured operation's time, and of each connection's set-up.
     pub phases: Phases,
     /// The servers' refusals by kind (HTTP status, NSQ error code), for the summary.
@@ -267,6 +271,9 @@ pub struct CoreRecorder {
     /// CPU time (user + system) the engine thread used, and the wall time it ran.
     pub cpu: Duration,
     pub wall: Duration,
+    /// Time the hypervisor gave the engine's CPU to someone else during the run (`None`: not
+    /// known); timing figures include it.
+    pub steal: Option<Duration>,
 }
 
 /// How many distinct error messages a core keeps.
@@ -283,6 +290,7 @@ impl CoreRecorder {
             latency: histogram(),
             latency_uncorrected: histogram(),
             schedule_lag: histogram(),
+            due_while_busy: 0,
             phases: Phases::default(),
             failures: BTreeMap::new(),
             answers: AnswerCounts::default(),
@@ -294,6 +302,7 @@ impl CoreRecorder {
             audit: Audit::default(),
             cpu: Duration::ZERO,
             wall: Duration::ZERO,
+            steal: None,
         }
     }
 
@@ -350,6 +359,7 @@ pub struct CoreSummary {
     pub ops: u64,
     pub cpu: Duration,
     pub wall: Duration,
+    pub steal: Option<Duration>,
 }
 
 impl CoreSummary {
@@ -359,6 +369,10 @@ impl CoreSummary {
     }
     pub fn cpu_us_per_op(&self) -> f64 {
         ratio(self.cpu.as_secs_f64() * 1e6, self.ops as f64)
+    }
+    /// Share of the wall time the hypervisor ran something else on this CPU, 0..1.
+    pub fn steal_share(&self) -> Option<f64> {
+        self.steal.map(|s| ratio(s.as_secs_f64(), self.wall.as_secs_f64()))
     }
 }
 
@@ -389,6 +403,7 @@ impl CoreRecorder {
         self.latency.add(&c.latency).expect("same histogram bounds");
         self.latency_uncorrected.add(&c.latency_uncorrected).expect("same histogram bounds");
         self.schedule_lag.add(&c.schedule_lag).expect("same histogram bounds");
+        self.due_while_busy += c.due_while_busy;
         self.phases.merge(&c.phases);
         for (k, v) in &c.failures {
             *self.failures.entry(*k).or_default() += v;
@@ -415,7 +430,7 @@ impl Report {
         }
         let per_core = cores
             .iter()
-            .map(|c| CoreSummary { core: c.core, ops: c.ops, cpu: c.cpu, wall: c.wall })
+            .map(|c| CoreSummary { core: c.core, ops: c.ops, cpu: c.cpu, wall: c.wall, steal: c.steal })
             .collect();
         Report { totals, elapsed, per_core }
     }
