@@ -80,6 +80,10 @@ pub struct LoadArgs {
     /// and set-up are timed as part of each operation.
     #[arg(long)]
     pub no_keepalive: bool,
+    /// Open at most N connections per second at the start (tcpkali's ramp), connection i at
+    /// i/N s; the measured window opens once every connection is set up (as always).
+    #[arg(long, value_name = "N")]
+    pub connect_rate: Option<f64>,
     /// A connect, write or answer slower than this fails its connection (counted as timeout).
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub timeout: Duration,
@@ -170,6 +174,11 @@ pub fn validate_load(
     if args.depth == 0 || args.depth > MAX_DEPTH {
         bail!("--depth must be between 1 and {MAX_DEPTH}");
     }
+    if let Some(rate) = args.connect_rate
+        && !(rate.is_finite() && (0.001..=10_000_000.0).contains(&rate))
+    {
+        bail!("--connect-rate must be between 0.001 and 10000000 connections per second");
+    }
     if args.no_keepalive && args.depth > 1 {
         bail!("--no-keepalive sends one operation per connection: --depth {} cannot apply", args.depth);
     }
@@ -242,6 +251,7 @@ pub fn validate_load(
             timeout: args.timeout,
             workload,
             per_op: args.no_keepalive,
+            connect_rate: args.connect_rate,
         },
         payload,
         headers,
@@ -350,6 +360,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         seed: fastrand::u64(..),
         stop,
         progress: (0..load.cores.len()).map(|_| AtomicU64::new(0)).collect(),
+        window: ClientJob::fresh_window(&load.shape),
     };
     Ok(Prepared { addr, body, hostname: hostname(), job, plan })
 }

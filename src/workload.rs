@@ -82,6 +82,8 @@ pub struct Shape {
     pub workload: Workload,
     /// A connection per operation (`--no-keepalive`): connect, set up, one operation, close.
     pub per_op: bool,
+    /// Connections opened per second at the start (`--connect-rate`; `None`: all at once).
+    pub connect_rate: Option<f64>,
 }
 
 /// When a connection stops sending: at a time, after a number of operations, or both.
@@ -93,6 +95,53 @@ pub struct Budget {
     pub deadline: Instant,
     /// Operations intended before this instant are warm-up: sent, audited, not reported.
     pub measure_from: Instant,
+}
+
+/// The measured window of a run opens once every connection is set up (its connect and the
+/// protocol's handshake done) or has failed its first try — as wsbench starts its clock —
+/// and at the latest after `latest_after` from the start, so a target that never answers
+/// cannot hold it shut. Shared by every connection of a run, across cores.
+#[derive(Debug)]
+pub struct Window {
+    connections: usize,
+    settled: std::sync::atomic::AtomicUsize,
+    opened: std::sync::OnceLock<Instant>,
+    latest_after: Duration,
+}
+
+impl Window {
+    pub fn new(connections: usize, latest_after: Duration) -> Window {
+        Window {
+            connections,
+            settled: std::sync::atomic::AtomicUsize::new(0),
+            opened: std::sync::OnceLock::new(),
+            latest_after,
+        }
+    }
+
+    /// A connection is set up, or failed its first try (each says so once).
+    pub fn settle(&self, now: Instant) {
+        let settled = self.settled.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
+        if settled >= self.connections {
+            self.opened.get_or_init(|| now);
+        }
+    }
+
+    /// When the window opened, if it has by `now` (runs starting at `start`).
+    pub fn opened(&self, now: Instant, start: Instant) -> Option<Instant> {
+        match self.opened.get() {
+            Some(at) => Some(*at),
+            None if now >= start + self.latest_after => {
+                Some(*self.opened.get_or_init(|| start + self.latest_after))
+            }
+            None => None,
+        }
+    }
+
+    /// When it opened, once the run is over (`None`: it never had to, or did not).
+    pub fn opened_at(&self) -> Option<Instant> {
+        self.opened.get().copied()
+    }
 }
 
 /// Split `total` operations over `parts` connections as evenly as possible (the first

@@ -181,3 +181,25 @@ fn a_server_stall_shows_in_the_corrected_latency_and_not_the_uncorrected() {
         assert!(ms(&r.latency_uncorrected, 1.0) > 900.0, "{engine}: the ops in flight did wait");
     }
 }
+
+#[test]
+fn connections_open_at_the_connect_rate_and_the_window_waits_for_them() {
+    let cpu = client_cpu().to_string();
+    let ws = start_builtin("ws");
+    let url = format!("ws://{}/", ws.addr());
+    for engine in ENGINES {
+        // 20 connections at 50 per second: the last one opens 380 ms after the start.
+        let r = bench_on(engine, &[&url, "-c", "20", "--connect-rate", "50", "-d", "500ms", "--cores", &cpu]);
+        assert_clean(&r);
+        let set_up = r.set_up_in.expect("the window waited for the connections");
+        assert!(set_up >= std::time::Duration::from_millis(380), "{engine}: all set up after {set_up:?}");
+        assert!(set_up < std::time::Duration::from_millis(1500), "{engine}: {set_up:?}");
+        // No operation before the window opened; every connection's set-up was timed.
+        assert_eq!(r.tx.warmup_op, 0, "{engine}: the first connections waited for the last");
+        assert_eq!((r.connects, r.phases.connect.len(), r.phases.handshake.len()), (20, 20, 20), "{engine}");
+        assert!(r.elapsed >= std::time::Duration::from_millis(500), "{engine}: {:?} measured", r.elapsed);
+    }
+    // A connection per operation times its set-up in each operation: no wait.
+    let r = bench(&[&url, "-c", "2", "-n", "20", "--no-keepalive", "--cores", &cpu]);
+    assert_eq!(r.set_up_in, None);
+}

@@ -19,11 +19,14 @@
 use crate::outcome::ErrorClass;
 use crate::proto::{ClientCodec, Decoded, Outcome};
 use crate::stats::{CoreRecorder, SocketAudit, Traffic};
-use crate::workload::{Budget, Pacer};
+use crate::workload::{Budget, Pacer, Window};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::RecvBuf;
+
+/// How often a connection set up before the others looks whether the window opened.
+const WINDOW_POLL: Duration = Duration::from_millis(1);
 
 /// Pause after a failed connect or a failed connection before trying again, so that a dead
 /// server costs a bounded number of attempts per second.
@@ -165,6 +168,24 @@ pub struct Conn<C> {
     phase: Phase,
     /// A connection per operation (`--no-keepalive`).
     per_op: bool,
+    /// The first connect waits for this instant (`--connect-rate`).
+    not_before: Instant,
+    /// The run's measured window, while it is not yet open (see [`Window`]).
+    pending: Option<PendingWindow>,
+    /// This connection told the window it is set up (or failed its first try).
+    settled: bool,
+}
+
+/// A window not yet open, and how the budget follows from its opening.
+struct PendingWindow {
+    window: std::sync::Arc<Window>,
+    start: Instant,
+    /// When the connect rate says the last connection opens, and the deadline if the window
+    /// opened then: what bounds reads and writes issued before it opens.
+    expected_open: Instant,
+    expected_deadline: Instant,
+    warmup: Duration,
+    duration: Duration,
 }
 
 impl<C: ClientCodec> Conn<C> {
@@ -206,6 +227,61 @@ impl<C: ClientCodec> Conn<C> {
             room_since: budget.measure_from,
             phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
             per_op: false,
+            not_before: budget.measure_from,
+            pending: None,
+            settled: false,
+        }
+    }
+
+    /// Open the first connection no earlier than `at` (`--connect-rate`).
+    pub fn first_connect_at(mut self, at: Instant) -> Self {
+        self.not_before = at;
+        self
+    }
+
+    /// Measure from when `window` opens (every connection set up) plus `warmup`, for
+    /// `duration`; until then every operation is warm-up.
+    pub fn measured_once_set_up(
+        mut self,
+        window: std::sync::Arc<Window>,
+        (start, expected_open): (Instant, Instant),
+        warmup: Duration,
+        duration: Duration,
+    ) -> Self {
+        // Far enough never to come while the window is shut: it opens within its own bound.
+        let never = start + Duration::from_secs(365 * 86_400);
+        self.budget.measure_from = never;
+        self.budget.deadline = never;
+        let expected_deadline = expected_open + warmup + duration;
+        self.pending =
+            Some(PendingWindow { window, start, expected_open, expected_deadline, warmup, duration });
+        self
+    }
+
+    /// Once the window opened, the budget is known.
+    fn refresh_window(&mut self, now: Instant) {
+        if let Some(p) = &self.pending
+            && let Some(opened) = p.window.opened(now, p.start)
+        {
+            self.budget.measure_from = opened + p.warmup;
+            self.budget.deadline = self.budget.measure_from + p.duration;
+            self.pending = None;
+        }
+    }
+
+    /// Set-ups are timed in the measured window, and before it while it waits for them
+    /// (not during a warm-up).
+    fn timing_set_up(&self, now: Instant) -> bool {
+        self.pending.is_some() || now >= self.budget.measure_from
+    }
+
+    /// Tell the window this connection is set up or failed its first try (once).
+    fn settle(&mut self, now: Instant) {
+        if !self.settled {
+            self.settled = true;
+            if let Some(p) = &self.pending {
+                p.window.settle(now);
+            }
         }
     }
 
@@ -230,10 +306,14 @@ impl<C: ClientCodec> Conn<C> {
 
     /// How long a connect, write or read may take: the run's timeout, but never past
     /// [`DRAIN_LIMIT`] after the run's end, so that a silent server cannot stretch the run.
+    /// Before the window opens the deadline is not known: the expected one bounds them, and a
+    /// ramp that overran it still gets [`DRAIN_LIMIT`].
     fn io_timeout(&self, now: Instant) -> Duration {
-        (self.budget.deadline + DRAIN_LIMIT)
-            .saturating_duration_since(now)
-            .clamp(Duration::from_millis(1), self.timeout)
+        let left = match &self.pending {
+            None => (self.budget.deadline + DRAIN_LIMIT).saturating_duration_since(now),
+            Some(p) => (p.expected_deadline + DRAIN_LIMIT).saturating_duration_since(now).max(DRAIN_LIMIT),
+        };
+        left.clamp(Duration::from_millis(1), self.timeout)
     }
 
     /// How long a read may wait: [`io_timeout`](Self::io_timeout), and no longer than the
@@ -276,6 +356,7 @@ impl<C: ClientCodec> Conn<C> {
 
     /// What to do next; `stopping` is Ctrl-C (no new operation; drain, close).
     pub fn next(&mut self, now: Instant, stopping: bool, rec: &mut CoreRecorder) -> Want {
+        self.refresh_window(now);
         loop {
             match &self.phase {
                 Phase::Done => return Want::Done,
@@ -292,6 +373,9 @@ impl<C: ClientCodec> Conn<C> {
                     return Want::Done;
                 }
                 Phase::Retry(at) if now < *at => return Want::Sleep(*at),
+                Phase::Idle if self.lives == 0 && now < self.not_before => {
+                    return Want::Sleep(self.not_before);
+                }
                 // A connection per operation opens when its operation is due.
                 Phase::Idle if self.per_op && self.pacer.due(now) > now => {
                     return Want::Sleep(self.pacer.due(now));
@@ -329,6 +413,7 @@ impl<C: ClientCodec> Conn<C> {
             self.sent_off = 0;
             let mut batch = None;
             while self.inflight.len() < self.depth
+                && self.pending.is_none()
                 && !self.stopped(now, stopping)
                 && !(self.per_op && self.life.ops_sent > 0)
             {
@@ -393,7 +478,12 @@ impl<C: ClientCodec> Conn<C> {
             // Nothing in flight and nothing due yet (a paced workload): wait for its time, or
             // for the protocol's next heartbeat, looking at the socket meanwhile as often as
             // the server's unprompted messages need an answer.
-            let due = self.pacer.due(now);
+            // A connection set up before the others waits for the window: until the last one
+            // is expected, then a millisecond at a time.
+            let due = match &self.pending {
+                Some(p) => p.expected_open.max(now + WINDOW_POLL),
+                None => self.pacer.due(now),
+            };
             let wake = self.next_beat.map_or(due, |beat| beat.min(due)).min(self.budget.deadline);
             if wake <= now {
                 return Want::Read(self.read_timeout(now));
@@ -411,7 +501,7 @@ impl<C: ClientCodec> Conn<C> {
 
     pub fn connected(&mut self, now: Instant, rec: &mut CoreRecorder) {
         rec.connects += 1;
-        if now >= self.budget.measure_from {
+        if self.timing_set_up(now) {
             rec.phases.connect(now.saturating_duration_since(self.connect_started));
         }
         self.connected_at = now;
@@ -439,6 +529,7 @@ impl<C: ClientCodec> Conn<C> {
             ErrorClass::Connect
         };
         rec.conn_error(class, || format!("connect: {}", io_text(error)));
+        self.settle(now);
         self.futile += 1;
         self.phase = Phase::Retry(now + RETRY_PAUSE);
     }
@@ -625,7 +716,7 @@ impl<C: ClientCodec> Conn<C> {
                 Ok(Decoded::Done { consumed, .. }) => {
                     rec.rx.add(Traffic::Handshake, consumed as u64);
                     self.recv.consume(consumed);
-                    if now >= self.budget.measure_from {
+                    if self.timing_set_up(now) {
                         rec.phases.handshake(now.saturating_duration_since(self.connected_at));
                     }
                     self.phase = Phase::Running;
@@ -763,6 +854,7 @@ impl<C: ClientCodec> Conn<C> {
     /// The connection is set up: it has room from now (a connection per operation had it
     /// since its last one closed; its own set-up is part of its operation's time).
     fn set_up(&mut self, now: Instant) {
+        self.settle(now);
         if !self.per_op {
             self.room_since = now;
         }

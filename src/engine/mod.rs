@@ -113,13 +113,30 @@ pub struct ClientJob {
     pub stop: Arc<AtomicBool>,
     /// Operations completed so far per core, published a few times a second for the progress line.
     pub progress: Arc<[AtomicU64]>,
+    /// When the measured window opens (a fresh one per run: see [`run_client_threads`]).
+    pub window: Arc<crate::workload::Window>,
+}
+
+impl ClientJob {
+    /// The run's window: it opens once every connection is set up, and at the latest once the
+    /// last connection's connect could have timed out (a connection per operation measures
+    /// its set-up in each operation, and opens it at the start).
+    pub fn fresh_window(shape: &Shape) -> Arc<crate::workload::Window> {
+        let ramp = shape
+            .connect_rate
+            .map_or(Duration::ZERO, |r| Duration::from_secs_f64(shape.connections as f64 / r));
+        let connections = if shape.per_op { 0 } else { shape.connections };
+        Arc::new(crate::workload::Window::new(connections, ramp + 2 * shape.timeout))
+    }
 }
 
 /// What the engine threads of one client run recorded.
 #[derive(Debug)]
 pub struct ClientRun {
-    /// Start of the measured window (engine start plus warm-up).
+    /// Start of the measured window (every connection set up, plus warm-up).
     pub measure_from: std::time::Instant,
+    /// How long after the start every connection was set up (`None`: not waited for).
+    pub set_up_in: Option<Duration>,
     /// When the last connection of the last core finished.
     pub finished: std::time::Instant,
     pub cores: Vec<crate::stats::CoreRecorder>,
@@ -128,7 +145,9 @@ pub struct ClientRun {
 impl ClientRun {
     pub fn report(self) -> crate::stats::Report {
         let elapsed = self.finished.saturating_duration_since(self.measure_from);
-        crate::stats::Report::merge(self.cores, elapsed)
+        let mut report = crate::stats::Report::merge(self.cores, elapsed);
+        report.set_up_in = self.set_up_in;
+        report
     }
 }
 
@@ -248,6 +267,7 @@ where
     C: crate::proto::ClientCodec + Send + 'static,
 {
     let start = Arc::new(std::sync::OnceLock::new());
+    let job = &ClientJob { window: ClientJob::fresh_window(&job.shape), ..job.clone() };
     let barrier = Arc::new(std::sync::Barrier::new(job.cores.len()));
     let cores = job.cores.len();
     let mut threads = Vec::new();
@@ -271,7 +291,8 @@ where
     let start = *start.get_or_init(std::time::Instant::now);
     let finished = ends.iter().map(|(_, end)| *end).max().unwrap_or(start);
     Ok(ClientRun {
-        measure_from: start + job.shape.warmup,
+        measure_from: job.window.opened_at().unwrap_or(start).max(start) + job.shape.warmup,
+        set_up_in: job.window.opened_at().map(|at| at.saturating_duration_since(start)),
         finished,
         cores: ends.into_iter().map(|(rec, _)| rec).collect(),
     })
@@ -299,7 +320,22 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         job.shape.timeout,
         seed,
     );
-    if job.shape.per_op { conn.one_op_per_connection() } else { conn }
+    let not_before =
+        job.shape.connect_rate.map_or(start, |r| start + Duration::from_secs_f64(index as f64 / r));
+    let conn = conn.first_connect_at(not_before);
+    if job.shape.per_op {
+        conn.one_op_per_connection()
+    } else {
+        let ramp = job.shape.connect_rate.map_or(Duration::ZERO, |r| {
+            Duration::from_secs_f64(job.shape.connections.saturating_sub(1) as f64 / r)
+        });
+        conn.measured_once_set_up(
+            job.window.clone(),
+            (start, start + ramp),
+            job.shape.warmup,
+            job.shape.duration,
+        )
+    }
 }
 
 /// [`conn::Want::Poll`], the same in every engine: read what socket `fd` holds now, without

@@ -73,6 +73,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
         "not_successful": r.answers.unsuccessful(),
         "error_samples": r.error_samples,
         "connects": r.connects,
+        "set_up_in_s": r.set_up_in.map(|d| r3(d.as_secs_f64())),
         "reconnects": r.reconnects,
         "bytes": {
             "tx": r.tx.total(),

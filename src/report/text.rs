@@ -120,7 +120,17 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         r.tx.failed,
         r.rx.failed
     );
-    let _ = writeln!(s, "  connections {} opened, {} reconnects", r.connects, r.reconnects);
+    let _ = write!(s, "  connections {} opened, {} reconnects", r.connects, r.reconnects);
+    match r.set_up_in {
+        Some(d) => {
+            let _ = writeln!(
+                s,
+                "; all set up {} after the start, where the measured window began",
+                micros(d.as_secs_f64() * 1e6)
+            );
+        }
+        None => s.push('\n'),
+    }
     if !r.answers.is_empty() {
         let all: Vec<String> = r.answers.sorted().iter().map(|(a, n)| format!("{a}: {n}")).collect();
         let odd = r.answers.unsuccessful();

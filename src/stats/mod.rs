@@ -384,6 +384,9 @@ pub struct Report {
     /// Measured window: from the end of warm-up until the last connection finished.
     pub elapsed: Duration,
     pub per_core: Vec<CoreSummary>,
+    /// How long after the start every connection was set up: the measured window opened then
+    /// (plus any warm-up). `None` with a connection per operation.
+    pub set_up_in: Option<Duration>,
 }
 
 impl std::ops::Deref for Report {
@@ -432,7 +435,7 @@ impl Report {
             .iter()
             .map(|c| CoreSummary { core: c.core, ops: c.ops, cpu: c.cpu, wall: c.wall, steal: c.steal })
             .collect();
-        Report { totals, elapsed, per_core }
+        Report { totals, elapsed, per_core, set_up_in: None }
     }
 
     /// Failed operations and failed connections: zero in a clean run.
