@@ -156,6 +156,9 @@ pub struct Load {
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
     pub target: Target,
+    /// More targets of the same protocol (`bench URL URL …`): connections are spread over
+    /// `target` and these, round-robin.
+    pub also: Vec<Target>,
     pub protocol: &'static Protocol,
     pub load: Load,
 }
@@ -265,7 +268,7 @@ impl Load {
     /// [`validate`] refuses them for a single target.
     pub fn aim(&self, url: &str) -> Result<LoadPlan> {
         let target = target::parse(url)?;
-        let plan = LoadPlan { protocol: target.protocol, target, load: self.clone() };
+        let plan = LoadPlan { protocol: target.protocol, target, also: Vec::new(), load: self.clone() };
         (plan.protocol.validate)(&plan)?;
         Ok(plan)
     }
@@ -284,7 +287,40 @@ pub fn validate(
     Ok(plan)
 }
 
+/// Check a run on several targets (`bench URL URL …`, pure): one protocol for all, each aimed
+/// under its rules; connections are spread over them round-robin.
+pub fn validate_targets(
+    urls: &[String],
+    args: &LoadArgs,
+    engine: &EngineArgs,
+    defaults: &Defaults,
+    online: &[usize],
+) -> Result<LoadPlan> {
+    let Some((first, rest)) = urls.split_first() else { bail!("give at least one target URL") };
+    let mut plan = validate(first, args, engine, defaults, online)?;
+    for url in rest {
+        let other = plan.load.aim(url)?;
+        if other.protocol.name != plan.protocol.name {
+            bail!(
+                "{url} is a {} target but {first} is {}: one protocol per run (run them apart, or use `compare`)",
+                other.protocol.name,
+                plan.protocol.name
+            );
+        }
+        plan.also.push(other.target);
+    }
+    if plan.load.shape.connections < urls.len() {
+        bail!("{} targets need at least as many connections (-c {})", urls.len(), urls.len());
+    }
+    Ok(plan)
+}
+
 impl LoadPlan {
+    /// Every target, the first one first.
+    pub fn targets(&self) -> impl Iterator<Item = &Target> {
+        std::iter::once(&self.target).chain(&self.also)
+    }
+
     /// Refuse options given for other protocols than this plan's (a single target).
     pub fn refuse_foreign_options(&self) -> Result<()> {
         for (flag, owners) in self.load.options.given() {
@@ -304,6 +340,7 @@ impl LoadPlan {
         RunInfo {
             messages_per_op: self.messages_per_op(),
             target: self.target.url.clone(),
+            also: self.also.iter().map(|t| t.url.clone()).collect(),
             protocol: self.protocol.name,
             engine: self.load.engine.name(),
             cores: self.load.cores.clone(),
@@ -318,8 +355,10 @@ impl LoadPlan {
 }
 
 /// A plan made ready to run.
+#[derive(Clone)]
 pub struct Prepared {
     pub plan: LoadPlan,
+    /// The address of `plan.target`; the job holds every target's.
     pub addr: SocketAddr,
     /// The payload of every operation.
     pub body: Vec<u8>,
@@ -331,7 +370,8 @@ pub struct Prepared {
 /// Make a plan ready: resolve its target, read its payload, raise the engine's limits, catch
 /// Ctrl-C, and connect once so that an unreachable target is one clear line before any engine.
 pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
-    let addr = plan.target.resolve()?;
+    let addrs = plan.targets().map(Target::resolve).collect::<Result<Vec<_>, _>>()?;
+    let addr = addrs[0];
     let body = match &plan.load.payload {
         None => vec![b'x'; plan.protocol.default_payload],
         Some(Payload::Size(n)) => vec![b'x'; *n],
@@ -352,9 +392,11 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     let load = &plan.load;
     load.engine.ensure_limits(load.shape.connections as u64, load.cores.len())?;
     let stop = crate::cmd::interrupted();
-    preflight(&plan.target, addr)?;
+    for (target, addr) in plan.targets().zip(&addrs) {
+        preflight(target, *addr)?;
+    }
     let job = ClientJob {
-        addr,
+        addrs,
         cores: load.cores.clone(),
         shape: load.shape,
         seed: fastrand::u64(..),
@@ -393,11 +435,17 @@ impl Prepared {
     /// Drive the engine with `codec` on its own thread while this one draws the progress line
     /// (on a terminal, for runs longer than a moment). The one place a protocol's codec meets
     /// an engine: everything below is generic over it.
-    pub fn drive<C: ClientCodec + Send + 'static>(&self, codec: C) -> Result<Report> {
+    /// `codec` builds the codec for a plan aimed at one target; it is asked once per target.
+    pub fn drive<C, F>(&self, codec: F) -> Result<Report>
+    where
+        C: ClientCodec + Send + 'static,
+        F: Fn(&Prepared) -> C,
+    {
+        let codecs = (0..self.job.addrs.len()).map(|i| codec(&self.on_target(i))).collect();
         let job = self.job.clone();
         let engine = self.plan.load.engine;
         let started = Instant::now();
-        let worker = std::thread::spawn(move || engine.run_client(&job, codec));
+        let worker = std::thread::spawn(move || engine.run_client(&job, codecs));
         let expected = self.job.shape.warmup + self.job.shape.duration;
         let visible = std::io::IsTerminal::is_terminal(&std::io::stdout())
             && (expected > PROGRESS_AFTER || self.job.shape.ops.is_some());
@@ -410,6 +458,17 @@ impl Prepared {
         progress.finish();
         let run = worker.join().map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
         Ok(run.report())
+    }
+
+    /// The same plan aimed at its target `i` alone (0: the first), to build that target's codec.
+    fn on_target(&self, i: usize) -> Prepared {
+        let mut p = self.clone();
+        if i > 0 {
+            p.plan.target = self.plan.also[i - 1].clone();
+            p.addr = self.job.addrs[i];
+        }
+        p.plan.also.clear();
+        p
     }
 
     /// The `Host` to name in requests: the target's authority as written.
@@ -467,6 +526,29 @@ mod tests {
 
     fn error(argv: &[&str]) -> String {
         format!("{:#}", plan(argv).expect_err("refused"))
+    }
+
+    /// Several targets as `bench` takes them.
+    fn targets(urls: &[&str], argv: &[&str]) -> Result<LoadPlan> {
+        let args = Args::try_parse_from(
+            std::iter::once("wirebench").chain(std::iter::once("x")).chain(argv.iter().copied()),
+        )?;
+        let urls: Vec<String> = urls.iter().map(|u| u.to_string()).collect();
+        validate_targets(&urls, &args.load, &args.engine, &Defaults::BENCH, &[0, 1])
+    }
+
+    #[test]
+    fn several_targets_are_one_protocol_with_a_connection_each_at_least() {
+        let p = targets(&["http://a:1/", "http://b:2/x"], &[]).unwrap();
+        assert_eq!(p.targets().map(|t| t.authority.as_str()).collect::<Vec<_>>(), ["a:1", "b:2"]);
+        let mixed = targets(&["http://a/", "ws://b/"], &[]).expect_err("refused").to_string();
+        assert!(mixed.contains("one protocol per run"), "{mixed}");
+        let few =
+            targets(&["http://a/", "http://b/", "http://c/"], &["-c", "2"]).expect_err("refused").to_string();
+        assert!(few.contains("at least as many connections"), "{few}");
+        assert!(targets(&["http://a/", "nope"], &[]).is_err());
+        assert!(error(&["http://h/", "--connect-rate", "0"]).contains("--connect-rate"));
+        assert!(error(&["http://h/", "--no-keepalive", "--depth", "2"]).contains("--no-keepalive"));
     }
 
     #[test]

@@ -203,3 +203,29 @@ fn connections_open_at_the_connect_rate_and_the_window_waits_for_them() {
     let r = bench(&[&url, "-c", "2", "-n", "20", "--no-keepalive", "--cores", &cpu]);
     assert_eq!(r.set_up_in, None);
 }
+
+#[test]
+fn several_targets_share_the_connections_and_add_up() {
+    let cpu = client_cpu().to_string();
+    let servers = [start_builtin("http"), start_builtin("http"), start_builtin("http")];
+    let urls: Vec<String> = servers.iter().map(|s| format!("http://{}/", s.addr())).collect();
+    for engine in ENGINES {
+        let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+        args.extend(["-c", "6", "-n", "3000", "--cores", &cpu]);
+        let r = bench_on(engine, &args);
+        assert_clean(&r);
+        assert_eq!(r.targets.len(), 3, "{engine}");
+        // Two connections each, 500 operations each: the totals are the sums.
+        for t in &r.targets {
+            assert_eq!((t.sent, t.ops, t.failed()), (1000, 1000, 0), "{engine}");
+            assert_eq!(t.latency.len(), 1000);
+        }
+        assert_eq!(r.targets.iter().map(|t| t.ops).sum::<u64>(), r.ops);
+        assert_eq!(r.targets.iter().map(|t| t.latency.len()).sum::<u64>(), r.latency.len());
+    }
+    // Each server saw its third of every run.
+    for s in servers {
+        let served = wirebench::engine::ServerTally::sum(&s.stop().unwrap());
+        assert_eq!(served.requests, 3000, "each server, over the three engines' runs");
+    }
+}

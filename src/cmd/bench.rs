@@ -9,13 +9,25 @@ use anyhow::Result;
 
 /// Validate, prepare and run a `bench` (what `main` does, less the printing).
 pub fn run(args: &BenchArgs) -> Result<(RunInfo, Report)> {
-    let plan = plan::validate(&args.url, &args.load, &args.engine, &Defaults::BENCH, &crate::cpus::online())?;
+    let plan = plan::validate_targets(
+        &args.urls,
+        &args.load,
+        &args.engine,
+        &Defaults::BENCH,
+        &crate::cpus::online(),
+    )?;
     plan::prepare(plan)?.run()
 }
 
 /// `wirebench bench`: run and print.
 pub fn main(args: &BenchArgs) -> Result<()> {
-    let plan = plan::validate(&args.url, &args.load, &args.engine, &Defaults::BENCH, &crate::cpus::online())?;
+    let plan = plan::validate_targets(
+        &args.urls,
+        &args.load,
+        &args.engine,
+        &Defaults::BENCH,
+        &crate::cpus::online(),
+    )?;
     let prepared = plan::prepare(plan)?;
     let watcher = args.watch_pid.map(crate::watch::start).transpose()?;
     let (info, report) = prepared.run()?;

@@ -40,8 +40,10 @@ pub enum Command {
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// Target URL: http://, ws://, nsq://HOST/TOPIC or nsq+http://HOST/TOPIC, e.g. http://127.0.0.1:8080/
-    pub url: String,
+    /// Target URL: http://, ws://, sio://, nsq://HOST/TOPIC or nsq+http://HOST/TOPIC, e.g.
+    /// http://127.0.0.1:8080/; several of one protocol share the connections round-robin.
+    #[arg(required = true, num_args = 1.., value_name = "URL")]
+    pub urls: Vec<String>,
     #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]

@@ -170,6 +170,8 @@ pub struct Conn<C> {
     per_op: bool,
     /// The first connect waits for this instant (`--connect-rate`).
     not_before: Instant,
+    /// Which of the run's targets it loads.
+    target: usize,
     /// The run's measured window, while it is not yet open (see [`Window`]).
     pending: Option<PendingWindow>,
     /// This connection told the window it is set up (or failed its first try).
@@ -228,9 +230,21 @@ impl<C: ClientCodec> Conn<C> {
             phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
             per_op: false,
             not_before: budget.measure_from,
+            target: 0,
             pending: None,
             settled: false,
         }
+    }
+
+    /// Load target `target` of the run's (their addresses are the engine's).
+    pub fn on_target(mut self, target: usize) -> Self {
+        self.target = target;
+        self
+    }
+
+    /// Which of the run's targets it loads.
+    pub fn target(&self) -> usize {
+        self.target
     }
 
     /// Open the first connection no earlier than `at` (`--connect-rate`).
@@ -455,6 +469,7 @@ impl<C: ClientCodec> Conn<C> {
                 if traffic == Traffic::Op {
                     self.measured_inflight += 1;
                     rec.sent += 1;
+                    rec.target_sent(self.target);
                 }
             }
             if let Some(traffic) = batch {
@@ -835,7 +850,9 @@ impl<C: ClientCodec> Conn<C> {
                     _ => {
                         rec.rx.add(Traffic::Op, consumed);
                         rec.ops += 1;
-                        rec.record_latency(now.saturating_duration_since(op.intended).as_nanos() as u64);
+                        let ns = now.saturating_duration_since(op.intended).as_nanos() as u64;
+                        rec.record_latency(ns);
+                        rec.target_completed(self.target, ns);
                         rec.phases.processing(now.saturating_duration_since(op.sent));
                         if let Some(written) = op.written {
                             let first = op.first_byte.unwrap_or(now);

@@ -41,15 +41,15 @@ fn executor(cpu: usize, name: &str) -> Result<glommio::LocalExecutor, EngineErro
 }
 
 /// Run the client side of `job`, one pinned executor per core, one task per connection.
-pub fn run_client<C>(job: &ClientJob, prototype: C) -> Result<ClientRun, EngineError>
+pub fn run_client<C>(job: &ClientJob, prototypes: Vec<C>) -> Result<ClientRun, EngineError>
 where
     C: ClientCodec + Send + 'static,
 {
-    super::run_client_threads(job, prototype, |CoreStart { job, cpu, index, conns, gate }, prototype| {
+    super::run_client_threads(job, prototypes, |CoreStart { job, cpu, index, conns, gate }, prototypes| {
         let ex = executor(cpu, "wirebench-client");
         let start = gate.wait();
         Ok(ex?.run(async move {
-            let core = AsyncCore::new(job, prototype, cpu, index);
+            let core = AsyncCore::new(job, prototypes, cpu, index);
             let tasks: Vec<_> = conns
                 .map(|i| glommio::spawn_local(drive_connection(core.clone(), core.conn(i, start))).detach())
                 .collect();
@@ -71,14 +71,16 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
         let want = conn.next(now, ctx.stopping(), &mut ctx.rec.borrow_mut());
         match (want, stream.as_mut()) {
             (Want::Done, _) => return,
-            (Want::Connect(timeout), _) => match TcpStream::connect_timeout(job.addr, timeout).await {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    stream = Some(s);
-                    conn.connected(Instant::now(), &mut ctx.rec.borrow_mut());
+            (Want::Connect(timeout), _) => {
+                match TcpStream::connect_timeout(job.addrs[conn.target()], timeout).await {
+                    Ok(s) => {
+                        let _ = s.set_nodelay(true);
+                        stream = Some(s);
+                        conn.connected(Instant::now(), &mut ctx.rec.borrow_mut());
+                    }
+                    Err(e) => conn.connect_failed(&e.into(), Instant::now(), &mut ctx.rec.borrow_mut()),
                 }
-                Err(e) => conn.connect_failed(&e.into(), Instant::now(), &mut ctx.rec.borrow_mut()),
-            },
+            }
             (Want::Sleep(until), _) => {
                 glommio::timer::sleep(until.saturating_duration_since(Instant::now())).await
             }

@@ -69,14 +69,15 @@ impl EngineKind {
 
     /// Run the client side of `job` on this engine: the one place a protocol's codec meets an
     /// engine; everything below is generic over the codec (no `dyn` in the hot loop).
-    pub fn run_client<C>(self, job: &ClientJob, codec: C) -> Result<ClientRun, EngineError>
+    /// `codecs`: one per target of `job.addrs`, in the same order.
+    pub fn run_client<C>(self, job: &ClientJob, codecs: Vec<C>) -> Result<ClientRun, EngineError>
     where
         C: crate::proto::ClientCodec + Send + 'static,
     {
         match self {
-            EngineKind::Glommio => glommio::run_client(job, codec),
-            EngineKind::TokioUring => tokio_uring::run_client(job, codec),
-            EngineKind::Uring => uring::run_client(job, codec),
+            EngineKind::Glommio => glommio::run_client(job, codecs),
+            EngineKind::TokioUring => tokio_uring::run_client(job, codecs),
+            EngineKind::Uring => uring::run_client(job, codecs),
         }
     }
 
@@ -103,7 +104,8 @@ impl EngineKind {
 /// Everything an engine needs to drive the client side of a run.
 #[derive(Debug, Clone)]
 pub struct ClientJob {
-    pub addr: SocketAddr,
+    /// The targets' addresses: connection i goes to `addrs[i % addrs.len()]`.
+    pub addrs: Vec<SocketAddr>,
     /// CPUs to pin one engine thread each to.
     pub cores: Vec<usize>,
     pub shape: Shape,
@@ -199,16 +201,17 @@ impl CoreBooks {
 /// `RefCell` behind an `Rc`).
 pub struct AsyncCore<C> {
     pub job: ClientJob,
-    pub prototype: C,
+    /// One codec per target.
+    pub prototypes: Vec<C>,
     pub rec: std::cell::RefCell<crate::stats::CoreRecorder>,
     books: CoreBooks,
 }
 
 impl<C: crate::proto::ClientCodec> AsyncCore<C> {
-    pub fn new(job: ClientJob, prototype: C, cpu: usize, index: usize) -> std::rc::Rc<Self> {
+    pub fn new(job: ClientJob, prototypes: Vec<C>, cpu: usize, index: usize) -> std::rc::Rc<Self> {
         let books = CoreBooks::open(&job, cpu, index);
-        let rec = std::cell::RefCell::new(crate::stats::CoreRecorder::new(cpu));
-        std::rc::Rc::new(AsyncCore { job, prototype, rec, books })
+        let rec = std::cell::RefCell::new(crate::stats::CoreRecorder::for_targets(cpu, job.addrs.len()));
+        std::rc::Rc::new(AsyncCore { job, prototypes, rec, books })
     }
 
     /// Publish the core's count for the progress line (now and then).
@@ -218,7 +221,7 @@ impl<C: crate::proto::ClientCodec> AsyncCore<C> {
 
     /// The state machine of connection `index` of the job.
     pub fn conn(&self, index: usize, start: std::time::Instant) -> conn::Conn<C> {
-        new_conn(&self.job, &self.prototype, index, start)
+        new_conn(&self.job, &self.prototypes, index, start)
     }
 
     /// Whether Ctrl-C asked connections to stop.
@@ -248,7 +251,7 @@ impl StartGate {
 
 /// The per-core body of a client run: (job, codec, cpu, core index, connection indices, gate).
 pub type CoreFn<C> =
-    fn(CoreStart, C) -> Result<(crate::stats::CoreRecorder, std::time::Instant), EngineError>;
+    fn(CoreStart, Vec<C>) -> Result<(crate::stats::CoreRecorder, std::time::Instant), EngineError>;
 
 /// What one engine thread of a client run is given: the job, its CPU, its index among the
 /// cores, its share of the connections, and the gate that starts every core together.
@@ -262,7 +265,11 @@ pub struct CoreStart {
 
 /// Spawn one thread per core of `job`, each running `core` on its share of the connections;
 /// join them and assemble the run. Shared by every engine.
-pub fn run_client_threads<C>(job: &ClientJob, prototype: C, core: CoreFn<C>) -> Result<ClientRun, EngineError>
+pub fn run_client_threads<C>(
+    job: &ClientJob,
+    prototypes: Vec<C>,
+    core: CoreFn<C>,
+) -> Result<ClientRun, EngineError>
 where
     C: crate::proto::ClientCodec + Send + 'static,
 {
@@ -277,10 +284,10 @@ where
         let range = first_conn..first_conn + conns;
         first_conn += conns;
         let gate = StartGate { barrier: barrier.clone(), start: start.clone() };
-        let (job, prototype) = (job.clone(), prototype.clone());
+        let (job, prototypes) = (job.clone(), prototypes.clone());
         let handle = std::thread::Builder::new()
             .name(format!("wirebench-client-{cpu}"))
-            .spawn(move || core(CoreStart { job, cpu, index, conns: range, gate }, prototype))
+            .spawn(move || core(CoreStart { job, cpu, index, conns: range, gate }, prototypes))
             .map_err(|source| EngineError::Executor { cpu, source })?;
         threads.push((cpu, handle));
     }
@@ -298,10 +305,11 @@ where
     })
 }
 
-/// The state machine of connection `index` of `job` (its share of `-n`, the run's deadline).
+/// The state machine of connection `index` of `job` (its share of `-n`, the run's deadline),
+/// on target `index % targets` (connections spread round-robin over them).
 pub fn new_conn<C: crate::proto::ClientCodec>(
     job: &ClientJob,
-    prototype: &C,
+    prototypes: &[C],
     index: usize,
     start: std::time::Instant,
 ) -> conn::Conn<C> {
@@ -312,8 +320,9 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         measure_from,
     };
     let seed = job.seed ^ (index as u64 + 1).wrapping_mul(conn::SEED_STEP);
+    let target = index % prototypes.len();
     let conn = conn::Conn::new(
-        prototype,
+        &prototypes[target],
         job.shape.workload.pacer(index, job.shape.connections),
         budget,
         job.shape.depth,
@@ -322,7 +331,7 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
     );
     let not_before =
         job.shape.connect_rate.map_or(start, |r| start + Duration::from_secs_f64(index as f64 / r));
-    let conn = conn.first_connect_at(not_before);
+    let conn = conn.first_connect_at(not_before).on_target(target);
     if job.shape.per_op {
         conn.one_op_per_connection()
     } else {

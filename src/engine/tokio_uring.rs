@@ -32,21 +32,21 @@ fn runtime(cpu: usize) -> Result<::tokio_uring::Runtime, EngineError> {
 }
 
 /// Run the client side of `job` with tokio-uring.
-pub fn run_client<C>(job: &ClientJob, prototype: C) -> Result<ClientRun, EngineError>
+pub fn run_client<C>(job: &ClientJob, prototypes: Vec<C>) -> Result<ClientRun, EngineError>
 where
     C: ClientCodec + Send + 'static,
 {
-    super::run_client_threads(job, prototype, client_core::<C>)
+    super::run_client_threads(job, prototypes, client_core::<C>)
 }
 
 fn client_core<C: ClientCodec + 'static>(
     CoreStart { job, cpu, index, conns, gate }: CoreStart,
-    prototype: C,
+    prototypes: Vec<C>,
 ) -> Result<(CoreRecorder, Instant), EngineError> {
     let rt = runtime(cpu);
     let start = gate.wait();
     Ok(rt?.block_on(async move {
-        let core = AsyncCore::new(job, prototype, cpu, index);
+        let core = AsyncCore::new(job, prototypes, cpu, index);
         let tasks: Vec<_> = conns
             .map(|i| ::tokio_uring::spawn(drive_connection(core.clone(), core.conn(i, start))))
             .collect();
@@ -121,15 +121,17 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
             (Want::Done, _) => return,
             // A connect dropped on its timeout closes its own socket when it completes; no
             // byte has moved on it.
-            (Want::Connect(timeout), _) => match with_timeout(timeout, TcpStream::connect(job.addr)).await {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    stream = Some(s);
-                    sent_fin = false;
-                    conn.connected(Instant::now(), &mut rec.borrow_mut());
+            (Want::Connect(timeout), _) => {
+                match with_timeout(timeout, TcpStream::connect(job.addrs[conn.target()])).await {
+                    Ok(s) => {
+                        let _ = s.set_nodelay(true);
+                        stream = Some(s);
+                        sent_fin = false;
+                        conn.connected(Instant::now(), &mut rec.borrow_mut());
+                    }
+                    Err(e) => conn.connect_failed(&e, Instant::now(), &mut rec.borrow_mut()),
                 }
-                Err(e) => conn.connect_failed(&e, Instant::now(), &mut rec.borrow_mut()),
-            },
+            }
             (Want::Sleep(until), _) => {
                 tokio::time::sleep(until.saturating_duration_since(Instant::now())).await
             }

@@ -33,11 +33,11 @@ const OP_SEND: u64 = 2;
 const OP_RECV: u64 = 3;
 
 /// Run the client side of `job` with the raw io_uring engine.
-pub fn run_client<C>(job: &ClientJob, prototype: C) -> Result<ClientRun, EngineError>
+pub fn run_client<C>(job: &ClientJob, prototypes: Vec<C>) -> Result<ClientRun, EngineError>
 where
     C: ClientCodec + Send + 'static,
 {
-    super::run_client_threads(job, prototype, client_core::<C>)
+    super::run_client_threads(job, prototypes, client_core::<C>)
 }
 
 /// A ring for `entries` operations, with the single-issuer and deferred-task-run flags where
@@ -64,7 +64,7 @@ struct Slot<C> {
 
 fn client_core<C: ClientCodec>(
     CoreStart { job, cpu, index, conns, gate }: CoreStart,
-    prototype: C,
+    prototypes: Vec<C>,
 ) -> Result<(CoreRecorder, Instant), EngineError> {
     let pinned = super::pin_current_thread(cpu);
     let entries = (2 * conns.len() + 64).next_power_of_two().min(32_768) as u32;
@@ -73,16 +73,12 @@ fn client_core<C: ClientCodec>(
     pinned?;
     let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
     let books = CoreBooks::open(&job, cpu, index);
-    let mut rec = CoreRecorder::new(cpu);
-    let addr = socket2::SockAddr::from(job.addr);
+    let mut rec = CoreRecorder::for_targets(cpu, job.addrs.len());
     let mut slots: Vec<Slot<C>> = conns
-        .map(|i| Slot {
-            conn: super::new_conn(&job, &prototype, i, start),
-            fd: None,
-            busy: None,
-            cancelled: false,
-            done: false,
-            addr: addr.clone(),
+        .map(|i| {
+            let conn = super::new_conn(&job, &prototypes, i, start);
+            let addr = socket2::SockAddr::from(job.addrs[conn.target()]);
+            Slot { conn, fd: None, busy: None, cancelled: false, done: false, addr }
         })
         .collect();
     // Every error of the loop comes back here, where the slots are abandoned before the ring:
@@ -243,7 +239,7 @@ fn drive<C: ClientCodec>(
             }
             Want::Connect(timeout) => {
                 let socket = socket2::Socket::new(
-                    socket2::Domain::for_address(job.addr),
+                    socket2::Domain::for_address(job.addrs[slot.conn.target()]),
                     socket2::Type::STREAM.nonblocking().cloexec(),
                     None,
                 );

@@ -52,6 +52,20 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
         r.failures.iter().map(|(f, n)| (f.to_string(), json!(n))).collect();
     json!({
         "target": info.target,
+        "targets": (!r.targets.is_empty()).then(|| {
+            std::iter::once(&info.target).chain(&info.also).zip(&r.targets).map(|(url, t)| json!({
+                "url": url,
+                "sent": t.sent,
+                "ops": t.ops,
+                "failed": t.failed(),
+                "latency_us": (!t.latency.is_empty()).then(|| json!({
+                    "p50": r3(t.latency.value_at_quantile(0.5) as f64 / 1e3),
+                    "p90": r3(t.latency.value_at_quantile(0.9) as f64 / 1e3),
+                    "p99": r3(t.latency.value_at_quantile(0.99) as f64 / 1e3),
+                    "max": r3(t.latency.max() as f64 / 1e3),
+                })),
+            })).collect::<Vec<_>>()
+        }),
         "protocol": info.protocol,
         "engine": info.engine,
         "cores": info.cores,

@@ -54,6 +54,8 @@ pub fn finish_table(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunInfo {
     pub target: String,
+    /// More targets sharing the connections round-robin (`bench URL URL …`).
+    pub also: Vec<String>,
     /// `http1`, `ws`, `nsq`, `nsq-http`.
     pub protocol: &'static str,
     pub engine: &'static str,

@@ -18,7 +18,11 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         s,
         "{} {} — {} engine on CPU {}, {} connection{}, depth {}{}, {:.2}s measured",
         info.protocol,
-        info.target,
+        if info.also.is_empty() {
+            info.target.clone()
+        } else {
+            format!("{} and {} more (round-robin)", info.target, info.also.len())
+        },
         info.engine,
         list_cores(&info.cores),
         info.connections,
@@ -37,6 +41,28 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         r.ops,
         r.failed.total()
     );
+    if !r.targets.is_empty() {
+        let _ = writeln!(
+            s,
+            "  per target  {:<40} {:>10} {:>7} {:>8} {:>10} {:>10}",
+            "url", "completed", "share", "failed", "p50", "p99"
+        );
+        for (url, t) in std::iter::once(&info.target).chain(&info.also).zip(&r.targets) {
+            let q = |q: f64| {
+                micros(if t.latency.is_empty() { 0.0 } else { t.latency.value_at_quantile(q) as f64 / 1e3 })
+            };
+            let _ = writeln!(
+                s,
+                "              {:<40} {:>10} {:>6.1}% {:>8} {:>10} {:>10}",
+                url,
+                t.ops,
+                100.0 * crate::stats::ratio(t.ops as f64, r.ops as f64),
+                t.failed(),
+                q(0.5),
+                q(0.99)
+            );
+        }
+    }
     if !r.accounted() {
         let _ = writeln!(
             s,

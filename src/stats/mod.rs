@@ -274,6 +274,29 @@ pub struct CoreRecorder {
     /// Time the hypervisor gave the engine's CPU to someone else during the run (`None`: not
     /// known); timing figures include it.
     pub steal: Option<Duration>,
+    /// Per target, with several (empty with one: the totals are its figures).
+    pub targets: Vec<TargetTally>,
+}
+
+/// One target's share of a run with several (`bench URL URL …`): its measured operations
+/// sent and completed (the rest failed: every operation ends once) and their latency.
+#[derive(Debug, Clone)]
+pub struct TargetTally {
+    pub sent: u64,
+    pub ops: u64,
+    pub latency: Histogram<u64>,
+}
+
+impl Default for TargetTally {
+    fn default() -> Self {
+        TargetTally { sent: 0, ops: 0, latency: histogram() }
+    }
+}
+
+impl TargetTally {
+    pub fn failed(&self) -> u64 {
+        self.sent - self.ops
+    }
 }
 
 /// How many distinct error messages a core keeps.
@@ -303,6 +326,31 @@ impl CoreRecorder {
             cpu: Duration::ZERO,
             wall: Duration::ZERO,
             steal: None,
+            targets: Vec::new(),
+        }
+    }
+
+    /// A core's recorder for a run on `targets` targets (kept apart when more than one).
+    pub fn for_targets(core: usize, targets: usize) -> Self {
+        let mut rec = CoreRecorder::new(core);
+        if targets > 1 {
+            rec.targets = vec![TargetTally::default(); targets];
+        }
+        rec
+    }
+
+    /// A measured operation was sent to `target`.
+    pub fn target_sent(&mut self, target: usize) {
+        if let Some(t) = self.targets.get_mut(target) {
+            t.sent += 1;
+        }
+    }
+
+    /// A measured operation to `target` completed after `ns`.
+    pub fn target_completed(&mut self, target: usize, ns: u64) {
+        if let Some(t) = self.targets.get_mut(target) {
+            t.ops += 1;
+            t.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
         }
     }
 
@@ -407,6 +455,14 @@ impl CoreRecorder {
         self.latency_uncorrected.add(&c.latency_uncorrected).expect("same histogram bounds");
         self.schedule_lag.add(&c.schedule_lag).expect("same histogram bounds");
         self.due_while_busy += c.due_while_busy;
+        if self.targets.len() < c.targets.len() {
+            self.targets.resize(c.targets.len(), TargetTally::default());
+        }
+        for (a, b) in self.targets.iter_mut().zip(&c.targets) {
+            a.sent += b.sent;
+            a.ops += b.ops;
+            a.latency.add(&b.latency).expect("same histogram bounds");
+        }
         self.phases.merge(&c.phases);
         for (k, v) in &c.failures {
             *self.failures.entry(*k).or_default() += v;

@@ -144,7 +144,7 @@ fn request(p: &Prepared) -> RequestSpec {
 }
 
 fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    p.drive(Http1Client::new(&request(p)))
+    p.drive(|p| Http1Client::new(&request(p)))
 }
 
 /// One row: the payload as a `POST` body (unless `-m` says otherwise).

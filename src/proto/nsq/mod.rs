@@ -362,13 +362,15 @@ pub static PROTOCOL: Protocol = Protocol {
     check_payload,
     messages_per_op,
     run: |p| {
-        let options = &p.plan.load.options.nsq;
-        let identify = match (&options.identify, options.no_identify) {
-            (_, true) => None,
-            (Some(json), false) => Some(json.clone().into_bytes()),
-            (None, false) => Some(default_identify(&p.hostname)),
-        };
-        p.drive(NsqClient::new(&publish_spec(&p.plan, &p.body), identify.as_deref()))
+        p.drive(|p| {
+            let options = &p.plan.load.options.nsq;
+            let identify = match (&options.identify, options.no_identify) {
+                (_, true) => None,
+                (Some(json), false) => Some(json.clone().into_bytes()),
+                (None, false) => Some(default_identify(&p.hostname)),
+            };
+            NsqClient::new(&publish_spec(&p.plan, &p.body), identify.as_deref())
+        })
     },
     compare_rows: |plan| {
         let batch = plan.load.options.nsq.batch.unwrap_or(COMPARE_BATCH);
@@ -403,10 +405,12 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
     },
     messages_per_op,
     run: |p| {
-        let spec = publish_spec(&p.plan, &p.body);
-        let mut request = http_publish_request(p.authority(), &spec, p.plan.load.options.nsq.binary);
-        request.headers = p.plan.load.headers.clone();
-        p.drive(crate::proto::http1::Http1Client::new(&request))
+        p.drive(|p| {
+            let spec = publish_spec(&p.plan, &p.body);
+            let mut request = http_publish_request(p.authority(), &spec, p.plan.load.options.nsq.binary);
+            request.headers = p.plan.load.headers.clone();
+            crate::proto::http1::Http1Client::new(&request)
+        })
     },
     compare_rows: |plan| {
         vec![CompareRow {

@@ -224,6 +224,10 @@ fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
 }
 
 fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    p.drive(codec)
+}
+
+fn codec(p: &Prepared) -> SioClient {
     let (event, namespace) = event_and_namespace(&p.plan);
     let options = &p.plan.load.options.sio;
     let eio = options.eio.unwrap_or(4);
@@ -238,7 +242,7 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
         eio,
         depth: p.plan.load.shape.depth,
     };
-    p.drive(SioClient::new(spec))
+    SioClient::new(spec)
 }
 
 pub static SERVER: Server = Server {

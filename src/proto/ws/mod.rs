@@ -185,6 +185,10 @@ fn check_payload(plan: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
 }
 
 fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    p.drive(codec)
+}
+
+fn codec(p: &Prepared) -> WsClient {
     let spec = WsSpec {
         host: p.authority().to_string(),
         path: p.plan.target.path.clone(),
@@ -193,7 +197,7 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
         text: p.plan.load.options.ws.text,
         expect: p.plan.load.options.ws.expect.unwrap_or_default(),
     };
-    p.drive(WsClient::new(spec))
+    WsClient::new(spec)
 }
 
 /// One row: the payload echoed, so it crosses the wire twice.
