@@ -9,7 +9,7 @@ use crate::engine::{ClientJob, EngineKind};
 use crate::proto::ClientCodec;
 use crate::protocol::{Protocol, ProtocolOptions};
 use crate::report::RunInfo;
-use crate::stats::Report;
+use crate::stats::{Repeats, Report, RunSummary};
 use crate::target::{self, Target};
 use crate::workload::{Shape, Workload};
 use anyhow::{Context, Result, bail};
@@ -26,6 +26,8 @@ pub const MAX_DEPTH: usize = 4096;
 pub const MAX_CONNECTIONS: usize = 10_000_000;
 /// Highest `--rate`, and the longest wait between a connection's operations it may imply.
 const MAX_RATE: f64 = 1e9;
+/// Most runs `--repeat` does.
+const MAX_REPEAT: usize = 1000;
 const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 /// Largest message or body: every protocol holds one whole in memory per connection.
 pub const MAX_PAYLOAD: usize = 256 * 1024 * 1024;
@@ -80,6 +82,11 @@ pub struct LoadArgs {
     /// and set-up are timed as part of each operation.
     #[arg(long)]
     pub no_keepalive: bool,
+    /// Run N times back to back: a line per run, the median, min, max and spread of ops/s and
+    /// p99; the full report is the median run's (by ops/s). Reaches every compare row and
+    /// sweep step.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: usize,
     /// Open at most N connections per second at the start (tcpkali's ramp), connection i at
     /// i/N s; the measured window opens once every connection is set up (as always).
     #[arg(long, value_name = "N")]
@@ -150,6 +157,8 @@ pub struct Load {
     pub payload: Option<Payload>,
     pub headers: Vec<(String, String)>,
     pub options: ProtocolOptions,
+    /// Runs back to back (`--repeat`); the report is the median one's, with every run's line.
+    pub repeat: usize,
 }
 
 /// A load aimed at a target: what one run does.
@@ -181,6 +190,9 @@ pub fn validate_load(
         && !(rate.is_finite() && (0.001..=10_000_000.0).contains(&rate))
     {
         bail!("--connect-rate must be between 0.001 and 10000000 connections per second");
+    }
+    if !(1..=MAX_REPEAT).contains(&args.repeat) {
+        bail!("--repeat must be between 1 and {MAX_REPEAT}");
     }
     if args.no_keepalive && args.depth > 1 {
         bail!("--no-keepalive sends one operation per connection: --depth {} cannot apply", args.depth);
@@ -259,6 +271,7 @@ pub fn validate_load(
         payload,
         headers,
         options: args.protocol.clone(),
+        repeat: args.repeat,
     })
 }
 
@@ -341,6 +354,7 @@ impl LoadPlan {
             messages_per_op: self.messages_per_op(),
             target: self.target.url.clone(),
             also: self.also.iter().map(|t| t.url.clone()).collect(),
+            per_connection: self.load.shape.per_op,
             protocol: self.protocol.name,
             engine: self.load.engine.name(),
             cores: self.load.cores.clone(),
@@ -427,8 +441,25 @@ fn hostname() -> String {
 
 impl Prepared {
     /// Run: the protocol builds its codec and drives the engine.
+    /// With `--repeat N`, N runs back to back (fewer if Ctrl-C stops one): the median run's
+    /// report (by ops/s), carrying every run's summary.
     pub fn run(&self) -> Result<(RunInfo, Report)> {
-        let report = (self.plan.protocol.run)(self)?;
+        let mut reports = Vec::new();
+        for _ in 0..self.plan.load.repeat {
+            if !reports.is_empty() && self.job.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            for core in self.job.progress.iter() {
+                core.store(0, Ordering::Relaxed);
+            }
+            reports.push((self.plan.protocol.run)(self)?);
+        }
+        let runs: Vec<RunSummary> = reports.iter().map(RunSummary::of).collect();
+        let median = crate::stats::median_index(&runs.iter().map(|r| r.ops_per_sec).collect::<Vec<_>>());
+        let mut report = reports.swap_remove(median);
+        if runs.len() > 1 {
+            report.repeats = Some(Repeats { median, runs });
+        }
         Ok((self.plan.info(), report))
     }
 

@@ -154,3 +154,28 @@ fn the_chart_renders_in_a_browser() {
     // And text: dark pixels beyond the bars.
     assert!(pixels.iter().filter(|p| p[..3].iter().all(|&v| v < 60)).count() > 1000);
 }
+
+#[test]
+fn no_keepalive_adds_what_a_new_connection_costs() {
+    let (stdout, v) = compare(&["--no-keepalive", "-n", "200", "-c", "2", "--repeat", "2"]);
+    assert!(stdout.contains("per new connection"), "{stdout}");
+    for r in v["rows"].as_array().unwrap() {
+        let label = r["label"].as_str().unwrap();
+        assert_eq!(r["connects"], r["ops"], "{label}: one connection per operation");
+        assert_eq!(r["repeat"]["runs"].as_array().unwrap().len(), 2, "{label}: --repeat reaches compare");
+        let c = &r["derived"]["per_connection"];
+        let f = |k: &str| c[k].as_f64().unwrap_or_else(|| panic!("{label}: {k} in {c}"));
+        // Every byte of the connection is in one of its classes.
+        let sum = f("setup_tx") + f("setup_rx") + f("op_tx") + f("op_rx") + f("close_tx") + f("close_rx");
+        assert!((f("bytes") - sum).abs() < 1e-6, "{label}: {c}");
+        // A TCP connection's life: at least SYN, SYN-ACK, ACK, a request, its answer, FIN, FIN.
+        assert!(f("segs") >= 7.0, "{label}: {c}");
+        assert!(f("first_op_ms") >= f("connect_ms"), "{label}: the first operation holds its connect");
+        let set_up =
+            label.starts_with("WebSocket") || label.starts_with("Socket.IO") || label.starts_with("NSQ TCP");
+        assert_eq!(f("setup_tx") > 0.0, set_up, "{label}: a set-up of its own, or none");
+    }
+    // The protocols' own set-ups, as counted per connection in the keep-alive table too.
+    assert_eq!(row(&v, "WebSocket binary")["derived"]["per_connection"]["setup_tx"], 154.0);
+    assert_eq!(row(&v, "NSQ TCP PUB")["derived"]["per_connection"]["setup_rx"], 10.0);
+}

@@ -229,3 +229,24 @@ fn several_targets_share_the_connections_and_add_up() {
         assert_eq!(served.requests, 3000, "each server, over the three engines' runs");
     }
 }
+
+#[test]
+fn repeated_runs_report_the_median_run_and_every_runs_line() {
+    let cpu = client_cpu().to_string();
+    let server = start_builtin("http");
+    let url = format!("http://{}/", server.addr());
+    for engine in ENGINES {
+        let r = bench_on(engine, &[&url, "-c", "4", "-n", "2000", "--repeat", "3", "--cores", &cpu]);
+        assert_clean(&r);
+        let rep = r.repeats.as_ref().expect("three runs");
+        assert_eq!(rep.runs.len(), 3, "{engine}");
+        assert!(rep.runs.iter().all(|run| run.ops == 2000 && run.errors == 0), "{engine}: {rep:?}");
+        // The report is one of the runs, the median by ops/s.
+        let mut rates: Vec<f64> = rep.runs.iter().map(|run| run.ops_per_sec).collect();
+        assert_eq!(rep.runs[rep.median].ops_per_sec, r.ops_per_sec(), "{engine}");
+        rates.sort_by(f64::total_cmp);
+        assert_eq!(rates[1], r.ops_per_sec(), "{engine}: the middle of three");
+    }
+    let served = wirebench::engine::ServerTally::sum(&server.stop().unwrap());
+    assert_eq!(served.requests, 3 * 3 * 2000, "every run ran");
+}

@@ -112,8 +112,12 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     if let Some(handle) = servers {
         handle.stop()?;
     }
+    let mut footer = table::footer(&rows);
+    if load.shape.per_op {
+        footer += &table::per_connection_table(&rows);
+    }
     report::finish_table(
-        &table::footer(&rows),
+        &footer,
         args.json.as_deref(),
         || table::json(&info, &rows),
         args.svg.as_deref(),

@@ -94,10 +94,92 @@ impl Row {
     pub fn cpu_us_per_msg(&self) -> f64 {
         ratio(self.report.cpu_us_per_op(), self.info.messages_per_op as f64)
     }
+    /// Per new connection (`--no-keepalive`: one connection per operation): bytes both ways
+    /// of every class (set-up, the operation, goodbye), segments, and the wire estimate.
+    pub fn per_connection(&self) -> Option<PerConnection> {
+        let r = &self.report;
+        let conns = r.connects as f64;
+        if r.connects == 0 || r.ops == 0 {
+            return None;
+        }
+        let per = |n: u64| n as f64 / conns;
+        let bytes = per(r.tx.total() + r.rx.total());
+        let segs = per(r.audit.kernel.segs_out + r.audit.kernel.segs_in);
+        let mean_ms = |h: &hdrhistogram::Histogram<u64>| if h.is_empty() { 0.0 } else { h.mean() / 1e6 };
+        Some(PerConnection {
+            setup: (per(r.tx.handshake), per(r.rx.handshake)),
+            op: (
+                self.tx_per_msg() * self.info.messages_per_op as f64,
+                self.rx_per_msg() * self.info.messages_per_op as f64,
+            ),
+            close: (per(r.tx.control), per(r.rx.control)),
+            bytes,
+            segs,
+            wire: bytes + segs * self.header_bytes(),
+            connect_ms: mean_ms(&r.phases.connect),
+            setup_ms: mean_ms(&r.phases.handshake),
+            first_op_ms: mean_ms(&r.latency),
+        })
+    }
+
     pub fn handshake(&self) -> (f64, f64) {
         let conns = self.report.connects.max(1) as f64;
         (self.report.tx.handshake as f64 / conns, self.report.rx.handshake as f64 / conns)
     }
+}
+
+/// What one new connection costs (`compare --no-keepalive`), means over the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PerConnection {
+    /// (tx, rx) bytes: the protocol's set-up, one operation, the goodbye (control bytes).
+    pub setup: (f64, f64),
+    pub op: (f64, f64),
+    pub close: (f64, f64),
+    /// Every byte both ways, segments both ways (SYN and FIN included), and the wire estimate.
+    pub bytes: f64,
+    pub segs: f64,
+    pub wire: f64,
+    /// Means: SYN to established, established to set-up done, and from the operation's
+    /// start (before its connect) to its completion.
+    pub connect_ms: f64,
+    pub setup_ms: f64,
+    pub first_op_ms: f64,
+}
+
+/// `compare --no-keepalive`: the set-up cost table, a row per protocol.
+pub fn per_connection_table(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "
+per new connection (--no-keepalive: connect, set-up, one operation, close; means):
+protocol              set-up tx/rx      op tx/rx   close tx/rx  bytes/conn  segs/conn  wire/conn  connect   set-up  first op
+",
+    );
+    for r in rows {
+        let Some(c) = r.per_connection() else {
+            let _ = writeln!(s, "{:<20} no result", r.label);
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "{:<20} {:>6.0} / {:<5.0} {:>6.0} / {:<5.0} {:>4.0} / {:<5.0} {:>10.1} {:>10.2} {:>10.1} {:>6.3}ms {:>6.3}ms {:>7.3}ms",
+            r.label,
+            c.setup.0,
+            c.setup.1,
+            c.op.0,
+            c.op.1,
+            c.close.0,
+            c.close.1,
+            c.bytes,
+            c.segs,
+            c.wire,
+            c.connect_ms,
+            c.setup_ms,
+            c.first_op_ms
+        );
+    }
+    s += "first op = from when the operation was due (before its connect) to its answer; segments include SYN and FIN
+";
+    s
 }
 
 pub fn header(info: &CompareInfo) -> String {
@@ -273,6 +355,15 @@ pub fn json(info: &CompareInfo, rows: &[Row]) -> Value {
                 "handshake_tx_per_conn": r.handshake().0,
                 "handshake_rx_per_conn": r.handshake().1,
             });
+            if r.info.per_connection {
+                v["derived"]["per_connection"] = r.per_connection().map_or(Value::Null, |c| json!({
+                    "setup_tx": c.setup.0, "setup_rx": c.setup.1,
+                    "op_tx": c.op.0, "op_rx": c.op.1,
+                    "close_tx": c.close.0, "close_rx": c.close.1,
+                    "bytes": c.bytes, "segs": c.segs, "wire": c.wire,
+                    "connect_ms": c.connect_ms, "setup_ms": c.setup_ms, "first_op_ms": c.first_op_ms,
+                }));
+            }
             v
         }).collect::<Vec<_>>(),
         "http_vs_tcp": ratios,

@@ -88,6 +88,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
         "error_samples": r.error_samples,
         "connects": r.connects,
         "set_up_in_s": r.set_up_in.map(|d| r3(d.as_secs_f64())),
+        "repeat": r.repeats.as_ref().map(repeats),
         "reconnects": r.reconnects,
         "bytes": {
             "tx": r.tx.total(),
@@ -178,4 +179,25 @@ pub fn write(path: &Path, value: &Value) -> Result<()> {
     } else {
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
     }
+}
+
+/// `--repeat`: every run's line, which one the report is, and the spread of ops/s and p99.
+fn repeats(rep: &crate::stats::Repeats) -> Value {
+    let spread = |values: Vec<f64>| {
+        let s = crate::stats::Spread::of(&values);
+        json!({ "median": r3(s.median), "min": r3(s.min), "max": r3(s.max), "spread_pct": r3(s.spread_pct) })
+    };
+    json!({
+        "runs": rep.runs.iter().map(|r| json!({
+            "ops": r.ops,
+            "ops_per_sec": r3(r.ops_per_sec),
+            "p50_us": r3(r.p50_us),
+            "p99_us": r3(r.p99_us),
+            "errors": r.errors,
+            "cpu_us_per_op": r3(r.cpu_us_per_op),
+        })).collect::<Vec<_>>(),
+        "median_run": rep.median + 1,
+        "ops_per_sec": spread(rep.runs.iter().map(|r| r.ops_per_sec).collect()),
+        "p99_us": spread(rep.runs.iter().map(|r| r.p99_us).collect()),
+    })
 }

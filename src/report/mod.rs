@@ -56,6 +56,8 @@ pub struct RunInfo {
     pub target: String,
     /// More targets sharing the connections round-robin (`bench URL URL …`).
     pub also: Vec<String>,
+    /// A connection per operation (`--no-keepalive`).
+    pub per_connection: bool,
     /// `http1`, `ws`, `nsq`, `nsq-http`.
     pub protocol: &'static str,
     pub engine: &'static str,

@@ -258,6 +258,9 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             100.0 * c.cpu_util()
         );
     }
+    if let Some(rep) = &r.repeats {
+        s.push_str(&repeats(rep));
+    }
     s
 }
 
@@ -347,5 +350,44 @@ pub fn render_watch(w: &crate::watch::WatchReport) -> String {
         let per: Vec<String> = w.per_cpu_pct.iter().map(|(c, p)| format!("cpu{c} {p:.0}%")).collect();
         let _ = writeln!(s, "              per CPU (by each thread's last CPU): {}", per.join("  "));
     }
+    s
+}
+
+/// `--repeat`: a line per run, then the median, min, max and spread of ops/s and p99.
+fn repeats(rep: &crate::stats::Repeats) -> String {
+    use crate::stats::Spread;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  runs        {} back to back; the figures above are run {}'s, the median by ops/s",
+        rep.runs.len(),
+        rep.median + 1
+    );
+    for (i, run) in rep.runs.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "              run {:<3} {:>9} ops/s  p50 {:>9}  p99 {:>9}  cpu/op {:>9}  errors {}",
+            i + 1,
+            si(run.ops_per_sec),
+            micros(run.p50_us),
+            micros(run.p99_us),
+            micros(run.cpu_us_per_op),
+            run.errors
+        );
+    }
+    let ops = Spread::of(&rep.runs.iter().map(|r| r.ops_per_sec).collect::<Vec<_>>());
+    let p99 = Spread::of(&rep.runs.iter().map(|r| r.p99_us).collect::<Vec<_>>());
+    let _ = writeln!(
+        s,
+        "  over runs   ops/s median {} min {} max {} spread {:.1}%   p99 median {} min {} max {} spread {:.1}%",
+        si(ops.median),
+        si(ops.min),
+        si(ops.max),
+        ops.spread_pct,
+        micros(p99.median),
+        micros(p99.min),
+        micros(p99.max),
+        p99.spread_pct
+    );
     s
 }

@@ -435,6 +435,68 @@ pub struct Report {
     /// How long after the start every connection was set up: the measured window opened then
     /// (plus any warm-up). `None` with a connection per operation.
     pub set_up_in: Option<Duration>,
+    /// With `--repeat`: every run's summary; this report is the median one's.
+    pub repeats: Option<Repeats>,
+}
+
+/// One run of several (`--repeat`), in a line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub errors: u64,
+    pub cpu_us_per_op: f64,
+}
+
+impl RunSummary {
+    pub fn of(r: &Report) -> RunSummary {
+        RunSummary {
+            ops: r.ops,
+            ops_per_sec: r.ops_per_sec(),
+            p50_us: r.latency_us(0.5),
+            p99_us: r.latency_us(0.99),
+            errors: r.errors_total(),
+            cpu_us_per_op: r.cpu_us_per_op(),
+        }
+    }
+}
+
+/// Runs back to back and which of them the report is (the median by ops/s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repeats {
+    pub median: usize,
+    pub runs: Vec<RunSummary>,
+}
+
+/// Median, min, max and spread ((max − min) / median, %) of some figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub spread_pct: f64,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Spread {
+        let median = values.get(median_index(values)).copied().unwrap_or(0.0);
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if values.is_empty() {
+            return Spread { median: 0.0, min: 0.0, max: 0.0, spread_pct: 0.0 };
+        }
+        Spread { median, min, max, spread_pct: 100.0 * ratio(max - min, median) }
+    }
+}
+
+/// Index of the median of `values` (the lower one of two middles; 0 when empty), so the
+/// median is a real run, not an average of two.
+pub fn median_index(values: &[f64]) -> usize {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    order.get(values.len().saturating_sub(1) / 2).copied().unwrap_or(0)
 }
 
 impl std::ops::Deref for Report {
@@ -491,7 +553,7 @@ impl Report {
             .iter()
             .map(|c| CoreSummary { core: c.core, ops: c.ops, cpu: c.cpu, wall: c.wall, steal: c.steal })
             .collect();
-        Report { totals, elapsed, per_core, set_up_in: None }
+        Report { totals, elapsed, per_core, set_up_in: None, repeats: None }
     }
 
     /// Failed operations and failed connections: zero in a clean run.
@@ -559,6 +621,15 @@ mod tests {
 
     fn socket(tx: u64, rx: u64) -> SocketAudit {
         Ok(KernelSocket { tx, rx, ..Default::default() })
+    }
+
+    #[test]
+    fn the_median_is_a_real_run_and_the_spread_is_relative_to_it() {
+        assert_eq!(median_index(&[3.0, 1.0, 2.0]), 2);
+        assert_eq!(median_index(&[4.0, 1.0, 3.0, 2.0]), 3, "the lower middle: 2.0");
+        assert_eq!(median_index(&[]), 0);
+        let s = Spread::of(&[90.0, 100.0, 110.0]);
+        assert_eq!((s.median, s.min, s.max, s.spread_pct), (100.0, 90.0, 110.0, 20.0));
     }
 
     #[test]
