@@ -82,3 +82,29 @@ fn ab_keep_alive_finishes_against_the_nsq_http_sink() {
         assert_eq!(tally.messages, 5000, "{engine}: the sink counted every message");
     }
 }
+
+#[test]
+#[ignore = "needs ab: run by .ci/run"]
+fn no_keepalive_times_are_of_the_order_of_abs() {
+    // The same target, the same shape (4 concurrent, a connection per request): ab's mean time
+    // per request and wirebench's mean total agree within a factor of three either way (both
+    // are a connect and a loopback round trip, tenths of a millisecond here; ab prints its
+    // connection-times table in whole milliseconds, so its mean is the finer figure to use).
+    let server = start_builtin_on("tokio-uring", "http");
+    let url = format!("http://{}/", server.addr());
+    let out = run("taskset", &["-c", &client_cpu().to_string(), "ab", "-c", "4", "-n", "3000", &url]);
+    assert_eq!(field(&out, "Failed requests:"), "0");
+    let line = out.lines().find(|l| l.starts_with("Time per request:") && l.ends_with("(mean)")).unwrap();
+    let ab_ms: f64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
+    // ab's "(mean)" line is the concurrency times the wall time per request: the mean total.
+    let r = bench(&[&url, "--no-keepalive", "-c", "4", "-n", "3000", "--cores", &client_cpu().to_string()]);
+    assert_clean(&r);
+    assert_eq!(r.connects, 3000);
+    let ours_ms = r.latency.mean() / 1e6;
+    eprintln!(
+        "mean per request: ab {ab_ms:.3} ms, wirebench {ours_ms:.3} ms (connect {:.3}, waiting {:.3})",
+        r.phases.connect.mean() / 1e6,
+        r.phases.waiting.mean() / 1e6
+    );
+    assert!(ab_ms / 3.0 <= ours_ms && ours_ms <= ab_ms * 3.0, "ab {ab_ms} ms, wirebench {ours_ms} ms");
+}
