@@ -9,26 +9,18 @@ use anyhow::Result;
 
 /// Validate, prepare and run a `bench` (what `main` does, less the printing).
 pub fn run(args: &BenchArgs) -> Result<(RunInfo, Report)> {
-    let plan = plan::validate_targets(
-        &args.urls,
-        &args.load,
-        &args.engine,
-        &Defaults::BENCH,
-        &crate::cpus::online(),
-    )?;
-    plan::prepare(plan)?.run()
+    prepare(args)?.run()
+}
+
+/// Check the options against this machine's CPUs, resolve and reach the targets.
+fn prepare(args: &BenchArgs) -> Result<plan::Prepared> {
+    let online = crate::cpus::online();
+    plan::prepare(plan::validate_targets(&args.urls, &args.load, &args.engine, &Defaults::BENCH, &online)?)
 }
 
 /// `wirebench bench`: run and print.
 pub fn main(args: &BenchArgs) -> Result<()> {
-    let plan = plan::validate_targets(
-        &args.urls,
-        &args.load,
-        &args.engine,
-        &Defaults::BENCH,
-        &crate::cpus::online(),
-    )?;
-    let prepared = plan::prepare(plan)?;
+    let prepared = prepare(args)?;
     let watcher = args.watch_pid.map(crate::watch::start).transpose()?;
     let (info, report) = prepared.run()?;
     let watched = watcher.map(crate::watch::Watcher::finish);

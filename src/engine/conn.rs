@@ -992,7 +992,8 @@ mod tests {
         (c, now)
     }
 
-    fn conn(ops: u64, depth: usize) -> (Conn<Http1Client>, Instant) {
+    /// The client every test connection uses: `GET /` to host `h`.
+    fn get() -> Http1Client {
         let spec = RequestSpec {
             method: "GET".into(),
             host: "h".into(),
@@ -1000,7 +1001,11 @@ mod tests {
             headers: vec![],
             body: vec![],
         };
-        conn_with(&Http1Client::new(&spec), Some(ops), depth)
+        Http1Client::new(&spec)
+    }
+
+    fn conn(ops: u64, depth: usize) -> (Conn<Http1Client>, Instant) {
+        conn_with(&get(), Some(ops), depth)
     }
 
     /// Feed `data` as if the socket had read it.
@@ -1228,18 +1233,11 @@ mod tests {
     /// came due while its connection still waited for an answer is counted apart.
     #[test]
     fn schedule_lag_is_the_generators_and_a_busy_connection_is_counted_apart() {
-        let spec = RequestSpec {
-            method: "GET".into(),
-            host: "h".into(),
-            target: "/".into(),
-            headers: vec![],
-            body: vec![],
-        };
         let start = Instant::now();
         let budget = Budget { ops: None, deadline: start + Duration::from_secs(60), measure_from: start };
         let ms = Duration::from_millis;
         let pacer = Workload::FixedRate { interval: ms(10) }.pacer(0, 1);
-        let mut c = Conn::new(&Http1Client::new(&spec), pacer, budget, 1, Duration::from_secs(1), 0);
+        let mut c = Conn::new(&get(), pacer, budget, 1, Duration::from_secs(1), 0);
         let mut rec = CoreRecorder::new(0);
         let answer = |c: &mut Conn<Http1Client>, at: Instant, rec: &mut CoreRecorder| {
             c.read_buf().unwrap()[..OK.len()].copy_from_slice(OK);
