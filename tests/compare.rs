@@ -175,6 +175,12 @@ fn no_keepalive_adds_what_a_new_connection_costs() {
             label.starts_with("WebSocket") || label.starts_with("Socket.IO") || label.starts_with("NSQ TCP");
         assert_eq!(f("setup_tx") > 0.0, set_up, "{label}: a set-up of its own, or none");
     }
+    // HTTP says `Connection: close` both ways, byte for byte.
+    let post = row(&v, "HTTP/1.1 POST");
+    let host = post["target"].as_str().unwrap().trim_start_matches("http://").trim_end_matches('/');
+    let c = &post["derived"]["per_connection"];
+    assert_eq!(c["op_tx"].as_f64(), Some(wire::http_request("POST", "/", host, &["Connection: close"], 400)));
+    assert_eq!(c["op_rx"].as_f64(), Some(wire::http_response("200 OK", &["Connection: close"], "OK")));
     // The protocols' own set-ups, as counted per connection in the keep-alive table too.
     assert_eq!(row(&v, "WebSocket binary")["derived"]["per_connection"]["setup_tx"], 154.0);
     assert_eq!(row(&v, "NSQ TCP PUB")["derived"]["per_connection"]["setup_rx"], 10.0);

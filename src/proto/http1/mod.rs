@@ -129,18 +129,23 @@ fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
 
 /// The request a prepared plan sends.
 fn request(p: &Prepared) -> RequestSpec {
-    let mut headers = p.plan.load.headers.clone();
-    // A connection per operation says so, unless the user's own `Connection` header speaks.
-    if p.plan.load.shape.per_op && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("connection")) {
-        headers.push(("Connection".into(), "close".into()));
-    }
     RequestSpec {
         method: method(&p.plan),
         host: p.authority().to_string(),
         target: p.plan.target.path.clone(),
-        headers,
+        headers: headers(p),
         body: p.body.clone(),
     }
+}
+
+/// The user's headers, and `Connection: close` with a connection per operation unless the
+/// user's own `Connection` header speaks (every HTTP client here: `/pub` too).
+pub fn headers(p: &Prepared) -> Vec<(String, String)> {
+    let mut headers = p.plan.load.headers.clone();
+    if p.plan.load.shape.per_op && !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("connection")) {
+        headers.push(("Connection".into(), "close".into()));
+    }
+    headers
 }
 
 fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {

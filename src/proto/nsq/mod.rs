@@ -408,7 +408,7 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
         p.drive(|p| {
             let spec = publish_spec(&p.plan, &p.body);
             let mut request = http_publish_request(p.authority(), &spec, p.plan.load.options.nsq.binary);
-            request.headers = p.plan.load.headers.clone();
+            request.headers = crate::proto::http1::headers(p);
             crate::proto::http1::Http1Client::new(&request)
         })
     },
