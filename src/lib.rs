@@ -4,8 +4,9 @@
 //!
 //! ```text
 //! argv ──clap──▶ plan::LoadArgs ──validate (pure)──▶ LoadPlan ──prepare──▶ Prepared ──run──▶ the protocol
-//!                 (+ each protocol's options,         (target → protocol     (resolved, payload,   builds its codec
-//!                  from the registry)                  from the registry)     limits, Ctrl-C)       │
+//!                 (+ each protocol's options,         (targets → protocol    (resolved, payload,   builds a codec
+//!                  from the registry)                  from the registry)     limits, Ctrl-C)       per target
+//!                                                                             (`--repeat`: N runs)  │
 //!                                                                                                   ▼
 //!   report::{text,json,compare,sweep,svg} ◀── stats::Report ◀─merge─ CoreRecorder per pinned engine thread
 //!                                                                    (engine drives Conn<Codec>)
@@ -21,8 +22,8 @@
 //! - [`engine`]: one file per I/O driver; sockets, pinning, time; the shared connection
 //!   machines ([`engine::conn`], [`engine::serve_conn`]); every byte counted where the syscall
 //!   returned it, and the kernel's own counts read at each close for the audit.
-//! - [`workload`]: when each connection's next operation is due; [`outcome`]: how operations
-//!   and connections end.
+//! - [`workload`]: when each connection's next operation is due and when the measured window
+//!   opens (once every connection is set up); [`outcome`]: how operations and connections end.
 //! - [`stats`]: per-core recorders and their merge; [`report`]: text, JSON, tables, SVG.
 //! - [`cmd`]: the command line and the composition of the above; [`cpus`], [`target`] and
 //!   [`watch`] are small helpers.
