@@ -2,7 +2,7 @@
 //! one clear line and exit status 2 (130 after Ctrl-C, 0 when its reader closed the pipe).
 
 use clap::Parser;
-use wirebench::cmd::{Cli, Command, bench, compare, serve, sweep};
+use wirebench::cmd::{Cli, Command, bench, compare, merge, serve, sweep};
 
 fn main() {
     let cli = Cli::parse();
@@ -11,6 +11,7 @@ fn main() {
         Command::Serve(args) => serve::main(args),
         Command::Compare(args) => compare::main(args),
         Command::Sweep(args) => sweep::main(args),
+        Command::Merge(args) => merge::main(args),
     };
     if let Err(e) = result {
         eprintln!("wirebench: error: {e:#}");

@@ -32,6 +32,10 @@ fi
 if ! python3 -c 'import websockets' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check websockets
 fi
+# HdrHistogram's own Python reader, to check the histograms wirebench writes (tests/merge.rs).
+if ! python3 -c 'import hdrh' 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check hdrhistogram
+fi
 for module in socketio aiohttp; do
     if ! python3 -c "import $module" 2>/dev/null; then
         python3 -m pip install -q --disable-pip-version-check python-socketio aiohttp

@@ -35,6 +35,7 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     }
     if let Some(path) = &args.json {
         let mut value = report::json::bench(&info, &report);
+        value["label"] = serde_json::json!(args.label.clone().unwrap_or_else(|| prepared.hostname.clone()));
         if let Some(w) = &watched {
             value["server_watch"] = report::json::watch(w);
         }

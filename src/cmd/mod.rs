@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod compare;
+pub mod merge;
 pub mod serve;
 pub mod sweep;
 
@@ -36,6 +37,22 @@ pub enum Command {
     /// Scaling across cores: the same bench at 1, 2, 4, … client cores, or built-in server
     /// cores, or the cores of your own server started per step (`--server-cmd`).
     Sweep(SweepArgs),
+    /// Add runs of one load from several hosts (`bench --json` files) into one exact result:
+    /// histograms added, counters summed, a row per run and a total.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// `bench --json` files, one per host (each named by its `--label`).
+    #[arg(required = true, num_args = 1.., value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Write the merged result as JSON to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Merge runs of different protocols or targets anyway.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -57,6 +74,9 @@ pub struct BenchArgs {
     /// Print the full percentile spectrum of the latency (as wrk2 does).
     #[arg(long)]
     pub latency: bool,
+    /// Name this run in its JSON (`label`), for `merge`'s row per host; default: the host name.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -132,6 +132,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "ops": r.schedule_lag.len(),
             "due_while_busy": r.due_while_busy,
         })),
+        "histograms": histograms(r),
         "cpu_us_per_op": r3(r.cpu_us_per_op()),
         "imbalance_pct": r3(r.imbalance_pct()),
         "per_core": r.per_core.iter().map(|c| json!({
@@ -199,5 +200,22 @@ fn repeats(rep: &crate::stats::Repeats) -> Value {
         "median_run": rep.median + 1,
         "ops_per_sec": spread(rep.runs.iter().map(|r| r.ops_per_sec).collect()),
         "p99_us": spread(rep.runs.iter().map(|r| r.p99_us).collect()),
+    })
+}
+
+/// Every histogram of the run whole, in HdrHistogram's interchange form (ns), so that runs can
+/// be merged exactly later (`wirebench merge`) or read by HdrHistogram's own tools.
+fn histograms(r: &Report) -> Value {
+    use crate::stats::encoded::encode;
+    json!({
+        "encoding": "HdrHistogram V2, deflate, base64",
+        "unit": "ns",
+        "latency": encode(&r.latency),
+        "latency_uncorrected": encode(&r.latency_uncorrected),
+        "schedule_lag": encode(&r.schedule_lag),
+        "connect": encode(&r.phases.connect),
+        "handshake": encode(&r.phases.handshake),
+        "waiting": encode(&r.phases.waiting),
+        "processing": encode(&r.phases.processing),
     })
 }

@@ -5,6 +5,8 @@
 //! numbers were produced: the engine counts bytes where its syscalls returned them and hands
 //! them over with the class ([`Traffic`]) they belong to.
 
+pub mod encoded;
+
 use crate::outcome::{Answer, AnswerCounts, ClassCounts, ErrorClass, Failure};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;

@@ -1,0 +1,159 @@
+//! `wirebench merge`: three generators loading one server at once, as three hosts would, merged
+//! into one exact result; and every way a file can be wrong.
+
+mod common;
+use common::*;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use wirebench::stats::encoded::decode;
+
+fn wirebench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wirebench")).args(args).output().expect("binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wirebench-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn read(path: &PathBuf) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn three_hosts_merge_into_the_exact_total() {
+    let (_server, addr) = serve_process("http", &[]);
+    let url = format!("http://{addr}/");
+    let files: Vec<PathBuf> = (0..3).map(|i| scratch(&format!("host{i}.json"))).collect();
+    // Three generators at once, each with its own label, on the client CPU.
+    let runs: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, file)| {
+            let (url, file) = (url.clone(), file.clone());
+            std::thread::spawn(move || {
+                let label = format!("host-{i}");
+                let cpu = client_cpu().to_string();
+                let args = ["bench", &url, "-c", "4", "-d", "1s", "--cores", &cpu, "--label", &label];
+                let out = wirebench(&[&args[..], &["--json", file.to_str().unwrap()]].concat());
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            })
+        })
+        .collect();
+    for r in runs {
+        r.join().unwrap();
+    }
+    let merged = scratch("merged.json");
+    let names: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+    let out = wirebench(&[&["merge"], &names[..], &["--json", merged.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for label in ["host-0", "host-1", "host-2", "total"] {
+        assert!(text.contains(label), "a row for {label}: {text}");
+    }
+    let m = read(&merged);
+    let runs: Vec<serde_json::Value> = files.iter().map(read).collect();
+    // Counters are the sums.
+    let sum = |key: &str| runs.iter().map(|r| r[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(m["total"]["counters"]["ops"].as_u64(), Some(sum("ops")));
+    assert_eq!(m["total"]["counters"]["sent"].as_u64(), Some(sum("sent")));
+    assert!(sum("ops") > 0);
+    assert_eq!(m["total"]["audit_match"], true);
+    // The histogram is the sum: its count, and its p99 is that of every sample together,
+    // computed here from the three runs' own histograms.
+    let mut all = wirebench::stats::histogram();
+    for r in &runs {
+        all.add(decode(r["histograms"]["latency"].as_str().unwrap()).unwrap()).unwrap();
+    }
+    assert_eq!(m["total"]["latency_us"]["count"].as_u64(), Some(all.len()));
+    assert_eq!(all.len(), sum("ops"), "one latency sample per completed operation");
+    assert_eq!(m["total"]["latency_us"]["p99"].as_f64(), Some(all.value_at_quantile(0.99) as f64 / 1e3));
+    let back = decode(m["total"]["histograms"]["latency"].as_str().unwrap()).unwrap();
+    assert_eq!(back, all, "the merged histogram travels exactly too");
+}
+
+#[test]
+fn a_wrong_file_is_one_clear_line_and_mixed_loads_need_force() {
+    let cpu = client_cpu().to_string();
+    let (http, other_http, ws) = (start_builtin("http"), start_builtin("http"), start_builtin("ws"));
+    let run = |url: &str, name: &str| {
+        let file = scratch(name);
+        let out = wirebench(&[
+            "bench",
+            url,
+            "-c",
+            "1",
+            "-n",
+            "200",
+            "--cores",
+            &cpu,
+            "--json",
+            file.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        file
+    };
+    let a = run(&format!("http://{}/", http.addr()), "a.json");
+    let b = run(&format!("http://{}/", other_http.addr()), "b.json");
+    let w = run(&format!("ws://{}/", ws.addr()), "w.json");
+    let text = std::fs::read_to_string(&a).unwrap();
+    let truncated = scratch("truncated.json");
+    std::fs::write(&truncated, &text[..text.len() / 2]).unwrap();
+    let foreign = scratch("foreign.json");
+    std::fs::write(&foreign, r#"{"protocol": "http1", "target": "x"}"#).unwrap();
+    let bad_histogram = scratch("bad-histogram.json");
+    std::fs::write(&bad_histogram, text.replacen("\"latency\": \"", "\"latency\": \"AAAA", 1)).unwrap();
+    let missing = scratch("missing.json");
+    for (file, says) in [
+        (&truncated, "not JSON"),
+        (&foreign, "not a `wirebench bench --json` result"),
+        (&bad_histogram, "histograms.latency"),
+        (&missing, "cannot read"),
+    ] {
+        let out = wirebench(&["merge", a.to_str().unwrap(), file.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(says), "{file:?}: {err}");
+    }
+    // Two targets are not one load, nor two protocols, unless asked.
+    for other in [&b, &w] {
+        let out = wirebench(&["merge", a.to_str().unwrap(), other.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
+        let out = wirebench(&["merge", a.to_str().unwrap(), other.to_str().unwrap(), "--force"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+#[ignore = "needs Python's hdrhistogram (PyPI): tools/install-peers.sh, run by .ci/run"]
+fn hdrhistograms_own_python_reader_reads_the_histograms() {
+    let server = start_builtin("http");
+    let file = scratch("python.json");
+    let cpu = client_cpu().to_string();
+    let url = format!("http://{}/", server.addr());
+    let out = wirebench(&[
+        "bench",
+        &url,
+        "-c",
+        "2",
+        "-n",
+        "3000",
+        "--cores",
+        &cpu,
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The reader decodes the latency histogram: its count and p99 are the run's.
+    let script = "import json, sys\nfrom hdrh.histogram import HdrHistogram\nv = json.load(open(sys.argv[1]))\nh = HdrHistogram.decode(v['histograms']['latency'])\nprint(h.get_total_count(), h.get_value_at_percentile(99))";
+    let out =
+        Command::new("python3").args(["-c", script, file.to_str().unwrap()]).output().expect("python3 runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let v = read(&file);
+    let ours = decode(v["histograms"]["latency"].as_str().unwrap()).unwrap();
+    assert_eq!(said.trim(), format!("3000 {}", ours.value_at_quantile(0.99)), "python read: {said}");
+}
