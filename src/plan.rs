@@ -87,6 +87,11 @@ pub struct LoadArgs {
     /// sweep step.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: usize,
+    /// Start the measured window at this wall-clock time, RFC 3339 in UTC
+    /// (`2026-11-30T23:10:00Z`) or Unix seconds (`1796080200`): connections are made and set
+    /// up before it, and every host given the same time measures the same window.
+    #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
+    pub start_at: Option<std::time::SystemTime>,
     /// Open at most N connections per second at the start (tcpkali's ramp), connection i at
     /// i/N s; the measured window opens once every connection is set up (as always).
     #[arg(long, value_name = "N")]
@@ -267,6 +272,7 @@ pub fn validate_load(
             workload,
             per_op: args.no_keepalive,
             connect_rate: args.connect_rate,
+            start_at: args.start_at,
         },
         payload,
         headers,
@@ -403,6 +409,15 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         }
     };
     (plan.protocol.check_payload)(&plan, &body)?;
+    if let Some(at) = plan.load.shape.start_at
+        && let Ok(late) = std::time::SystemTime::now().duration_since(at)
+        && late > Duration::from_millis(100)
+    {
+        bail!(
+            "--start-at is {:.1} s in the past: give every host a time ahead, e.g. $(( $(date +%s) + 30 ))",
+            late.as_secs_f64()
+        );
+    }
     let load = &plan.load;
     load.engine.ensure_limits(load.shape.connections as u64, load.cores.len())?;
     let stop = crate::cmd::interrupted();
@@ -513,6 +528,20 @@ pub fn own_stop() -> Arc<AtomicBool> {
     Arc::new(AtomicBool::new(false))
 }
 
+/// `--start-at`: RFC 3339 in UTC, or Unix seconds (fractions allowed).
+pub fn parse_start_at(text: &str) -> Result<std::time::SystemTime, String> {
+    let t = text.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        if !(secs.is_finite() && (0.0..4e9).contains(&secs)) {
+            return Err(format!("'{text}' is not a Unix time in seconds"));
+        }
+        return Ok(std::time::UNIX_EPOCH + Duration::from_secs_f64(secs));
+    }
+    humantime::parse_rfc3339_weak(t.trim_end_matches('Z')).map_err(|e| {
+        format!("'{text}' is neither RFC 3339 in UTC (2026-11-30T23:10:00Z) nor Unix seconds: {e}")
+    })
+}
+
 /// `10s`, `500ms`, `2m`, `1.5s`, `250us`; a bare number is seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
@@ -580,6 +609,17 @@ mod tests {
         assert!(targets(&["http://a/", "nope"], &[]).is_err());
         assert!(error(&["http://h/", "--connect-rate", "0"]).contains("--connect-rate"));
         assert!(error(&["http://h/", "--no-keepalive", "--depth", "2"]).contains("--no-keepalive"));
+    }
+
+    #[test]
+    fn start_times_in_utc_or_unix_seconds() {
+        let at = |t: &str| parse_start_at(t).map(|s| s.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64());
+        assert_eq!(at("2026-11-30T23:10:00Z"), Ok(1_796_080_200.0));
+        assert_eq!(at("1796080200"), Ok(1_796_080_200.0));
+        assert_eq!(at("1796080200.5"), Ok(1_796_080_200.5));
+        for bad in ["tomorrow", "2026-11-30T23:10:00+02:00", "-5", "1e20"] {
+            assert!(parse_start_at(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

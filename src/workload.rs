@@ -84,6 +84,8 @@ pub struct Shape {
     pub per_op: bool,
     /// Connections opened per second at the start (`--connect-rate`; `None`: all at once).
     pub connect_rate: Option<f64>,
+    /// The measured window opens at this wall-clock time (`--start-at`), never before.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// When a connection stops sending: at a time, after a number of operations, or both.
@@ -101,21 +103,28 @@ pub struct Budget {
 /// protocol's handshake done) or has failed its first try — as wsbench starts its clock —
 /// and at the latest after `latest_after` from the start, so a target that never answers
 /// cannot hold it shut. Shared by every connection of a run, across cores.
+/// With `--start-at` it opens at that instant, never before (every host of a fleet measures
+/// the same window).
 #[derive(Debug)]
 pub struct Window {
     connections: usize,
     settled: std::sync::atomic::AtomicUsize,
+    /// When the last connection settled.
+    all_set: std::sync::OnceLock<Instant>,
     opened: std::sync::OnceLock<Instant>,
     latest_after: Duration,
+    not_before: Option<Instant>,
 }
 
 impl Window {
-    pub fn new(connections: usize, latest_after: Duration) -> Window {
+    pub fn new(connections: usize, latest_after: Duration, not_before: Option<Instant>) -> Window {
         Window {
             connections,
             settled: std::sync::atomic::AtomicUsize::new(0),
+            all_set: std::sync::OnceLock::new(),
             opened: std::sync::OnceLock::new(),
             latest_after,
+            not_before,
         }
     }
 
@@ -123,19 +132,26 @@ impl Window {
     pub fn settle(&self, now: Instant) {
         let settled = self.settled.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
         if settled >= self.connections {
-            self.opened.get_or_init(|| now);
+            self.all_set.get_or_init(|| now);
         }
     }
 
     /// When the window opened, if it has by `now` (runs starting at `start`).
     pub fn opened(&self, now: Instant, start: Instant) -> Option<Instant> {
-        match self.opened.get() {
-            Some(at) => Some(*at),
-            None if now >= start + self.latest_after => {
-                Some(*self.opened.get_or_init(|| start + self.latest_after))
-            }
-            None => None,
+        if let Some(at) = self.opened.get() {
+            return Some(*at);
         }
+        let ready = match self.all_set.get() {
+            Some(at) => *at,
+            None => start + self.latest_after,
+        };
+        let at = self.not_before.map_or(ready, |t| t.max(ready));
+        (now >= at).then(|| *self.opened.get_or_init(|| at))
+    }
+
+    /// The earliest it may open (`--start-at`).
+    pub fn not_before(&self) -> Option<Instant> {
+        self.not_before
     }
 
     /// When it opened, once the run is over (`None`: it never had to, or did not).

@@ -272,3 +272,48 @@ fn repeated_runs_report_the_median_run_and_every_runs_line() {
     let served = wirebench::engine::ServerTally::sum(&server.stop().unwrap());
     assert_eq!(served.requests, 3 * 3 * 2000, "every run ran");
 }
+
+#[test]
+fn the_window_opens_at_the_start_time_and_not_before() {
+    let _alone = alone();
+    let cpu = client_cpu().to_string();
+    let server = start_builtin("ws");
+    let url = format!("ws://{}/", server.addr());
+    let unix = |ahead: f64| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+        format!("{:.3}", now.as_secs_f64() + ahead)
+    };
+    for engine in ENGINES {
+        // Connected and upgraded at once, then every connection waits for the start time.
+        let at = unix(1.0);
+        let asked = std::time::Instant::now();
+        let r = bench_on(engine, &[&url, "-c", "4", "-d", "300ms", "--start-at", &at, "--cores", &cpu]);
+        assert_clean(&r);
+        let set_up = r.set_up_in.unwrap();
+        assert!(set_up >= std::time::Duration::from_millis(900), "{engine}: window after {set_up:?}");
+        assert!(
+            asked.elapsed() >= std::time::Duration::from_millis(1250),
+            "{engine}: start + 300 ms measured"
+        );
+        assert_eq!((r.connects, r.tx.warmup_op), (4, 0), "{engine}: nothing sent before the start");
+        assert!(r.elapsed < std::time::Duration::from_millis(700), "{engine}: {:?}", r.elapsed);
+    }
+    // A connection per operation starts then too.
+    let asked = std::time::Instant::now();
+    let r =
+        bench(&[&url, "--no-keepalive", "-c", "2", "-n", "20", "--start-at", &unix(0.7), "--cores", &cpu]);
+    assert_eq!(r.ops, 20);
+    assert!(asked.elapsed() >= std::time::Duration::from_millis(650));
+    // A time in the past would not start hosts together: refused.
+    let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from([
+        "wirebench",
+        "bench",
+        &url,
+        "--start-at",
+        "2020-01-01T00:00:00Z",
+    ])
+    .unwrap();
+    let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
+    let Err(err) = wirebench::cmd::bench::run(&args) else { panic!("a past start was accepted") };
+    assert!(err.to_string().contains("in the past"), "{err}");
+}

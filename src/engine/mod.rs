@@ -128,7 +128,12 @@ impl ClientJob {
             .connect_rate
             .map_or(Duration::ZERO, |r| Duration::from_secs_f64(shape.connections as f64 / r));
         let connections = if shape.per_op { 0 } else { shape.connections };
-        Arc::new(crate::workload::Window::new(connections, ramp + 2 * shape.timeout))
+        // The wall-clock start as this process's monotonic instant (one clock for the run).
+        let not_before = shape.start_at.map(|at| {
+            let ahead = at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO);
+            std::time::Instant::now() + ahead
+        });
+        Arc::new(crate::workload::Window::new(connections, ramp + 2 * shape.timeout, not_before))
     }
 }
 
@@ -298,7 +303,8 @@ where
     let start = *start.get_or_init(std::time::Instant::now);
     let finished = ends.iter().map(|(_, end)| *end).max().unwrap_or(start);
     Ok(ClientRun {
-        measure_from: job.window.opened_at().unwrap_or(start).max(start) + job.shape.warmup,
+        measure_from: job.window.opened_at().or(job.window.not_before()).unwrap_or(start).max(start)
+            + job.shape.warmup,
         set_up_in: job.window.opened_at().map(|at| at.saturating_duration_since(start)),
         finished,
         cores: ends.into_iter().map(|(rec, _)| rec).collect(),
@@ -313,7 +319,10 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
     index: usize,
     start: std::time::Instant,
 ) -> conn::Conn<C> {
-    let measure_from = start + job.shape.warmup;
+    // `--start-at` moves the start of a connection-per-operation run (whose window is not
+    // waited for) and the earliest opening of the others'.
+    let start_at = job.window.not_before().map_or(start, |at| at.max(start));
+    let measure_from = start_at + job.shape.warmup;
     let budget = crate::workload::Budget {
         ops: job.shape.ops.map(|n| crate::workload::split_ops(n, job.shape.connections, index)),
         deadline: measure_from + job.shape.duration,
@@ -329,8 +338,9 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         job.shape.timeout,
         seed,
     );
+    let first = if job.shape.per_op { start_at } else { start };
     let not_before =
-        job.shape.connect_rate.map_or(start, |r| start + Duration::from_secs_f64(index as f64 / r));
+        job.shape.connect_rate.map_or(first, |r| first + Duration::from_secs_f64(index as f64 / r));
     let conn = conn.first_connect_at(not_before).on_target(target);
     if job.shape.per_op {
         conn.one_op_per_connection()
@@ -340,7 +350,7 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         });
         conn.measured_once_set_up(
             job.window.clone(),
-            (start, start + ramp),
+            (start, (start + ramp).max(start_at)),
             job.shape.warmup,
             job.shape.duration,
         )
