@@ -87,6 +87,10 @@ pub struct LoadArgs {
     /// sweep step.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: usize,
+    /// Cut the measured window into intervals of D and report each (ops, errors, p50, p99):
+    /// text table, JSON `series`, and `--hlog`'s interval histograms.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub report_every: Option<Duration>,
     /// Start the measured window at this wall-clock time, RFC 3339 in UTC
     /// (`2026-11-30T23:10:00Z`) or Unix seconds (`1796080200`): connections are made and set
     /// up before it, and every host given the same time measures the same window.
@@ -196,6 +200,9 @@ pub fn validate_load(
     {
         bail!("--connect-rate must be between 0.001 and 10000000 connections per second");
     }
+    if args.report_every.is_some_and(|d| d < Duration::from_millis(10)) {
+        bail!("--report-every must be at least 10ms");
+    }
     if !(1..=MAX_REPEAT).contains(&args.repeat) {
         bail!("--repeat must be between 1 and {MAX_REPEAT}");
     }
@@ -273,6 +280,7 @@ pub fn validate_load(
             per_op: args.no_keepalive,
             connect_rate: args.connect_rate,
             start_at: args.start_at,
+            report_every: args.report_every,
         },
         payload,
         headers,
@@ -613,7 +621,9 @@ mod tests {
 
     #[test]
     fn start_times_in_utc_or_unix_seconds() {
-        let at = |t: &str| parse_start_at(t).map(|s| s.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64());
+        let at = |t: &str| {
+            parse_start_at(t).map(|s| s.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64())
+        };
         assert_eq!(at("2026-11-30T23:10:00Z"), Ok(1_796_080_200.0));
         assert_eq!(at("1796080200"), Ok(1_796_080_200.0));
         assert_eq!(at("1796080200.5"), Ok(1_796_080_200.5));

@@ -86,6 +86,8 @@ pub struct Shape {
     pub connect_rate: Option<f64>,
     /// The measured window opens at this wall-clock time (`--start-at`), never before.
     pub start_at: Option<std::time::SystemTime>,
+    /// Cut the measured window into intervals this long (`--report-every`).
+    pub report_every: Option<Duration>,
 }
 
 /// When a connection stops sending: at a time, after a number of operations, or both.

@@ -157,3 +157,40 @@ fn hdrhistograms_own_python_reader_reads_the_histograms() {
     let ours = decode(v["histograms"]["latency"].as_str().unwrap()).unwrap();
     assert_eq!(said.trim(), format!("3000 {}", ours.value_at_quantile(0.99)), "python read: {said}");
 }
+
+#[test]
+#[ignore = "needs Python's hdrhistogram (PyPI): tools/install-peers.sh, run by .ci/run"]
+fn hdrhistograms_own_log_reader_reads_the_interval_log() {
+    let server = start_builtin("http");
+    let (json, hlog) = (scratch("hlog.json"), scratch("run.hlog"));
+    let cpu = client_cpu().to_string();
+    let url = format!("http://{}/", server.addr());
+    let out = wirebench(&[
+        "bench",
+        &url,
+        "-c",
+        "2",
+        "-d",
+        "1500ms",
+        "--report-every",
+        "500ms",
+        "--cores",
+        &cpu,
+        "--hlog",
+        hlog.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let script = "import sys\nfrom hdrh.log import HistogramLogReader\nfrom hdrh.histogram import HdrHistogram\nr = HistogramLogReader(sys.argv[1], HdrHistogram(1, 3600 * 10**9, 2))\ncounts = []\nwhile True:\n    h = r.get_next_interval_histogram()\n    if h is None:\n        break\n    counts.append(h.get_total_count())\nprint(' '.join(map(str, counts)))";
+    let out =
+        Command::new("python3").args(["-c", script, hlog.to_str().unwrap()]).output().expect("python3 runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let counts: Vec<u64> =
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(|c| c.parse().unwrap()).collect();
+    let v = read(&json);
+    let ours: Vec<u64> =
+        v["series"]["intervals"].as_array().unwrap().iter().map(|i| i["ops"].as_u64().unwrap()).collect();
+    assert_eq!(counts, ours, "every interval read back with its count");
+    assert_eq!(counts.iter().sum::<u64>(), v["ops"].as_u64().unwrap());
+}

@@ -317,3 +317,24 @@ fn the_window_opens_at_the_start_time_and_not_before() {
     let Err(err) = wirebench::cmd::bench::run(&args) else { panic!("a past start was accepted") };
     assert!(err.to_string().contains("in the past"), "{err}");
 }
+
+#[test]
+fn a_time_series_cuts_the_window_into_intervals_that_add_up() {
+    let _alone = alone();
+    let cpu = client_cpu().to_string();
+    let server = start_builtin("http");
+    let url = format!("http://{}/", server.addr());
+    for engine in ENGINES {
+        let r = bench_on(engine, &[&url, "-c", "4", "-d", "2s", "--report-every", "500ms", "--cores", &cpu]);
+        assert_clean(&r);
+        let series = r.series.as_ref().expect("a series");
+        // Four intervals of the window, and perhaps one for answers that came in the drain.
+        assert!((4..=5).contains(&series.intervals.len()), "{engine}: {} intervals", series.intervals.len());
+        assert_eq!(series.intervals.iter().map(|i| i.ops).sum::<u64>(), r.ops, "{engine}");
+        assert_eq!(series.intervals.iter().map(|i| i.errors).sum::<u64>(), r.failed.total());
+        for i in &series.intervals[..4] {
+            assert_eq!(i.latency.len(), i.ops);
+            assert!(i.ops > 0, "{engine}: every interval of a closed loop worked");
+        }
+    }
+}

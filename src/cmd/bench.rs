@@ -15,7 +15,12 @@ pub fn run(args: &BenchArgs) -> Result<(RunInfo, Report)> {
 /// Check the options against this machine's CPUs, resolve and reach the targets.
 fn prepare(args: &BenchArgs) -> Result<plan::Prepared> {
     let online = crate::cpus::online();
-    plan::prepare(plan::validate_targets(&args.urls, &args.load, &args.engine, &Defaults::BENCH, &online)?)
+    let mut load = args.load.clone();
+    // An interval log needs intervals: a second each unless asked otherwise.
+    if args.hlog.is_some() {
+        load.report_every.get_or_insert(std::time::Duration::from_secs(1));
+    }
+    plan::prepare(plan::validate_targets(&args.urls, &load, &args.engine, &Defaults::BENCH, &online)?)
 }
 
 /// `wirebench bench`: run and print.
@@ -24,6 +29,10 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     let watcher = args.watch_pid.map(crate::watch::start).transpose()?;
     let (info, report) = prepared.run()?;
     let watched = watcher.map(crate::watch::Watcher::finish);
+    let label = args.label.clone().unwrap_or_else(|| prepared.hostname.clone());
+    if let (Some(path), Some(series)) = (&args.hlog, &report.series) {
+        report::write_hlog(path, series, &label)?;
+    }
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
         report::out(&report::text::render(&info, &report));
         if args.latency {
@@ -35,7 +44,7 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     }
     if let Some(path) = &args.json {
         let mut value = report::json::bench(&info, &report);
-        value["label"] = serde_json::json!(args.label.clone().unwrap_or_else(|| prepared.hostname.clone()));
+        value["label"] = serde_json::json!(label);
         if let Some(w) = &watched {
             value["server_watch"] = report::json::watch(w);
         }

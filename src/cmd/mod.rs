@@ -74,6 +74,10 @@ pub struct BenchArgs {
     /// Print the full percentile spectrum of the latency (as wrk2 does).
     #[arg(long)]
     pub latency: bool,
+    /// Write the latency of every interval (`--report-every`, 1s unless given) as an
+    /// HdrHistogram interval log to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub hlog: Option<PathBuf>,
     /// Name this run in its JSON (`label`), for `merge`'s row per host; default: the host name.
     #[arg(long, value_name = "NAME")]
     pub label: Option<String>,

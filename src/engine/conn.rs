@@ -846,6 +846,7 @@ impl<C: ClientCodec> Conn<C> {
                         rec.rx.add(Traffic::Failed, consumed);
                         Self::file_as_failed(&op, rec);
                         rec.refused(failure);
+                        rec.series_errors(self.budget.measure_from, now, 1);
                     }
                     _ => {
                         rec.rx.add(Traffic::Op, consumed);
@@ -853,6 +854,7 @@ impl<C: ClientCodec> Conn<C> {
                         let ns = now.saturating_duration_since(op.intended).as_nanos() as u64;
                         rec.record_latency(ns);
                         rec.target_completed(self.target, ns);
+                        rec.series_op(self.budget.measure_from, now, ns);
                         rec.phases.processing(now.saturating_duration_since(op.sent));
                         if let Some(written) = op.written {
                             let first = op.first_byte.unwrap_or(now);
@@ -914,6 +916,7 @@ impl<C: ClientCodec> Conn<C> {
             }
         }
         rec.ops_failed(class, lost);
+        rec.series_errors(self.budget.measure_from, now, lost);
         if lost > 0 && class == ErrorClass::Closed {
             rec.sample(|| "closed: the server closed the connection with operations in flight".into());
         }

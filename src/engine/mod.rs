@@ -215,7 +215,9 @@ pub struct AsyncCore<C> {
 impl<C: crate::proto::ClientCodec> AsyncCore<C> {
     pub fn new(job: ClientJob, prototypes: Vec<C>, cpu: usize, index: usize) -> std::rc::Rc<Self> {
         let books = CoreBooks::open(&job, cpu, index);
-        let rec = std::cell::RefCell::new(crate::stats::CoreRecorder::for_targets(cpu, job.addrs.len()));
+        let rec = std::cell::RefCell::new(
+            crate::stats::CoreRecorder::for_targets(cpu, job.addrs.len()).with_series(job.shape.report_every),
+        );
         std::rc::Rc::new(AsyncCore { job, prototypes, rec, books })
     }
 

@@ -133,6 +133,16 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "due_while_busy": r.due_while_busy,
         })),
         "histograms": histograms(r),
+        "series": r.series.as_ref().map(|series| json!({
+            "every_s": series.every.as_secs_f64(),
+            "intervals": series.intervals.iter().enumerate().map(|(i, iv)| json!({
+                "from_s": r3(i as f64 * series.every.as_secs_f64()),
+                "ops": iv.ops,
+                "errors": iv.errors,
+                "p50_us": (!iv.latency.is_empty()).then(|| r3(iv.latency.value_at_quantile(0.5) as f64 / 1e3)),
+                "p99_us": (!iv.latency.is_empty()).then(|| r3(iv.latency.value_at_quantile(0.99) as f64 / 1e3)),
+            })).collect::<Vec<_>>(),
+        })),
         "cpu_us_per_op": r3(r.cpu_us_per_op()),
         "imbalance_pct": r3(r.imbalance_pct()),
         "per_core": r.per_core.iter().map(|c| json!({

@@ -149,6 +149,34 @@ pub fn micros(us: f64) -> String {
     }
 }
 
+/// `--hlog PATH`: the run's interval histograms as an HdrHistogram interval log (the standard
+/// text format: `#[StartTime: …]` and `#[BaseTime: …]` headers, then one line per interval:
+/// start offset, length, max, the histogram in V2 deflate base64, tagged `latency`), which
+/// HdrHistogram's own log readers and plotters take. Values in ns.
+pub fn write_hlog(path: &std::path::Path, series: &crate::stats::Series, label: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use hdrhistogram::serialization::V2DeflateSerializer;
+    use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+    // The window's start on the wall clock: the monotonic instant carried over now.
+    let from = series.from.unwrap_or_else(std::time::Instant::now);
+    let start = std::time::SystemTime::now() - from.elapsed();
+    let mut out = Vec::new();
+    let mut serializer = V2DeflateSerializer::new();
+    {
+        let mut log = IntervalLogWriterBuilder::new()
+            .add_comment(&format!("wirebench {} run {label}: latency in ns", env!("CARGO_PKG_VERSION")))
+            .with_start_time(start)
+            .with_base_time(start)
+            .begin_log_with(&mut out, &mut serializer)?;
+        for (i, interval) in series.intervals.iter().enumerate() {
+            let at = series.every * i as u32;
+            log.write_histogram(&interval.latency, at, series.every, Tag::new("latency"))
+                .map_err(|e| anyhow::anyhow!("cannot encode interval {i}: {e:?}"))?;
+        }
+    }
+    std::fs::write(path, out).with_context(|| format!("cannot write --hlog {}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -258,6 +258,9 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             100.0 * c.cpu_util()
         );
     }
+    if let Some(series) = &r.series {
+        s.push_str(&series_table(series));
+    }
     if let Some(rep) = &r.repeats {
         s.push_str(&repeats(rep));
     }
@@ -389,5 +392,32 @@ fn repeats(rep: &crate::stats::Repeats) -> String {
         micros(p99.max),
         p99.spread_pct
     );
+    s
+}
+
+/// `--report-every`: a line per interval of the measured window.
+fn series_table(series: &crate::stats::Series) -> String {
+    let mut s = String::new();
+    let every = series.every.as_secs_f64();
+    let _ = writeln!(
+        s,
+        "  intervals   {:>8} {:>9} {:>10} {:>7} {:>9} {:>9}",
+        "from s", "ops", "ops/s", "errors", "p50", "p99"
+    );
+    for (i, iv) in series.intervals.iter().enumerate() {
+        let q = |q: f64| {
+            micros(if iv.latency.is_empty() { 0.0 } else { iv.latency.value_at_quantile(q) as f64 / 1e3 })
+        };
+        let _ = writeln!(
+            s,
+            "              {:>8.2} {:>9} {:>10} {:>7} {:>9} {:>9}",
+            i as f64 * every,
+            iv.ops,
+            si(iv.ops as f64 / every),
+            iv.errors,
+            q(0.5),
+            q(0.99)
+        );
+    }
     s
 }

@@ -278,6 +278,65 @@ pub struct CoreRecorder {
     pub steal: Option<Duration>,
     /// Per target, with several (empty with one: the totals are its figures).
     pub targets: Vec<TargetTally>,
+    /// `--report-every`: the measured window cut into intervals.
+    pub series: Option<Series>,
+}
+
+/// A run cut into intervals of `every` from the start of its measured window
+/// (`--report-every`): operations completed, operations failed, and their latency.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub every: Duration,
+    /// The start of the measured window (known once a measured operation ends).
+    pub from: Option<std::time::Instant>,
+    pub intervals: Vec<Interval>,
+}
+
+/// One interval of a [`Series`].
+#[derive(Debug, Clone)]
+pub struct Interval {
+    pub ops: u64,
+    pub errors: u64,
+    pub latency: Histogram<u64>,
+}
+
+/// Most intervals a series keeps (a day of seconds); later ones are folded into the last.
+const MAX_INTERVALS: usize = 86_400;
+
+impl Series {
+    pub fn new(every: Duration) -> Series {
+        Series { every, from: None, intervals: Vec::new() }
+    }
+
+    /// The interval holding instant `at` of a window that began at `from`.
+    fn at(&mut self, from: std::time::Instant, at: std::time::Instant) -> &mut Interval {
+        let from = *self.from.get_or_insert(from);
+        let index = (at.saturating_duration_since(from).as_nanos() / self.every.as_nanos().max(1)) as usize;
+        let index = index.min(MAX_INTERVALS - 1);
+        while self.intervals.len() <= index {
+            // Two significant digits: a series holds many of these (36 KiB each).
+            let latency = Histogram::new_with_bounds(1, MAX_LATENCY_NS, 2).expect("static histogram bounds");
+            self.intervals.push(Interval { ops: 0, errors: 0, latency });
+        }
+        &mut self.intervals[index]
+    }
+
+    fn merge(&mut self, o: &Series) {
+        self.from = match (self.from, o.from) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        for (i, b) in o.intervals.iter().enumerate() {
+            if i >= self.intervals.len() {
+                self.intervals.push(b.clone());
+                continue;
+            }
+            let a = &mut self.intervals[i];
+            a.ops += b.ops;
+            a.errors += b.errors;
+            a.latency.add(&b.latency).expect("same histogram bounds");
+        }
+    }
 }
 
 /// One target's share of a run with several (`bench URL URL …`): its measured operations
@@ -329,6 +388,25 @@ impl CoreRecorder {
             wall: Duration::ZERO,
             steal: None,
             targets: Vec::new(),
+            series: None,
+        }
+    }
+
+    /// A measured operation of a window that began at `from` completed at `at` after `ns`.
+    pub fn series_op(&mut self, from: std::time::Instant, at: std::time::Instant, ns: u64) {
+        if let Some(series) = &mut self.series {
+            let i = series.at(from, at);
+            i.ops += 1;
+            i.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+        }
+    }
+
+    /// `n` measured operations of a window that began at `from` failed at `at`.
+    pub fn series_errors(&mut self, from: std::time::Instant, at: std::time::Instant, n: u64) {
+        if let Some(series) = &mut self.series
+            && n > 0
+        {
+            series.at(from, at).errors += n;
         }
     }
 
@@ -339,6 +417,12 @@ impl CoreRecorder {
             rec.targets = vec![TargetTally::default(); targets];
         }
         rec
+    }
+
+    /// Keep a time series of intervals of `every` (`--report-every`).
+    pub fn with_series(mut self, every: Option<Duration>) -> Self {
+        self.series = every.map(Series::new);
+        self
     }
 
     /// A measured operation was sent to `target`.
@@ -521,6 +605,11 @@ impl CoreRecorder {
         self.due_while_busy += c.due_while_busy;
         if self.targets.len() < c.targets.len() {
             self.targets.resize(c.targets.len(), TargetTally::default());
+        }
+        match (&mut self.series, &c.series) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.series = Some(b.clone()),
+            _ => {}
         }
         for (a, b) in self.targets.iter_mut().zip(&c.targets) {
             a.sent += b.sent;

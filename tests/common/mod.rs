@@ -104,7 +104,18 @@ pub fn assert_accounted(r: &Report) {
 /// A process that is killed when dropped, so a failing test leaves nothing running.
 pub struct Peer(pub Child);
 impl Drop for Peer {
+    /// SIGTERM first, so a peer with children of its own (nginx's workers) takes them along;
+    /// SIGKILL if it is still there after two seconds.
     fn drop(&mut self) {
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
