@@ -2,7 +2,7 @@
 //! one clear line and exit status 2 (130 after Ctrl-C, 0 when its reader closed the pipe).
 
 use clap::Parser;
-use wirebench::cmd::{Cli, Command, bench, compare, merge, serve, sweep};
+use wirebench::cmd::{Cli, Command, bench, compare, merge, serve, sweep, watch};
 
 fn main() {
     let cli = Cli::parse();
@@ -12,6 +12,7 @@ fn main() {
         Command::Compare(args) => compare::main(args),
         Command::Sweep(args) => sweep::main(args),
         Command::Merge(args) => merge::main(args),
+        Command::Watch(args) => watch::main(args),
     };
     if let Err(e) = result {
         eprintln!("wirebench: error: {e:#}");

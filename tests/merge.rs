@@ -194,3 +194,62 @@ fn hdrhistograms_own_log_reader_reads_the_interval_log() {
     assert_eq!(counts, ours, "every interval read back with its count");
     assert_eq!(counts.iter().sum::<u64>(), v["ops"].as_u64().unwrap());
 }
+
+#[test]
+fn the_servers_side_is_watched_over_the_window_and_merged_beside_the_total() {
+    let (server, addr) = serve_process("http", &[]);
+    let pid = server.0.id().to_string();
+    let at = {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+        format!("{:.3}", now.as_secs_f64() + 1.0)
+    };
+    let (watched, run) = (scratch("watch.json"), scratch("watched-run.json"));
+    let watch = {
+        let (pid, at, watched) = (pid.clone(), at.clone(), watched.clone());
+        std::thread::spawn(move || {
+            wirebench(&[
+                "watch",
+                "--pid",
+                &pid,
+                "-d",
+                "1s",
+                "--start-at",
+                &at,
+                "--json",
+                watched.to_str().unwrap(),
+            ])
+        })
+    };
+    let cpu = client_cpu().to_string();
+    let url = format!("http://{addr}/");
+    let out = wirebench(&[
+        "bench",
+        &url,
+        "-c",
+        "4",
+        "-d",
+        "1s",
+        "--start-at",
+        &at,
+        "--cores",
+        &cpu,
+        "--json",
+        run.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = watch.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let w = read(&watched);
+    assert!(w["samples"].as_u64().unwrap() >= 2, "{w}");
+    assert!(w["cpu_pct"]["mean"].as_f64().unwrap() > 10.0, "the server worked while watched: {w}");
+    assert!(w["mem_pct"].as_f64().unwrap() > 0.0);
+    let out = wirebench(&["merge", run.to_str().unwrap(), "--server", watched.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("server (pid {pid}")));
+    // A run is not a watch, and nobody is named so.
+    let out = wirebench(&["merge", run.to_str().unwrap(), "--server", run.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = wirebench(&["watch", "--name", "no-such-process", "-d", "100ms"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no process named"));
+}

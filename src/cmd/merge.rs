@@ -85,6 +85,18 @@ impl Run {
     }
 }
 
+/// A `watch --json` file (the server's side of the window).
+fn read_watch(path: &Path) -> Result<Value> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {name}"))?;
+    let json: Value =
+        serde_json::from_str(&text).with_context(|| format!("{name} is not JSON (truncated?)"))?;
+    if json["kind"] != "watch" || json["cpu_pct"]["mean"].as_f64().is_none() {
+        bail!("{name} is not a `wirebench watch --json` result");
+    }
+    Ok(json)
+}
+
 /// A counter at `path` (`a/b`), if the run has it as a whole number.
 fn counter(json: &Value, path: &str) -> Option<u64> {
     json.pointer(&format!("/{path}")).and_then(Value::as_u64)
@@ -206,6 +218,19 @@ pub fn main(args: &MergeArgs) -> Result<()> {
         if merged.audit_match { "match" } else { "DIFFER" }
     );
     let _ = writeln!(s, "ops/s of the total: the runs' rates added (they ran side by side)");
+    let server = args.server.as_deref().map(read_watch).transpose()?;
+    if let Some(w) = &server {
+        let _ = writeln!(
+            s,
+            "server (pid {}, {} samples): CPU mean {:.0}% max {:.0}%, memory {} of the machine, RSS max {:.0} KiB",
+            w["pid"],
+            w["samples"],
+            w["cpu_pct"]["mean"].as_f64().unwrap_or(0.0),
+            w["cpu_pct"]["max"].as_f64().unwrap_or(0.0),
+            w["mem_pct"].as_f64().map_or("?".into(), |m| format!("{m:.2}%")),
+            w["rss_kib"]["max"].as_f64().unwrap_or(0.0),
+        );
+    }
     if args.json.as_deref() != Some(Path::new("-")) {
         report::out(&s);
     }
@@ -229,6 +254,7 @@ pub fn main(args: &MergeArgs) -> Result<()> {
                 "audit_match": merged.audit_match,
                 "latency_us": spread(h),
                 "phases_us": HISTOGRAMS[3..].iter().zip(&merged.histograms[3..]).map(|(n, h)| (n.to_string(), spread(h))).collect::<serde_json::Map<_, _>>(),
+                "server": server,
                 "histograms": HISTOGRAMS.iter().zip(&merged.histograms).map(|(n, h)| (n.to_string(), json!(encode(h)))).collect::<serde_json::Map<_, _>>(),
             },
         });

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod merge;
 pub mod serve;
 pub mod sweep;
+pub mod watch;
 
 use crate::engine::EngineKind;
 use crate::plan::{EngineArgs, LoadArgs, parse_duration};
@@ -40,6 +41,28 @@ pub enum Command {
     /// Add runs of one load from several hosts (`bench --json` files) into one exact result:
     /// histograms added, counters summed, a row per run and a total.
     Merge(MergeArgs),
+    /// On the server's host: sample a process tree's CPU %, RSS and memory % over a window
+    /// (`--start-at`, `-d`), for `merge --server`.
+    Watch(WatchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// The process to watch (with its descendants).
+    #[arg(long, required_unless_present = "name", conflicts_with = "name")]
+    pub pid: Option<u32>,
+    /// The process to watch by name (`/proc/PID/comm`): the one whose parent is not so named.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// How long to sample.
+    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// Start sampling at this wall-clock time (the loads' `--start-at`).
+    #[arg(long, value_name = "TIME", value_parser = crate::plan::parse_start_at)]
+    pub start_at: Option<std::time::SystemTime>,
+    /// Write the samples' summary as JSON to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -53,6 +76,9 @@ pub struct MergeArgs {
     /// Merge runs of different protocols or targets anyway.
     #[arg(long)]
     pub force: bool,
+    /// A `watch --json` file from the server's host: its CPU % and memory % beside the total.
+    #[arg(long, value_name = "FILE")]
+    pub server: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,0 +1,75 @@
+//! `wirebench watch (--pid PID | --name NAME)`: run on the server's host and sample its
+//! process tree over the load's window — CPU %, RSS and memory % of the machine (the socket.io
+//! study's server columns), per-CPU load — as `merge --server` takes it.
+
+use super::WatchArgs;
+use crate::report;
+use anyhow::{Result, bail};
+use serde_json::json;
+use std::time::{Duration, Instant, SystemTime};
+
+/// The process to watch: `--pid`, or the one process named `--name` whose parent is not
+/// named so too (the root of a server's tree: nginx's master, node's first process).
+fn target(args: &WatchArgs) -> Result<u32> {
+    if let Some(pid) = args.pid {
+        return Ok(pid);
+    }
+    let name = args.name.as_deref().unwrap_or_default();
+    let named: Vec<(i32, i32)> = procfs::process::all_processes()?
+        .filter_map(|p| p.ok()?.stat().ok())
+        .filter(|s| s.comm == name && s.pid as u32 != std::process::id())
+        .map(|s| (s.pid, s.ppid))
+        .collect();
+    let roots: Vec<i32> =
+        named.iter().filter(|(_, parent)| !named.iter().any(|(p, _)| p == parent)).map(|(p, _)| *p).collect();
+    match roots.as_slice() {
+        [] => bail!("no process named '{name}' (the name as /proc/PID/comm has it, at most 15 characters)"),
+        [pid] => Ok(*pid as u32),
+        many => {
+            bail!("{} processes are named '{name}' ({many:?}): give the one to watch with --pid", many.len())
+        }
+    }
+}
+
+/// Total memory of the machine, KiB.
+fn mem_total_kib() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.split_whitespace().next()?.parse().ok()
+}
+
+pub fn main(args: &WatchArgs) -> Result<()> {
+    let pid = target(args)?;
+    if let Some(at) = args.start_at {
+        match at.duration_since(SystemTime::now()) {
+            Ok(ahead) if ahead <= Duration::from_secs(86_400) => std::thread::sleep(ahead),
+            Ok(_) => bail!("--start-at is more than a day ahead"),
+            Err(late) if late.duration() > Duration::from_millis(100) => {
+                bail!("--start-at is {:.1} s in the past", late.duration().as_secs_f64())
+            }
+            Err(_) => {}
+        }
+    }
+    let watcher = crate::watch::start(pid)?;
+    let interrupted = super::interrupted();
+    let end = Instant::now() + args.duration;
+    while Instant::now() < end && !interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50).min(end.saturating_duration_since(Instant::now())));
+    }
+    let w = watcher.finish();
+    let mem_pct = mem_total_kib().map(|total| 100.0 * w.rss_kib.max / total);
+    if args.json.as_deref() != Some(std::path::Path::new("-")) {
+        let mut text = report::text::render_watch(&w);
+        if let Some(m) = mem_pct {
+            text += &format!("              memory {m:.2}% of the machine (peak RSS / MemTotal)\n");
+        }
+        report::out(&text);
+    }
+    if let Some(path) = &args.json {
+        let mut value = report::json::watch(&w);
+        value["kind"] = json!("watch");
+        value["mem_pct"] = json!(mem_pct);
+        value["duration_s"] = json!(args.duration.as_secs_f64());
+        report::json::write(path, &value)?;
+    }
+    Ok(())
+}
