@@ -2,7 +2,7 @@
 //! one clear line and exit status 2 (130 after Ctrl-C, 0 when its reader closed the pipe).
 
 use clap::Parser;
-use wirebench::cmd::{Cli, Command, bench, compare, merge, serve, sweep, watch};
+use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, serve, sweep, watch};
 
 fn main() {
     let cli = Cli::parse();
@@ -13,6 +13,7 @@ fn main() {
         Command::Sweep(args) => sweep::main(args),
         Command::Merge(args) => merge::main(args),
         Command::Watch(args) => watch::main(args),
+        Command::Plot(args) => plot::main(args),
     };
     if let Err(e) = result {
         eprintln!("wirebench: error: {e:#}");

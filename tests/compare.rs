@@ -100,34 +100,6 @@ fn the_same_nsq_bytes_against_a_real_nsqd() {
     assert_eq!(row(&v, "NSQ HTTP /pub")["ops"], 3000, "nsqd answered every message");
 }
 
-/// Render `svg` to a PNG with headless Chromium; returns the PNG's path.
-fn screenshot(svg: &std::path::Path, png: &std::path::Path) {
-    let chromium =
-        which("chromium").or_else(|| which("chromium-browser")).expect("chromium (.ci/run installs it)");
-    let profile = std::env::temp_dir().join(format!("wirebench-chromium-{}", free_port()));
-    let status = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--window-size=1200,560",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", svg.display()))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("chromium runs");
-    assert!(status.success());
-}
-
 #[test]
 #[ignore = "needs chromium: run by .ci/run"]
 fn the_chart_renders_in_a_browser() {
@@ -136,15 +108,9 @@ fn the_chart_renders_in_a_browser() {
     let (svg, png) = (dir.join("compare.svg"), dir.join("compare.png"));
     compare(&["-n", "2000", "--svg", svg.to_str().unwrap()]);
     screenshot(&svg, &png);
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let frame = reader.next_frame(&mut buf).unwrap();
-    assert_eq!((frame.width, frame.height), (1200, 560));
-    let channels = frame.line_size / frame.width as usize;
-    let pixels: Vec<&[u8]> = buf[..frame.buffer_size()].chunks(channels).collect();
+    let (pixels, size) = pixels(&png);
+    assert_eq!(size, (1200, 560));
     // The bars' colours are on screen: payload blue, framing red, speed green.
-    let near = |p: &[u8], c: [u8; 3]| p.iter().zip(c).all(|(a, b)| a.abs_diff(b) < 12);
     for (name, colour) in
         [("payload", [0x4c, 0x78, 0xa8]), ("framing", [0xe4, 0x57, 0x56]), ("speed", [0x54, 0xa2, 0x4b])]
     {

@@ -253,3 +253,81 @@ fn the_servers_side_is_watched_over_the_window_and_merged_beside_the_total() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no process named"));
 }
+
+/// Two labelled runs with intervals, written as JSON.
+fn two_runs() -> Vec<PathBuf> {
+    let server = start_builtin("http");
+    let cpu = client_cpu().to_string();
+    let url = format!("http://{}/", server.addr());
+    ["plot-a", "plot-b"]
+        .iter()
+        .map(|label| {
+            let file = scratch(&format!("{label}.json"));
+            let args = [
+                "bench",
+                &url,
+                "-c",
+                "2",
+                "-d",
+                "1s",
+                "--report-every",
+                "250ms",
+                "--cores",
+                &cpu,
+                "--label",
+                label,
+            ];
+            let out = wirebench(&[&args[..], &["--json", file.to_str().unwrap()]].concat());
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            file
+        })
+        .collect()
+}
+
+#[test]
+fn a_plot_draws_every_run_and_their_total() {
+    let files = two_runs();
+    let svg = scratch("plot.svg");
+    let out = wirebench(&[
+        "plot",
+        files[0].to_str().unwrap(),
+        files[1].to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
+    for words in
+        ["plot-a", "plot-b", "total", "latency by percentile", "ops/s over time", "p99 over time", "99.9%"]
+    {
+        assert!(text.contains(words), "{words}");
+    }
+    let out = wirebench(&["plot", "/nonexistent.json", "--svg", svg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+#[ignore = "needs chromium: run by .ci/run"]
+fn the_plot_renders_in_a_browser() {
+    let files = two_runs();
+    let (svg, png) = (scratch("render.svg"), scratch("render.png"));
+    let out = wirebench(&[
+        "plot",
+        files[0].to_str().unwrap(),
+        files[1].to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    screenshot(&svg, &png);
+    let (pixels, size) = pixels(&png);
+    assert_eq!(size, (1200, 560));
+    // Each run's line in its colour, the total in black.
+    for (name, colour) in
+        [("first run", [0x4c, 0x78, 0xa8]), ("second run", [0xe4, 0x57, 0x56]), ("total", [0, 0, 0])]
+    {
+        let count = pixels.iter().filter(|p| near(p, colour)).count();
+        assert!(count > 200, "{name}: {count} pixels");
+    }
+}

@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod compare;
 pub mod merge;
+pub mod plot;
 pub mod serve;
 pub mod sweep;
 pub mod watch;
@@ -44,6 +45,22 @@ pub enum Command {
     /// On the server's host: sample a process tree's CPU %, RSS and memory % over a window
     /// (`--start-at`, `-d`), for `merge --server`.
     Watch(WatchArgs),
+    /// Draw runs (`bench --json` files): their latency percentile spectrum, a line each and
+    /// their merged total, and ops/s and p99 over time, as an SVG.
+    Plot(PlotArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PlotArgs {
+    /// `bench --json` files.
+    #[arg(required = true, num_args = 1.., value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Where to write the SVG.
+    #[arg(long, value_name = "PATH")]
+    pub svg: PathBuf,
+    /// Draw runs of different protocols or targets together anyway.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -203,3 +203,137 @@ pub fn sweep(info: &super::sweep::SweepInfo, steps: &[super::sweep::Step]) -> Re
     }
     Ok(svg)
 }
+
+/// One run in a [`plot`]: its name, latency histogram and, with `--report-every`, its
+/// intervals as (start s, ops/s, p99 ms).
+pub struct PlotRun {
+    pub label: String,
+    pub latency: hdrhistogram::Histogram<u64>,
+    pub series: Vec<(f64, f64, f64)>,
+}
+
+/// A line of a plot: its label, colour and points.
+type Line = (String, RGBColor, Vec<(f64, f64)>);
+
+/// Colours of the runs in a plot, in order; the merged total is black.
+const RUN_COLOURS: [RGBColor; 6] = [
+    PAYLOAD,
+    FRAMING,
+    SPEED,
+    RGBColor(0xb2, 0x79, 0xa2),
+    RGBColor(0xf5, 0x85, 0x18),
+    RGBColor(0x72, 0xb7, 0xb2),
+];
+
+/// Where percentile `p` sits on HdrHistogram's spectrum axis: log10(1 / (1 − p)), so 90 %,
+/// 99 %, 99.9 % are equally spaced.
+fn spectrum_x(p: f64) -> f64 {
+    (1.0 / (1.0 - p).max(1e-9)).log10()
+}
+
+/// `wirebench plot`: the latency percentile spectrum of every run (and of their merge, when
+/// there are several), and their throughput and p99 over time.
+pub fn plot(runs: &[PlotRun], total: Option<&hdrhistogram::Histogram<u64>>) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1200, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let root = root
+            .titled("wirebench: latency by percentile, and over time", ("sans-serif", 22))
+            .map_err(err)?;
+        let (left, right) = root.split_horizontally(640);
+        // The spectrum, up to the percentile the largest run can show (1/count).
+        let most =
+            runs.iter().map(|r| r.latency.len()).chain(total.map(|t| t.len())).max().unwrap_or(1).max(2);
+        let x_max = spectrum_x(1.0 - 1.0 / most as f64).clamp(1.0, 6.0).ceil();
+        let lines: Vec<Line> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.label.clone(), RUN_COLOURS[i % RUN_COLOURS.len()], &r.latency))
+            .chain(total.map(|t| ("total".to_string(), BLACK, t)))
+            .map(|(label, colour, h)| {
+                let points = (0..=(x_max * 20.0) as usize)
+                    .map(|step| {
+                        let x = step as f64 / 20.0;
+                        let p = 1.0 - 10f64.powf(-x);
+                        (x, if h.is_empty() { 0.0 } else { h.value_at_quantile(p) as f64 / 1e6 })
+                    })
+                    .collect();
+                (label, colour, points)
+            })
+            .collect();
+        let y_max = lines.iter().flat_map(|l| l.2.iter().map(|p| p.1)).fold(0.001, f64::max) * 1.1;
+        let mut chart = ChartBuilder::on(&left)
+            .caption("latency by percentile (ms)", ("sans-serif", 16))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_desc("percentile")
+            .y_desc("ms")
+            .x_labels(x_max as usize + 1)
+            .x_label_formatter(&|x| {
+                let p = format!("{:.6}", 100.0 * (1.0 - 10f64.powf(-x)));
+                format!("{}%", p.trim_end_matches('0').trim_end_matches('.'))
+            })
+            .draw()
+            .map_err(err)?;
+        for (label, colour, points) in &lines {
+            chart
+                .draw_series(LineSeries::new(points.iter().copied(), colour.stroke_width(2)))
+                .map_err(err)?
+                .label(label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(3)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .draw()
+            .map_err(err)?;
+        // Over time: ops/s above, p99 below, a line per run.
+        let (top, bottom) = right.split_vertically(270);
+        let t_max = runs.iter().flat_map(|r| r.series.iter().map(|s| s.0)).fold(1.0, f64::max);
+        for (area, caption, pick, unit) in
+            [(&top, "ops/s over time", 1usize, "ops/s"), (&bottom, "p99 over time (ms)", 2usize, "ms")]
+        {
+            let value = |s: &(f64, f64, f64)| if pick == 1 { s.1 } else { s.2 };
+            let v_max = runs.iter().flat_map(|r| r.series.iter().map(value)).fold(0.001, f64::max) * 1.2;
+            let mut chart = ChartBuilder::on(area)
+                .caption(caption, ("sans-serif", 14))
+                .margin(10)
+                .x_label_area_size(30)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0f64..t_max, 0f64..v_max)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_desc("s")
+                .y_desc(unit)
+                .y_label_formatter(&|v| if pick == 1 { super::si(*v) } else { format!("{v:.2}") })
+                .draw()
+                .map_err(err)?;
+            for (i, r) in runs.iter().enumerate() {
+                let colour = RUN_COLOURS[i % RUN_COLOURS.len()];
+                chart
+                    .draw_series(LineSeries::new(
+                        r.series.iter().map(|s| (s.0, value(s))),
+                        colour.stroke_width(2),
+                    ))
+                    .map_err(err)?;
+            }
+            if runs.iter().all(|r| r.series.is_empty()) {
+                area.draw(&Text::new("no intervals: run with --report-every", (80, 120), ("sans-serif", 14)))
+                    .map_err(err)?;
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}

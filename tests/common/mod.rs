@@ -355,3 +355,46 @@ pub mod sio_wire {
         ws_server_frame(2 + nsp(namespace).len() + format!("[\"{reply}\",\"\"]").len() + payload)
     }
 }
+
+/// Render `svg` to a PNG with headless Chromium; returns the PNG's path.
+pub fn screenshot(svg: &std::path::Path, png: &std::path::Path) {
+    let chromium =
+        which("chromium").or_else(|| which("chromium-browser")).expect("chromium (.ci/run installs it)");
+    let profile = std::env::temp_dir().join(format!("wirebench-chromium-{}", free_port()));
+    let status = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1200,560",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", svg.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("chromium runs");
+    assert!(status.success());
+}
+
+/// The pixels of a PNG (RGB or RGBA), and its size.
+pub fn pixels(png: &std::path::Path) -> (Vec<Vec<u8>>, (u32, u32)) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut buf).unwrap();
+    let channels = frame.line_size / frame.width as usize;
+    (buf[..frame.buffer_size()].chunks(channels).map(<[u8]>::to_vec).collect(), (frame.width, frame.height))
+}
+
+/// A pixel within a few levels of `colour`.
+pub fn near(p: &[u8], colour: [u8; 3]) -> bool {
+    p.iter().zip(colour).all(|(a, b)| a.abs_diff(b) < 12)
+}
