@@ -151,6 +151,21 @@ impl Window {
         (now >= at).then(|| *self.opened.get_or_init(|| at))
     }
 
+    /// How long a connection already set up should sleep before looking again: half the
+    /// time the others still need at the pace they have been settling (1 ms to 50 ms), so
+    /// that thousands of waiting connections wake a few times each, not every millisecond,
+    /// and the last ones, near the opening, every millisecond.
+    pub fn recheck_in(&self, now: Instant, start: Instant) -> Duration {
+        let settled = self.settled.load(std::sync::atomic::Ordering::Acquire);
+        if settled == 0 {
+            return Duration::from_millis(10);
+        }
+        let left = self.connections.saturating_sub(settled) as f64 / settled as f64;
+        now.saturating_duration_since(start)
+            .mul_f64(left / 2.0)
+            .clamp(Duration::from_millis(1), Duration::from_millis(50))
+    }
+
     /// The earliest it may open (`--start-at`).
     pub fn not_before(&self) -> Option<Instant> {
         self.not_before
@@ -172,6 +187,26 @@ pub fn split_ops(total: u64, parts: usize, index: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiting_connections_look_again_sooner_as_the_last_ones_settle() {
+        let ms = Duration::from_millis;
+        let start = Instant::now();
+        let w = Window::new(1000, Duration::from_secs(10), None);
+        assert_eq!(w.recheck_in(start, start), Duration::from_millis(10), "nobody settled yet");
+        for _ in 0..100 {
+            w.settle(start);
+        }
+        // 100 of 1000 in 10 ms: 900 more at that pace take 90 ms; look again in 45.
+        assert_eq!(w.recheck_in(start + ms(10), start), Duration::from_millis(45));
+        for _ in 0..899 {
+            w.settle(start);
+        }
+        assert_eq!(w.recheck_in(start + ms(100), start), Duration::from_millis(1), "the last one: every ms");
+        assert!(w.opened(start + ms(100), start).is_none());
+        w.settle(start + ms(101));
+        assert_eq!(w.opened(start + ms(101), start), Some(start + ms(101)));
+    }
 
     #[test]
     fn closed_loop_is_due_now() {

@@ -17,6 +17,14 @@ fn scratch(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Run a Python script on `file` (HdrHistogram's own reader); its stdout.
+fn python(script: &str, file: &std::path::Path) -> String {
+    let out =
+        Command::new("python3").args(["-c", script, file.to_str().unwrap()]).output().expect("python3 runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn read(path: &PathBuf) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -149,10 +157,7 @@ fn hdrhistograms_own_python_reader_reads_the_histograms() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // The reader decodes the latency histogram: its count and p99 are the run's.
     let script = "import json, sys\nfrom hdrh.histogram import HdrHistogram\nv = json.load(open(sys.argv[1]))\nh = HdrHistogram.decode(v['histograms']['latency'])\nprint(h.get_total_count(), h.get_value_at_percentile(99))";
-    let out =
-        Command::new("python3").args(["-c", script, file.to_str().unwrap()]).output().expect("python3 runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let said = String::from_utf8_lossy(&out.stdout);
+    let said = python(script, &file);
     let v = read(&file);
     let ours = decode(v["histograms"]["latency"].as_str().unwrap()).unwrap();
     assert_eq!(said.trim(), format!("3000 {}", ours.value_at_quantile(0.99)), "python read: {said}");
@@ -183,11 +188,7 @@ fn hdrhistograms_own_log_reader_reads_the_interval_log() {
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let script = "import sys\nfrom hdrh.log import HistogramLogReader\nfrom hdrh.histogram import HdrHistogram\nr = HistogramLogReader(sys.argv[1], HdrHistogram(1, 3600 * 10**9, 2))\ncounts = []\nwhile True:\n    h = r.get_next_interval_histogram()\n    if h is None:\n        break\n    counts.append(h.get_total_count())\nprint(' '.join(map(str, counts)))";
-    let out =
-        Command::new("python3").args(["-c", script, hlog.to_str().unwrap()]).output().expect("python3 runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let counts: Vec<u64> =
-        String::from_utf8_lossy(&out.stdout).split_whitespace().map(|c| c.parse().unwrap()).collect();
+    let counts: Vec<u64> = python(script, &hlog).split_whitespace().map(|c| c.parse().unwrap()).collect();
     let v = read(&json);
     let ours: Vec<u64> =
         v["series"]["intervals"].as_array().unwrap().iter().map(|i| i["ops"].as_u64().unwrap()).collect();

@@ -25,9 +25,6 @@ use std::time::{Duration, Instant};
 
 use super::RecvBuf;
 
-/// How often a connection set up before the others looks whether the window opened.
-const WINDOW_POLL: Duration = Duration::from_millis(1);
-
 /// Pause after a failed connect or a failed connection before trying again, so that a dead
 /// server costs a bounded number of attempts per second.
 pub const RETRY_PAUSE: Duration = Duration::from_millis(20);
@@ -494,9 +491,9 @@ impl<C: ClientCodec> Conn<C> {
             // for the protocol's next heartbeat, looking at the socket meanwhile as often as
             // the server's unprompted messages need an answer.
             // A connection set up before the others waits for the window: until the last one
-            // is expected, then a millisecond at a time.
+            // is expected, then as often as the others' pace of settling says.
             let due = match &self.pending {
-                Some(p) => p.expected_open.max(now + WINDOW_POLL),
+                Some(p) => p.expected_open.max(now + p.window.recheck_in(now, p.start)),
                 None => self.pacer.due(now),
             };
             let wake = self.next_beat.map_or(due, |beat| beat.min(due)).min(self.budget.deadline);
