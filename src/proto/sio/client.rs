@@ -79,7 +79,7 @@ impl SioClient {
         nsp_part(&self.spec.namespace)
     }
 
-    /// Bytes of one operation's Socket.IO packet (`42` [`/ns,`] [id] body).
+    /// Bytes of one operation's Socket.IO packet: `42`, then `/ns,` and the ack id when present, then the body.
     pub fn packet_len(&self, id: Option<u64>) -> usize {
         2 + self.nsp().len() + id.map_or(0, |id| id.to_string().len()) + self.spec.body.len()
     }
