@@ -26,6 +26,8 @@ pub const MAX_DEPTH: usize = 4096;
 pub const MAX_CONNECTIONS: usize = 10_000_000;
 /// Highest `--rate`, and the longest wait between a connection's operations it may imply.
 const MAX_RATE: f64 = 1e9;
+/// How far ahead `--start-at` may be.
+const MAX_START_AHEAD: Duration = Duration::from_secs(86_400);
 /// Most runs `--repeat` does.
 const MAX_REPEAT: usize = 1000;
 const MAX_INTERVAL: Duration = Duration::from_secs(3600);
@@ -417,6 +419,11 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         }
     };
     (plan.protocol.check_payload)(&plan, &body)?;
+    if let Some(at) = plan.load.shape.start_at
+        && at.duration_since(std::time::SystemTime::now()).is_ok_and(|ahead| ahead > MAX_START_AHEAD)
+    {
+        bail!("--start-at is more than a day ahead: every run stops by itself, and would wait that long");
+    }
     if let Some(at) = plan.load.shape.start_at
         && let Ok(late) = std::time::SystemTime::now().duration_since(at)
         && late > Duration::from_millis(100)

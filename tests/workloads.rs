@@ -316,6 +316,18 @@ fn the_window_opens_at_the_start_time_and_not_before() {
     let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
     let Err(err) = wirebench::cmd::bench::run(&args) else { panic!("a past start was accepted") };
     assert!(err.to_string().contains("in the past"), "{err}");
+    // Nor one so far ahead that the run would not stop by itself for days.
+    let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from([
+        "wirebench",
+        "bench",
+        &url,
+        "--start-at",
+        &unix(2e5),
+    ])
+    .unwrap();
+    let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
+    let Err(err) = wirebench::cmd::bench::run(&args) else { panic!("a start days ahead was accepted") };
+    assert!(err.to_string().contains("more than a day ahead"), "{err}");
 }
 
 #[test]
