@@ -219,6 +219,12 @@ fn connections_open_at_the_connect_rate_and_the_window_waits_for_them() {
         assert_eq!((r.connects, r.phases.connect.len(), r.phases.handshake.len()), (20, 20, 20), "{engine}");
         assert!(r.elapsed >= std::time::Duration::from_millis(500), "{engine}: {:?} measured", r.elapsed);
     }
+    // With fewer operations than connections, only those with one to send connect, and the
+    // window waits for them alone (it once waited for the others until its 10 s bound).
+    let started = std::time::Instant::now();
+    let r = bench(&[&url, "-c", "50", "-n", "5", "--cores", &cpu]);
+    assert_eq!((r.ops, r.connects), (5, 5));
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
     // A connection per operation times its set-up in each operation: no wait.
     let r = bench(&[&url, "-c", "2", "-n", "20", "--no-keepalive", "--cores", &cpu]);
     assert_eq!(r.set_up_in, None);

@@ -929,6 +929,9 @@ impl<C: ClientCodec> Conn<C> {
         }
         // A connection per operation that carried its operation ends as planned, whoever
         // closed it (the server may, after `Connection: close`).
+        // A first try that ended before its set-up was done (a refused upgrade, a server that
+        // closed) counts as settled: the window does not wait for its retries.
+        self.settle(now);
         let cycled = self.per_op && lost == 0 && self.life.ops_sent > 0;
         if cycled {
             self.room_since = now;

@@ -127,7 +127,9 @@ impl ClientJob {
         let ramp = shape
             .connect_rate
             .map_or(Duration::ZERO, |r| Duration::from_secs_f64(shape.connections as f64 / r));
-        let connections = if shape.per_op { 0 } else { shape.connections };
+        // Only connections with operations to send connect: with `-n` below `-c`, `n` of them.
+        let connecting = shape.ops.map_or(shape.connections, |n| shape.connections.min(n as usize));
+        let connections = if shape.per_op { 0 } else { connecting };
         // The wall-clock start as this process's monotonic instant (one clock for the run).
         let not_before = shape.start_at.map(|at| {
             let ahead = at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO);

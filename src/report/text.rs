@@ -151,7 +151,7 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         Some(d) => {
             let _ = writeln!(
                 s,
-                "; all set up {} after the start, where the measured window began",
+                "; the measured window began {} after the start (every connection set up, or failed its first try)",
                 micros(d.as_secs_f64() * 1e6)
             );
         }
