@@ -285,18 +285,19 @@ fn two_runs() -> Vec<PathBuf> {
         .collect()
 }
 
+/// `wirebench plot` of [`two_runs`] into scratch file `name`.
+fn plot_of_two_runs(name: &str) -> PathBuf {
+    let files = two_runs();
+    let svg = scratch(name);
+    let (a, b) = (files[0].to_str().unwrap(), files[1].to_str().unwrap());
+    let out = wirebench(&["plot", a, b, "--svg", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    svg
+}
+
 #[test]
 fn a_plot_draws_every_run_and_their_total() {
-    let files = two_runs();
-    let svg = scratch("plot.svg");
-    let out = wirebench(&[
-        "plot",
-        files[0].to_str().unwrap(),
-        files[1].to_str().unwrap(),
-        "--svg",
-        svg.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let svg = plot_of_two_runs("plot.svg");
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
     for words in
@@ -311,16 +312,7 @@ fn a_plot_draws_every_run_and_their_total() {
 #[test]
 #[ignore = "needs chromium: run by .ci/run"]
 fn the_plot_renders_in_a_browser() {
-    let files = two_runs();
-    let (svg, png) = (scratch("render.svg"), scratch("render.png"));
-    let out = wirebench(&[
-        "plot",
-        files[0].to_str().unwrap(),
-        files[1].to_str().unwrap(),
-        "--svg",
-        svg.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (svg, png) = (plot_of_two_runs("render.svg"), scratch("render.png"));
     screenshot(&svg, &png);
     let (pixels, size) = pixels(&png);
     assert_eq!(size, (1200, 560));

@@ -5,6 +5,7 @@
 //! unless `--force`; a malformed, truncated or foreign file is one clear line and exit 2.
 
 use super::MergeArgs;
+use crate::report::json::spread;
 use crate::report::{self, micros, si};
 use crate::stats::encoded::{decode, encode};
 use anyhow::{Context, Result, bail};
@@ -151,22 +152,6 @@ impl Merged {
 
 fn us(h: &Histogram<u64>, q: f64) -> f64 {
     if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 }
-}
-
-fn spread(h: &Histogram<u64>) -> Value {
-    if h.is_empty() {
-        return Value::Null;
-    }
-    json!({
-        "count": h.len(),
-        "min": h.min() as f64 / 1e3,
-        "mean": h.mean() / 1e3,
-        "p50": us(h, 0.5),
-        "p90": us(h, 0.9),
-        "p99": us(h, 0.99),
-        "p999": us(h, 0.999),
-        "max": h.max() as f64 / 1e3,
-    })
 }
 
 pub fn main(args: &MergeArgs) -> Result<()> {

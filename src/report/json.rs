@@ -12,8 +12,9 @@ fn r3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
-/// A phase's histogram in µs (`null` when nothing was recorded).
-fn spread(h: &hdrhistogram::Histogram<u64>) -> Value {
+/// A histogram (ns) in µs: count, min, mean, sd, percentiles, max (`null` when nothing was
+/// recorded); the phases', and `merge`'s.
+pub fn spread(h: &hdrhistogram::Histogram<u64>) -> Value {
     if h.is_empty() {
         return Value::Null;
     }
