@@ -6,7 +6,8 @@
 # server over that window; `merge` gives a row per host and the exact total, with the server's
 # CPU % and memory % beside it.
 #
-# Server: SERVER=node4 (socket.io 4), node2 (socket.io 2, Engine.IO 3) or builtin (`serve sio`),
+# Server: SERVER=node4 (socket.io 4), node2 (socket.io 2, Engine.IO 3), python
+# (python-socketio) or builtin (`serve sio`),
 # pinned to the last CPU; the generators share CPU 0 (on a 2-CPU machine the "hosts" are
 # processes on one core: it measures the merge, not three machines' capacity).
 #
@@ -21,26 +22,12 @@ root="$(dirname "$here")"
 SERVER_CPU=$(($(nproc) - 1))
 (cd "$root" && cargo build -q --release)
 WB="$root/target/release/wirebench"
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-    [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-case "$SERVER" in
-    node2) eio=3; taskset -c "$SERVER_CPU" node "$here/sio_peer.js" "$port" 2 25000 >"$work/server.log" 2>&1 & ;;
-    node4) eio=4; taskset -c "$SERVER_CPU" node "$here/sio_peer.js" "$port" 4 25000 >"$work/server.log" 2>&1 & ;;
-    builtin) eio=4; "$WB" serve sio --listen "127.0.0.1:$port" --cores "$SERVER_CPU" >"$work/server.log" 2>&1 & ;;
-    *) echo "unknown server $SERVER" >&2; exit 2 ;;
-esac
-server_pid=$!
-for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+# shellcheck source=tools/sio-servers.sh
+. "$here/sio-servers.sh"
+port=$(free_port)
+start_server "$SERVER" "$port"
 at=$(( $(date +%s) + 5 ))
 "$WB" watch --pid "$server_pid" -d "${SECONDS_PER_RUN}s" --start-at "$at" --json "$work/server.json" >/dev/null &
-watcher=$!
 for host in 1 2 3; do
     "$WB" bench "sio://127.0.0.1:$port/" --eio "$eio" -c "$CLIENTS" --interval "${INTERVAL}ms" \
         -d "${SECONDS_PER_RUN}s" --start-at "$at" --cores 0 --label "host-$host" \

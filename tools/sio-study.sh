@@ -26,31 +26,8 @@ SERVER_CPU=$((cpus - 1))
 (cd "$root" && cargo build -q --release)
 WB="$root/target/release/wirebench"
 
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-    [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing on port $1" >&2; exit 1; }
-
-# Start server $1 on port $2 pinned to the server CPU; sets server_pid and eio.
-start_server() {
-    local port=$2
-    case "$1" in
-        node2) eio=3; taskset -c "$SERVER_CPU" node "$here/sio_peer.js" "$port" 2 25000 >>"$work/server.log" 2>&1 & ;;
-        node4) eio=4; taskset -c "$SERVER_CPU" node "$here/sio_peer.js" "$port" 4 25000 >>"$work/server.log" 2>&1 & ;;
-        python) eio=4; taskset -c "$SERVER_CPU" python3 "$here/sio_peer.py" "$port" 25 >>"$work/server.log" 2>&1 & ;;
-        builtin) eio=4; "$WB" serve sio --listen "127.0.0.1:$port" --cores "$SERVER_CPU" >>"$work/server.log" 2>&1 & ;;
-        *) echo "unknown server $1" >&2; exit 2 ;;
-    esac
-    server_pid=$!
-    wait_port "$port"
-}
+# shellcheck source=tools/sio-servers.sh
+. "$here/sio-servers.sh"
 
 mem_total_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
 echo "socket.io study: server on CPU $SERVER_CPU, generator (wirebench uring engine) on CPU $CLIENT_CPU, ${SECONDS_PER_ROW}s per row, 400-byte event acknowledged"
