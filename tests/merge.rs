@@ -25,6 +25,13 @@ fn python(script: &str, file: &std::path::Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `wirebench bench ARGS… --cores CLIENT_CPU --json FILE`, which must succeed.
+fn bench_json(file: &std::path::Path, args: &[&str]) {
+    let cpu = client_cpu().to_string();
+    let out = wirebench(&[&["bench"], args, &["--cores", &cpu, "--json", file.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 fn read(path: &PathBuf) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -42,10 +49,7 @@ fn three_hosts_merge_into_the_exact_total() {
             let (url, file) = (url.clone(), file.clone());
             std::thread::spawn(move || {
                 let label = format!("host-{i}");
-                let cpu = client_cpu().to_string();
-                let args = ["bench", &url, "-c", "4", "-d", "1s", "--cores", &cpu, "--label", &label];
-                let out = wirebench(&[&args[..], &["--json", file.to_str().unwrap()]].concat());
-                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                bench_json(&file, &[&url, "-c", "4", "-d", "1s", "--label", &label]);
             })
         })
         .collect();
@@ -83,23 +87,10 @@ fn three_hosts_merge_into_the_exact_total() {
 
 #[test]
 fn a_wrong_file_is_one_clear_line_and_mixed_loads_need_force() {
-    let cpu = client_cpu().to_string();
     let (http, other_http, ws) = (start_builtin("http"), start_builtin("http"), start_builtin("ws"));
     let run = |url: &str, name: &str| {
         let file = scratch(name);
-        let out = wirebench(&[
-            "bench",
-            url,
-            "-c",
-            "1",
-            "-n",
-            "200",
-            "--cores",
-            &cpu,
-            "--json",
-            file.to_str().unwrap(),
-        ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        bench_json(&file, &[url, "-c", "1", "-n", "200"]);
         file
     };
     let a = run(&format!("http://{}/", http.addr()), "a.json");
@@ -140,21 +131,8 @@ fn a_wrong_file_is_one_clear_line_and_mixed_loads_need_force() {
 fn hdrhistograms_own_python_reader_reads_the_histograms() {
     let server = start_builtin("http");
     let file = scratch("python.json");
-    let cpu = client_cpu().to_string();
     let url = format!("http://{}/", server.addr());
-    let out = wirebench(&[
-        "bench",
-        &url,
-        "-c",
-        "2",
-        "-n",
-        "3000",
-        "--cores",
-        &cpu,
-        "--json",
-        file.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    bench_json(&file, &[&url, "-c", "2", "-n", "3000"]);
     // The reader decodes the latency histogram: its count and p99 are the run's.
     let script = "import json, sys\nfrom hdrh.histogram import HdrHistogram\nv = json.load(open(sys.argv[1]))\nh = HdrHistogram.decode(v['histograms']['latency'])\nprint(h.get_total_count(), h.get_value_at_percentile(99))";
     let said = python(script, &file);
@@ -168,25 +146,9 @@ fn hdrhistograms_own_python_reader_reads_the_histograms() {
 fn hdrhistograms_own_log_reader_reads_the_interval_log() {
     let server = start_builtin("http");
     let (json, hlog) = (scratch("hlog.json"), scratch("run.hlog"));
-    let cpu = client_cpu().to_string();
     let url = format!("http://{}/", server.addr());
-    let out = wirebench(&[
-        "bench",
-        &url,
-        "-c",
-        "2",
-        "-d",
-        "1500ms",
-        "--report-every",
-        "500ms",
-        "--cores",
-        &cpu,
-        "--hlog",
-        hlog.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let hlog_path = hlog.to_str().unwrap();
+    bench_json(&json, &[&url, "-c", "2", "-d", "1500ms", "--report-every", "500ms", "--hlog", hlog_path]);
     let script = "import sys\nfrom hdrh.log import HistogramLogReader\nfrom hdrh.histogram import HdrHistogram\nr = HistogramLogReader(sys.argv[1], HdrHistogram(1, 3600 * 10**9, 2))\ncounts = []\nwhile True:\n    h = r.get_next_interval_histogram()\n    if h is None:\n        break\n    counts.append(h.get_total_count())\nprint(' '.join(map(str, counts)))";
     let counts: Vec<u64> = python(script, &hlog).split_whitespace().map(|c| c.parse().unwrap()).collect();
     let v = read(&json);
@@ -221,23 +183,8 @@ fn the_servers_side_is_watched_over_the_window_and_merged_beside_the_total() {
             ])
         })
     };
-    let cpu = client_cpu().to_string();
     let url = format!("http://{addr}/");
-    let out = wirebench(&[
-        "bench",
-        &url,
-        "-c",
-        "4",
-        "-d",
-        "1s",
-        "--start-at",
-        &at,
-        "--cores",
-        &cpu,
-        "--json",
-        run.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    bench_json(&run, &[&url, "-c", "4", "-d", "1s", "--start-at", &at]);
     let out = watch.join().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let w = read(&watched);
@@ -258,28 +205,12 @@ fn the_servers_side_is_watched_over_the_window_and_merged_beside_the_total() {
 /// Two labelled runs with intervals, written as JSON.
 fn two_runs() -> Vec<PathBuf> {
     let server = start_builtin("http");
-    let cpu = client_cpu().to_string();
     let url = format!("http://{}/", server.addr());
     ["plot-a", "plot-b"]
         .iter()
         .map(|label| {
             let file = scratch(&format!("{label}.json"));
-            let args = [
-                "bench",
-                &url,
-                "-c",
-                "2",
-                "-d",
-                "1s",
-                "--report-every",
-                "250ms",
-                "--cores",
-                &cpu,
-                "--label",
-                label,
-            ];
-            let out = wirebench(&[&args[..], &["--json", file.to_str().unwrap()]].concat());
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            bench_json(&file, &[&url, "-c", "2", "-d", "1s", "--report-every", "250ms", "--label", label]);
             file
         })
         .collect()
