@@ -90,6 +90,14 @@ pub struct Shape {
     pub report_every: Option<Duration>,
 }
 
+impl Shape {
+    /// When connection `index` opens after the start (`--connect-rate`: index / rate; at once
+    /// without one).
+    pub fn connect_after(&self, index: usize) -> Duration {
+        self.connect_rate.map_or(Duration::ZERO, |r| Duration::from_secs_f64(index as f64 / r))
+    }
+}
+
 /// When a connection stops sending: at a time, after a number of operations, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {

@@ -120,13 +120,16 @@ pub struct ClientJob {
 }
 
 impl ClientJob {
+    /// A core's recorder for this job: per target with several, with a time series when asked.
+    pub fn recorder(&self, cpu: usize) -> crate::stats::CoreRecorder {
+        crate::stats::CoreRecorder::for_targets(cpu, self.addrs.len()).with_series(self.shape.report_every)
+    }
+
     /// The run's window: it opens once every connection is set up, and at the latest once the
     /// last connection's connect could have timed out (a connection per operation measures
     /// its set-up in each operation, and opens it at the start).
     pub fn fresh_window(shape: &Shape) -> Arc<crate::workload::Window> {
-        let ramp = shape
-            .connect_rate
-            .map_or(Duration::ZERO, |r| Duration::from_secs_f64(shape.connections as f64 / r));
+        let ramp = shape.connect_after(shape.connections);
         // Only connections with operations to send connect: with `-n` below `-c`, `n` of them.
         let connecting = shape.ops.map_or(shape.connections, |n| shape.connections.min(n as usize));
         let connections = if shape.per_op { 0 } else { connecting };
@@ -217,9 +220,7 @@ pub struct AsyncCore<C> {
 impl<C: crate::proto::ClientCodec> AsyncCore<C> {
     pub fn new(job: ClientJob, prototypes: Vec<C>, cpu: usize, index: usize) -> std::rc::Rc<Self> {
         let books = CoreBooks::open(&job, cpu, index);
-        let rec = std::cell::RefCell::new(
-            crate::stats::CoreRecorder::for_targets(cpu, job.addrs.len()).with_series(job.shape.report_every),
-        );
+        let rec = std::cell::RefCell::new(job.recorder(cpu));
         std::rc::Rc::new(AsyncCore { job, prototypes, rec, books })
     }
 
@@ -343,15 +344,11 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         seed,
     );
     let first = if job.shape.per_op { start_at } else { start };
-    let not_before =
-        job.shape.connect_rate.map_or(first, |r| first + Duration::from_secs_f64(index as f64 / r));
-    let conn = conn.first_connect_at(not_before).on_target(target);
+    let conn = conn.first_connect_at(first + job.shape.connect_after(index)).on_target(target);
     if job.shape.per_op {
         conn.one_op_per_connection()
     } else {
-        let ramp = job.shape.connect_rate.map_or(Duration::ZERO, |r| {
-            Duration::from_secs_f64(job.shape.connections.saturating_sub(1) as f64 / r)
-        });
+        let ramp = job.shape.connect_after(job.shape.connections.saturating_sub(1));
         conn.measured_once_set_up(
             job.window.clone(),
             (start, (start + ramp).max(start_at)),

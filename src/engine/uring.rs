@@ -73,7 +73,7 @@ fn client_core<C: ClientCodec>(
     pinned?;
     let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
     let books = CoreBooks::open(&job, cpu, index);
-    let mut rec = CoreRecorder::for_targets(cpu, job.addrs.len()).with_series(job.shape.report_every);
+    let mut rec = job.recorder(cpu);
     let mut slots: Vec<Slot<C>> = conns
         .map(|i| {
             let conn = super::new_conn(&job, &prototypes, i, start);
