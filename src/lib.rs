@@ -44,5 +44,6 @@ pub mod protocol;
 pub mod report;
 pub mod stats;
 pub mod target;
+pub mod tls;
 pub mod watch;
 pub mod workload;

@@ -27,10 +27,13 @@ pub enum ErrorClass {
     /// The server broke the protocol, or refused in the protocol's own words (an NSQ `E_*`
     /// frame, a WebSocket close code).
     Protocol,
+    /// TLS failed: a handshake refused (unknown CA, wrong name, a version or cipher the peer
+    /// will not speak, a plaintext server on a TLS URL), or a record that does not decrypt.
+    Tls,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 7] = [
+    pub const ALL: [ErrorClass; 8] = [
         ErrorClass::Connect,
         ErrorClass::Closed,
         ErrorClass::Read,
@@ -38,6 +41,7 @@ impl ErrorClass {
         ErrorClass::Timeout,
         ErrorClass::Status,
         ErrorClass::Protocol,
+        ErrorClass::Tls,
     ];
 
     pub fn name(self) -> &'static str {
@@ -49,6 +53,7 @@ impl ErrorClass {
             ErrorClass::Timeout => "timeout",
             ErrorClass::Status => "status",
             ErrorClass::Protocol => "protocol",
+            ErrorClass::Tls => "tls",
         }
     }
 

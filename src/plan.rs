@@ -11,6 +11,7 @@ use crate::protocol::{Protocol, ProtocolOptions};
 use crate::report::RunInfo;
 use crate::stats::{Repeats, Report, RunSummary};
 use crate::target::{self, Target};
+use crate::tls::{ClientTls, TlsStart};
 use crate::workload::{Shape, Workload};
 use anyhow::{Context, Result, bail};
 use std::net::SocketAddr;
@@ -107,6 +108,8 @@ pub struct LoadArgs {
     pub timeout: Duration,
     #[command(flatten)]
     pub protocol: ProtocolOptions,
+    #[command(flatten)]
+    pub tls: crate::tls::TlsArgs,
 }
 
 /// Where the load runs: the engine and its CPUs.
@@ -168,6 +171,8 @@ pub struct Load {
     pub payload: Option<Payload>,
     pub headers: Vec<(String, String)>,
     pub options: ProtocolOptions,
+    /// TLS options (used by TLS targets: `https://`, `wss://`, `nsq://…?tls=1`, …).
+    pub tls: crate::tls::TlsArgs,
     /// Runs back to back (`--repeat`); the report is the median one's, with every run's line.
     pub repeat: usize,
 }
@@ -287,6 +292,7 @@ pub fn validate_load(
         payload,
         headers,
         options: args.protocol.clone(),
+        tls: args.tls.clone(),
         repeat: args.repeat,
     })
 }
@@ -352,6 +358,11 @@ impl LoadPlan {
 
     /// Refuse options given for other protocols than this plan's (a single target).
     pub fn refuse_foreign_options(&self) -> Result<()> {
+        if self.load.tls.given() && self.targets().all(|t| t.tls.is_none()) {
+            bail!(
+                "--tls-version, --ca, --insecure and --tls-resume apply to TLS targets: https://, wss://, sios://, nsq+https:// or nsq://…?tls=1"
+            );
+        }
         for (flag, owners) in self.load.options.given() {
             if !owners.contains(&self.protocol.name) {
                 bail!("{flag} applies to {} targets", crate::protocol::schemes_of(owners));
@@ -436,8 +447,12 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     let load = &plan.load;
     load.engine.ensure_limits(load.shape.connections as u64, load.cores.len())?;
     let stop = crate::cmd::interrupted();
-    for (target, addr) in plan.targets().zip(&addrs) {
+    let tls = plan.targets().map(|t| client_tls(t, &load.tls)).collect::<Result<Vec<_>>>()?;
+    for ((target, addr), tls) in plan.targets().zip(&addrs).zip(&tls) {
         preflight(target, *addr)?;
+        if let Some(tls) = tls.as_deref().filter(|t| t.start == TlsStart::AtConnect) {
+            preflight_tls(target, *addr, tls)?;
+        }
     }
     let job = ClientJob {
         addrs,
@@ -447,8 +462,64 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         stop,
         progress: (0..load.cores.len()).map(|_| AtomicU64::new(0)).collect(),
         window: ClientJob::fresh_window(&load.shape),
+        tls,
     };
     Ok(Prepared { addr, body, hostname: hostname(), job, plan })
+}
+
+/// A target's TLS set-up, if it speaks TLS: the protocol's ALPN name (HTTP and what upgrades
+/// from it say `http/1.1`; NSQ's TCP protocol none).
+fn client_tls(target: &Target, args: &crate::tls::TlsArgs) -> Result<Option<Arc<ClientTls>>> {
+    let Some(start) = target.tls else { return Ok(None) };
+    let alpn = (start == TlsStart::AtConnect).then_some(&b"http/1.1"[..]);
+    let config = crate::tls::client_config(args, alpn)?;
+    Ok(Some(Arc::new(ClientTls { config, name: crate::tls::server_name(&target.host)?, start })))
+}
+
+/// One TLS handshake before the run, so a certificate the client will not trust, a version
+/// the server will not speak or a plaintext port is one clear line (exit status 2), not a
+/// run in which every connection fails.
+fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<()> {
+    let failed = |why: String| anyhow::anyhow!("{}: TLS handshake failed: {why}", target.url);
+    let mut session = tls.session().map_err(|e| failed(crate::tls::explain(&e)))?;
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT)
+        .map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
+    let _ = stream.set_read_timeout(Some(PREFLIGHT_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(PREFLIGHT_TIMEOUT));
+    let mut wire = Vec::new();
+    let mut buf = vec![0u8; crate::tls::MAX_RECORD];
+    // Bounded: a handshake is a few flights; each round writes what TLS has, reads once.
+    for _ in 0..16 {
+        wire.clear();
+        crate::tls::flush(&mut session, &mut wire);
+        std::io::Write::write_all(&mut stream, &wire)
+            .map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
+        if !session.is_handshaking() {
+            return Ok(());
+        }
+        let n = match std::io::Read::read(&mut stream, &mut buf) {
+            Ok(0) => return Err(failed("the server closed the connection during the handshake".into())),
+            Ok(n) => n,
+            Err(e) => return Err(failed(crate::engine::conn::io_text(&e))),
+        };
+        crate::tls::record_len(&buf[..n]).map_err(|e| failed(e.to_string()))?;
+        let mut input = &buf[..n];
+        while !input.is_empty() {
+            match session.read_tls(&mut input) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => return Err(failed(e.to_string())),
+            }
+            if let Err(e) = session.process_new_packets() {
+                // Tell the server why, as a client does.
+                wire.clear();
+                crate::tls::flush(&mut session, &mut wire);
+                let _ = std::io::Write::write_all(&mut stream, &wire);
+                return Err(failed(crate::tls::explain(&e)));
+            }
+        }
+    }
+    Err(failed("no end to the handshake after 16 rounds".into()))
 }
 
 /// One plain connect, so an unreachable target is one clear line.
@@ -688,11 +759,18 @@ mod tests {
     fn options_of_another_protocol_are_refused_for_one_target() {
         assert_eq!(
             error(&["http://h/", "--batch", "3"]),
-            "--batch applies to nsq:// and nsq+http:// targets"
+            "--batch applies to nsq://, nsq+http:// and nsq+https:// targets"
         );
-        assert_eq!(error(&["nsq://h/t", "--text"]), "--text applies to ws:// targets");
-        assert_eq!(error(&["ws://h/", "-m", "POST"]), "-m/--method applies to http:// targets");
-        assert_eq!(error(&["nsq://h/t", "--binary"]), "--binary applies to nsq+http:// targets");
+        assert_eq!(error(&["nsq://h/t", "--text"]), "--text applies to ws:// and wss:// targets");
+        assert_eq!(error(&["ws://h/", "-m", "POST"]), "-m/--method applies to http:// and https:// targets");
+        assert_eq!(
+            error(&["nsq://h/t", "--binary"]),
+            "--binary applies to nsq+http:// and nsq+https:// targets"
+        );
+        assert!(error(&["http://h/", "--insecure"]).contains("apply to TLS targets"));
+        assert!(error(&["nsq://h/t", "--ca", "x.pem"]).contains("nsq://…?tls=1"));
+        assert!(plan(&["nsq://h/t?tls=1", "--insecure"]).is_ok());
+        assert!(error(&["nsq://h/t?tls=1", "--no-identify"]).contains("tls_v1"));
     }
 
     #[test]

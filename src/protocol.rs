@@ -20,6 +20,9 @@ use std::time::Duration;
 pub struct Scheme {
     pub name: &'static str,
     pub default_port: u16,
+    /// Whether its connections speak TLS: from the connect (`https`), or when the protocol's
+    /// handshake upgrades, if the URL's query says `tls=1` (`nsq://…?tls=1`: nsqd's `tls_v1`).
+    pub tls: Option<crate::tls::TlsStart>,
 }
 
 /// Everything the layers above the codecs need to know about one protocol.
@@ -80,10 +83,14 @@ pub struct Server {
     pub about: &'static str,
     pub default_listen: &'static str,
     /// Its listeners for the main address and the server options (a server may listen on
-    /// more than one address: nsq's HTTP side).
-    pub listeners: fn(SocketAddr, &ServerOptions) -> anyhow::Result<Vec<Listener>>,
-    /// The target URL of each of its listeners once bound, for `compare` and `sweep`.
-    pub urls: fn(&[SocketAddr]) -> Vec<String>,
+    /// more than one address: nsq's HTTP side); `tls`: the server serves TLS (the caller wraps
+    /// each codec in [`crate::tls::TlsServer`]; a codec that upgrades itself must know).
+    pub listeners: fn(SocketAddr, &ServerOptions, bool) -> anyhow::Result<Vec<Listener>>,
+    /// With TLS, when each listener's connections start it.
+    pub tls: &'static [crate::tls::TlsStart],
+    /// The target URL of each of its listeners once bound (TLS or not), for `compare` and
+    /// `sweep`.
+    pub urls: fn(&[SocketAddr], bool) -> Vec<String>,
 }
 
 impl std::fmt::Debug for Server {
@@ -131,6 +138,8 @@ pub struct ServerOptions {
     pub sio: sio::ServeOptions,
     #[command(flatten)]
     pub nsq: nsq::ServeOptions,
+    #[command(flatten)]
+    pub tls: crate::tls::ServeTlsArgs,
 }
 
 impl ServerOptions {
@@ -165,7 +174,10 @@ pub fn schemes_of(names: &[&str]) -> String {
         .filter(|p| names.contains(&p.name))
         .flat_map(|p| p.schemes.iter().map(|s| format!("{}://", s.name)))
         .collect();
-    schemes.join(" and ")
+    match schemes.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => schemes.join(""),
+    }
 }
 
 /// The built-in server called `name`.
@@ -196,6 +208,7 @@ pub trait ServerObject: Send {
     fn heartbeat(&mut self, out: &mut Vec<u8>);
     fn silence_limit(&self) -> Option<Duration>;
     fn busy(&self, out: &mut Vec<u8>);
+    fn tls_established(&mut self, out: &mut Vec<u8>);
     fn seed(&mut self, seed: u64);
     fn clone_box(&self) -> BoxedServer;
 }
@@ -218,6 +231,9 @@ impl<S: ServerCodec + Send + 'static> ServerObject for S {
     }
     fn busy(&self, out: &mut Vec<u8>) {
         ServerCodec::busy(self, out)
+    }
+    fn tls_established(&mut self, out: &mut Vec<u8>) {
+        ServerCodec::tls_established(self, out)
     }
     fn seed(&mut self, seed: u64) {
         ServerCodec::seed(self, seed)
@@ -251,6 +267,9 @@ impl ServerCodec for BoxedServer {
     }
     fn busy(&self, out: &mut Vec<u8>) {
         self.as_ref().busy(out)
+    }
+    fn tls_established(&mut self, out: &mut Vec<u8>) {
+        self.as_mut().tls_established(out)
     }
     fn seed(&mut self, seed: u64) {
         self.as_mut().seed(seed)
@@ -291,8 +310,11 @@ mod tests {
                 assert_eq!(by_scheme(&s.name.to_uppercase()).map(|(q, _)| q.name), Some(p.name));
             }
         }
-        assert_eq!(schemes_text(), "http://, ws://, sio://, nsq:// or nsq+http://");
-        assert_eq!(schemes_of(&["nsq", "nsq-http"]), "nsq:// and nsq+http://");
+        assert_eq!(
+            schemes_text(),
+            "http://, https://, ws://, wss://, sio://, sios://, nsq://, nsq+http:// or nsq+https://"
+        );
+        assert_eq!(schemes_of(&["nsq", "nsq-http"]), "nsq://, nsq+http:// and nsq+https://");
         for s in SERVERS {
             assert_eq!(server(s.name).map(|s| s.name), Some(s.name));
         }

@@ -17,6 +17,8 @@ pub struct Target {
     pub port: u16,
     /// Path and query, starting with `/`.
     pub path: String,
+    /// Whether and when its connections speak TLS.
+    pub tls: Option<crate::tls::TlsStart>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -69,7 +71,20 @@ pub fn parse(url: &str) -> Result<Target, TargetError> {
             _ => return Err(TargetError::Port(p.into(), url.into())),
         },
     };
-    Ok(Target { url: url.into(), protocol, authority: authority.into(), host: host.into(), port, path })
+    let tls = match scheme.tls {
+        Some(crate::tls::TlsStart::InHandshake) if query_says(&path, "tls", "1") => {
+            Some(crate::tls::TlsStart::InHandshake)
+        }
+        Some(crate::tls::TlsStart::InHandshake) => None,
+        other => other,
+    };
+    Ok(Target { url: url.into(), protocol, authority: authority.into(), host: host.into(), port, path, tls })
+}
+
+/// Whether the query of `path` has `name=value`.
+pub fn query_says(path: &str, name: &str, value: &str) -> bool {
+    path.split_once('?')
+        .is_some_and(|(_, q)| form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == name && v == value))
 }
 
 impl Target {
@@ -104,6 +119,13 @@ mod tests {
         assert_eq!((t.protocol.name, t.port, t.path.as_str()), ("nsq", 4150, "/test"));
         let t = parse("http://127.0.0.1:9?q").unwrap();
         assert_eq!(t.path, "/?q");
+        use crate::tls::TlsStart;
+        assert_eq!(parse("https://localhost/").unwrap().port, 443);
+        assert_eq!(parse("wss://h/").unwrap().tls, Some(TlsStart::AtConnect));
+        assert_eq!(parse("nsq+https://h/t").unwrap().port, 4152);
+        assert_eq!(parse("nsq://h/t?tls=1").unwrap().tls, Some(TlsStart::InHandshake));
+        assert_eq!(parse("nsq://h/t").unwrap().tls, None);
+        assert_eq!(parse("http://h/").unwrap().tls, None);
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub struct Started {
     pub handle: ServerHandle,
     /// Per server asked for, in order: the target URLs of its listeners.
     pub urls: Vec<Vec<String>>,
+    /// Their TLS, when they serve it (its certificate, for clients to trust).
+    pub tls: Option<crate::tls::ServerTls>,
 }
 
 /// Start `servers` (each on its address) on `cores`, one engine for all; they run until
@@ -33,10 +35,20 @@ pub fn start(
 ) -> Result<Started> {
     let mut listeners: Vec<Listener> = Vec::new();
     let mut counts = Vec::new();
+    let tls = options.tls.server()?;
     for (server, addr) in servers {
-        let own = (server.listeners)(*addr, options)?;
+        let own = (server.listeners)(*addr, options, tls.is_some())?;
         counts.push(own.len());
-        listeners.extend(own);
+        match &tls {
+            // Every listener's codec behind the TLS layer, starting where the server says.
+            Some(t) => listeners.extend(own.into_iter().zip(server.tls).map(|((addr, codec), start)| {
+                let at_accept = *start == crate::tls::TlsStart::AtConnect;
+                let wrapped: protocol::BoxedServer =
+                    Box::new(crate::tls::TlsServer::new(codec, t.config.clone(), at_accept));
+                (addr, wrapped)
+            })),
+            None => listeners.extend(own),
+        }
     }
     // Best effort for the file limit: a server with fewer sockets still serves (up to
     // `--max-conns`, refusing the rest).
@@ -47,10 +59,10 @@ pub fn start(
     let mut urls = Vec::new();
     let mut from = 0;
     for ((server, _), n) in servers.iter().zip(counts) {
-        urls.push((server.urls)(&handle.addrs[from..from + n]));
+        urls.push((server.urls)(&handle.addrs[from..from + n], tls.is_some()));
         from += n;
     }
-    Ok(Started { handle, urls })
+    Ok(Started { handle, urls, tls })
 }
 
 impl LimitArgs {
@@ -102,12 +114,25 @@ pub fn main(args: &ServeArgs) -> Result<()> {
     let started = start_args(args, &cores)?;
     let addrs: Vec<String> = started.handle.addrs.iter().map(ToString::to_string).collect();
     crate::report::out(&format!(
-        "wirebench serve {}: listening on {} — {} engine on CPU {} (Ctrl-C stops)\n",
+        "wirebench serve {}: listening on {} — {} engine on CPU {} (Ctrl-C stops)\ntargets: {}\n",
         args.kind,
         addrs.join(" and "),
         engine.name(),
-        crate::cpus::format(&cores)
+        crate::cpus::format(&cores),
+        started.urls.concat().join(" ")
     ));
+    if let Some(tls) = &started.tls
+        && args.options.tls.cert.is_none()
+    {
+        // A client must trust the certificate just made: it is written where they can read it.
+        let port = started.handle.addr().port();
+        let path = std::env::temp_dir().join(format!("wirebench-serve-{port}.pem"));
+        std::fs::write(&path, &tls.cert_pem).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::report::out(&format!(
+            "TLS: a self-signed certificate for localhost, 127.0.0.1 and ::1, written to {} (clients: --ca {0}, or --insecure)\n",
+            path.display()
+        ));
+    }
     let began = std::time::Instant::now();
     while !interrupted.load(Ordering::Relaxed) {
         if args.duration.is_some_and(|d| began.elapsed() >= d) {

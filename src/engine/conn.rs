@@ -19,8 +19,10 @@
 use crate::outcome::ErrorClass;
 use crate::proto::{ClientCodec, Decoded, Outcome};
 use crate::stats::{CoreRecorder, SocketAudit, Traffic};
+use crate::tls::{Carried, ClientSession, ClientTls, TlsStart};
 use crate::workload::{Budget, Pacer, Window};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::RecvBuf;
@@ -85,6 +87,8 @@ enum End {
 enum Phase {
     Idle,
     Connecting,
+    /// The TLS handshake (at connect, or the protocol's upgrade mid-handshake).
+    Tls,
     Handshake,
     Running,
     /// A write failed: one bounded read for the server's answer; else end as given.
@@ -103,8 +107,12 @@ struct InFlight {
     /// …and when it went (the uncorrected latency of paced workloads).
     sent: Instant,
     traffic: Traffic,
-    /// Its encoded length, and how much of it the socket has taken so far.
+    /// Its encoded length (on the wire: with TLS, its record), and how much of it the socket
+    /// has taken so far.
     tx_len: u64,
+    /// Its plaintext, and its answer's so far, with TLS (else 0).
+    tx_plain: u64,
+    rx_plain: u64,
     tx_written: u64,
     /// Bytes of its answer received so far (WebSocket fragments).
     rx: u64,
@@ -133,9 +141,13 @@ pub struct Conn<C> {
     depth: usize,
     timeout: Duration,
     recv: RecvBuf,
+    /// Bytes to write (on the wire: records, with TLS), and the class of each run of them.
     send: Vec<u8>,
     sent_off: usize,
-    send_traffic: Traffic,
+    send_classes: VecDeque<(Traffic, usize)>,
+    /// TLS with this target (`None`: plaintext), and the current socket's session.
+    tls: Option<Arc<ClientTls>>,
+    session: Option<Box<ClientSession>>,
     control: Vec<u8>,
     inflight: VecDeque<InFlight>,
     /// Index in `inflight` of the first operation not yet written whole.
@@ -208,7 +220,9 @@ impl<C: ClientCodec> Conn<C> {
             recv: RecvBuf::new(),
             send: Vec::with_capacity(1024),
             sent_off: 0,
-            send_traffic: Traffic::Op,
+            send_classes: VecDeque::new(),
+            tls: None,
+            session: None,
             control: Vec::new(),
             inflight: VecDeque::with_capacity(depth),
             unwritten: 0,
@@ -231,6 +245,12 @@ impl<C: ClientCodec> Conn<C> {
             pending: None,
             settled: false,
         }
+    }
+
+    /// Speak TLS with the target ([`crate::tls`]), from the connect or when the protocol asks.
+    pub fn with_tls(mut self, tls: Option<Arc<ClientTls>>) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// Load target `target` of the run's (their addresses are the engine's).
@@ -349,7 +369,112 @@ impl<C: ClientCodec> Conn<C> {
     /// Where to read into; `None` when a message outgrew the receive limit (the next `next()`
     /// will fail the connection).
     pub fn read_buf(&mut self) -> Option<&mut [u8]> {
-        self.recv.spare()
+        match &mut self.session {
+            Some(session) => session.wire_in.spare(),
+            None => self.recv.spare(),
+        }
+    }
+
+    /// The bytes appended to `send` from `from` on are plaintext of class `traffic`: with TLS,
+    /// sealed into records in their place (plaintext and records counted). Returns their length
+    /// on the wire.
+    fn queue(&mut self, from: usize, traffic: Traffic, rec: &mut CoreRecorder) -> u64 {
+        let plain = self.send.len() - from;
+        if plain == 0 {
+            return 0;
+        }
+        if let Some(session) = &mut self.session
+            && !session.conn.is_handshaking()
+        {
+            let records = session.seal_tail(&mut self.send, from);
+            rec.tls.plain_tx.add(traffic, plain as u64);
+            rec.tls.records_tx.add(traffic, records);
+        }
+        self.tag(from, traffic)
+    }
+
+    /// `send[from..]` is of class `traffic` as it is; returns its length.
+    fn tag(&mut self, from: usize, traffic: Traffic) -> u64 {
+        let len = self.send.len() - from;
+        match self.send_classes.back_mut() {
+            Some((last, n)) if *last == traffic => *n += len,
+            _ if len > 0 => self.send_classes.push_back((traffic, len)),
+            _ => {}
+        }
+        len as u64
+    }
+
+    /// Queue what the TLS session has to send (handshake messages, alerts) as `tls` bytes.
+    fn flush_tls(&mut self, rec: &mut CoreRecorder) {
+        if let Some(session) = &mut self.session {
+            let from = self.send.len();
+            let records = crate::tls::flush(&mut session.conn, &mut self.send);
+            let len = (self.send.len() - from) as u64;
+            if session.in_handshake {
+                session.handshake_tx += len;
+            }
+            rec.tls.records_tx.add(Traffic::Tls, records);
+            self.tag(from, Traffic::Tls);
+        }
+    }
+
+    /// Start TLS on this socket: the ClientHello goes out.
+    fn start_tls(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        let Some(tls) = &self.tls else {
+            return self.fail(ErrorClass::Tls, "the protocol asked for TLS, and the URL set up none");
+        };
+        match ClientSession::new(tls, now) {
+            Ok(session) => {
+                self.session = Some(Box::new(session));
+                self.phase = Phase::Tls;
+                self.flush_tls(rec);
+            }
+            Err(e) => self.fail(ErrorClass::Tls, e.to_string()),
+        }
+    }
+
+    /// The TLS handshake is over: count it, then the protocol's own set-up (from the connect)
+    /// or the rest of it (an upgrade).
+    fn tls_established(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        let Some(session) = &mut self.session else { return };
+        session.in_handshake = false;
+        let kind = match session.conn.handshake_kind() {
+            Some(rustls::HandshakeKind::Resumed) => &mut rec.tls.resumed,
+            _ => &mut rec.tls.full,
+        };
+        kind.count += 1;
+        kind.tx += session.handshake_tx;
+        kind.rx += session.handshake_rx;
+        let started = session.started;
+        if self.timing_set_up(now) {
+            rec.phases.tls(now.saturating_duration_since(started));
+        }
+        if self.tls.as_ref().is_some_and(|t| t.start == TlsStart::AtConnect) {
+            self.connected_at = now;
+            self.begin_set_up(now, rec);
+        } else {
+            self.phase = Phase::Handshake;
+            // Bytes of the handshake's next step may have come with the last record.
+            self.decode_handshake(now, rec);
+        }
+    }
+
+    /// The wire bytes that carried `plain` consumed bytes.
+    fn carried(&mut self, plain: usize) -> Carried {
+        match &mut self.session {
+            Some(session) => session.carried(plain),
+            None => Carried { wire: plain as u64, plain: plain as u64, records: 0 },
+        }
+    }
+
+    /// Count received bytes the protocol consumed as `traffic` (wire, and with TLS plaintext
+    /// and records).
+    fn count_rx(&self, traffic: Traffic, c: Carried, rec: &mut CoreRecorder) {
+        rec.rx.add(traffic, c.wire);
+        if self.session.is_some() {
+            rec.tls.plain_rx.add(traffic, c.plain);
+            rec.tls.records_rx.add(traffic, c.records);
+        }
     }
 
     /// Bytes the application has read on the current socket (the audit compares them).
@@ -398,6 +523,7 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 Phase::Connecting => return Want::Connect(self.io_timeout(now)),
                 _ if self.sent_off < self.send.len() => return Want::Write(self.io_timeout(now)),
+                Phase::Tls => return Want::Read(self.io_timeout(now)),
                 Phase::Salvage(_) => return Want::Read(SALVAGE_WAIT),
                 Phase::Goodbye(_) => return Want::Read(GOODBYE_WAIT.min(self.io_timeout(now))),
                 Phase::Handshake => return Want::Read(self.io_timeout(now)),
@@ -408,20 +534,17 @@ impl<C: ClientCodec> Conn<C> {
                 && now >= due
                 && !self.stopped(now, stopping)
             {
-                self.send.clear();
-                self.sent_off = 0;
+                self.clear_send();
                 self.codec.heartbeat(&mut self.send);
-                self.send_traffic = Traffic::Control;
+                self.queue(0, Traffic::Control, rec);
                 self.next_beat = Some(now.max(due) + interval);
                 if !self.send.is_empty() {
                     return Want::Write(self.io_timeout(now));
                 }
             }
             // Running, nothing left to write: send what the workload allows, one batch per
-            // write. A batch holds operations of one traffic class only (warm-up or measured),
-            // so each write's bytes belong to exactly one class.
-            self.send.clear();
-            self.sent_off = 0;
+            // write. A batch holds operations of one traffic class only (warm-up or measured).
+            self.clear_send();
             let mut batch = None;
             while self.inflight.len() < self.depth
                 && self.pending.is_none()
@@ -452,12 +575,16 @@ impl<C: ClientCodec> Conn<C> {
                 self.life.ops_sent += 1;
                 let before = self.send.len();
                 self.codec.encode_op(&mut self.send);
-                let tx_len = (self.send.len() - before) as u64;
+                let plain = (self.send.len() - before) as u64;
+                // With TLS, a record per operation.
+                let tx_len = self.queue(before, traffic, rec);
                 self.inflight.push_back(InFlight {
                     intended,
                     sent: now,
                     traffic,
                     tx_len,
+                    tx_plain: if self.session.is_some() { plain } else { 0 },
+                    rx_plain: 0,
                     tx_written: 0,
                     rx: 0,
                     written: None,
@@ -469,8 +596,7 @@ impl<C: ClientCodec> Conn<C> {
                     rec.target_sent(self.target);
                 }
             }
-            if let Some(traffic) = batch {
-                self.send_traffic = traffic;
+            if batch.is_some() {
                 return Want::Write(self.io_timeout(now));
             }
             if !self.inflight.is_empty() {
@@ -479,12 +605,18 @@ impl<C: ClientCodec> Conn<C> {
             if self.stopped(now, stopping) || (self.per_op && self.life.ops_sent > 0) {
                 // Say goodbye if the protocol has one, else close (a connection per operation:
                 // then the next one opens).
-                if self.codec.goodbye(&mut self.send) {
-                    self.send_traffic = Traffic::Control;
-                    self.phase = Phase::Goodbye(0);
-                    continue;
+                let awaited = self.codec.goodbye(&mut self.send);
+                self.queue(0, Traffic::Control, rec);
+                // TLS says goodbye too (`close_notify`), after the protocol's.
+                if let Some(session) = &mut self.session {
+                    session.conn.send_close_notify();
+                    self.flush_tls(rec);
                 }
-                self.close(End::Done);
+                if awaited {
+                    self.phase = Phase::Goodbye(0);
+                } else {
+                    self.close(End::Done);
+                }
                 continue;
             }
             // Nothing in flight and nothing due yet (a paced workload): wait for its time, or
@@ -520,12 +652,27 @@ impl<C: ClientCodec> Conn<C> {
         self.life = Life::default();
         self.last_rx = now;
         self.last_look = now;
+        self.clear_send();
+        self.session = None;
+        if self.tls.as_ref().is_some_and(|t| t.start == TlsStart::AtConnect) {
+            return self.start_tls(now, rec);
+        }
+        self.begin_set_up(now, rec);
+    }
+
+    fn clear_send(&mut self) {
         self.send.clear();
         self.sent_off = 0;
+        self.send_classes.clear();
+    }
+
+    /// The protocol's set-up: its handshake goes out (or it has none, and runs at once).
+    fn begin_set_up(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        let from = self.send.len();
         self.codec.handshake(&mut self.send);
-        self.send_traffic = Traffic::Handshake;
+        let written = self.queue(from, Traffic::Handshake, rec);
         self.phase = Phase::Handshake;
-        if self.send.is_empty() {
+        if written == 0 {
             self.phase = Phase::Running;
             self.set_up(now);
         } else {
@@ -551,27 +698,44 @@ impl<C: ClientCodec> Conn<C> {
             return self
                 .write_failed(&std::io::Error::new(std::io::ErrorKind::WriteZero, "wrote 0 bytes"), rec);
         }
-        rec.tx.add(self.send_traffic, n as u64);
         self.life.tx += n as u64;
-        if matches!(self.send_traffic, Traffic::Op | Traffic::WarmupOp) {
-            // Which operations these bytes belong to, for when one of them fails.
-            let mut left = n as u64;
-            while left > 0
-                && let Some(op) = self.inflight.get_mut(self.unwritten)
-            {
-                let take = left.min(op.tx_len - op.tx_written);
-                op.tx_written += take;
-                left -= take;
-                if op.tx_written == op.tx_len {
-                    op.written = Some(now);
-                    self.unwritten += 1;
-                }
+        let mut left = n;
+        while left > 0
+            && let Some((traffic, len)) = self.send_classes.front_mut()
+        {
+            let take = left.min(*len);
+            let traffic = *traffic;
+            rec.tx.add(traffic, take as u64);
+            *len -= take;
+            left -= take;
+            if *len == 0 {
+                self.send_classes.pop_front();
+            }
+            if matches!(traffic, Traffic::Op | Traffic::WarmupOp) {
+                self.attribute_written(take as u64, now);
             }
         }
+        // Bytes the classes did not cover (none, unless a bug): counted, as control.
+        rec.tx.add(Traffic::Control, left as u64);
         self.sent_off += n;
         if self.sent_off >= self.send.len() {
-            self.send.clear();
-            self.sent_off = 0;
+            self.clear_send();
+        }
+    }
+
+    /// Which operations `n` written bytes belong to, for when one of them fails.
+    fn attribute_written(&mut self, n: u64, now: Instant) {
+        let mut left = n;
+        while left > 0
+            && let Some(op) = self.inflight.get_mut(self.unwritten)
+        {
+            let take = left.min(op.tx_len - op.tx_written);
+            op.tx_written += take;
+            left -= take;
+            if op.tx_written == op.tx_len {
+                op.written = Some(now);
+                self.unwritten += 1;
+            }
         }
     }
 
@@ -585,8 +749,7 @@ impl<C: ClientCodec> Conn<C> {
             class,
             if class == ErrorClass::Timeout { "write timed out".into() } else { io_text(error) },
         );
-        self.send.clear();
-        self.sent_off = 0;
+        self.clear_send();
         self.phase = match std::mem::replace(&mut self.phase, Phase::Idle) {
             // The server closed on us: it often said why first. Read what is there, briefly.
             Phase::Running if class == ErrorClass::Write => Phase::Salvage(end),
@@ -605,6 +768,9 @@ impl<C: ClientCodec> Conn<C> {
             Phase::Goodbye(_) => End::Done,
             Phase::Handshake if timed_out => {
                 End::Failed(ErrorClass::Timeout, "no answer to the handshake within the timeout".into())
+            }
+            Phase::Tls if timed_out => {
+                End::Failed(ErrorClass::Timeout, "no answer to the TLS handshake within the timeout".into())
             }
             Phase::Running if silent => End::Failed(
                 ErrorClass::Timeout,
@@ -626,11 +792,34 @@ impl<C: ClientCodec> Conn<C> {
         if n == 0 {
             return self.eof(now, rec);
         }
-        self.recv.filled(n);
         self.life.rx += n as u64;
         self.last_rx = now;
         self.last_look = now;
-        self.first_byte(now);
+        if let Some(session) = &mut self.session {
+            match session.received(n, &mut self.recv) {
+                Ok(opened) => {
+                    rec.rx.add(Traffic::Tls, opened.tls_bytes);
+                    rec.tls.records_rx.add(Traffic::Tls, opened.tls_records);
+                    self.flush_tls(rec);
+                    if opened.plain > 0 {
+                        self.first_byte(now);
+                    }
+                }
+                Err(e) => {
+                    let class = if self.phase == Phase::Tls { "TLS handshake" } else { "TLS" };
+                    return self.fail(ErrorClass::Tls, format!("{class}: {e}"));
+                }
+            }
+            if self.phase == Phase::Tls {
+                if !self.session.as_ref().is_some_and(|s| s.conn.is_handshaking()) {
+                    self.tls_established(now, rec);
+                }
+                return;
+            }
+        } else {
+            self.recv.filled(n);
+            self.first_byte(now);
+        }
         match self.phase.clone() {
             Phase::Handshake => self.decode_handshake(now, rec),
             Phase::Running => {
@@ -653,7 +842,8 @@ impl<C: ClientCodec> Conn<C> {
                         break; // a decoder that makes no progress must not spin us
                     }
                     self.recv.consume(consumed);
-                    rec.rx.add(Traffic::Control, consumed as u64);
+                    let carried = self.carried(consumed);
+                    self.count_rx(Traffic::Control, carried, rec);
                     if self.codec.peer_closing() {
                         return self.close(End::Done);
                     }
@@ -672,7 +862,10 @@ impl<C: ClientCodec> Conn<C> {
     /// `n` bytes arrived in `read_buf()` after the connection had given up on its read (an
     /// engine that could not cancel the read in time): kept undecoded, counted when it closes.
     pub fn read_after_giving_up(&mut self, n: usize) {
-        self.recv.filled(n);
+        match &mut self.session {
+            Some(session) => session.wire_in.filled(n),
+            None => self.recv.filled(n),
+        }
         self.life.rx += n as u64;
     }
 
@@ -722,12 +915,21 @@ impl<C: ClientCodec> Conn<C> {
                         return self
                             .fail(ErrorClass::Protocol, "the handshake made no progress (a wirebench bug)");
                     }
-                    rec.rx.add(Traffic::Handshake, consumed as u64);
                     self.recv.consume(consumed);
+                    let carried = self.carried(consumed);
+                    self.count_rx(Traffic::Handshake, carried, rec);
+                    if self.codec.start_tls() && self.session.is_none() {
+                        // The upgrade: this step's reply (if any) in plaintext, then TLS.
+                        let from = self.send.len();
+                        self.send.extend_from_slice(&reply);
+                        self.tag(from, Traffic::Handshake);
+                        return self.start_tls(now, rec);
+                    }
                 }
                 Ok(Decoded::Done { consumed, .. }) => {
-                    rec.rx.add(Traffic::Handshake, consumed as u64);
                     self.recv.consume(consumed);
+                    let carried = self.carried(consumed);
+                    self.count_rx(Traffic::Handshake, carried, rec);
                     if self.timing_set_up(now) {
                         rec.phases.handshake(now.saturating_duration_since(self.connected_at));
                     }
@@ -743,8 +945,9 @@ impl<C: ClientCodec> Conn<C> {
             }
         }
         if !reply.is_empty() {
+            let from = self.send.len();
             self.send.extend_from_slice(&reply);
-            self.send_traffic = Traffic::Handshake;
+            self.queue(from, Traffic::Handshake, rec);
         }
     }
 
@@ -786,9 +989,10 @@ impl<C: ClientCodec> Conn<C> {
             self.close(End::PeerClosed);
         }
         if !self.control.is_empty() {
-            std::mem::swap(&mut self.send, &mut self.control);
-            self.sent_off = 0;
-            self.send_traffic = Traffic::Control;
+            let from = self.send.len();
+            self.send.extend_from_slice(&self.control);
+            self.control.clear();
+            self.queue(from, Traffic::Control, rec);
         }
         answered
     }
@@ -802,25 +1006,27 @@ impl<C: ClientCodec> Conn<C> {
         rec: &mut CoreRecorder,
     ) -> Result<(), End> {
         self.recv.consume(consumed);
-        let consumed = consumed as u64;
+        let carried = self.carried(consumed);
         let no_request = || End::Failed(ErrorClass::Protocol, "response with no request in flight".into());
         match outcome {
             Outcome::Control | Outcome::Handshaking => {
-                rec.rx.add(Traffic::Control, consumed);
+                self.count_rx(Traffic::Control, carried, rec);
                 Ok(())
             }
             Outcome::OpPart => {
                 let Some(op) = self.inflight.front_mut() else {
-                    rec.rx.add(Traffic::Control, consumed);
+                    self.count_rx(Traffic::Control, carried, rec);
                     return Err(no_request());
                 };
-                op.rx += consumed;
-                rec.rx.add(op.traffic, consumed);
+                op.rx += carried.wire;
+                op.rx_plain += if self.session.is_some() { carried.plain } else { 0 };
+                let traffic = op.traffic;
+                self.count_rx(traffic, carried, rec);
                 Ok(())
             }
             Outcome::Op | Outcome::OpFailed(_) => {
                 let Some(op) = self.inflight.pop_front() else {
-                    rec.rx.add(Traffic::Control, consumed);
+                    self.count_rx(Traffic::Control, carried, rec);
                     return Err(no_request());
                 };
                 if self.inflight.len() + 1 == self.depth {
@@ -830,7 +1036,7 @@ impl<C: ClientCodec> Conn<C> {
                 self.life.answered = true;
                 self.futile = 0;
                 if op.traffic != Traffic::Op {
-                    rec.rx.add(op.traffic, consumed);
+                    self.count_rx(op.traffic, carried, rec);
                     return Ok(());
                 }
                 self.measured_inflight -= 1;
@@ -840,13 +1046,13 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 match outcome {
                     Outcome::OpFailed(failure) => {
-                        rec.rx.add(Traffic::Failed, consumed);
+                        self.count_rx(Traffic::Failed, carried, rec);
                         Self::file_as_failed(&op, rec);
                         rec.refused(failure);
                         rec.series_errors(self.budget.measure_from, now, 1);
                     }
                     _ => {
-                        rec.rx.add(Traffic::Op, consumed);
+                        self.count_rx(Traffic::Op, carried, rec);
                         rec.ops += 1;
                         let ns = now.saturating_duration_since(op.intended).as_nanos() as u64;
                         rec.record_latency(ns);
@@ -890,6 +1096,8 @@ impl<C: ClientCodec> Conn<C> {
     fn file_as_failed(op: &InFlight, rec: &mut CoreRecorder) {
         rec.tx.move_bytes(Traffic::Op, Traffic::Failed, op.tx_written);
         rec.rx.move_bytes(Traffic::Op, Traffic::Failed, op.rx);
+        rec.tls.plain_tx.move_bytes(Traffic::Op, Traffic::Failed, op.tx_plain);
+        rec.tls.plain_rx.move_bytes(Traffic::Op, Traffic::Failed, op.rx_plain);
     }
 
     /// The engine read the socket's counts and closed it. `drained`: bytes it read off the
@@ -918,8 +1126,16 @@ impl<C: ClientCodec> Conn<C> {
             rec.sample(|| "closed: the server closed the connection with operations in flight".into());
         }
         // Bytes that never made a whole message: part of a lost answer, or control.
-        let leftover = self.recv.reset() as u64 + drained;
-        rec.rx.add(if lost > 0 { Traffic::Failed } else { Traffic::Control }, leftover);
+        let leftover_class = if lost > 0 { Traffic::Failed } else { Traffic::Control };
+        let plain_left = self.recv.reset() as u64;
+        let leftover = match self.session.take() {
+            Some(mut session) => {
+                rec.tls.plain_rx.add(leftover_class, plain_left);
+                session.leftover()
+            }
+            None => plain_left,
+        } + drained;
+        rec.rx.add(leftover_class, leftover);
         self.life.rx += drained;
         if let Some(audit) = audit {
             rec.audit.add(self.life.tx, self.life.rx, audit);
@@ -940,8 +1156,7 @@ impl<C: ClientCodec> Conn<C> {
         self.next_beat = None;
         self.measured_inflight = 0;
         self.unwritten = 0;
-        self.send.clear();
-        self.sent_off = 0;
+        self.clear_send();
         self.control.clear();
         if let Some(code) = self.codec.close_code() {
             rec.answers.add(crate::outcome::Answer::Close(code), 1);

@@ -117,6 +117,8 @@ pub struct ClientJob {
     pub progress: Arc<[AtomicU64]>,
     /// When the measured window opens (a fresh one per run: see [`run_client_threads`]).
     pub window: Arc<crate::workload::Window>,
+    /// Per target, its TLS set-up (`None`: plaintext); empty: none speaks TLS.
+    pub tls: Vec<Option<Arc<crate::tls::ClientTls>>>,
 }
 
 impl ClientJob {
@@ -344,7 +346,10 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         seed,
     );
     let first = if job.shape.per_op { start_at } else { start };
-    let conn = conn.first_connect_at(first + job.shape.connect_after(index)).on_target(target);
+    let conn = conn
+        .first_connect_at(first + job.shape.connect_after(index))
+        .on_target(target)
+        .with_tls(job.tls.get(target).cloned().flatten());
     if job.shape.per_op {
         conn.one_op_per_connection()
     } else {

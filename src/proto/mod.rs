@@ -65,6 +65,10 @@ pub enum ProtoError {
     BadFrame,
     #[error("the server refused IDENTIFY")]
     IdentifyRefused,
+    #[error(
+        "nsqd did not agree to tls_v1: is it started with --tls-cert and --tls-key (or `serve nsq --tls`)?"
+    )]
+    TlsRefused,
     #[error("unexpected NSQ message frame (a publisher receives none)")]
     UnexpectedMessage,
     #[error("WebSocket upgrade refused: HTTP {0} instead of 101")]
@@ -175,6 +179,11 @@ pub trait ClientCodec: Clone {
     fn silence_limit(&self) -> Option<std::time::Duration> {
         None
     }
+    /// After a handshake step ([`Outcome::Handshaking`]): the connection switches to TLS now,
+    /// and the handshake goes on over it (nsqd's `tls_v1`, agreed in `IDENTIFY`'s answer).
+    fn start_tls(&self) -> bool {
+        false
+    }
 }
 
 /// What a server codec did with the bytes it was given.
@@ -190,6 +199,9 @@ pub struct Served {
     pub close: bool,
     /// What the connection waits for next (it decides which read deadline applies).
     pub awaiting: Awaiting,
+    /// Everything after `out` is TLS (nsqd's `tls_v1` upgrade, answered in plaintext first):
+    /// the TLS layer, where the server has one, takes over from here.
+    pub start_tls: bool,
 }
 
 /// What a server connection is waiting for: it picks the deadline of the next read (a request
@@ -230,4 +242,7 @@ pub trait ServerCodec: Clone {
     /// The server is at its connection limit: append what a refused client should read
     /// before the connection is closed (an HTTP 503), or nothing.
     fn busy(&self, _out: &mut Vec<u8>) {}
+    /// A TLS upgrade ([`Served::start_tls`]) finished its handshake: append what the server
+    /// says first over it (nsqd: `OK`).
+    fn tls_established(&mut self, _out: &mut Vec<u8>) {}
 }

@@ -44,6 +44,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
     };
     let phases = json!({
         "connect": spread(&r.phases.connect),
+        "tls": spread(&r.phases.tls),
         "handshake": spread(&r.phases.handshake),
         "waiting": spread(&r.phases.waiting),
         "processing": spread(&r.phases.processing),
@@ -91,6 +92,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
         "set_up_in_s": r.set_up_in.map(|d| r3(d.as_secs_f64())),
         "repeat": r.repeats.as_ref().map(repeats),
         "reconnects": r.reconnects,
+        "tls": r.tls.used().then(|| tls(r)),
         "bytes": {
             "tx": r.tx.total(),
             "rx": r.rx.total(),
@@ -104,6 +106,8 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "control_rx": r.rx.control,
             "failed_tx": r.tx.failed,
             "failed_rx": r.rx.failed,
+            "tls_tx": r.tx.tls,
+            "tls_rx": r.rx.tls,
             "tx_per_op": r3(r.tx_per_op()),
             "rx_per_op": r3(r.rx_per_op()),
         },
@@ -225,8 +229,38 @@ fn histograms(r: &Report) -> Value {
         "latency_uncorrected": encode(&r.latency_uncorrected),
         "schedule_lag": encode(&r.schedule_lag),
         "connect": encode(&r.phases.connect),
+        "tls": encode(&r.phases.tls),
         "handshake": encode(&r.phases.handshake),
         "waiting": encode(&r.phases.waiting),
         "processing": encode(&r.phases.processing),
+    })
+}
+
+/// TLS beside the wire's bytes (`bytes` holds the wire's): the plaintext by class, records, and
+/// the handshakes with their bytes.
+pub fn tls(r: &Report) -> Value {
+    let t = &r.tls;
+    let per = |n: u64| r3(crate::stats::ratio(n as f64, r.ops as f64));
+    let handshakes = |h: &crate::stats::Handshakes| {
+        let each = |n: u64| r3(crate::stats::ratio(n as f64, h.count as f64));
+        json!({ "count": h.count, "tx": h.tx, "rx": h.rx, "tx_each": each(h.tx), "rx_each": each(h.rx) })
+    };
+    json!({
+        "plaintext": {
+            "op_tx": t.plain_tx.op, "op_rx": t.plain_rx.op,
+            "handshake_tx": t.plain_tx.handshake, "handshake_rx": t.plain_rx.handshake,
+            "control_tx": t.plain_tx.control, "control_rx": t.plain_rx.control,
+            "failed_tx": t.plain_tx.failed, "failed_rx": t.plain_rx.failed,
+            "tx_per_op": per(t.plain_tx.op), "rx_per_op": per(t.plain_rx.op),
+        },
+        "overhead_per_op": {
+            "tx": per(r.tx.op.saturating_sub(t.plain_tx.op)),
+            "rx": per(r.rx.op.saturating_sub(t.plain_rx.op)),
+        },
+        "records": {
+            "tx_per_op": per(t.records_tx.op), "rx_per_op": per(t.records_rx.op),
+            "tls_tx": t.records_tx.tls, "tls_rx": t.records_rx.tls,
+        },
+        "handshakes": { "full": handshakes(&t.full), "resumed": handshakes(&t.resumed) },
     })
 }

@@ -134,9 +134,12 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         bytes(r.rx.op as f64),
         bytes(r.rx.op as f64 / secs.max(1e-9)),
     );
+    if r.tls.used() {
+        s += &tls_lines(r);
+    }
     let _ = writeln!(
         s,
-        "  other bytes handshake tx {} rx {}  control tx {} rx {}  warm-up tx {} rx {}  failed ops tx {} rx {}",
+        "  other bytes handshake tx {} rx {}  control tx {} rx {}  warm-up tx {} rx {}  failed ops tx {} rx {}{}",
         r.tx.handshake,
         r.rx.handshake,
         r.tx.control,
@@ -144,7 +147,8 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         r.tx.warmup_op,
         r.rx.warmup_op,
         r.tx.failed,
-        r.rx.failed
+        r.rx.failed,
+        if r.tls.used() { format!("  tls tx {} rx {}", r.tx.tls, r.rx.tls) } else { String::new() }
     );
     let _ = write!(s, "  connections {} opened, {} reconnects", r.connects, r.reconnects);
     match r.set_up_in {
@@ -267,6 +271,37 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
     s
 }
 
+/// What TLS cost: per operation the wire beside the plaintext and the records, and the
+/// handshakes (full, resumed) with their bytes each.
+fn tls_lines(r: &Report) -> String {
+    let t = &r.tls;
+    let per = |n: u64| crate::stats::ratio(n as f64, r.ops as f64);
+    let mut s = format!(
+        "  tls/op      tx {:.2} = plaintext {:.2} + {:.2} TLS  rx {:.2} = {:.2} + {:.2}  records tx {:.2} rx {:.2}\n",
+        per(r.tx.op),
+        per(t.plain_tx.op),
+        per(r.tx.op.saturating_sub(t.plain_tx.op)),
+        per(r.rx.op),
+        per(t.plain_rx.op),
+        per(r.rx.op.saturating_sub(t.plain_rx.op)),
+        per(t.records_tx.op),
+        per(t.records_rx.op),
+    );
+    let each = |h: &crate::stats::Handshakes| {
+        let n = h.count.max(1) as f64;
+        format!("{} (tx {:.0} rx {:.0} B each)", h.count, h.tx as f64 / n, h.rx as f64 / n)
+    };
+    let _ = writeln!(
+        s,
+        "  tls hands   full {}  resumed {}; TLS's own records in all (handshakes, tickets, alerts): tx {} rx {} B",
+        each(&t.full),
+        each(&t.resumed),
+        r.tx.tls,
+        r.rx.tls
+    );
+    s
+}
+
 /// Milliseconds from a histogram's nanoseconds, as ab prints its tables (with µs precision).
 fn ms(ns: f64) -> String {
     format!("{:.3}", ns / 1e6)
@@ -279,6 +314,7 @@ fn phases(r: &Report) -> String {
     let p = &r.phases;
     let rows = [
         ("connect", &p.connect, "per connection"),
+        ("tls", &p.tls, "TLS handshake, per connection"),
         ("handshake", &p.handshake, "per connection"),
         ("waiting", &p.waiting, "written to first byte"),
         ("processing", &p.processing, "sent to last byte"),

@@ -30,6 +30,9 @@ pub enum Traffic {
     Failed,
     /// Anything else: heartbeats, pings, closes, bytes left undecoded when a connection ended.
     Control,
+    /// TLS records that carry no protocol bytes: the TLS handshake, session tickets, alerts
+    /// (`close_notify`). Records that do carry them count with what they carry.
+    Tls,
 }
 
 /// Bytes in one direction, by [`Traffic`] class.
@@ -40,6 +43,7 @@ pub struct ByteSplit {
     pub warmup_op: u64,
     pub failed: u64,
     pub control: u64,
+    pub tls: u64,
 }
 
 impl ByteSplit {
@@ -59,11 +63,12 @@ impl ByteSplit {
             Traffic::WarmupOp => &mut self.warmup_op,
             Traffic::Failed => &mut self.failed,
             Traffic::Control => &mut self.control,
+            Traffic::Tls => &mut self.tls,
         }
     }
     /// Everything, warm-up included: what the kernel must have counted too.
     pub fn total(&self) -> u64 {
-        self.handshake + self.op + self.warmup_op + self.failed + self.control
+        self.handshake + self.op + self.warmup_op + self.failed + self.control + self.tls
     }
     fn merge(&mut self, other: &ByteSplit) {
         self.handshake += other.handshake;
@@ -71,6 +76,50 @@ impl ByteSplit {
         self.warmup_op += other.warmup_op;
         self.failed += other.failed;
         self.control += other.control;
+        self.tls += other.tls;
+    }
+}
+
+/// What TLS carried beside the wire's bytes: the plaintext inside the records by the same
+/// classes (so per operation the wire and the protocol's own bytes stand side by side), the
+/// records themselves, and the handshakes, full and resumed, with their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TlsTally {
+    pub plain_tx: ByteSplit,
+    pub plain_rx: ByteSplit,
+    /// Records, by the class of what they carry (a received record: the class of the message
+    /// its last byte completed).
+    pub records_tx: ByteSplit,
+    pub records_rx: ByteSplit,
+    pub full: Handshakes,
+    pub resumed: Handshakes,
+}
+
+/// TLS handshakes of one kind, and their bytes each way (ClientHello to the server's
+/// `Finished`, and the client's `Finished`; session tickets that follow are `tls` bytes too,
+/// but not in these).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Handshakes {
+    pub count: u64,
+    pub tx: u64,
+    pub rx: u64,
+}
+
+impl TlsTally {
+    /// Whether any connection spoke TLS.
+    pub fn used(&self) -> bool {
+        self.full.count + self.resumed.count > 0 || self.records_rx.total() + self.records_tx.total() > 0
+    }
+    fn merge(&mut self, o: &TlsTally) {
+        self.plain_tx.merge(&o.plain_tx);
+        self.plain_rx.merge(&o.plain_rx);
+        self.records_tx.merge(&o.records_tx);
+        self.records_rx.merge(&o.records_rx);
+        for (a, b) in [(&mut self.full, &o.full), (&mut self.resumed, &o.resumed)] {
+            a.count += b.count;
+            a.tx += b.tx;
+            a.rx += b.rx;
+        }
     }
 }
 
@@ -190,8 +239,12 @@ fn record(h: &mut Histogram<u64>, d: Duration) {
 pub struct Phases {
     /// SYN to established, per connection (per operation with a connection per operation).
     pub connect: Histogram<u64>,
-    /// Connected to the protocol's set-up done (WebSocket upgrade, NSQ `IDENTIFY`, Socket.IO
-    /// join), per connection; empty for protocols without one.
+    /// The TLS handshake, per TLS connection (connected, or NSQ's `tls_v1` upgrade asked, to
+    /// the server's `Finished` read); empty without TLS.
+    pub tls: Histogram<u64>,
+    /// Connected (or TLS established) to the protocol's set-up done (WebSocket upgrade, NSQ
+    /// `IDENTIFY`, Socket.IO join), per connection; empty for protocols without one. NSQ's
+    /// `tls_v1` upgrade happens inside this phase; its TLS handshake is in `tls` too.
     pub handshake: Histogram<u64>,
     /// The request fully written to the first byte of its answer, per operation.
     pub waiting: Histogram<u64>,
@@ -201,13 +254,22 @@ pub struct Phases {
 
 impl Default for Phases {
     fn default() -> Self {
-        Phases { connect: histogram(), handshake: histogram(), waiting: histogram(), processing: histogram() }
+        Phases {
+            connect: histogram(),
+            tls: histogram(),
+            handshake: histogram(),
+            waiting: histogram(),
+            processing: histogram(),
+        }
     }
 }
 
 impl Phases {
     pub fn connect(&mut self, d: Duration) {
         record(&mut self.connect, d);
+    }
+    pub fn tls(&mut self, d: Duration) {
+        record(&mut self.tls, d);
     }
     pub fn handshake(&mut self, d: Duration) {
         record(&mut self.handshake, d);
@@ -221,6 +283,7 @@ impl Phases {
     fn merge(&mut self, o: &Phases) {
         for (a, b) in [
             (&mut self.connect, &o.connect),
+            (&mut self.tls, &o.tls),
             (&mut self.handshake, &o.handshake),
             (&mut self.waiting, &o.waiting),
             (&mut self.processing, &o.processing),
@@ -265,8 +328,12 @@ pub struct CoreRecorder {
     pub answers: AnswerCounts,
     /// The first few distinct error messages, so the user reads what happened, not just a count.
     pub error_samples: Vec<String>,
+    /// Bytes on the wire (what the kernel carried), by class: with TLS, each record counts
+    /// with what it carries (see [`TlsTally`] for the plaintext beside it).
     pub tx: ByteSplit,
     pub rx: ByteSplit,
+    /// TLS: plaintext, records and handshakes (all zero without TLS).
+    pub tls: TlsTally,
     pub connects: u64,
     pub reconnects: u64,
     pub audit: Audit,
@@ -381,6 +448,7 @@ impl CoreRecorder {
             error_samples: Vec::new(),
             tx: ByteSplit::default(),
             rx: ByteSplit::default(),
+            tls: TlsTally::default(),
             connects: 0,
             reconnects: 0,
             audit: Audit::default(),
@@ -628,6 +696,7 @@ impl CoreRecorder {
         }
         self.tx.merge(&c.tx);
         self.rx.merge(&c.rx);
+        self.tls.merge(&c.tls);
         self.connects += c.connects;
         self.reconnects += c.reconnects;
         self.audit.merge(&c.audit);

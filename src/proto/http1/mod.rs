@@ -106,7 +106,10 @@ impl Options {
 
 pub static PROTOCOL: Protocol = Protocol {
     name: "http1",
-    schemes: &[Scheme { name: "http", default_port: 80 }],
+    schemes: &[
+        Scheme { name: "http", default_port: 80, tls: None },
+        Scheme { name: "https", default_port: 443, tls: Some(crate::tls::TlsStart::AtConnect) },
+    ],
     default_payload: 0,
     validate,
     check_payload: crate::protocol::any_payload,
@@ -168,6 +171,7 @@ pub static SERVER: Server = Server {
     name: "http",
     about: "HTTP/1.1 hello world: `Hello World` for GET, `OK` for a request with a body",
     default_listen: "127.0.0.1:8080",
-    listeners: |addr, _| Ok(vec![(addr, Box::new(Http1Server::default()))]),
-    urls: |addrs| addrs.iter().map(|a| format!("http://{a}/")).collect(),
+    listeners: |addr, _, _| Ok(vec![(addr, Box::new(Http1Server::default()))]),
+    tls: &[crate::tls::TlsStart::AtConnect],
+    urls: |addrs, tls| addrs.iter().map(|a| format!("http{}://{a}/", if tls { "s" } else { "" })).collect(),
 };

@@ -270,7 +270,8 @@ mod tests {
                 requests: 2,
                 messages: 0,
                 close: false,
-                awaiting: Awaiting::Head
+                awaiting: Awaiting::Head,
+                start_tls: false,
             }
         );
         assert_eq!(out, [RESPONSE_HELLO, RESPONSE_OK].concat());

@@ -24,6 +24,9 @@ pub struct NsqClient {
     heartbeat: Option<Duration>,
     /// NSQ's word for the last answer: `OK` or the error code.
     answer: &'static str,
+    /// `IDENTIFY` asked for `tls_v1`; `upgrading`: nsqd agreed, and TLS starts now.
+    tls_v1: bool,
+    upgrading: bool,
 }
 
 impl NsqClient {
@@ -48,7 +51,16 @@ impl NsqClient {
             closing: false,
             heartbeat,
             answer: "OK",
+            tls_v1: false,
+            upgrading: false,
         }
+    }
+
+    /// `IDENTIFY` asks for `tls_v1` (its JSON must say so: see [`super::identify_tls_v1`]);
+    /// nsqd's agreement starts TLS, and its `OK` then comes over it.
+    pub fn with_tls_v1(mut self) -> Self {
+        self.tls_v1 = true;
+        self
     }
     pub fn publish(&self) -> &[u8] {
         &self.publish
@@ -66,6 +78,19 @@ impl ClientCodec for NsqClient {
         }
         match parse_frame(input)? {
             None => Ok(Decoded::Partial),
+            // The answer to IDENTIFY: with tls_v1 asked, nsqd's JSON must agree; its `OK`
+            // follows over TLS.
+            Some((FRAME_RESPONSE, data, len)) if self.tls_v1 && !self.upgrading => {
+                let agreed = serde_json::from_slice::<serde_json::Value>(data)
+                    .ok()
+                    .and_then(|v| v.get("tls_v1").and_then(serde_json::Value::as_bool))
+                    == Some(true);
+                if !agreed {
+                    return Err(ProtoError::TlsRefused);
+                }
+                self.upgrading = true;
+                Ok(Decoded::Done { consumed: len, outcome: Outcome::Handshaking })
+            }
             Some((FRAME_RESPONSE, _, len)) => Ok(Decoded::Done { consumed: len, outcome: Outcome::Control }),
             Some(_) => Err(ProtoError::IdentifyRefused),
         }
@@ -99,6 +124,10 @@ impl ClientCodec for NsqClient {
 
     fn peer_closing(&self) -> bool {
         self.closing
+    }
+
+    fn start_tls(&self) -> bool {
+        self.upgrading
     }
 
     fn answer(&self) -> Option<crate::outcome::Answer> {

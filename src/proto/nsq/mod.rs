@@ -258,6 +258,7 @@ mod tests {
 
 use crate::plan::{LoadPlan, Payload};
 use crate::protocol::{CompareRow, Protocol, Scheme, Server, ServerOptions, Versus};
+use crate::tls::TlsStart;
 use anyhow::bail;
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -346,7 +347,7 @@ impl ServeOptions {
 
 pub static PROTOCOL: Protocol = Protocol {
     name: "nsq",
-    schemes: &[Scheme { name: "nsq", default_port: 4150 }],
+    schemes: &[Scheme { name: "nsq", default_port: 4150, tls: Some(TlsStart::InHandshake) }],
     default_payload: 400,
     validate: |plan| {
         validate_publish(plan)?;
@@ -354,8 +355,14 @@ pub static PROTOCOL: Protocol = Protocol {
             bail!("-H applies to http://, ws:// and nsq+http:// targets (NSQ's TCP protocol has no headers)");
         }
         if let Some(json) = &plan.load.options.nsq.identify {
-            serde_json::from_str::<serde_json::Value>(json)
+            let value = serde_json::from_str::<serde_json::Value>(json)
                 .map_err(|e| anyhow::anyhow!("--identify '{json}' is not JSON: {e}"))?;
+            if plan.target.tls.is_some() && !value.is_object() {
+                bail!("--identify must be a JSON object with ?tls=1 (tls_v1 is added to it)");
+            }
+        }
+        if plan.target.tls.is_some() && plan.load.options.nsq.no_identify {
+            bail!("?tls=1 upgrades through IDENTIFY's tls_v1: it cannot go with --no-identify");
         }
         Ok(())
     },
@@ -369,7 +376,10 @@ pub static PROTOCOL: Protocol = Protocol {
                 (Some(json), false) => Some(json.clone().into_bytes()),
                 (None, false) => Some(default_identify(&p.hostname)),
             };
-            NsqClient::new(&publish_spec(&p.plan, &p.body), identify.as_deref())
+            let tls = p.plan.target.tls.is_some();
+            let identify = identify.map(|json| if tls { identify_tls_v1(&json) } else { json });
+            let client = NsqClient::new(&publish_spec(&p.plan, &p.body), identify.as_deref());
+            if tls { client.with_tls_v1() } else { client }
         })
     },
     compare_rows: |plan| {
@@ -393,7 +403,10 @@ pub static PROTOCOL: Protocol = Protocol {
 
 pub static HTTP_PROTOCOL: Protocol = Protocol {
     name: "nsq-http",
-    schemes: &[Scheme { name: "nsq+http", default_port: 4151 }],
+    schemes: &[
+        Scheme { name: "nsq+http", default_port: 4151, tls: None },
+        Scheme { name: "nsq+https", default_port: 4152, tls: Some(TlsStart::AtConnect) },
+    ],
     default_payload: 400,
     validate: validate_publish,
     check_payload: |plan, body| {
@@ -421,6 +434,17 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
         }]
     },
 };
+
+/// An `IDENTIFY` body that asks for TLS: `feature_negotiation` and `tls_v1` set (nsqd answers
+/// `tls_v1` only to a client that negotiates features).
+pub fn identify_tls_v1(json: &[u8]) -> Vec<u8> {
+    let mut value: serde_json::Value = serde_json::from_slice(json).unwrap_or_else(|_| serde_json::json!({}));
+    if let Some(map) = value.as_object_mut() {
+        map.insert("feature_negotiation".into(), true.into());
+        map.insert("tls_v1".into(), true.into());
+    }
+    value.to_string().into_bytes()
+}
 
 /// The topic a URL names: its path without the slash.
 fn topic(plan: &LoadPlan) -> &str {
@@ -487,7 +511,10 @@ pub static SERVER: Server = Server {
     name: "nsq",
     about: "an nsqd-compatible publish sink on TCP (PUB, MPUB, DPUB) and HTTP (/pub, /mpub): answers byte for byte as nsqd 1.3.0; messages are counted and dropped",
     default_listen: "127.0.0.1:4150",
-    listeners: |addr, options: &ServerOptions| {
+    // The TCP side upgrades on `IDENTIFY`'s `tls_v1`, as nsqd's; the HTTP side is HTTPS (nsqd
+    // keeps a plaintext HTTP port beside its HTTPS one; this sink serves one or the other).
+    tls: &[TlsStart::InHandshake, TlsStart::AtConnect],
+    listeners: |addr, options: &ServerOptions, tls| {
         let options = &options.nsq;
         let http = match &options.http_listen {
             Some(text) => text.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| {
@@ -498,10 +525,12 @@ pub static SERVER: Server = Server {
             None => SocketAddr::new(addr.ip(), 4151),
         };
         let limits = options.limits();
-        Ok(vec![(addr, Box::new(NsqServer::new(limits))), (http, Box::new(NsqHttpServer::new(limits)))])
+        let tcp = NsqServer::new(limits);
+        let tcp = if tls { tcp.with_tls_v1() } else { tcp };
+        Ok(vec![(addr, Box::new(tcp)), (http, Box::new(NsqHttpServer::new(limits)))])
     },
-    urls: |addrs| {
-        let schemes = ["nsq", "nsq+http"];
-        addrs.iter().zip(schemes).map(|(a, scheme)| format!("{scheme}://{a}/test")).collect()
+    urls: |addrs, tls| {
+        let (tcp, http) = if tls { ("?tls=1", "nsq+https") } else { ("", "nsq+http") };
+        vec![format!("nsq://{}/test{tcp}", addrs[0]), format!("{http}://{}/test", addrs[1])]
     },
 };

@@ -17,6 +17,11 @@ pub struct NsqServer {
     heartbeat_ms: i64,
     /// The MPUB whose body is arriving.
     mpub: Option<MpubProgress>,
+    /// The sink serves TLS (`serve nsq --tls`): `IDENTIFY` with `tls_v1` upgrades, as nsqd
+    /// started with `--tls-cert` does.
+    tls_v1: bool,
+    /// `IDENTIFY` agreed to `tls_v1`: what follows its answer is TLS.
+    upgrading: bool,
 }
 
 impl NsqServer {
@@ -27,7 +32,15 @@ impl NsqServer {
             identified: false,
             heartbeat_ms: DEFAULT_HEARTBEAT_MS,
             mpub: None,
+            tls_v1: false,
+            upgrading: false,
         }
+    }
+
+    /// Offer TLS through `IDENTIFY`'s `tls_v1` (the server wraps this codec in TLS).
+    pub fn with_tls_v1(mut self) -> Self {
+        self.tls_v1 = true;
+        self
     }
 }
 
@@ -130,11 +143,16 @@ impl NsqServer {
         }
         self.identified = true;
         if body.get("feature_negotiation").and_then(|v| v.as_bool()) == Some(true) {
-            // nsqd 1.3.0's reply with its default settings, fields in its order.
-            let reply = concat!(
-                r#"{"max_rdy_count":2500,"version":"1.3.0","max_msg_timeout":900000,"msg_timeout":60000,"#,
-                r#""tls_v1":false,"deflate":false,"deflate_level":6,"max_deflate_level":6,"snappy":false,"#,
-                r#""sample_rate":0,"auth_required":false,"output_buffer_size":16384,"output_buffer_timeout":250}"#
+            // nsqd 1.3.0's reply with its default settings, fields in its order; `tls_v1` is
+            // true when the client asked and the server has TLS, and then the rest is TLS.
+            self.upgrading = self.tls_v1 && body.get("tls_v1").and_then(|v| v.as_bool()) == Some(true);
+            let reply = format!(
+                concat!(
+                    r#"{{"max_rdy_count":2500,"version":"1.3.0","max_msg_timeout":900000,"msg_timeout":60000,"#,
+                    r#""tls_v1":{},"deflate":false,"deflate_level":6,"max_deflate_level":6,"snappy":false,"#,
+                    r#""sample_rate":0,"auth_required":false,"output_buffer_size":16384,"output_buffer_timeout":250}}"#
+                ),
+                self.upgrading
             );
             write_frame(out, FRAME_RESPONSE, reply.as_bytes());
         } else {
@@ -316,6 +334,10 @@ impl ServerCodec for NsqServer {
                     served.consumed += used;
                     served.requests += 1;
                     served.messages += messages;
+                    if std::mem::take(&mut self.upgrading) {
+                        served.start_tls = true;
+                        return served;
+                    }
                 }
                 Step::Fatal => {
                     served.consumed = input.len();
@@ -332,6 +354,11 @@ impl ServerCodec for NsqServer {
 
     fn heartbeat(&mut self, out: &mut Vec<u8>) {
         write_frame(out, FRAME_RESPONSE, HEARTBEAT);
+    }
+
+    fn tls_established(&mut self, out: &mut Vec<u8>) {
+        // nsqd's first words over TLS.
+        write_frame(out, FRAME_RESPONSE, b"OK");
     }
 
     fn silence_limit(&self) -> Option<Duration> {

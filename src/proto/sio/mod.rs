@@ -176,7 +176,10 @@ pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub static PROTOCOL: Protocol = Protocol {
     name: "sio",
-    schemes: &[Scheme { name: "sio", default_port: 80 }],
+    schemes: &[
+        Scheme { name: "sio", default_port: 80, tls: None },
+        Scheme { name: "sios", default_port: 443, tls: Some(crate::tls::TlsStart::AtConnect) },
+    ],
     default_payload: 400,
     validate,
     check_payload: |_, body| {
@@ -249,7 +252,8 @@ pub static SERVER: Server = Server {
     name: "sio",
     about: "Socket.IO (Engine.IO 4, or 3 with --eio 3): acknowledges every event with its arguments, emits --reply-event when asked, pings",
     default_listen: "127.0.0.1:3000",
-    listeners: |addr, options: &ServerOptions| {
+    tls: &[crate::tls::TlsStart::AtConnect],
+    listeners: |addr, options: &ServerOptions, _| {
         let o = &options.sio;
         let handler = SioHandler::new(
             o.eio.unwrap_or(4),
@@ -259,5 +263,5 @@ pub static SERVER: Server = Server {
         );
         Ok(vec![(addr, Box::new(SioServer::with(handler, server::MAX_MESSAGE)))])
     },
-    urls: |addrs| addrs.iter().map(|a| format!("sio://{a}/")).collect(),
+    urls: |addrs, tls| addrs.iter().map(|a| format!("sio{}://{a}/", if tls { "s" } else { "" })).collect(),
 };

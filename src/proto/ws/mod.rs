@@ -168,7 +168,10 @@ impl ServeOptions {
 
 pub static PROTOCOL: Protocol = Protocol {
     name: "ws",
-    schemes: &[Scheme { name: "ws", default_port: 80 }],
+    schemes: &[
+        Scheme { name: "ws", default_port: 80, tls: None },
+        Scheme { name: "wss", default_port: 443, tls: Some(crate::tls::TlsStart::AtConnect) },
+    ],
     default_payload: 400,
     validate: |_| Ok(()),
     check_payload,
@@ -215,9 +218,10 @@ pub static SERVER: Server = Server {
     name: "ws",
     about: "WebSocket echo: validates the upgrade, echoes every data message with its opcode, answers ping, completes the close handshake",
     default_listen: "127.0.0.1:9001",
-    listeners: |addr, options: &ServerOptions| {
+    tls: &[crate::tls::TlsStart::AtConnect],
+    listeners: |addr, options: &ServerOptions, _| {
         let max = options.ws.max_message.map_or(DEFAULT_MAX_MESSAGE, |m| m as usize);
         Ok(vec![(addr, Box::new(WsServer::new(max)))])
     },
-    urls: |addrs| addrs.iter().map(|a| format!("ws://{a}/")).collect(),
+    urls: |addrs, tls| addrs.iter().map(|a| format!("ws{}://{a}/", if tls { "s" } else { "" })).collect(),
 };

@@ -1,0 +1,702 @@
+//! TLS as a layer, not a protocol: rustls's sans-IO connection sits between a protocol's
+//! plaintext and the socket's bytes, for the client (inside the shared connection machine,
+//! [`crate::engine::conn`]) and for the built-in servers ([`TlsServer`], a codec wrapping
+//! another). Every engine keeps its one loop; only the bytes it moves are now records.
+//!
+//! What TLS costs is counted on two layers: the wire (every record, what the kernel carried:
+//! the `TCP_INFO` audit still matches to the byte) and the plaintext inside, by the same
+//! classes. A record's overhead (its 5-byte header, the AEAD tag, TLS 1.3's inner type) counts
+//! with what it carries; records that carry no protocol bytes (the handshake, session
+//! tickets, alerts) are a class of their own, `tls`. The client writes one record per
+//! operation, as a client calling `SSL_write` per request does.
+//!
+//! Set-up lives here too: the client's configuration from the command line (`--ca`,
+//! `--insecure`, `--tls-version`, `--tls-resume`), the servers' from `--cert`/`--key` or a
+//! self-signed certificate made at start, and the one-line explanations of handshake
+//! failures.
+
+use crate::proto::{Served, ServerCodec};
+use anyhow::{Context, Result, bail};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// TLS record header: type, version, length.
+pub const RECORD_HEADER: usize = 5;
+/// The longest record a peer may send: 2^14 bytes of plaintext plus TLS 1.2's largest
+/// expansion (RFC 5246 §6.2.3; TLS 1.3 allows less).
+pub const MAX_RECORD: usize = RECORD_HEADER + (1 << 14) + 2048;
+
+/// When a URL's connections speak TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsStart {
+    /// From the first byte (`https://`, `wss://`, `sios://`, `nsq+https://`).
+    AtConnect,
+    /// When the protocol's own handshake says so (nsqd's `tls_v1` after `IDENTIFY`).
+    InHandshake,
+}
+
+/// The TLS versions a client offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TlsVersion {
+    #[value(name = "1.2")]
+    V12,
+    #[value(name = "1.3")]
+    V13,
+}
+
+/// The client's TLS options, shared by every command that generates load.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TlsArgs {
+    /// TLS: offer only this version (default: 1.3 and 1.2; the server picks).
+    #[arg(long, value_enum, value_name = "1.2|1.3")]
+    pub tls_version: Option<TlsVersion>,
+    /// TLS: trust the certificates in this PEM file (the server's own, or its CA), besides the
+    /// system's (/etc/ssl/certs).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// TLS: accept any certificate for any name (still a real handshake and real records;
+    /// only the check of who signed it is skipped).
+    #[arg(long)]
+    pub insecure: bool,
+    /// TLS: resume sessions on reconnect (tickets or session ids, as the server offers); most
+    /// useful with --no-keepalive. Default: every connection's handshake is a full one.
+    #[arg(long)]
+    pub tls_resume: bool,
+    /// Certificates trusted besides the files (DER): `compare` trusts the built-in servers'
+    /// certificate it made.
+    #[arg(skip)]
+    pub trust: Vec<Vec<u8>>,
+}
+
+impl TlsArgs {
+    /// Flags given that only TLS targets use.
+    pub fn given(&self) -> bool {
+        self.tls_version.is_some() || self.ca.is_some() || self.insecure || self.tls_resume
+    }
+}
+
+/// What a client connection needs to start TLS with one target.
+#[derive(Debug, Clone)]
+pub struct ClientTls {
+    pub config: Arc<rustls::ClientConfig>,
+    /// The name checked in the certificate and sent as SNI (none for an IP address).
+    pub name: ServerName<'static>,
+    pub start: TlsStart,
+}
+
+impl ClientTls {
+    /// A new TLS client session for one connection.
+    pub fn session(&self) -> Result<rustls::ClientConnection, rustls::Error> {
+        let mut conn = rustls::ClientConnection::new(self.config.clone(), self.name.clone())?;
+        // The connection machine drains what rustls holds after every call: no limit needed.
+        conn.set_buffer_limit(None);
+        Ok(conn)
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn versions(v: Option<TlsVersion>) -> Vec<&'static rustls::SupportedProtocolVersion> {
+    match v {
+        Some(TlsVersion::V12) => vec![&rustls::version::TLS12],
+        Some(TlsVersion::V13) => vec![&rustls::version::TLS13],
+        None => vec![&rustls::version::TLS13, &rustls::version::TLS12],
+    }
+}
+
+/// Where Debian, Fedora and Alpine keep the system's trusted certificates.
+const SYSTEM_ROOTS: [&str; 3] =
+    ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
+
+/// The client configuration for one target: `alpn` is the protocol named in ALPN
+/// (`http/1.1`), or none.
+pub fn client_config(args: &TlsArgs, alpn: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>> {
+    let mut roots = rustls::RootCertStore::empty();
+    if let Some(path) = SYSTEM_ROOTS.iter().find(|p| std::path::Path::new(p).exists()) {
+        let certs = CertificateDer::pem_file_iter(path).into_iter().flatten().flatten();
+        roots.add_parsable_certificates(certs);
+    }
+    if let Some(path) = &args.ca {
+        let certs: Vec<_> = CertificateDer::pem_file_iter(path)
+            .with_context(|| format!("cannot read --ca {}", path.display()))?
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("--ca {} is not a PEM certificate file", path.display()))?;
+        if certs.is_empty() {
+            bail!("--ca {} holds no certificate (expected PEM: -----BEGIN CERTIFICATE-----)", path.display());
+        }
+        let (_, refused) = roots.add_parsable_certificates(certs);
+        if refused > 0 {
+            bail!("--ca {}: {refused} certificate(s) could not be used", path.display());
+        }
+    }
+    roots.add_parsable_certificates(args.trust.iter().map(|der| CertificateDer::from(der.clone())));
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&versions(args.tls_version))
+        .context("TLS versions")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    if args.insecure {
+        config.dangerous().set_certificate_verifier(Arc::new(AnyCertificate(provider())));
+    }
+    config.alpn_protocols = alpn.map(|a| vec![a.to_vec()]).unwrap_or_default();
+    if !args.tls_resume {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
+    Ok(Arc::new(config))
+}
+
+/// The name to check in the server's certificate: the URL's host.
+pub fn server_name(host: &str) -> Result<ServerName<'static>> {
+    ServerName::try_from(host.to_string())
+        .map_err(|_| anyhow::anyhow!("'{host}' is not a valid TLS server name"))
+}
+
+/// `--insecure`: any certificate is accepted; the handshake's signatures are still checked (so
+/// the handshake costs what a verified one does, less the chain).
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A built-in server's TLS options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeTlsArgs {
+    /// Serve TLS (https, wss, sios, nsq+https; the nsq sink also upgrades its TCP side on
+    /// `IDENTIFY` `tls_v1` as nsqd does). Without --cert/--key, a self-signed certificate for
+    /// localhost, 127.0.0.1 and ::1 is made at start and written beside the server's output.
+    #[arg(long)]
+    pub tls: bool,
+    /// The certificate chain (PEM) to serve; with --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Serve only this TLS version (default both).
+    #[arg(long = "serve-tls-version", value_enum, value_name = "1.2|1.3")]
+    pub version: Option<TlsVersion>,
+}
+
+/// A server's TLS: its configuration, and its certificate (to trust it, or write it out).
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    pub config: Arc<rustls::ServerConfig>,
+    pub cert_der: Vec<u8>,
+    pub cert_pem: String,
+}
+
+impl ServeTlsArgs {
+    /// The server's TLS, or `None` without `--tls`/`--cert`.
+    pub fn server(&self) -> Result<Option<ServerTls>> {
+        let (chain, key, pem) = match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+                    .with_context(|| format!("cannot read --cert {}", cert.display()))?
+                    .collect::<Result<_, _>>()
+                    .with_context(|| format!("--cert {} is not a PEM certificate file", cert.display()))?;
+                if chain.is_empty() {
+                    bail!("--cert {} holds no certificate", cert.display());
+                }
+                let key = PrivateKeyDer::from_pem_file(key)
+                    .with_context(|| format!("--key {} holds no PEM private key", key.display()))?;
+                let pem = std::fs::read_to_string(cert)?;
+                (chain, key, pem)
+            }
+            _ if self.tls => {
+                let names = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+                let made = rcgen::generate_simple_self_signed(names).context("making a certificate")?;
+                let key = PrivateKeyDer::try_from(made.signing_key.serialize_der())
+                    .map_err(|e| anyhow::anyhow!("the key just made: {e}"))?;
+                (vec![made.cert.der().clone()], key, made.cert.pem())
+            }
+            _ => return Ok(None),
+        };
+        let cert_der = chain[0].to_vec();
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&versions(self.version))
+            .context("TLS versions")?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .context("the certificate and key do not make a TLS identity")?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Some(ServerTls { config: Arc::new(config), cert_der, cert_pem: pem }))
+    }
+}
+
+/// Why a record stream cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error(
+        "the server answered in plaintext, not TLS (it began {0:?}): is this port a TLS one? Use http:// or ws:// for a plaintext server"
+    )]
+    NotTls(String),
+    #[error("a TLS record of {0} bytes: longer than TLS allows")]
+    TooLong(usize),
+}
+
+/// The length of the whole record at the start of `wire`, once it has all arrived.
+pub fn record_len(wire: &[u8]) -> Result<Option<usize>, RecordError> {
+    let Some(head) = wire.get(..RECORD_HEADER) else {
+        // Tell plaintext from TLS as soon as the first byte is there.
+        return match wire.first() {
+            Some(b) if !(20..=24).contains(b) => Err(not_tls(wire)),
+            _ => Ok(None),
+        };
+    };
+    if !(20..=24).contains(&head[0]) || head[1] != 3 {
+        return Err(not_tls(wire));
+    }
+    let len = RECORD_HEADER + usize::from(u16::from_be_bytes([head[3], head[4]]));
+    if len > MAX_RECORD {
+        return Err(RecordError::TooLong(len));
+    }
+    Ok((wire.len() >= len).then_some(len))
+}
+
+fn not_tls(wire: &[u8]) -> RecordError {
+    let text: String = String::from_utf8_lossy(&wire[..wire.len().min(16)])
+        .chars()
+        .map(|c| if c.is_control() { '.' } else { c })
+        .collect();
+    RecordError::NotTls(text)
+}
+
+/// Encrypt `plain` into records appended to `out` (with anything else rustls had to send);
+/// returns the records appended.
+pub fn seal<D>(conn: &mut rustls::ConnectionCommon<D>, plain: &[u8], out: &mut Vec<u8>) -> u64 {
+    if !plain.is_empty() {
+        // Unlimited buffers (set at creation): a write takes everything.
+        let _ = conn.writer().write_all(plain);
+    }
+    flush(conn, out)
+}
+
+/// Append what rustls has to send (handshake messages, alerts, records); returns how many
+/// records.
+pub fn flush<D>(conn: &mut rustls::ConnectionCommon<D>, out: &mut Vec<u8>) -> u64 {
+    let before = out.len();
+    while conn.wants_write() {
+        if conn.write_tls(out).is_err() {
+            break;
+        }
+    }
+    count_records(&out[before..])
+}
+
+/// How many records `wire` (whole records) holds.
+pub fn count_records(mut wire: &[u8]) -> u64 {
+    let mut n = 0;
+    while let Ok(Some(len)) = record_len(wire) {
+        wire = &wire[len..];
+        n += 1;
+    }
+    n
+}
+
+/// Decrypt one whole record; its plaintext is then in `conn.reader()`.
+pub fn open<D>(conn: &mut rustls::ConnectionCommon<D>, record: &[u8]) -> Result<(), rustls::Error> {
+    let mut input = record;
+    while !input.is_empty() {
+        match conn.read_tls(&mut input) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        conn.process_new_packets()?;
+    }
+    Ok(())
+}
+
+/// Move the plaintext rustls holds into `dst` (the receive buffer of the protocol above);
+/// `Ok(true)` when the peer said `close_notify`.
+pub fn drain_plain<D>(
+    conn: &mut rustls::ConnectionCommon<D>,
+    dst: &mut crate::engine::RecvBuf,
+) -> std::io::Result<(usize, bool)> {
+    let mut total = 0;
+    loop {
+        let Some(room) = dst.spare() else {
+            return Err(std::io::Error::other("message larger than the receive limit"));
+        };
+        match conn.reader().read(room) {
+            Ok(0) => return Ok((total, true)),
+            Ok(n) => {
+                dst.filled(n);
+                total += n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok((total, false)),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// One line saying what a TLS failure means and what to do.
+pub fn explain(e: &rustls::Error) -> String {
+    use rustls::{AlertDescription as A, CertificateError as C, Error as E};
+    match e {
+        E::InvalidCertificate(C::UnknownIssuer | C::BadSignature) => {
+            "the server's certificate is not signed by a CA we trust: pass --ca FILE (its certificate or CA), or --insecure".into()
+        }
+        E::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => {
+            "the server's certificate is not valid for the URL's host: use a name it was issued for, or --insecure".into()
+        }
+        E::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
+            "the server's certificate has expired (or --insecure)".into()
+        }
+        E::InvalidCertificate(other) => format!("the server's certificate was refused: {other:?}"),
+        E::AlertReceived(A::ProtocolVersion) => {
+            "the server refused the TLS version offered: try another --tls-version".into()
+        }
+        E::AlertReceived(A::HandshakeFailure) => {
+            "the server refused the handshake (no version, cipher or group in common): check --tls-version".into()
+        }
+        E::PeerIncompatible(why) => format!("the server offers nothing we speak: {why:?}; check --tls-version"),
+        E::AlertReceived(alert) => format!("the server sent TLS alert {alert:?}"),
+        other => format!("TLS: {other}"),
+    }
+}
+
+/// A TLS server connection's plaintext buffer starts this small and grows for large messages.
+const SERVER_PLAIN_INITIAL: usize = 4096;
+
+/// One client connection's TLS session, as the connection machine drives it: the ciphertext
+/// read so far, and for each record whose plaintext the protocol has not consumed yet, how
+/// much of it is left and the record's overhead — so that every plaintext byte the codec
+/// consumes is turned back into the wire bytes that carried it.
+pub struct ClientSession {
+    pub conn: rustls::ClientConnection,
+    /// Ciphertext received, not yet a whole record.
+    pub wire_in: crate::engine::RecvBuf,
+    /// (plaintext left, overhead) of each record not yet consumed whole, oldest first.
+    records: std::collections::VecDeque<(u32, u32)>,
+    /// The TLS handshake is not over yet (its bytes are counted apart).
+    pub in_handshake: bool,
+    pub started: std::time::Instant,
+    /// TLS-class bytes of the handshake, each way.
+    pub handshake_tx: u64,
+    pub handshake_rx: u64,
+    scratch: Vec<u8>,
+}
+
+/// What one read's records held.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    /// Plaintext bytes appended for the protocol.
+    pub plain: usize,
+    /// Records that carried no plaintext (handshake, tickets, alerts), and their bytes.
+    pub tls_records: u64,
+    pub tls_bytes: u64,
+}
+
+/// Wire bytes that carried some consumed plaintext, and the records they completed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Carried {
+    pub wire: u64,
+    pub plain: u64,
+    pub records: u64,
+}
+
+/// Why a TLS client session failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{}", explain(.0))]
+    Tls(rustls::Error),
+    #[error(transparent)]
+    Record(RecordError),
+    #[error("{0}")]
+    Plain(std::io::Error),
+}
+
+impl ClientSession {
+    pub fn new(tls: &ClientTls, now: std::time::Instant) -> Result<Self, SessionError> {
+        Ok(ClientSession {
+            conn: tls.session().map_err(SessionError::Tls)?,
+            wire_in: crate::engine::RecvBuf::new(),
+            records: std::collections::VecDeque::new(),
+            in_handshake: true,
+            started: now,
+            handshake_tx: 0,
+            handshake_rx: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// `n` bytes arrived in `wire_in`: open every whole record, plaintext into `plain`.
+    pub fn received(&mut self, n: usize, plain: &mut crate::engine::RecvBuf) -> Result<Opened, SessionError> {
+        self.wire_in.filled(n);
+        let mut opened = Opened::default();
+        while let Some(len) = record_len(self.wire_in.data()).map_err(SessionError::Record)? {
+            open(&mut self.conn, &self.wire_in.data()[..len]).map_err(SessionError::Tls)?;
+            self.wire_in.consume(len);
+            let (got, _closed) = drain_plain(&mut self.conn, plain).map_err(SessionError::Plain)?;
+            if got == 0 {
+                opened.tls_records += 1;
+                opened.tls_bytes += len as u64;
+                if self.in_handshake {
+                    self.handshake_rx += len as u64;
+                }
+            } else {
+                opened.plain += got;
+                self.records.push_back((got as u32, (len - got) as u32));
+            }
+        }
+        Ok(opened)
+    }
+
+    /// The protocol consumed `plain` bytes: the wire bytes that carried them (the overhead of
+    /// a record counts with the bytes that complete it).
+    pub fn carried(&mut self, plain: usize) -> Carried {
+        let mut c = Carried { wire: plain as u64, plain: plain as u64, records: 0 };
+        let mut left = plain as u32;
+        while left > 0
+            && let Some((plain_left, overhead)) = self.records.front_mut()
+        {
+            let take = left.min(*plain_left);
+            *plain_left -= take;
+            left -= take;
+            if *plain_left == 0 {
+                c.wire += u64::from(*overhead);
+                c.records += 1;
+                self.records.pop_front();
+            }
+        }
+        c
+    }
+
+    /// Wire bytes received and not consumed (the connection ends): what is left of the
+    /// records, and what never made a whole one.
+    pub fn leftover(&mut self) -> u64 {
+        let queued: u64 = self.records.drain(..).map(|(p, o)| u64::from(p) + u64::from(o)).sum();
+        queued + self.wire_in.reset() as u64
+    }
+
+    /// Seal `out[from..]` (plaintext) into records in its place; returns the records.
+    pub fn seal_tail(&mut self, out: &mut Vec<u8>, from: usize) -> u64 {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&out[from..]);
+        out.truncate(from);
+        seal(&mut self.conn, &self.scratch, out)
+    }
+}
+
+/// A built-in server with TLS: wraps the protocol's codec, which sees only plaintext. TLS starts
+/// at the first byte, or when the codec says so ([`Served::start_tls`]: the nsq sink after
+/// `IDENTIFY` with `tls_v1`).
+pub struct TlsServer<S> {
+    inner: S,
+    config: Arc<rustls::ServerConfig>,
+    at_accept: bool,
+    /// An upgrade's handshake is over (the codec was told).
+    upgraded: bool,
+    session: Option<Box<rustls::ServerConnection>>,
+    plain_in: crate::engine::RecvBuf,
+    plain_out: Vec<u8>,
+}
+
+impl<S: Clone> Clone for TlsServer<S> {
+    fn clone(&self) -> Self {
+        // A fresh connection: no session yet.
+        TlsServer::new(self.inner.clone(), self.config.clone(), self.at_accept)
+    }
+}
+
+impl<S> TlsServer<S> {
+    pub fn new(inner: S, config: Arc<rustls::ServerConfig>, at_accept: bool) -> Self {
+        TlsServer {
+            inner,
+            config,
+            at_accept,
+            upgraded: false,
+            session: None,
+            plain_in: crate::engine::RecvBuf::bounded(SERVER_PLAIN_INITIAL, 80 << 20),
+            plain_out: Vec::new(),
+        }
+    }
+
+    fn start(&mut self) -> Result<(), rustls::Error> {
+        let mut conn = rustls::ServerConnection::new(self.config.clone())?;
+        conn.set_buffer_limit(None);
+        self.session = Some(Box::new(conn));
+        Ok(())
+    }
+}
+
+impl<S: ServerCodec> ServerCodec for TlsServer<S> {
+    fn seed(&mut self, seed: u64) {
+        self.inner.seed(seed);
+    }
+
+    fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
+        if self.session.is_none() && !self.at_accept {
+            // Plaintext until the protocol upgrades (its reply to the upgrade goes out plain).
+            let served = self.inner.serve(input, out);
+            if served.start_tls && self.start().is_err() {
+                return Served { close: true, ..served };
+            }
+            return served;
+        }
+        if self.session.is_none() && self.start().is_err() {
+            return Served { consumed: input.len(), close: true, ..Served::default() };
+        }
+        let conn = self.session.as_mut().expect("started");
+        let mut rest = input;
+        let mut peer_done = false;
+        let mut failed = false;
+        while !rest.is_empty() && !failed {
+            match conn.read_tls(&mut rest) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(_) => failed = true,
+            }
+            if conn.process_new_packets().is_err() {
+                failed = true; // rustls queued the alert to send
+            }
+            match drain_plain(conn, &mut self.plain_in) {
+                Ok((_, closed)) => peer_done |= closed,
+                Err(_) => failed = true,
+            }
+        }
+        let handshaking = conn.is_handshaking();
+        if !handshaking && !self.at_accept && !self.upgraded {
+            self.upgraded = true;
+            self.inner.tls_established(&mut self.plain_out);
+        }
+        let mut served = Served { consumed: input.len(), ..Served::default() };
+        if !self.plain_in.data().is_empty() {
+            let inner = self.inner.serve(self.plain_in.data(), &mut self.plain_out);
+            self.plain_in.consume(inner.consumed);
+            served = Served { consumed: input.len(), ..inner };
+        } else if handshaking {
+            served.awaiting = crate::proto::Awaiting::Head;
+        }
+        served.close |= failed || peer_done;
+        seal(conn, &self.plain_out, out);
+        self.plain_out.clear();
+        if served.close && !failed {
+            // After the last answer: TLS's goodbye.
+            conn.send_close_notify();
+            flush(conn, out);
+        }
+        served
+    }
+
+    fn set_unix_time(&mut self, secs: u64) {
+        self.inner.set_unix_time(secs);
+    }
+    fn heartbeat_interval(&self) -> Option<std::time::Duration> {
+        self.inner.heartbeat_interval()
+    }
+    fn heartbeat(&mut self, out: &mut Vec<u8>) {
+        match self.session.as_mut() {
+            Some(conn) if !conn.is_handshaking() => {
+                self.inner.heartbeat(&mut self.plain_out);
+                seal(conn, &self.plain_out, out);
+                self.plain_out.clear();
+            }
+            // Mid-handshake, a heartbeat would be plaintext in a TLS stream: it waits.
+            Some(_) => {}
+            None => self.inner.heartbeat(out),
+        }
+    }
+    fn silence_limit(&self) -> Option<std::time::Duration> {
+        self.inner.silence_limit()
+    }
+    // A refused client is told nothing: a plaintext refusal would not be TLS.
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_lengths_and_plaintext_told_apart() {
+        assert_eq!(record_len(&[]), Ok(None));
+        assert_eq!(record_len(&[23, 3, 3, 0]), Ok(None));
+        assert_eq!(record_len(&[23, 3, 3, 0, 2, 9]), Ok(None));
+        assert_eq!(record_len(&[23, 3, 3, 0, 2, 9, 9, 1]), Ok(Some(7)));
+        assert!(
+            matches!(record_len(b"HTTP/1.1 400 Bad"), Err(RecordError::NotTls(t)) if t.starts_with("HTTP/1.1"))
+        );
+        assert!(matches!(record_len(b"H"), Err(RecordError::NotTls(_))));
+        assert_eq!(record_len(&[23, 3, 3, 0xff, 0xff]), Err(RecordError::TooLong(5 + 0xffff)));
+        assert_eq!(count_records(&[22, 3, 1, 0, 1, 0, 23, 3, 3, 0, 0]), 2);
+    }
+
+    /// A client and a server session in memory: every handshake byte and record, counted.
+    #[test]
+    fn sealed_records_cost_22_bytes_each_in_tls_1_3() {
+        let server = ServeTlsArgs { tls: true, ..Default::default() }.server().unwrap().unwrap();
+        let args = TlsArgs { trust: vec![server.cert_der.clone()], ..Default::default() };
+        let client = ClientTls {
+            config: client_config(&args, Some(b"http/1.1")).unwrap(),
+            name: server_name("localhost").unwrap(),
+            start: TlsStart::AtConnect,
+        };
+        let mut c = client.session().unwrap();
+        let mut s = rustls::ServerConnection::new(server.config.clone()).unwrap();
+        let mut wire = Vec::new();
+        for _ in 0..4 {
+            flush(&mut c, &mut wire);
+            let mut w = &wire[..];
+            while !w.is_empty() {
+                s.read_tls(&mut w).unwrap();
+                s.process_new_packets().unwrap();
+            }
+            wire.clear();
+            flush(&mut s, &mut wire);
+            while let Ok(Some(len)) = record_len(&wire) {
+                open(&mut c, &wire[..len]).unwrap();
+                wire.drain(..len);
+            }
+        }
+        assert!(!c.is_handshaking() && !s.is_handshaking());
+        assert_eq!(c.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_3));
+        wire.clear();
+        assert_eq!(seal(&mut c, &[b'x'; 400], &mut wire), 1);
+        assert_eq!(wire.len(), 400 + 22, "header 5 + inner type 1 + AES-GCM/ChaCha tag 16");
+        wire.clear();
+        assert_eq!(seal(&mut c, &vec![b'x'; 20_000], &mut wire), 2, "16 KiB of plaintext per record");
+    }
+
+    #[test]
+    fn failures_explained_in_one_line_with_advice() {
+        let e = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        assert!(explain(&e).contains("--ca FILE"));
+        let e = rustls::Error::AlertReceived(rustls::AlertDescription::ProtocolVersion);
+        assert!(explain(&e).contains("--tls-version"));
+    }
+}
