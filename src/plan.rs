@@ -500,6 +500,11 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
         let n = match std::io::Read::read(&mut stream, &mut buf) {
             Ok(0) => return Err(failed("the server closed the connection during the handshake".into())),
             Ok(n) => n,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return Err(failed(format!(
+                    "no answer within {PREFLIGHT_TIMEOUT:?}: is this port a TLS one? (use http:// or ws:// for a plaintext server)"
+                )));
+            }
             Err(e) => return Err(failed(crate::engine::conn::io_text(&e))),
         };
         crate::tls::record_len(&buf[..n]).map_err(|e| failed(e.to_string()))?;

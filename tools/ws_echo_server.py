@@ -1,11 +1,13 @@
 """A strict, real WebSocket echo server (Python's `websockets`), for wirebench's peer tests.
 
-Usage: python3 tools/ws_echo_server.py PORT [SECONDS] [PREFIX]
+Usage: python3 tools/ws_echo_server.py PORT [SECONDS] [PREFIX] [CERT KEY]
 Prints "ready" once listening on 127.0.0.1:PORT; stops after SECONDS (default 600). With PREFIX,
 every echo starts with it (as a server in the wsbench study answered: `bench --expect any`).
+With CERT and KEY (PEM files), it serves wss:// (Python's ssl module, i.e. OpenSSL).
 No compression, 16 MiB message limit (the same as `wirebench serve ws`).
 """
 import asyncio
+import ssl
 import sys
 
 from websockets.asyncio.server import serve
@@ -22,12 +24,19 @@ def echo(prefix: str):
     return handler
 
 
-async def main(port: int, seconds: float, prefix: str) -> None:
-    async with serve(echo(prefix), "127.0.0.1", port, compression=None, max_size=16 * 2**20):
+async def main(port: int, seconds: float, prefix: str, tls) -> None:
+    context = None
+    if tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+    async with serve(
+        echo(prefix), "127.0.0.1", port, compression=None, max_size=16 * 2**20, ssl=context
+    ):
         print("ready", flush=True)
         await asyncio.sleep(seconds)
 
 
 if __name__ == "__main__":
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 600.0
-    asyncio.run(main(int(sys.argv[1]), seconds, sys.argv[3] if len(sys.argv) > 3 else ""))
+    tls = sys.argv[4:6] if len(sys.argv) > 5 else None
+    asyncio.run(main(int(sys.argv[1]), seconds, sys.argv[3] if len(sys.argv) > 3 else "", tls))

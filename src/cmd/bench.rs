@@ -42,6 +42,14 @@ pub fn main(args: &BenchArgs) -> Result<()> {
             report::out(&report::text::render_watch(w));
         }
     }
+    // TLS refused on every connection (a run that could not start): one line, exit status 2.
+    if report.ops == 0
+        && report.conn_errors.get(crate::outcome::ErrorClass::Tls) == report.conn_errors.total()
+    {
+        if let Some(why) = report.error_samples.iter().find(|s| s.starts_with("tls")) {
+            anyhow::bail!("every connection failed its TLS set-up: {why}");
+        }
+    }
     if let Some(path) = &args.json {
         let mut value = report::json::bench(&info, &report);
         value["label"] = serde_json::json!(label);

@@ -940,7 +940,12 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 Err(e) => {
                     let text = self.error_text(e);
-                    return self.fail(ErrorClass::Protocol, format!("handshake: {text}"));
+                    let class = if e == crate::proto::ProtoError::TlsRefused {
+                        ErrorClass::Tls
+                    } else {
+                        ErrorClass::Protocol
+                    };
+                    return self.fail(class, format!("handshake: {text}"));
                 }
             }
         }

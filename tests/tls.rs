@@ -1,0 +1,343 @@
+//! TLS end to end: every TLS scheme against the built-in servers on every engine, the bytes on
+//! both layers (the wire, audited against the kernel, and the plaintext inside), resumption,
+//! the failures a user meets (unknown CA, wrong name, refused version, a plaintext port), and
+//! real peers: nginx with `ssl`, a real nsqd with `--tls-cert` (its `tls_v1` upgrade and its
+//! HTTPS side), and Python's `websockets` with an SSL context.
+
+mod common;
+use common::*;
+use std::path::PathBuf;
+use wirebench::cmd::{Cli, Command as Cmd};
+use wirebench::outcome::ErrorClass;
+use wirebench::stats::Report;
+
+/// TLS 1.3 record overhead with an AEAD of 16-byte tags: header 5 + inner type 1 + tag 16.
+const TLS13_RECORD: f64 = 22.0;
+/// TLS 1.2 with AES-GCM: header 5 + explicit nonce 8 + tag 16.
+const TLS12_RECORD: f64 = 29.0;
+
+/// A built-in server serving TLS (`serve KIND --tls`, self-signed) on `engine`; its targets and
+/// the certificate's PEM file for `--ca`.
+fn tls_server(
+    engine: &str,
+    kind: &str,
+    extra: &[&str],
+) -> (wirebench::engine::ServerHandle, Vec<String>, String) {
+    let mut argv = vec!["wirebench", "serve", kind, "--listen", "127.0.0.1:0", "--engine", engine, "--tls"];
+    argv.extend_from_slice(extra);
+    let cli = <Cli as clap::Parser>::try_parse_from(argv).unwrap();
+    let Cmd::Serve(args) = cli.command else { unreachable!() };
+    let started = wirebench::cmd::serve::start_args(&args, &[server_cpu()]).unwrap();
+    let tls = started.tls.expect("a TLS server");
+    let path = std::env::temp_dir().join(format!("wirebench-test-{}.pem", started.handle.addr().port()));
+    std::fs::write(&path, &tls.cert_pem).unwrap();
+    (started.handle, started.urls.concat(), path.display().to_string())
+}
+
+/// A certificate and key for `names`, written as PEM files in a fresh directory.
+fn cert_files(tag: &str, names: &[&str]) -> (PathBuf, PathBuf) {
+    let made =
+        rcgen::generate_simple_self_signed(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    let dir = std::env::temp_dir().join(format!("wirebench-tls-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+/// Per operation: wire = plaintext + one record's overhead each way, one record each way; the
+/// wire audited against the kernel; a full handshake per connection.
+fn assert_tls_per_op(r: &Report, overhead: f64, plain_tx: f64, plain_rx: f64) {
+    assert_clean(r);
+    assert!(r.audit_matches(), "{:?}", r.audit);
+    let per = |n: u64| n as f64 / r.ops as f64;
+    assert_eq!((per(r.tls.plain_tx.op), per(r.tls.plain_rx.op)), (plain_tx, plain_rx), "plaintext per op");
+    assert_eq!((r.tx_per_op(), r.rx_per_op()), (plain_tx + overhead, plain_rx + overhead), "wire per op");
+    assert_eq!((per(r.tls.records_tx.op), per(r.tls.records_rx.op)), (1.0, 1.0), "a record per op");
+    assert_eq!(r.tls.full.count, r.connects, "a full handshake per connection");
+    assert!(r.tls.full.tx > 0 && r.tls.full.rx > r.tls.full.tx, "{:?}", r.tls.full);
+    assert!(r.tx.tls >= r.tls.full.tx && r.rx.tls >= r.tls.full.rx);
+    assert!(!r.phases.tls.is_empty());
+}
+
+#[test]
+fn every_tls_scheme_on_every_engine_carries_the_plaintext_runs_bytes_plus_one_record() {
+    for server_engine in SERVER_ENGINES {
+        let (plain, plain_urls) = {
+            let mut handles = Vec::new();
+            let mut urls = Vec::new();
+            for kind in ["http", "ws", "nsq", "sio"] {
+                let argv = ["wirebench", "serve", kind, "--listen", "127.0.0.1:0", "--engine", server_engine];
+                let Cmd::Serve(args) = <Cli as clap::Parser>::try_parse_from(argv).unwrap().command else {
+                    unreachable!()
+                };
+                let started = wirebench::cmd::serve::start_args(&args, &[server_cpu()]).unwrap();
+                urls.extend(started.urls.concat());
+                handles.push(started.handle);
+            }
+            (handles, urls)
+        };
+        let mut tls_urls = Vec::new();
+        let mut servers = Vec::new();
+        for kind in ["http", "ws", "nsq", "sio"] {
+            let (handle, urls, ca) = tls_server(server_engine, kind, &[]);
+            tls_urls.extend(urls.into_iter().map(|u| (u, ca.clone())));
+            servers.push(handle);
+        }
+        assert_eq!(plain_urls.len(), tls_urls.len());
+        for engine in ENGINES {
+            let cpu = client_cpu().to_string();
+            for (plain_url, (tls_url, ca)) in plain_urls.iter().zip(&tls_urls) {
+                let args = ["-c", "3", "-n", "600", "--cores", &cpu];
+                let p = bench_on(engine, &[&[plain_url.as_str()][..], &args].concat());
+                assert_clean(&p);
+                let r = bench_on(engine, &[&[tls_url.as_str(), "--ca", ca.as_str()][..], &args].concat());
+                let what = format!("{tls_url} on {engine} against {server_engine}");
+                assert_eq!(r.ops, 600, "{what}");
+                assert_tls_per_op(&r, TLS13_RECORD, p.tx_per_op(), p.rx_per_op());
+                // The protocol's own set-up is the same inside TLS (NSQ's IDENTIFY then asks
+                // for tls_v1, and nsqd's answer says so: those differ).
+                if !tls_url.starts_with("nsq://") {
+                    assert_eq!(r.tls.plain_tx.handshake, p.tx.handshake, "{what}");
+                }
+            }
+        }
+        drop((plain, servers));
+    }
+}
+
+#[test]
+fn tls_1_2_records_cost_29_bytes_and_resumption_is_counted_apart() {
+    let (_server, urls, ca) = tls_server("tokio-uring", "http", &[]);
+    let cpu = client_cpu().to_string();
+    let plain_server = start_builtin_on("tokio-uring", "http");
+    let plain =
+        bench(&[&format!("http://{}/", plain_server.addr()), "-c", "2", "-n", "400", "--cores", &cpu]);
+    let r = bench(&[&urls[0], "--ca", &ca, "--tls-version", "1.2", "-c", "2", "-n", "400", "--cores", &cpu]);
+    assert_tls_per_op(&r, TLS12_RECORD, plain.tx_per_op(), plain.rx_per_op());
+    // A connection per operation: every one after the first few resumes (a ticket per server
+    // name is kept), and a resumed handshake reads far fewer bytes (no certificate).
+    let args =
+        [&urls[0], "--ca", &ca, "--no-keepalive", "--tls-resume", "-c", "2", "-n", "300", "--cores", &cpu];
+    for engine in ENGINES {
+        let r = bench_on(engine, &args);
+        assert_clean(&r);
+        assert!(r.audit_matches());
+        assert_eq!(r.tls.full.count + r.tls.resumed.count, r.connects, "{engine}");
+        assert!(r.tls.resumed.count >= 290, "{engine}: {:?}", r.tls);
+        assert!(r.tls.resumed.rx * r.tls.full.count < r.tls.full.rx * r.tls.resumed.count / 2, "{:?}", r.tls);
+    }
+    // Without --tls-resume every handshake is a full one.
+    let r = bench(&args.iter().copied().filter(|a| *a != "--tls-resume").collect::<Vec<_>>());
+    assert_eq!((r.tls.full.count, r.tls.resumed.count), (r.connects, 0));
+}
+
+/// `bench ARGS` as `main` runs it: its error line, if it fails.
+fn bench_error(args: &[&str]) -> String {
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_wirebench")).arg("bench").args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn handshake_failures_are_one_clear_line_and_exit_status_2() {
+    let (server, urls, ca) = tls_server("tokio-uring", "http", &[]);
+    let port = server.addr().port();
+    let common = ["-c", "2", "-d", "1s"];
+    // No --ca: the self-signed certificate is nobody's.
+    let e = bench_error(&[&[urls[0].as_str()][..], &common].concat());
+    assert!(e.contains("not signed by a CA we trust") && e.contains("--ca FILE"), "{e}");
+    // A certificate for other names.
+    let (cert, key) = cert_files("name", &["other.example"]);
+    let (other, _, _) = tls_server(
+        "tokio-uring",
+        "http",
+        &["--cert", cert.to_str().unwrap(), "--key", key.to_str().unwrap()],
+    );
+    let url = format!("https://127.0.0.1:{}/", other.addr().port());
+    let e = bench_error(&[&[url.as_str(), "--ca", cert.to_str().unwrap()][..], &common].concat());
+    assert!(e.contains("not valid for the URL's host"), "{e}");
+    // A version the server will not speak.
+    let (old, _, old_ca) = tls_server("tokio-uring", "http", &["--serve-tls-version", "1.2"]);
+    let url = format!("https://127.0.0.1:{}/", old.addr().port());
+    let e = bench_error(
+        &[&[url.as_str(), "--ca", old_ca.as_str(), "--tls-version", "1.3"][..], &common].concat(),
+    );
+    assert!(e.contains("--tls-version"), "{e}");
+    // A plaintext server on a TLS URL: one that answers (an NSQ error frame) and one that waits
+    // for the rest of a request head.
+    let plain = start_builtin("nsq");
+    let url = format!("https://{}/", plain.addr());
+    let e = bench_error(&[&[url.as_str(), "--insecure"][..], &common].concat());
+    assert!(e.contains("plaintext, not TLS"), "{e}");
+    let plain = start_builtin("http");
+    let url = format!("https://{}/", plain.addr());
+    let e = bench_error(&[&[url.as_str(), "--insecure"][..], &common].concat());
+    assert!(e.contains("is this port a TLS one?"), "{e}");
+    // --insecure takes any certificate: the run goes.
+    let r = bench(&[&urls[0], "--insecure", "-c", "2", "-n", "100"]);
+    assert_clean(&r);
+    assert_eq!(port, server.addr().port());
+    let _ = ca;
+}
+
+#[test]
+fn nsq_tls_v1_refused_by_a_sink_without_tls_counts_tls_failures_then_exits_2() {
+    // The upgrade is asked inside NSQ's handshake: no pre-flight can try it, the run counts it.
+    let plain = start_builtin("nsq");
+    let url = format!("nsq://{}/test?tls=1", plain.addr());
+    let r = bench(&[&url, "--insecure", "-c", "2", "-d", "300ms"]);
+    assert_accounted(&r);
+    assert_eq!(r.ops, 0);
+    assert!(r.conn_errors.get(ErrorClass::Tls) >= 2, "{:?}", r.conn_errors);
+    assert!(r.error_samples.iter().any(|s| s.contains("did not agree to tls_v1")), "{:?}", r.error_samples);
+    let e = bench_error(&[&url, "--insecure", "-c", "2", "-d", "300ms"]);
+    assert!(e.contains("every connection failed its TLS set-up"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real peers.
+
+#[test]
+#[ignore = "needs nginx: run by .ci/run"]
+fn nginx_with_ssl_carries_the_same_bytes_as_the_built_in_server_per_record() {
+    let (cert, key) = cert_files("nginx", &["localhost", "127.0.0.1"]);
+    let server = format!(
+        "ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.2 TLSv1.3;",
+        cert.display(),
+        key.display()
+    );
+    let (_nginx, addr) = start_nginx_with("ssl", &server);
+    let cpu = client_cpu().to_string();
+    let ca = cert.to_str().unwrap();
+    let url = format!("https://localhost:{}/", addr.port());
+    let plain_nginx = {
+        let (_n, a) = start_nginx();
+        bench(&[&format!("http://{a}/"), "-c", "2", "-n", "500", "--cores", &cpu])
+    };
+    for engine in ENGINES {
+        let r = bench_on(engine, &[&url, "--ca", ca, "-c", "4", "-n", "2000", "--cores", &cpu]);
+        assert_tls_per_op(&r, TLS13_RECORD, plain_nginx.tx_per_op(), plain_nginx.rx_per_op());
+        let r = bench_on(
+            engine,
+            &[&url, "--ca", ca, "--tls-version", "1.2", "-c", "2", "-n", "500", "--cores", &cpu],
+        );
+        assert_tls_per_op(&r, TLS12_RECORD, plain_nginx.tx_per_op(), plain_nginx.rx_per_op());
+    }
+    // A connection per operation with resumption: nginx resumes through its tickets.
+    let r =
+        bench(&[&url, "--ca", ca, "--no-keepalive", "--tls-resume", "-c", "2", "-n", "200", "--cores", &cpu]);
+    assert_clean(&r);
+    assert!(r.audit_matches());
+    assert!(r.tls.resumed.count >= 190, "{:?}", r.tls);
+}
+
+#[test]
+#[ignore = "needs nsqd: run by .ci/run"]
+fn a_real_nsqd_upgrades_to_tls_on_identify_and_serves_https() {
+    let (cert, key) = cert_files("nsqd", &["localhost", "127.0.0.1"]);
+    let (tcp, https) = (free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!("wirebench-nsqd-tls-{tcp}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let _nsqd = Peer(
+        std::process::Command::new(nsqd_binary())
+            .arg(format!("--tcp-address=127.0.0.1:{tcp}"))
+            .arg(format!("--http-address=127.0.0.1:{}", free_port()))
+            .arg(format!("--https-address=127.0.0.1:{https}"))
+            .arg(format!("--tls-cert={}", cert.display()))
+            .arg(format!("--tls-key={}", key.display()))
+            .arg(format!("--data-path={}", dir.display()))
+            .arg("--log-level=warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(format!("127.0.0.1:{tcp}").parse().unwrap());
+    wait_listening(format!("127.0.0.1:{https}").parse().unwrap());
+    let cpu = client_cpu().to_string();
+    let ca = cert.to_str().unwrap();
+    for engine in ENGINES {
+        // TCP PUB inside TLS: 413 bytes out and nsqd's 10-byte OK in, one record each way.
+        let r = bench_on(
+            engine,
+            &[
+                &format!("nsq://127.0.0.1:{tcp}/test?tls=1"),
+                "--ca",
+                ca,
+                "-c",
+                "2",
+                "-n",
+                "1000",
+                "--cores",
+                &cpu,
+            ],
+        );
+        assert_tls_per_op(&r, TLS13_RECORD, 413.0, 10.0);
+        let r = bench_on(
+            engine,
+            &[
+                &format!("nsq+https://127.0.0.1:{https}/test"),
+                "--ca",
+                ca,
+                "-c",
+                "2",
+                "-n",
+                "1000",
+                "--cores",
+                &cpu,
+            ],
+        );
+        assert_tls_per_op(&r, TLS13_RECORD, r.tls.plain_tx.op as f64 / r.ops as f64, wire::nsqd_pub_ok());
+    }
+}
+
+#[test]
+#[ignore = "needs Python's websockets: run by .ci/run"]
+fn pythons_websockets_over_ssl_echoes_inside_one_record_each_way() {
+    use std::io::BufRead;
+    let (cert, key) = cert_files("websockets", &["localhost", "127.0.0.1"]);
+    let port = free_port();
+    let mut child = std::process::Command::new("python3")
+        .args([
+            format!("{}/tools/ws_echo_server.py", env!("CARGO_MANIFEST_DIR")),
+            port.to_string(),
+            "60".into(),
+            String::new(),
+            cert.display().to_string(),
+            key.display().to_string(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready = std::io::BufReader::new(child.stdout.take().unwrap()).lines().next();
+    let _server = Peer(child);
+    assert_eq!(ready.and_then(Result::ok).as_deref(), Some("ready"));
+    let cpu = client_cpu().to_string();
+    for engine in ENGINES {
+        let url = format!("wss://localhost:{port}/");
+        let r = bench_on(
+            engine,
+            &[
+                &url,
+                "--ca",
+                cert.to_str().unwrap(),
+                "-c",
+                "4",
+                "-n",
+                "2000",
+                "--size",
+                "500",
+                "--cores",
+                &cpu,
+            ],
+        );
+        assert_tls_per_op(&r, TLS13_RECORD, wire::ws_client_frame(500), wire::ws_server_frame(500));
+    }
+}
