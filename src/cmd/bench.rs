@@ -45,10 +45,9 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     // TLS refused on every connection (a run that could not start): one line, exit status 2.
     if report.ops == 0
         && report.conn_errors.get(crate::outcome::ErrorClass::Tls) == report.conn_errors.total()
+        && let Some(why) = report.error_samples.iter().find(|s| s.starts_with("tls"))
     {
-        if let Some(why) = report.error_samples.iter().find(|s| s.starts_with("tls")) {
-            anyhow::bail!("every connection failed its TLS set-up: {why}");
-        }
+        anyhow::bail!("every connection failed its TLS set-up: {why}");
     }
     if let Some(path) = &args.json {
         let mut value = report::json::bench(&info, &report);
