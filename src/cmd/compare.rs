@@ -43,6 +43,12 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     // The built-in servers, unless targets were given.
     let server_engine = args.engine.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server);
     let mut servers = None;
+    let mut tls_servers = None;
+    if args.tls && !args.urls.is_empty() {
+        anyhow::bail!(
+            "--tls starts the built-in servers over TLS; with your own targets, give TLS URLs (https://, wss://, nsq://…?tls=1)"
+        );
+    }
     let urls: Vec<String> = if args.urls.is_empty() {
         let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("literal address");
         let all: Vec<_> = protocol::SERVERS.iter().map(|s| (*s, any)).collect();
@@ -54,8 +60,24 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             ServerLimits::default(),
             plan::own_stop(),
         )?;
-        let urls = started.urls.concat();
+        let mut urls = started.urls.concat();
         servers = Some(started.handle);
+        if args.tls {
+            // The same servers over TLS, on the same cores; the client trusts their certificate.
+            let mut options = ServerOptions::default();
+            options.tls.tls = true;
+            let started = super::serve::start(
+                server_engine,
+                &all,
+                &options,
+                &server_cores,
+                ServerLimits::default(),
+                plan::own_stop(),
+            )?;
+            urls.extend(started.urls.concat());
+            load.tls.trust = started.tls.iter().map(|t| t.cert_der.clone()).collect();
+            tls_servers = Some(started.handle);
+        }
         urls
     } else {
         args.urls.clone()
@@ -63,7 +85,14 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     let mut rows_planned = Vec::new();
     for url in &urls {
         let plan = load.aim(url)?;
-        rows_planned.extend((plan.protocol.compare_rows)(&plan));
+        let mut rows = (plan.protocol.compare_rows)(&plan);
+        if plan.target.tls.is_some() {
+            for row in &mut rows {
+                row.label += table::TLS_MARK;
+                row.versus = None; // the versus ratios compare transports in plaintext
+            }
+        }
+        rows_planned.extend(rows);
     }
     let same_cpu = client_cores.iter().any(|c| server_cores.contains(c));
     let info = CompareInfo {
@@ -109,10 +138,13 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         say(&table::line(&row));
         rows.push(row);
     }
-    if let Some(handle) = servers {
+    for handle in [servers, tls_servers].into_iter().flatten() {
         handle.stop()?;
     }
     let mut footer = table::footer(&rows);
+    if rows.iter().any(|r| r.label.ends_with(table::TLS_MARK)) {
+        footer += &table::tls_table(&rows);
+    }
     if load.shape.per_op {
         footer += &table::per_connection_table(&rows);
     }

@@ -138,6 +138,11 @@ pub struct CompareArgs {
     /// CPUs for the built-in servers (default: the last online CPU).
     #[arg(long, value_name = "LIST")]
     pub server_cores: Option<String>,
+    /// Every row again over TLS (HTTPS, WSS, Socket.IO over TLS, NSQ's tls_v1 PUB and HTTPS
+    /// /pub), the built-in servers serving it beside plaintext with a certificate made at start,
+    /// then a "what TLS costs" table. With URLs, give TLS ones (https://, …) instead.
+    #[arg(long)]
+    pub tls: bool,
     /// Write every row as JSON to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,

@@ -107,7 +107,8 @@ impl Row {
         let segs = per(r.audit.kernel.segs_out + r.audit.kernel.segs_in);
         let mean_ms = |h: &hdrhistogram::Histogram<u64>| if h.is_empty() { 0.0 } else { h.mean() / 1e6 };
         Some(PerConnection {
-            setup: (per(r.tx.handshake), per(r.rx.handshake)),
+            // With TLS, its handshake (and tickets, alerts) is part of the set-up.
+            setup: (per(r.tx.handshake + r.tx.tls), per(r.rx.handshake + r.rx.tls)),
             op: (
                 self.tx_per_msg() * self.info.messages_per_op as f64,
                 self.rx_per_msg() * self.info.messages_per_op as f64,
@@ -117,7 +118,7 @@ impl Row {
             segs,
             wire: bytes + segs * self.header_bytes(),
             connect_ms: mean_ms(&r.phases.connect),
-            setup_ms: mean_ms(&r.phases.handshake),
+            setup_ms: mean_ms(&r.phases.handshake) + mean_ms(&r.phases.tls),
             first_op_ms: mean_ms(&r.latency),
         })
     }
@@ -147,6 +148,51 @@ pub struct PerConnection {
 }
 
 /// `compare --no-keepalive`: the set-up cost table, a row per protocol.
+/// The mark a TLS row's label carries after its plaintext twin's (`compare --tls`).
+pub const TLS_MARK: &str = " +TLS";
+
+/// What TLS costs (`compare --tls`): each TLS row beside its plaintext twin, per message the
+/// wire and plaintext bytes, the records' overhead, CPU, and per connection the handshake.
+pub fn tls_table(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "
+what TLS costs (each row against the same protocol in plaintext, measured above):
+protocol                  wire tx/rx per msg    plaintext tx/rx   TLS tx/rx   records/op  handshake tx/rx/conn  client cpu/msg
+",
+    );
+    for t in rows.iter().filter(|r| r.label.ends_with(TLS_MARK)) {
+        let twin = t.label.trim_end_matches(TLS_MARK);
+        let Some(p) = rows.iter().find(|r| r.label == twin) else { continue };
+        if !t.has_result() || !p.has_result() {
+            let _ = writeln!(s, "{:<25} no result", t.label);
+            continue;
+        }
+        let r = &t.report;
+        let msgs = (r.ops * t.info.messages_per_op).max(1) as f64;
+        let per_msg = |n: u64| n as f64 / msgs;
+        let conns = (r.tls.full.count + r.tls.resumed.count).max(1) as f64;
+        let _ = writeln!(
+            s,
+            "{:<25} {:>8.1} / {:<8.1}  {:>7.1} / {:<7.1} {:>5.1} / {:<5.1} {:>4.2} / {:<4.2} {:>7.0} / {:<7.0}   {:>6.2}us ({:.2}x)",
+            t.label,
+            t.tx_per_msg(),
+            t.rx_per_msg(),
+            per_msg(r.tls.plain_tx.op),
+            per_msg(r.tls.plain_rx.op),
+            t.tx_per_msg() - per_msg(r.tls.plain_tx.op),
+            t.rx_per_msg() - per_msg(r.tls.plain_rx.op),
+            r.tls.records_tx.op as f64 / r.ops.max(1) as f64,
+            r.tls.records_rx.op as f64 / r.ops.max(1) as f64,
+            (r.tls.full.tx + r.tls.resumed.tx) as f64 / conns,
+            (r.tls.full.rx + r.tls.resumed.rx) as f64 / conns,
+            t.cpu_us_per_msg(),
+            ratio(t.cpu_us_per_msg(), p.cpu_us_per_msg()),
+        );
+    }
+    s += "TLS tx/rx = wire − plaintext (record headers, tags); handshake = the TLS handshake's own bytes, per connection; cpu ratio against the plaintext row\n";
+    s
+}
+
 pub fn per_connection_table(rows: &[Row]) -> String {
     let mut s = String::from(
         "
