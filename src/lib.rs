@@ -22,6 +22,9 @@
 //! - [`engine`]: one file per I/O driver; sockets, pinning, time; the shared connection
 //!   machines ([`engine::conn`], [`engine::serve_conn`]); every byte counted where the syscall
 //!   returned it, and the kernel's own counts read at each close for the audit.
+//! - [`tls`]: TLS as a layer between a codec's plaintext and the socket (rustls, sans-IO):
+//!   inside the client's connection machine, and wrapping the built-in servers' codecs; every
+//!   record's bytes accounted beside the plaintext it carries.
 //! - [`workload`]: when each connection's next operation is due and when the measured window
 //!   opens (once every connection is set up); [`outcome`]: how operations and connections end.
 //! - [`stats`]: per-core recorders and their merge; [`report`]: text, JSON, tables, SVG.

@@ -5,16 +5,20 @@
 # with the same connections and duration, tools alternating over ROUNDS rounds; per tool the
 # median requests/s, client CPU µs per request (user + sys from the process's own accounting,
 # GNU time), user-space µs per request, syscalls per request (strace -c -f, separate short run)
-# and peak RSS; ratios against wrk. Part 2: nginx against `wirebench serve http` on the same CPU,
+# and peak RSS; ratios against wrk. Part 1b: the same over TLS (nginx with `ssl`, TLS 1.3, a
+# certificate made here; every client skips verification or trusts it). Part 2: nginx against `wirebench serve http` on the same CPU,
 # loaded by the same clients. Part 3: memory per connection at 10,000 connections, and RSS of a
 # short and a long run. Stops by itself, cleans up, prints the machine.
 #
-# Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run)
+# Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run;
+#                                      PARTS="1 tls 2 3" picks parts)
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
 LONG=${LONG:-60}
+PARTS=" ${PARTS:-1 tls 2 3} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 cpus=$(nproc)
@@ -54,7 +58,11 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing on port $1" >&2; exit 1; }
 
 start_nginx() {
-    local port=$1
+    local port=$1 listen="" server=""
+    if [ "${2:-}" = tls ]; then
+        listen=ssl
+        server="ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem; ssl_protocols TLSv1.3;"
+    fi
     mkdir -p "$work/nginx"
     cat >"$work/nginx/nginx.conf" <<CONF
 worker_processes 1;
@@ -65,7 +73,7 @@ error_log $work/nginx/error.log;
 worker_rlimit_nofile 30000;
 events { worker_connections 20000; }
 http { access_log off; keepalive_requests 1000000000; default_type text/plain;
-  server { listen 127.0.0.1:$port; location / { return 200 "Hello World"; } } }
+  server { listen 127.0.0.1:$port $listen; $server location / { return 200 "Hello World"; } } }
 CONF
     taskset -c "$SERVER_CPU" "$NGINX" -c "$work/nginx/nginx.conf" -p "$work/nginx" &
     pids+=($!)
@@ -87,13 +95,15 @@ stop_servers() {
 
 # The command line of each client, loading $1 for $2 seconds.
 client_cmd() {
-    local tool=$1 url=$2 secs=$3
+    local tool=$1 url=$2 secs=$3 insecure=""
+    # Over TLS: wrk, ab and h2load do not verify certificates; oha and wirebench are told not to.
+    [[ $url == https* ]] && insecure=--insecure
     case $tool in
         wrk) echo "wrk -t1 -c$CONNS -d${secs}s $url" ;;
         ab) echo "ab -q -k -c $CONNS -t $secs -n 2000000 $url" ;;
         h2load) echo "h2load --h1 -t1 -c $CONNS -D $secs $url" ;;
-        oha) echo "$OHA --no-tui -c $CONNS -z ${secs}s $url" ;;
-        wirebench) echo "$WB bench $url -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
+        oha) echo "$OHA --no-tui $insecure -c $CONNS -z ${secs}s $url" ;;
+        wirebench) echo "$WB bench $url $insecure -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
         # The same client pipelining 16 requests per connection: it then costs so little per
         # request that the server, not the client, is what saturates.
         wirebench-depth16) echo "$WB bench $url -c $CONNS --depth 16 -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
@@ -176,12 +186,26 @@ echo
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r); clients on CPU $CLIENT_CPU, server on CPU $SERVER_CPU; $CONNS connections"
 
 # Part 1: the clients against nginx.
-port=$(free_port)
-start_nginx "$port"
-measure_clients "http://127.0.0.1:$port/" "Clients against nginx (1 worker)"
-stop_servers
+if part 1; then
+    port=$(free_port)
+    start_nginx "$port"
+    measure_clients "http://127.0.0.1:$port/" "Clients against nginx (1 worker)"
+    stop_servers
+fi
+
+# Part 1b: the same over TLS 1.3 (the handshake is once per connection: this is the per-request
+# cost of the records).
+if part tls; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+        -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+    port=$(free_port)
+    start_nginx "$port" tls
+    measure_clients "https://127.0.0.1:$port/" "Clients against nginx over TLS 1.3 (1 worker)"
+    stop_servers
+fi
 
 # Part 2: nginx against wirebench serve http, the same clients (wirebench's and wrk), alternating.
+if part 2; then
 p1=$(free_port); p2=$(free_port)
 echo
 echo "### Servers on CPU $SERVER_CPU: requests/s, the same client on CPU $CLIENT_CPU, $CONNS connections"
@@ -197,7 +221,10 @@ for client in wirebench wrk wirebench-depth16; do
     python3 -c "import statistics,sys; a=list(map(float,sys.argv[2].split())); b=list(map(float,sys.argv[3].split())); n,w=statistics.median(a),statistics.median(b); print(f'| {sys.argv[1]} | {n:,.0f} | {w:,.0f} | {w/n:.2f} |')" "$client" "${ng[*]}" "${wb[*]}"
 done
 
+fi
+
 # Part 3: memory.
+if part 3; then
 echo
 echo "### Memory of the wirebench client (peak RSS, GNU time)"
 echo
@@ -211,3 +238,4 @@ if [ "${QUICK:-0}" != 1 ]; then
     python3 -c "import sys; s,l,n=map(int,sys.argv[1:]); print(f'- 64 connections: {s/1024:.1f} MiB after 5 s, {l/1024:.1f} MiB after {n} s ({(l-s)*100/s:+.1f}%)')" "$short" "$long" "$LONG"
 fi
 stop_servers
+fi
