@@ -455,9 +455,8 @@ impl ClientSession {
         })
     }
 
-    /// `n` bytes arrived in `wire_in`: open every whole record, plaintext into `plain`.
-    pub fn received(&mut self, n: usize, plain: &mut crate::engine::RecvBuf) -> Result<Opened, SessionError> {
-        self.wire_in.filled(n);
+    /// Bytes arrived in `wire_in`: open every whole record, plaintext into `plain`.
+    pub fn received(&mut self, plain: &mut crate::engine::RecvBuf) -> Result<Opened, SessionError> {
         let mut opened = Opened::default();
         while let Some(len) = record_len(self.wire_in.data()).map_err(SessionError::Record)? {
             open(&mut self.conn, &self.wire_in.data()[..len]).map_err(SessionError::Tls)?;

@@ -43,6 +43,10 @@ const GOODBYE_READS: u32 = 16;
 /// that never answers must not hold the run until its time limit.
 pub const GIVE_UP_AFTER: u32 = 20;
 
+/// A connection that will idle at least this long gives its buffers back first (shorter
+/// waits keep them: allocating per operation would cost more than it saves).
+pub const IDLE_RELEASE: Duration = Duration::from_millis(100);
+
 /// Spreads the seeds of connections and of their successive sockets (the golden ratio's bits).
 pub const SEED_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -148,6 +152,8 @@ pub struct Conn<C> {
     /// TLS with this target (`None`: plaintext), and the current socket's session.
     tls: Option<Arc<ClientTls>>,
     session: Option<Box<ClientSession>>,
+    /// Bytes in the receive buffer not decoded yet (see [`Conn::arrived`]).
+    unread: usize,
     control: Vec<u8>,
     inflight: VecDeque<InFlight>,
     /// Index in `inflight` of the first operation not yet written whole.
@@ -218,11 +224,12 @@ impl<C: ClientCodec> Conn<C> {
             depth,
             timeout,
             recv: RecvBuf::new(),
-            send: Vec::with_capacity(1024),
+            send: Vec::new(),
             sent_off: 0,
             send_classes: VecDeque::new(),
             tls: None,
             session: None,
+            unread: 0,
             control: Vec::new(),
             inflight: VecDeque::with_capacity(depth),
             unwritten: 0,
@@ -632,6 +639,10 @@ impl<C: ClientCodec> Conn<C> {
             if wake <= now {
                 return Want::Read(self.read_timeout(now));
             }
+            // (Waiting for the window counts as idle: the others may take long to set up.)
+            if self.pending.is_some() || wake.saturating_duration_since(now) >= IDLE_RELEASE {
+                self.release_buffers();
+            }
             return match self.codec.answer_within().map(|within| self.last_look + within / 2) {
                 Some(look) if look <= now => {
                     self.last_look = now;
@@ -658,6 +669,23 @@ impl<C: ClientCodec> Conn<C> {
             return self.start_tls(now, rec);
         }
         self.begin_set_up(now, rec);
+    }
+
+    /// An idle connection holds no buffer: a push-style load of many mostly silent connections
+    /// costs little more than their state (an engine that reads with provided buffers, as
+    /// `uring` does, needs none to wait for an answer either).
+    fn release_buffers(&mut self) {
+        if self.sent_off >= self.send.len() {
+            self.send = Vec::new();
+            self.send_classes = VecDeque::new();
+        }
+        self.control = Vec::new();
+        if self.unread == 0 {
+            self.recv.release();
+            if let Some(session) = &mut self.session {
+                session.wire_in.release();
+            }
+        }
     }
 
     fn clear_send(&mut self) {
@@ -792,11 +820,50 @@ impl<C: ClientCodec> Conn<C> {
         if n == 0 {
             return self.eof(now, rec);
         }
+        self.fill(n);
+        self.take_arrived(now, rec);
+    }
+
+    /// `n` bytes were written into `read_buf()`: they are the socket's (counted for the
+    /// audit), not decoded yet.
+    fn fill(&mut self, n: usize) {
+        match &mut self.session {
+            Some(session) => session.wire_in.filled(n),
+            None => self.recv.filled(n),
+        }
         self.life.rx += n as u64;
+        self.unread += n;
+    }
+
+    /// Bytes that came before the machine asked for them (an engine whose receive is always
+    /// armed: multishot): kept, and decoded at the next [`take_arrived`](Self::take_arrived)
+    /// — never while a write may still be reading the send buffer. `false`: past the
+    /// receive limit (what fitted was kept).
+    pub fn arrived(&mut self, mut data: &[u8]) -> bool {
+        while !data.is_empty() {
+            let Some(buf) = self.read_buf() else { return false };
+            let n = buf.len().min(data.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            self.fill(n);
+            data = &data[n..];
+        }
+        true
+    }
+
+    /// Bytes arrived that are not decoded yet.
+    pub fn has_arrived(&self) -> bool {
+        self.unread > 0
+    }
+
+    /// Decode what arrived (by [`read`](Self::read) or [`arrived`](Self::arrived)).
+    pub fn take_arrived(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        if std::mem::take(&mut self.unread) == 0 {
+            return;
+        }
         self.last_rx = now;
         self.last_look = now;
         if let Some(session) = &mut self.session {
-            match session.received(n, &mut self.recv) {
+            match session.received(&mut self.recv) {
                 Ok(opened) => {
                     rec.rx.add(Traffic::Tls, opened.tls_bytes);
                     rec.tls.records_rx.add(Traffic::Tls, opened.tls_records);
@@ -817,7 +884,6 @@ impl<C: ClientCodec> Conn<C> {
                 return;
             }
         } else {
-            self.recv.filled(n);
             self.first_byte(now);
         }
         match self.phase.clone() {
@@ -862,11 +928,8 @@ impl<C: ClientCodec> Conn<C> {
     /// `n` bytes arrived in `read_buf()` after the connection had given up on its read (an
     /// engine that could not cancel the read in time): kept undecoded, counted when it closes.
     pub fn read_after_giving_up(&mut self, n: usize) {
-        match &mut self.session {
-            Some(session) => session.wire_in.filled(n),
-            None => self.recv.filled(n),
-        }
-        self.life.rx += n as u64;
+        self.fill(n);
+        self.unread = 0;
     }
 
     fn eof(&mut self, now: Instant, rec: &mut CoreRecorder) {
@@ -1161,6 +1224,7 @@ impl<C: ClientCodec> Conn<C> {
         self.next_beat = None;
         self.measured_inflight = 0;
         self.unwritten = 0;
+        self.unread = 0;
         self.clear_send();
         self.control.clear();
         if let Some(code) = self.codec.close_code() {
@@ -1530,5 +1594,15 @@ mod tests {
         close(&mut c, GET.len() as u64 + 3, now, &mut rec);
         assert_eq!(rec.failed.get(ErrorClass::Write), 3);
         assert_eq!((rec.tx.op, rec.tx.failed), (0, GET.len() as u64 + 3));
+    }
+}
+#[cfg(test)]
+mod size {
+    /// What an idle connection costs is mostly this struct (its buffers are given back): keep
+    /// it small (measured: 824 bytes with a WebSocket codec).
+    #[test]
+    fn a_connection_machine_stays_under_a_kilobyte() {
+        assert!(std::mem::size_of::<super::Conn<crate::proto::ws::WsClient>>() <= 1024);
+        assert!(std::mem::size_of::<super::Conn<crate::proto::http1::Http1Client>>() <= 1024);
     }
 }

@@ -6,6 +6,7 @@
 //! [`ServerCodec`](crate::proto::ServerCodec), and counts every byte where the syscall returned
 //! it. The command layer picks protocol × engine with one `match`; the loops below are generic.
 
+pub mod bufring;
 pub mod conn;
 pub mod glommio;
 pub mod serve_conn;
@@ -621,15 +622,16 @@ pub enum EngineError {
     Panicked { cpu: usize },
 }
 
-/// Initial per-connection receive buffer: small, since 10,000 connections must fit in little
+/// Initial per-connection receive buffer: small, since many connections must fit in little
 /// memory; it grows for larger messages.
-pub const RECV_BUF_INITIAL: usize = 16 * 1024;
+pub const RECV_BUF_INITIAL: usize = 4 * 1024;
 /// A single message (response head plus body, WebSocket frame) may grow the buffer to this.
 pub const RECV_BUF_MAX: usize = 80 * 1024 * 1024;
 
 /// A connection's receive buffer: `buf[start..end]` holds bytes read but not yet decoded. It
-/// starts small, grows (doubling) for a large message up to its limit, and shrinks back to its
-/// initial size once emptied, so one large message does not pin memory for a connection's life.
+/// is allocated at its first use, grows (doubling) for a large message up to its limit, and
+/// shrinks back to its initial size once emptied, so one large message does not pin memory for
+/// a connection's life; an idle connection gives it back whole ([`RecvBuf::release`]).
 #[derive(Debug)]
 pub struct RecvBuf {
     buf: Vec<u8>,
@@ -644,7 +646,7 @@ impl RecvBuf {
         Self::bounded(RECV_BUF_INITIAL, RECV_BUF_MAX)
     }
     pub fn bounded(initial: usize, max: usize) -> Self {
-        RecvBuf { buf: vec![0; initial], start: 0, end: 0, initial, max: max.max(initial) }
+        RecvBuf { buf: Vec::new(), start: 0, end: 0, initial: initial.max(1), max: max.max(initial) }
     }
     /// Undecoded bytes.
     pub fn data(&self) -> &[u8] {
@@ -663,6 +665,15 @@ impl RecvBuf {
             self.buf = vec![0; self.initial];
         }
     }
+    /// Give the memory back if nothing is held (a connection going idle); the next `spare`
+    /// allocates again.
+    pub fn release(&mut self) {
+        if self.start == self.end {
+            self.buf = Vec::new();
+            self.start = 0;
+            self.end = 0;
+        }
+    }
     /// Free space to read into: compacts, or grows when full; `None` past the limit.
     pub fn spare(&mut self) -> Option<&mut [u8]> {
         if self.end == self.buf.len() {
@@ -670,6 +681,8 @@ impl RecvBuf {
                 self.buf.copy_within(self.start..self.end, 0);
                 self.end -= self.start;
                 self.start = 0;
+            } else if self.buf.is_empty() {
+                self.buf = vec![0; self.initial];
             } else if self.buf.len() < self.max {
                 self.buf.resize((self.buf.len() * 2).min(self.max), 0);
             } else {

@@ -1,19 +1,26 @@
 //! The raw io_uring engine: one pinned thread per core, one ring per thread, every connection
 //! a state machine ([`Conn`]) driven by completions.
 //!
-//! Per loop: every connection that can move pushes its next operation (connect, send, recv) as
-//! an SQE; one `io_uring_enter` submits them all and waits for completions (ring set up with
-//! `SINGLE_ISSUER | DEFER_TASKRUN` where the kernel has them, so completions run in this
-//! thread, in batches). With many connections a request costs a fraction of a syscall: the
-//! send and the recv are SQEs, not syscalls. Timeouts: a periodic scan cancels operations past
-//! their deadline (`ASYNC_CANCEL`).
+//! Per loop: every connection that can move pushes its next operation (connect, send) as an
+//! SQE; one `io_uring_enter` submits them all and waits for completions (ring set up with
+//! `SINGLE_ISSUER | DEFER_TASKRUN`, so completions run in this thread, in batches). With many
+//! connections a request costs a fraction of a syscall: the send is an SQE, not a syscall.
+//!
+//! Receiving is one **multishot receive** per socket, armed at the connect, with buffers from a
+//! shared provided-buffer ring ([`super::bufring`]): each completion's bytes are copied into the
+//! connection's machine (kept undecoded until it asks for them: [`Conn::arrived`]) and the
+//! buffer goes straight back. No receive is submitted per answer, and a connection waiting for
+//! bytes holds no buffer. Timeouts: a periodic scan cancels connects and sends past their
+//! deadline (`ASYNC_CANCEL`) and fails reads past theirs; before a socket is closed its
+//! receive is cancelled and its end awaited.
 
+use super::bufring::BufRing;
 use super::conn::{Conn, Want};
 use super::sys::close_audit;
 use super::{ClientJob, ClientRun, CoreBooks, CoreStart, EngineError};
 use crate::proto::ClientCodec;
 use crate::stats::CoreRecorder;
-use io_uring::{IoUring, opcode, types};
+use io_uring::{IoUring, cqueue, opcode, types};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
@@ -51,15 +58,31 @@ pub fn ring(entries: u32) -> io::Result<IoUring> {
         .or_else(|_| IoUring::builder().build(entries))
 }
 
-/// One connection's slot: its machine, its socket, and the operation in flight.
+/// Buffers in a core's provided-buffer ring, and their size: a completion carries at most one
+/// buffer of bytes, so larger messages take several completions. Running out (a burst from
+/// more connections at once than there are buffers) ends a receive with `ENOBUFS`; it is armed
+/// again once the buffers are back.
+const RING_BUFFERS_MAX: u16 = 1024;
+const RING_BUFFER_SIZE: usize = 4 * 1024;
+
+/// One connection's slot: its machine, its socket, the operation in flight and its receive.
 struct Slot<C> {
     conn: Conn<C>,
     fd: Option<RawFd>,
-    /// The operation in flight (its kind) and when it times out.
+    /// The connect or send in flight (its kind) and when it times out.
     busy: Option<(u64, Instant)>,
     cancelled: bool,
     done: bool,
     addr: socket2::SockAddr,
+    /// The socket's multishot receive is armed.
+    armed: bool,
+    /// The machine waits for bytes until then (no SQE: the receive is always armed).
+    reading: Option<Instant>,
+    /// How the socket's stream ended, not yet told to the machine: 0 (the peer closed) or an
+    /// error (negative errno).
+    end: Option<i32>,
+    /// The machine asked to close: the receive is being cancelled first.
+    closing: bool,
 }
 
 fn client_core<C: ClientCodec>(
@@ -68,25 +91,48 @@ fn client_core<C: ClientCodec>(
 ) -> Result<(CoreRecorder, Instant), EngineError> {
     let pinned = super::pin_current_thread(cpu);
     let entries = (2 * conns.len() + 64).next_power_of_two().min(32_768) as u32;
+    let buffers = (2 * conns.len()).clamp(64, usize::from(RING_BUFFERS_MAX)).next_power_of_two() as u16;
     let ring = ring(entries);
     let start = gate.wait();
     pinned?;
     let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
+    let mut bufs = BufRing::register(&ring, 0, buffers, RING_BUFFER_SIZE).map_err(|e| EngineError::Executor {
+        cpu,
+        source: io::Error::new(
+            e.kind(),
+            format!("provided-buffer ring: {e} (the uring engine needs Linux 6.0 or later; use --engine tokio-uring)"),
+        ),
+    })?;
     let books = CoreBooks::open(&job, cpu, index);
     let mut rec = job.recorder(cpu);
     let mut slots: Vec<Slot<C>> = conns
         .map(|i| {
             let conn = super::new_conn(&job, &prototypes, i, start);
             let addr = socket2::SockAddr::from(job.addrs[conn.target()]);
-            Slot { conn, fd: None, busy: None, cancelled: false, done: false, addr }
+            Slot {
+                conn,
+                fd: None,
+                busy: None,
+                cancelled: false,
+                done: false,
+                addr,
+                armed: false,
+                reading: None,
+                end: None,
+                closing: false,
+            }
         })
         .collect();
-    // Every error of the loop comes back here, where the slots are abandoned before the ring:
-    // operations may still point into their buffers.
-    if let Err(source) = run_loop(&mut ring, &mut slots, &job, &books, &mut rec) {
+    // Every error of the loop comes back here, where the slots and buffers are abandoned
+    // before the ring: operations may still point into them.
+    if let Err(source) = run_loop(&mut ring, &mut bufs, &mut slots, &job, &books, &mut rec) {
         abandon(slots);
+        std::mem::forget(bufs);
         return Err(EngineError::Executor { cpu, source });
     }
+    // The ring goes first: the kernel may use the buffers until then.
+    drop(ring);
+    drop(bufs);
     Ok(books.close(rec))
 }
 
@@ -94,6 +140,7 @@ fn client_core<C: ClientCodec>(
 /// must then abandon the slots (SQEs may still point into them).
 fn run_loop<C: ClientCodec>(
     ring: &mut IoUring,
+    bufs: &mut BufRing,
     slots: &mut [Slot<C>],
     job: &ClientJob,
     books: &CoreBooks,
@@ -107,6 +154,7 @@ fn run_loop<C: ClientCodec>(
     // path each read is a syscall. The connections driven at the top of the next loop use it.
     let mut now = Instant::now();
     let mut next_tick = now + TICK;
+    let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(slots.len() + 64);
     loop {
         let stopping = job.stop.load(Ordering::Relaxed);
         for i in ready.drain(..) {
@@ -132,16 +180,21 @@ fn run_loop<C: ClientCodec>(
             Err(e) => return Err(e),
         }
         now = Instant::now();
-        for cqe in ring.completion() {
-            let (i, kind) =
-                ((cqe.user_data() >> KIND_BITS) as usize, cqe.user_data() & ((1 << KIND_BITS) - 1));
+        // Taken off the queue first: handling one may push SQEs (a receive armed again).
+        completions.clear();
+        completions.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        for &(data, result, flags) in &completions {
+            let (i, kind) = ((data >> KIND_BITS) as usize, data & ((1 << KIND_BITS) - 1));
             if kind == OP_CANCEL {
                 continue;
             }
             let slot = &mut slots[i];
+            if kind == OP_RECV {
+                received(ring, bufs, slot, i, result, flags, &mut ready)?;
+                continue;
+            }
             let cancelled = std::mem::take(&mut slot.cancelled);
             slot.busy = None;
-            let result = cqe.result();
             let error = |r: i32| {
                 if cancelled && r == -libc::ECANCELED {
                     io::Error::new(io::ErrorKind::TimedOut, "timed out")
@@ -150,7 +203,10 @@ fn run_loop<C: ClientCodec>(
                 }
             };
             match kind {
-                OP_CONNECT if result >= 0 => slot.conn.connected(now, rec),
+                OP_CONNECT if result >= 0 => {
+                    arm(ring, slot, i, bufs.group)?;
+                    slot.conn.connected(now, rec)
+                }
                 OP_CONNECT => {
                     if let Some(fd) = slot.fd.take() {
                         // SAFETY: our socket, no operation in flight on it.
@@ -159,9 +215,7 @@ fn run_loop<C: ClientCodec>(
                     slot.conn.connect_failed(&error(result), now, rec)
                 }
                 OP_SEND if result >= 0 => slot.conn.wrote(result as usize, now, rec),
-                OP_SEND => slot.conn.write_failed(&error(result), rec),
-                OP_RECV if result >= 0 => slot.conn.read(result as usize, now, rec),
-                _ => slot.conn.read_failed(&error(result), rec),
+                _ => slot.conn.write_failed(&error(result), rec),
             }
             ready.push(i);
         }
@@ -177,6 +231,13 @@ fn run_loop<C: ClientCodec>(
         if now >= next_tick {
             next_tick = now + TICK;
             for (i, slot) in slots.iter_mut().enumerate() {
+                if let Some(deadline) = slot.reading
+                    && now >= deadline
+                {
+                    slot.reading = None;
+                    slot.conn.read_failed(&io::Error::new(io::ErrorKind::TimedOut, "timed out"), rec);
+                    ready.push(i);
+                }
                 if let Some((kind, deadline)) = slot.busy
                     && now >= deadline
                     && !slot.cancelled
@@ -191,6 +252,55 @@ fn run_loop<C: ClientCodec>(
         }
         books.publish(now, rec.ops);
     }
+}
+
+/// Arm slot `i`'s multishot receive on its socket.
+fn arm<C>(ring: &mut IoUring, slot: &mut Slot<C>, i: usize, group: u16) -> io::Result<()> {
+    let Some(fd) = slot.fd else { return Ok(()) };
+    let sqe = opcode::RecvMulti::new(types::Fd(fd), group).build().user_data(user_data(i, OP_RECV));
+    slot.armed = true;
+    push(ring, &sqe)
+}
+
+/// A completion of slot `i`'s receive: its bytes into the machine, the buffer back; the
+/// receive armed again if it ended for want of buffers; the machine woken if it waits.
+fn received<C: ClientCodec>(
+    ring: &mut IoUring,
+    bufs: &mut BufRing,
+    slot: &mut Slot<C>,
+    i: usize,
+    result: i32,
+    flags: u32,
+    ready: &mut Vec<usize>,
+) -> io::Result<()> {
+    if !cqueue::more(flags) {
+        slot.armed = false;
+    }
+    if let Some(bid) = cqueue::buffer_select(flags) {
+        if result > 0 && !slot.conn.arrived(bufs.data(bid, result as usize)) {
+            slot.end.get_or_insert(-libc::EMSGSIZE);
+        }
+        bufs.give_back(bid);
+    }
+    match result {
+        1.. => {}
+        0 => {
+            slot.end.get_or_insert(0);
+        }
+        e if e == -libc::ENOBUFS => {}
+        e if e == -libc::ECANCELED && slot.closing => {}
+        e => {
+            slot.end.get_or_insert(e);
+        }
+    }
+    if !slot.armed && !slot.closing && slot.end.is_none() {
+        arm(ring, slot, i, bufs.group)?;
+    }
+    // The machine hears of it if it waits for bytes, or for the receive's end to close.
+    if slot.reading.take().is_some() || (slot.closing && !slot.armed) {
+        ready.push(i);
+    }
+    Ok(())
 }
 
 /// Completions are waiting already.
@@ -227,6 +337,10 @@ fn drive<C: ClientCodec>(
     rec: &mut CoreRecorder,
 ) -> io::Result<()> {
     let slot = &mut slots[i];
+    // Woken twice in one batch (two completions): the first wake already acted.
+    if slot.busy.is_some() || slot.reading.is_some() {
+        return Ok(());
+    }
     loop {
         match slot.conn.next(now, stopping, rec) {
             Want::Done => {
@@ -253,6 +367,7 @@ fn drive<C: ClientCodec>(
                 let _ = socket.set_tcp_nodelay(true);
                 let fd = socket.into_raw_fd();
                 slot.fd = Some(fd);
+                slot.end = None;
                 let sqe = opcode::Connect::new(types::Fd(fd), slot.addr.as_ptr().cast(), slot.addr.len())
                     .build()
                     .user_data(user_data(i, OP_CONNECT));
@@ -273,30 +388,41 @@ fn drive<C: ClientCodec>(
                 slot.busy = Some((OP_SEND, now + timeout));
                 return push(ring, &sqe);
             }
-            Want::Read(timeout) => {
-                let Some(fd) = slot.fd else {
+            // What arrived goes in first, then how the stream ended; a poll that finds
+            // neither is done, a read waits (its receive is armed already).
+            want @ (Want::Read(_) | Want::Poll) => {
+                if slot.conn.has_arrived() {
+                    slot.conn.take_arrived(now, rec);
+                } else if let Some(end) = slot.end.take() {
+                    match end {
+                        0 => slot.conn.read(0, now, rec),
+                        e if e == -libc::EMSGSIZE => slot
+                            .conn
+                            .read_failed(&io::Error::other("message larger than the receive limit"), rec),
+                        e => slot.conn.read_failed(&io::Error::from_raw_os_error(-e), rec),
+                    }
+                } else if slot.fd.is_none() {
                     slot.conn.read_failed(&io::Error::other("no connection"), rec);
-                    continue;
-                };
-                let Some(buf) = slot.conn.read_buf() else {
-                    slot.conn.read_failed(&io::Error::other("message larger than the receive limit"), rec);
-                    continue;
-                };
-                let sqe = opcode::Recv::new(
-                    types::Fd(fd),
-                    buf.as_mut_ptr(),
-                    buf.len().min(u32::MAX as usize) as u32,
-                )
-                .build()
-                .user_data(user_data(i, OP_RECV));
-                slot.busy = Some((OP_RECV, now + timeout));
-                return push(ring, &sqe);
+                } else if let Want::Read(timeout) = want {
+                    slot.reading = Some(now + timeout);
+                    return Ok(());
+                } else {
+                    slot.conn.polled(now);
+                }
             }
-            Want::Poll => match slot.fd {
-                Some(fd) => super::poll_socket(&mut slot.conn, fd, now, rec),
-                None => slot.conn.read_failed(&io::Error::other("no connection"), rec),
-            },
+            Want::Close if slot.armed => {
+                if !slot.closing {
+                    slot.closing = true;
+                    let sqe = opcode::AsyncCancel::new(user_data(i, OP_RECV))
+                        .build()
+                        .user_data(user_data(i, OP_CANCEL));
+                    push(ring, &sqe)?;
+                }
+                return Ok(());
+            }
             Want::Close => {
+                slot.closing = false;
+                slot.end = None;
                 let audit = slot.fd.take().map(|fd| {
                     let audit = close_audit(fd, slot.conn.socket_rx(), false);
                     // SAFETY: our socket; no operation is in flight on it (we only get here
