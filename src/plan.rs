@@ -118,8 +118,8 @@ pub struct EngineArgs {
     /// CPUs to pin one engine thread each to: `0`, `0,1`, `0-3`, `0-3,8` (default: all online CPUs).
     #[arg(long, value_name = "LIST")]
     pub cores: Option<String>,
-    /// I/O engine (default: uring for the generator, tokio-uring for servers: the least CPU
-    /// per request measured; uring serves with tokio-uring).
+    /// I/O engine (default: uring, for the generator and the servers: the least CPU per
+    /// request measured).
     #[arg(long, value_enum)]
     pub engine: Option<EngineKind>,
 }

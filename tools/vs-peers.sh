@@ -11,13 +11,13 @@
 # short and a long run. Stops by itself, cleans up, prints the machine.
 #
 # Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run;
-#                                      PARTS="1 tls 2 3" picks parts)
+#                                      PARTS="1 tls 2 2b 3" picks parts)
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
 LONG=${LONG:-60}
-PARTS=" ${PARTS:-1 tls 2 3} "
+PARTS=" ${PARTS:-1 tls 2 2b 3} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -81,10 +81,19 @@ CONF
 }
 
 start_serve() {
-    local port=$1
-    "$WB" serve http --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >/dev/null &
+    local port=$1 engine=${2:-}
+    "$WB" serve http --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 ${engine:+--engine $engine} >/dev/null &
     pids+=($!)
     wait_port "$port"
+}
+
+# CPU seconds (user + system) used so far by process $1 and its children (nginx's workers).
+proc_cpu() {
+    local total=0 pid
+    for pid in "$1" $(pgrep -P "$1"); do
+        total=$(awk -v t="$total" '{print t + $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo "$total")
+    done
+    python3 -c "import os,sys; print(float(sys.argv[1]) / os.sysconf('SC_CLK_TCK'))" "$total"
 }
 
 stop_servers() {
@@ -221,6 +230,47 @@ for client in wirebench wrk wirebench-depth16; do
     python3 -c "import statistics,sys; a=list(map(float,sys.argv[2].split())); b=list(map(float,sys.argv[3].split())); n,w=statistics.median(a),statistics.median(b); print(f'| {sys.argv[1]} | {n:,.0f} | {w:,.0f} | {w/n:.2f} |')" "$client" "${ng[*]}" "${wb[*]}"
 done
 
+fi
+
+# Part 2b: the servers compared like with like: the same offered load (wirebench --rate, 64
+# connections, generator on CPU 0), each server alone on CPU 1, its CPU per request from /proc
+# (user + system of its processes); and at saturation with a pipelining client (depth 16).
+if part 2b; then
+echo
+echo "### Server CPU per request at the same offered load (server on CPU $SERVER_CPU, wirebench --rate on CPU $CLIENT_CPU, $CONNS connections; median of $ROUNDS alternating rounds of ${DURATION}s)"
+echo
+echo "| load | nginx µs/req | serve http (tokio-uring) µs/req | serve http (uring) µs/req | uring / nginx | tokio-uring / nginx |"
+echo "|---|---:|---:|---:|---:|---:|"
+for load in 40000 80000 depth16; do
+    res="$work/eq-$load"; : >"$res"
+    for r in $(seq "$ROUNDS"); do
+        for server in nginx tokio-uring uring; do
+            port=$(free_port)
+            if [ "$server" = nginx ]; then start_nginx "$port"; else start_serve "$port" "$server"; fi
+            key=${pids[-1]}
+            if [ "$load" = depth16 ]; then args=(--depth 16); else args=(--rate "$load"); fi
+            before=$(proc_cpu "$key")
+            "$WB" bench "http://127.0.0.1:$port/" -c "$CONNS" -d "${DURATION}s" --cores "$CLIENT_CPU" "${args[@]}" --json "$work/eq.json" >/dev/null 2>&1 || true
+            after=$(proc_cpu "$key")
+            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); n=d['ops']; print(sys.argv[2], (float(sys.argv[4])-float(sys.argv[3]))*1e6/n if n else 'nan', d['ops_per_sec'])" "$work/eq.json" "$server" "$before" "$after" >>"$res"
+            stop_servers
+        done
+    done
+    python3 - "$res" "$load" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, cpu, rps = line.split()
+    rows.setdefault(name, []).append((float(cpu), float(rps)))
+med = {k: statistics.median(c for c, _ in v) for k, v in rows.items()}
+rps = {k: statistics.median(r for _, r in v) for k, v in rows.items()}
+load = sys.argv[2] if sys.argv[2] == "depth16" else f"{int(sys.argv[2]):,} req/s"
+if sys.argv[2] == "depth16":
+    load = "saturation, depth 16 (" + ", ".join(f"{k} {rps[k]:,.0f}/s" for k in ("nginx", "tokio-uring", "uring")) + ")"
+n = med["nginx"]
+print(f"| {load} | {n:.2f} | {med['tokio-uring']:.2f} | {med['uring']:.2f} | {med['uring']/n:.2f} | {med['tokio-uring']/n:.2f} |")
+PY
+done
 fi
 
 # Part 3: memory.

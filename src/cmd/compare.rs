@@ -41,7 +41,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     };
     let interrupted = super::interrupted();
     // The built-in servers, unless targets were given.
-    let server_engine = args.engine.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server);
+    let server_engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
     let mut servers = None;
     let mut tls_servers = None;
     if args.tls && !args.urls.is_empty() {

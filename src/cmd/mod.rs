@@ -186,8 +186,7 @@ pub struct SweepArgs {
     /// Draw ops/s and efficiency against cores as an SVG chart.
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
-    /// I/O engine of the generator and the built-in servers (default: uring for the
-    /// generator, tokio-uring for servers; uring serves with tokio-uring).
+    /// I/O engine of the generator and the built-in servers (default: uring for both).
     #[arg(long, value_enum)]
     pub engine: Option<EngineKind>,
 }

@@ -54,7 +54,7 @@ pub fn start(
     // `--max-conns`, refusing the rest).
     let _ =
         crate::engine::sys::ensure_file_limit(SERVER_SOCKETS.min(limits.max_conns as u64).saturating_add(64));
-    engine.for_server().ensure_limits(0, cores.len())?;
+    engine.ensure_limits(0, cores.len())?;
     let handle = engine.start_server(listeners, cores, limits, stop)?;
     let mut urls = Vec::new();
     let mut from = 0;
@@ -110,7 +110,7 @@ pub fn main(args: &ServeArgs) -> Result<()> {
         bail!("--duration must be longer than zero");
     }
     let interrupted = super::interrupted();
-    let engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER).for_server();
+    let engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
     let started = start_args(args, &cores)?;
     let addrs: Vec<String> = started.handle.addrs.iter().map(ToString::to_string).collect();
     crate::report::out(&format!(

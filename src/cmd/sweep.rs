@@ -206,7 +206,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
     };
     say(&table::header(&info));
     let interrupted = super::interrupted();
-    let server_engine = args.engine.map_or(EngineKind::DEFAULT_SERVER, EngineKind::for_server);
+    let server_engine = args.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
     let mut rows: Vec<Step> = Vec::new();
     for cpus in steps {
         if interrupted.load(Ordering::Relaxed) {

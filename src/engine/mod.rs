@@ -13,6 +13,7 @@ pub mod serve_conn;
 pub mod sys;
 pub mod tokio_uring;
 pub mod uring;
+pub mod uring_server;
 
 use crate::workload::Shape;
 use std::net::SocketAddr;
@@ -28,8 +29,9 @@ pub enum EngineKind {
     /// tokio-uring: a current-thread tokio runtime with an io_uring driver; every read and
     /// write an io_uring operation on an owned buffer.
     TokioUring,
-    /// Raw io_uring (the `io-uring` crate): sends and receives as SQEs, one `io_uring_enter`
-    /// per loop for all of a core's connections. Client side only; servers use tokio-uring.
+    /// Raw io_uring (the `io-uring` crate): sends as SQEs, a multishot receive per socket on a
+    /// provided-buffer ring (servers: a multishot accept too), one `io_uring_enter` per loop
+    /// for all of a core's connections.
     Uring,
 }
 
@@ -37,16 +39,9 @@ impl EngineKind {
     /// The generator's default: the engine that measured least CPU per request (README,
     /// Engines; `tools/engines.sh`).
     pub const DEFAULT_CLIENT: EngineKind = EngineKind::Uring;
-    /// The built-in servers' default, measured likewise.
-    pub const DEFAULT_SERVER: EngineKind = EngineKind::TokioUring;
-
-    /// The engine that serves when this one is asked to: `uring` drives clients only.
-    pub fn for_server(self) -> EngineKind {
-        match self {
-            EngineKind::Uring => EngineKind::TokioUring,
-            other => other,
-        }
-    }
+    /// The built-in servers' default, measured likewise (`tools/vs-peers.sh`, part 2b: CPU per
+    /// request at the same offered load).
+    pub const DEFAULT_SERVER: EngineKind = EngineKind::Uring;
 
     pub fn name(self) -> &'static str {
         match self {
@@ -82,7 +77,7 @@ impl EngineKind {
         }
     }
 
-    /// Start built-in servers on this engine (`uring` serves with tokio-uring).
+    /// Start built-in servers on this engine.
     pub fn start_server<S>(
         self,
         listeners: Vec<(SocketAddr, S)>,
@@ -93,11 +88,10 @@ impl EngineKind {
     where
         S: crate::proto::ServerCodec + Send + 'static,
     {
-        match self.for_server() {
+        match self {
             EngineKind::Glommio => glommio::start_server(listeners, cores, limits, stop),
-            EngineKind::TokioUring | EngineKind::Uring => {
-                tokio_uring::start_server(listeners, cores, limits, stop)
-            }
+            EngineKind::TokioUring => tokio_uring::start_server(listeners, cores, limits, stop),
+            EngineKind::Uring => uring_server::start_server(listeners, cores, limits, stop),
         }
     }
 }

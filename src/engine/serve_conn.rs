@@ -117,20 +117,86 @@ impl<S: ServerCodec> ServerConn<S> {
         self.limits.write_timeout
     }
 
-    /// `n` bytes arrived (`n > 0`): beat first if one fell due before they came (a busy
-    /// connection never waits long enough for the read deadline, but nsqd's ticker beats
-    /// anyway), then answer every whole request.
+    /// `n` bytes arrived in `read_buf()` (`n > 0`): answer every whole request.
     pub fn received(&mut self, n: usize, now: Instant, unix_secs: u64, tally: &mut ServerTally) {
+        self.recv.filled(n);
+        tally.rx += n as u64;
+        self.serve_arrived(now, unix_secs, tally);
+    }
+
+    /// Bytes that came before the engine could answer them (its receive is always armed, and a
+    /// write of earlier answers may still be reading `to_write()`): kept, answered by the next
+    /// [`serve_arrived`](Self::serve_arrived). `false`: past the receive limit (close).
+    pub fn arrived(&mut self, mut data: &[u8], tally: &mut ServerTally) -> bool {
+        while !data.is_empty() {
+            let Some(buf) = self.recv.spare() else { return false };
+            let n = buf.len().min(data.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            self.recv.filled(n);
+            tally.rx += n as u64;
+            data = &data[n..];
+        }
+        true
+    }
+
+    /// Bytes are waiting to be answered.
+    pub fn has_arrived(&self) -> bool {
+        !self.recv.data().is_empty()
+    }
+
+    /// A connection quiet this long gives its buffers back (see [`ServerConn::release_if_idle`]).
+    pub const IDLE_RELEASE: Duration = Duration::from_secs(1);
+
+    /// Give the buffers back if the connection has been quiet a while with nothing pending.
+    pub fn release_if_idle(&mut self, now: Instant) {
+        if now.saturating_duration_since(self.last_activity) >= Self::IDLE_RELEASE && self.out.is_empty() {
+            self.recv.release();
+            self.out = Vec::new();
+        }
+    }
+
+    /// Answer every whole request that arrived (beat first if one fell due before they came:
+    /// a busy connection never waits long enough for the read deadline, but nsqd's ticker
+    /// beats anyway).
+    pub fn serve_arrived(&mut self, now: Instant, unix_secs: u64, tally: &mut ServerTally) {
+        self.before_serving(now, unix_secs);
+        let served = self.codec.serve(self.recv.data(), &mut self.out);
+        self.recv.consume(served.consumed);
+        self.after_serving(served, now, tally);
+    }
+
+    /// Answer `data` where it lies (an engine's provided buffer), with nothing arrived before
+    /// it waiting: only what no whole request used is copied into the connection's buffer, so
+    /// a connection whose requests arrive whole never needs one. `false`: past the receive
+    /// limit (close).
+    pub fn serve_from(&mut self, data: &[u8], now: Instant, unix_secs: u64, tally: &mut ServerTally) -> bool {
+        if self.has_arrived() {
+            // Order matters: the earlier bytes first.
+            let fits = self.arrived(data, tally);
+            self.serve_arrived(now, unix_secs, tally);
+            return fits;
+        }
+        tally.rx += data.len() as u64;
+        self.before_serving(now, unix_secs);
+        let served = self.codec.serve(data, &mut self.out);
+        let rest = &data[served.consumed.min(data.len())..];
+        self.after_serving(served, now, tally);
+        let rx = tally.rx;
+        let fits = self.arrived(rest, tally);
+        tally.rx = rx; // counted above
+        fits
+    }
+
+    fn before_serving(&mut self, now: Instant, unix_secs: u64) {
         if self.next_beat.is_some_and(|due| now >= due) {
             self.beat();
         }
-        self.recv.filled(n);
         self.last_activity = now;
         self.last_read = now;
         self.codec.set_unix_time(unix_secs);
-        let served = self.codec.serve(self.recv.data(), &mut self.out);
-        self.recv.consume(served.consumed);
-        tally.rx += n as u64;
+    }
+
+    fn after_serving(&mut self, served: crate::proto::Served, now: Instant, tally: &mut ServerTally) {
         tally.requests += served.requests;
         tally.messages += served.messages;
         if !self.limits.delay.is_zero() && served.requests + served.messages > 0 && self.hold.is_none() {

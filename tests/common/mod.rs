@@ -64,7 +64,7 @@ pub fn serve_process(kind: &str, extra: &[&str]) -> (Peer, String) {
 /// Every client engine; the loopback suites run on each.
 pub const ENGINES: [&str; 3] = ["glommio", "tokio-uring", "uring"];
 /// Engines that also run the built-in servers.
-pub const SERVER_ENGINES: [&str; 2] = ["glommio", "tokio-uring"];
+pub const SERVER_ENGINES: [&str; 3] = ["glommio", "tokio-uring", "uring"];
 
 /// Run `wirebench bench ARGS…` in-process and return its report.
 pub fn bench(args: &[&str]) -> Report {
