@@ -106,10 +106,62 @@ pub struct LoadArgs {
     /// A connect, write or answer slower than this fails its connection (counted as timeout).
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub timeout: Duration,
+    /// Source addresses for the connections, connection i from address i mod N: a list of
+    /// addresses and ranges, `127.0.0.2-127.0.0.250,::1`. One source address reaches one
+    /// target from at most the ephemeral port range (about 28,000 ports): more connections
+    /// need more addresses. `uring` engine.
+    #[arg(long, value_name = "ADDRS")]
+    pub bind: Option<String>,
     #[command(flatten)]
     pub protocol: ProtocolOptions,
     #[command(flatten)]
     pub tls: crate::tls::TlsArgs,
+}
+
+/// Most source addresses `--bind` takes (a /16).
+const MAX_BIND: usize = 65_536;
+
+/// `--bind`: addresses and ranges (`A-B`, inclusive, of one family), comma-separated.
+pub fn parse_bind(text: &str) -> Result<Vec<std::net::IpAddr>, String> {
+    use std::net::IpAddr;
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("'{part}' is not an address or a range of them (e.g. 127.0.0.2-127.0.0.250)");
+        match part.split_once('-') {
+            None => out.push(part.parse::<IpAddr>().map_err(|_| bad())?),
+            Some((a, b)) => {
+                let (a, b) = (
+                    a.trim().parse::<IpAddr>().map_err(|_| bad())?,
+                    b.trim().parse::<IpAddr>().map_err(|_| bad())?,
+                );
+                let (a, b) = match (a, b) {
+                    (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b))),
+                    (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b)),
+                    _ => return Err(format!("'{part}': both ends of a range are of one family")),
+                };
+                if b < a || b - a >= MAX_BIND as u128 {
+                    return Err(format!(
+                        "'{part}': a range runs upwards and holds at most {MAX_BIND} addresses"
+                    ));
+                }
+                let v4 = text.contains('.');
+                out.extend((a..=b).map(|n| {
+                    if v4 && n <= u128::from(u32::MAX) {
+                        IpAddr::V4(std::net::Ipv4Addr::from(n as u32))
+                    } else {
+                        IpAddr::V6(std::net::Ipv6Addr::from(n))
+                    }
+                }));
+            }
+        }
+        if out.len() > MAX_BIND {
+            return Err(format!("--bind takes at most {MAX_BIND} addresses"));
+        }
+    }
+    if out.is_empty() {
+        return Err("give at least one address".into());
+    }
+    Ok(out)
 }
 
 /// Where the load runs: the engine and its CPUs.
@@ -173,6 +225,9 @@ pub struct Load {
     pub options: ProtocolOptions,
     /// TLS options (used by TLS targets: `https://`, `wss://`, `nsq://…?tls=1`, …).
     pub tls: crate::tls::TlsArgs,
+    /// Source addresses (`--bind`), connection i from `bind[i % len]`; empty: the kernel's
+    /// choice.
+    pub bind: Vec<std::net::IpAddr>,
     /// Runs back to back (`--repeat`); the report is the median one's, with every run's line.
     pub repeat: usize,
 }
@@ -273,8 +328,18 @@ pub fn validate_load(
         None => online.to_vec(),
     };
     cores.truncate(connections); // a core with no connection would only report zeros
+    let engine_kind = engine.engine.unwrap_or(EngineKind::DEFAULT_CLIENT);
+    if args.bind.is_some() && engine_kind != EngineKind::Uring {
+        bail!(
+            "--bind needs --engine uring (it makes its own sockets; the others connect through their runtimes)"
+        );
+    }
+    let bind = match &args.bind {
+        Some(text) => parse_bind(text).map_err(|e| anyhow::anyhow!("--bind: {e}"))?,
+        None => Vec::new(),
+    };
     Ok(Load {
-        engine: engine.engine.unwrap_or(EngineKind::DEFAULT_CLIENT),
+        engine: engine_kind,
         cores,
         shape: Shape {
             connections,
@@ -293,6 +358,7 @@ pub fn validate_load(
         headers,
         options: args.protocol.clone(),
         tls: args.tls.clone(),
+        bind,
         repeat: args.repeat,
     })
 }
@@ -463,6 +529,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         progress: (0..load.cores.len()).map(|_| AtomicU64::new(0)).collect(),
         window: ClientJob::fresh_window(&load.shape),
         tls,
+        bind: load.bind.clone(),
     };
     Ok(Prepared { addr, body, hostname: hostname(), job, plan })
 }
@@ -758,6 +825,21 @@ mod tests {
         assert!(error(&["http://h/", "-H", "nocolon"]).contains("Name: value"));
         assert!(error(&["http://h/", "--cores", "9"]).contains("not available"));
         assert!(error(&["gopher://h/"]).contains("unsupported scheme"));
+    }
+
+    #[test]
+    fn bind_takes_addresses_and_ranges() {
+        let v = parse_bind("127.0.0.2-127.0.0.4,::1").unwrap();
+        let text: Vec<String> = v.iter().map(ToString::to_string).collect();
+        assert_eq!(text, ["127.0.0.2", "127.0.0.3", "127.0.0.4", "::1"]);
+        assert_eq!(parse_bind("127.0.0.1-127.0.255.255").unwrap().len(), 65_535);
+        assert!(parse_bind("127.0.0.4-127.0.0.2").unwrap_err().contains("upwards"));
+        assert!(parse_bind("127.0.0.1-::1").unwrap_err().contains("one family"));
+        assert!(parse_bind("localhost").unwrap_err().contains("not an address"));
+        assert!(parse_bind("10.0.0.0-10.2.0.0").unwrap_err().contains("at most"));
+        assert!(
+            error(&["http://h/", "--bind", "127.0.0.2", "--engine", "glommio"]).contains("--engine uring")
+        );
     }
 
     #[test]

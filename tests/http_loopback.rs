@@ -160,3 +160,39 @@ fn a_generator_on_two_cores_counts_exactly() {
         assert_eq!(r.rx.op, 20000 * wire::hello() as u64);
     }
 }
+
+#[test]
+fn bind_spreads_connections_over_source_addresses() {
+    use std::io::{Read, Write};
+    // A plain listener that notes who connected and answers every request with 200.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(8) {
+            let Ok(mut s) = stream else { continue };
+            seen2.lock().unwrap().push(s.peer_addr().unwrap().ip().to_string());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = s.read(&mut buf) {
+                    let answers = buf[..n].windows(4).filter(|w| w == b"\r\n\r\n").count();
+                    for _ in 0..answers {
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK");
+                    }
+                }
+            });
+        }
+    });
+    let url = format!("http://{addr}/");
+    let r = bench_on("uring", &[&url, "--bind", "127.0.0.2-127.0.0.4", "-c", "6", "-n", "600"]);
+    assert_clean(&r);
+    // Two connections from each source address (connection i from address i mod 3), and the
+    // pre-flight connect from wherever the kernel chose.
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(
+        seen,
+        ["127.0.0.1", "127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3", "127.0.0.4", "127.0.0.4"]
+    );
+}

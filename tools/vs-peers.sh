@@ -43,6 +43,9 @@ if [ -z "$OHA" ]; then
 fi
 (cd "$root" && cargo build -q --release)
 WB="$root/target/release/wirebench"
+# The floor: a bare io_uring keep-alive loop with multishot receive (benches/minimal_loop.rs).
+MINIMAL=$(cd "$root" && cargo bench --bench minimal_loop --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_loop-[0-9a-f]*\)).*/\1/p' | tail -1)
+MINIMAL="$root/$MINIMAL"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 work=$(mktemp -d)
@@ -112,6 +115,7 @@ client_cmd() {
         ab) echo "ab -q -k -c $CONNS -t $secs -n 2000000 $url" ;;
         h2load) echo "h2load --h1 -t1 -c $CONNS -D $secs $url" ;;
         oha) echo "$OHA --no-tui $insecure -c $CONNS -z ${secs}s $url" ;;
+        minimal) local hostport=${url#http://}; echo "$MINIMAL ${hostport%/} $CONNS $secs" ;;
         wirebench) echo "$WB bench $url $insecure -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
         # The same client pipelining 16 requests per connection: it then costs so little per
         # request that the server, not the client, is what saturates.
@@ -127,6 +131,7 @@ rps_of() {
         ab) awk '/Requests per second:/ {print $4}' "$file" ;;
         h2load) sed -n 's/.*finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' "$file" ;;
         oha) awk '/Requests\/sec:/ {print $2}' "$file" ;;
+        minimal) sed -n 's/.* = \([0-9.]*\)\/s/\1/p' "$file" ;;
         wirebench*) python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ops_per_sec"])' "$file" ;;
     esac
 }
@@ -151,7 +156,7 @@ syscalls_per_req() {
     python3 -c "import sys; c,r,s=map(float,sys.argv[1:]); print(f'{c/(r*s):.3f}' if r>0 else 'nan')" "$calls" "${rps:-0}" "$secs"
 }
 
-TOOLS=(wrk wirebench ab h2load oha)
+TOOLS=(wrk wirebench ab h2load oha minimal)
 
 measure_clients() {
     local url=$1 label=$2
@@ -209,6 +214,7 @@ if part tls; then
         -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
     port=$(free_port)
     start_nginx "$port" tls
+    TOOLS=(wrk wirebench ab h2load oha) # the minimal loop speaks no TLS
     measure_clients "https://127.0.0.1:$port/" "Clients against nginx over TLS 1.3 (1 worker)"
     stop_servers
 fi

@@ -114,6 +114,8 @@ pub struct ClientJob {
     pub window: Arc<crate::workload::Window>,
     /// Per target, its TLS set-up (`None`: plaintext); empty: none speaks TLS.
     pub tls: Vec<Option<Arc<crate::tls::ClientTls>>>,
+    /// Source addresses, connection i from `bind[i % len]` (`uring` engine); empty: any.
+    pub bind: Vec<std::net::IpAddr>,
 }
 
 impl ClientJob {

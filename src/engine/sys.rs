@@ -195,7 +195,8 @@ impl ThreadClock {
 #[derive(Debug, thiserror::Error)]
 pub enum LimitError {
     #[error(
-        "{wanted} open files are needed but the limit is {hard} (hard limit); run `ulimit -n {wanted}` as root or lower --connections"
+        "{wanted} open files are needed but this process may hold at most {hard} (its hard limit, which only a privileged process can raise: `ulimit -Hn`, limits.conf, fs.nr_open); lower --connections to {most} or fewer per process, or run several generator processes together (the same --start-at; `wirebench merge` adds their results)",
+        most = hard.saturating_sub(SPARE_FILES)
     )]
     Files { wanted: u64, hard: u64 },
     #[error(

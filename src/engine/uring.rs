@@ -83,6 +83,8 @@ struct Slot<C> {
     end: Option<i32>,
     /// The machine asked to close: the receive is being cancelled first.
     closing: bool,
+    /// Its source address (`--bind`), if any.
+    source: Option<std::net::IpAddr>,
 }
 
 fn client_core<C: ClientCodec>(
@@ -120,6 +122,7 @@ fn client_core<C: ClientCodec>(
                 reading: None,
                 end: None,
                 closing: false,
+                source: (!job.bind.is_empty()).then(|| job.bind[i % job.bind.len()]),
             }
         })
         .collect();
@@ -254,6 +257,26 @@ fn run_loop<C: ClientCodec>(
     }
 }
 
+/// Bind a socket to a source address, its port left to the connect (`IP_BIND_ADDRESS_NO_PORT`:
+/// a port is then unique per destination, not per source address, so one address serves more
+/// than the ephemeral range's worth of connections to several targets).
+fn bind_source(socket: &socket2::Socket, source: std::net::IpAddr) -> io::Result<()> {
+    if source.is_ipv4() {
+        let one: libc::c_int = 1;
+        // SAFETY: our socket and a valid option value (Linux 4.2+; harmless if unknown).
+        unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(socket),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+    socket.bind(&std::net::SocketAddr::new(source, 0).into())
+}
+
 /// Arm slot `i`'s multishot receive on its socket.
 fn arm<C>(ring: &mut IoUring, slot: &mut Slot<C>, i: usize, group: u16) -> io::Result<()> {
     let Some(fd) = slot.fd else { return Ok(()) };
@@ -365,6 +388,13 @@ fn drive<C: ClientCodec>(
                     }
                 };
                 let _ = socket.set_tcp_nodelay(true);
+                if let Some(source) = slot.source
+                    && let Err(e) = bind_source(&socket, source)
+                {
+                    let e = io::Error::new(e.kind(), format!("binding the source address {source}: {e}"));
+                    slot.conn.connect_failed(&e, now, rec);
+                    continue;
+                }
                 let fd = socket.into_raw_fd();
                 slot.fd = Some(fd);
                 slot.end = None;

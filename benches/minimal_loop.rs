@@ -1,0 +1,114 @@
+//! The floor for an HTTP/1.1 keep-alive client on io_uring: no state machine, no codec, no
+//! statistics — N connections, a fixed `GET /`, one multishot receive per socket on a
+//! provided-buffer ring, the next request sent when a whole response (all the same length,
+//! learnt from one request first) has arrived. `tools/vs-peers.sh` runs it beside the real
+//! clients, so wirebench's generator can be measured against the least a client can do.
+//!
+//! Usage: cargo bench --bench minimal_loop -- HOST:PORT [CONNECTIONS 64] [SECONDS 5]
+//! Prints `requests N in S s = R/s` (the line vs-peers reads).
+
+use io_uring::{cqueue, opcode, types};
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+use wirebench::engine::bufring::BufRing;
+
+const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let addr = args.first().expect("HOST:PORT").clone();
+    let conns: usize = args.get(1).map_or(64, |a| a.parse().expect("connections"));
+    let secs: f64 = args.get(2).map_or(5.0, |a| a.parse().expect("seconds"));
+    // Learn the response's length from one request.
+    let response_len = {
+        let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+        s.write_all(REQUEST).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut buf = vec![0u8; 65536];
+        let mut got = 0;
+        loop {
+            got += s.read(&mut buf[got..]).expect("a response");
+            let text = String::from_utf8_lossy(&buf[..got]);
+            if let Some(head_end) = text.find("\r\n\r\n") {
+                let len: usize = text[..head_end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .expect("Content-Length");
+                if got >= head_end + 4 + len {
+                    break head_end + 4 + len;
+                }
+            }
+        }
+    };
+    let streams: Vec<std::net::TcpStream> = (0..conns)
+        .map(|_| {
+            let s = std::net::TcpStream::connect(&addr).expect("connect");
+            s.set_nodelay(true).unwrap();
+            s
+        })
+        .collect();
+    let mut ring = wirebench::engine::uring::ring(4096).expect("ring");
+    let mut bufs = BufRing::register(&ring, 0, 1024, 4096).expect("buffer ring");
+    let send = |ring: &mut io_uring::IoUring, i: usize, fd: i32| {
+        let sqe = opcode::Send::new(types::Fd(fd), REQUEST.as_ptr(), REQUEST.len() as u32)
+            .build()
+            .user_data((i as u64) << 1);
+        // SAFETY: REQUEST is static.
+        unsafe { ring.submission().push(&sqe).expect("room") };
+    };
+    let arm = |ring: &mut io_uring::IoUring, i: usize, fd: i32| {
+        let sqe = opcode::RecvMulti::new(types::Fd(fd), 0).build().user_data(((i as u64) << 1) | 1);
+        // SAFETY: the buffers are the ring's.
+        unsafe { ring.submission().push(&sqe).expect("room") };
+    };
+    for (i, s) in streams.iter().enumerate() {
+        arm(&mut ring, i, s.as_raw_fd());
+        send(&mut ring, i, s.as_raw_fd());
+    }
+    let mut pending = vec![0usize; conns];
+    let mut in_flight = conns;
+    let mut done: u64 = 0;
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(secs);
+    let mut sending = true;
+    let mut completions = Vec::new();
+    while in_flight > 0 {
+        ring.submit_and_wait(1).expect("enter");
+        completions.clear();
+        completions.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        if sending && Instant::now() >= end {
+            sending = false;
+        }
+        for &(data, result, flags) in &completions {
+            let (i, recv) = ((data >> 1) as usize, data & 1 == 1);
+            if !recv {
+                assert!(result == REQUEST.len() as i32, "send: {result}");
+                continue;
+            }
+            if let Some(bid) = cqueue::buffer_select(flags) {
+                bufs.give_back(bid);
+            }
+            assert!(result > 0 || result == -libc::ENOBUFS, "receive: {result}");
+            if !cqueue::more(flags) {
+                arm(&mut ring, i, streams[i].as_raw_fd());
+            }
+            pending[i] += result.max(0) as usize;
+            while pending[i] >= response_len {
+                pending[i] -= response_len;
+                done += 1;
+                if sending {
+                    send(&mut ring, i, streams[i].as_raw_fd());
+                } else {
+                    in_flight -= 1;
+                }
+            }
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    println!("requests {done} in {elapsed:.2} s = {:.0}/s", done as f64 / elapsed);
+}
