@@ -60,7 +60,8 @@ fn too_many_connections_for_the_file_limit_says_how() {
         eprintln!("skipped: prlimit/setpriv not installed");
         return;
     };
-    assert_user_error(&out, "ulimit -n");
+    assert_user_error(&out, "ulimit -Hn");
+    assert_user_error(&out, "lower --connections to 192 or fewer per process");
 }
 
 #[test]

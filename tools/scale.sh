@@ -6,9 +6,11 @@
 #
 # A process here may hold at most `ulimit -Hn` open files (20,000 on the project's machines,
 # and only a privileged process can raise it), so each count is spread over several generator
-# and server processes of at most PER_PROC connections each: the servers share one port
-# (SO_REUSEPORT), each generator has its own source address (--bind 127.0.X.Y: one address
-# reaches one port from about 28,000 ephemeral ports), all start their measured window at the
+# and server processes of at most PER_PROC connections each (servers accept up to their file
+# limit: SO_REUSEPORT spreads connections by hash, not evenly): the servers share one port
+# (SO_REUSEPORT), each generator has its own 200 source addresses (--bind 127.X.Y.2-127.X.Y.201:
+# one address reaches one port from about 28,000 ephemeral ports, and the kernel finds a free
+# one faster the fewer it already holds), all start their measured window at the
 # same --start-at, and `wirebench merge` adds their results. Servers are pinned to the last CPU,
 # generators to the first. Where the box stops a count short, the script says how far it got
 # and what stopped it.
@@ -17,9 +19,9 @@
 #                                   DURATION=60s RATE=20000 connections/s in all)
 set -uo pipefail
 COUNTS=${COUNTS:-10000 100000 1000000}
-PER_PROC=${PER_PROC:-19000}
+PER_PROC=${PER_PROC:-18000}
 INTERVAL=${INTERVAL:-30s}
-DURATION=${DURATION:-60s}
+DURATION=${DURATION:-60s} # in seconds: 60s
 RATE=${RATE:-20000}
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -43,7 +45,7 @@ rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 cpu_s() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # TCP sockets in use and TCP memory (pages) from sockstat; slab bytes of the socket caches.
 sockstat() { awk '/^TCP:/ {for (i = 2; i < NF; i += 2) if ($i == "inuse" || $i == "mem") printf "%s ", $(i + 1)}' /proc/net/sockstat; }
-slab_bytes() { awk '$1 ~ /^(TCP|tcp_bind_bucket|sock_inode_cache|dentry|file|skbuff_head_cache)/ {s += $3 * $4} END {print s + 0}' /proc/slabinfo 2>/dev/null || echo 0; }
+slab_bytes() { awk '$1 ~ /^(TCP|tcp_bind_bucket|sock_inode_cache|dentry|filp|skbuff_head_cache)$/ {s += $2 * $4} END {printf "%d\n", s}' /proc/slabinfo 2>/dev/null || echo 0; }
 
 echo "## wirebench scale — $(date -u +%Y-%m-%d)"
 echo
@@ -58,7 +60,7 @@ for count in $COUNTS; do
     slab0=$(slab_bytes)
     servers=()
     for s in $(seq "$procs"); do
-        "$WB" serve ws --listen "127.0.0.1:$port" --cores "$SERVER_CPU" --max-conns $((PER_PROC + 100)) \
+        "$WB" serve ws --listen "127.0.0.1:$port" --cores "$SERVER_CPU" --max-conns $(( $(ulimit -Hn) - 100 )) \
             --idle-timeout 600s -d 100000 >"$work/serve-$s.out" 2>&1 &
         servers+=($!); pids+=($!)
     done
@@ -71,18 +73,22 @@ for count in $COUNTS; do
     left=$count
     for g in $(seq "$procs"); do
         n=$((left < PER_PROC ? left : PER_PROC)); left=$((left - n))
-        src="127.$((1 + g / 250)).$((g % 250 + 2)).1"
+        # 200 source addresses per generator: the kernel's search for a free port is linear
+        # in the connections already made between one pair of addresses (at 19,000 from one
+        # address, 67 % of the generator's CPU was __inet_check_established).
+        src="127.$((g % 250 + 1)).$((g / 250)).2-127.$((g % 250 + 1)).$((g / 250)).201"
         "$WB" bench "ws://127.0.0.1:$port/" -c "$n" --interval "$INTERVAL" -d "$DURATION" --size 32 \
             --connect-rate "$(python3 -c "print(max(1.0, $RATE * $n / $count))")" --start-at "$start_at" \
             --bind "$src" --cores "$CLIENT_CPU" --timeout 30s --json "$work/gen-$g.json" >"$work/gen-$g.out" 2>&1 &
         gens+=($!); pids+=($!)
     done
     # Mid-window: memory of everyone, sockets in the kernel.
-    sleep $((ramp + 10))
+    sleep $((ramp + ${DURATION%s} / 2))
     gen_rss=0; for p in "${gens[@]}"; do gen_rss=$((gen_rss + $(rss_kib "$p"))); done
     srv_rss=0; srv_cpu0=0; for p in "${servers[@]}"; do srv_rss=$((srv_rss + $(rss_kib "$p"))); srv_cpu0=$(python3 -c "print($srv_cpu0 + $(cpu_s "$p"))"); done
     read -r tcp1 mem1 < <(sockstat)
     slab1=$(slab_bytes)
+    echo "kernel: TCP sockets $tcp0 -> $tcp1, TCP memory pages $mem0 -> $mem1, socket slabs $slab0 -> $slab1 B" >&2
     for p in "${gens[@]}"; do wait "$p"; done
     srv_cpu1=0; for p in "${servers[@]}"; do srv_cpu1=$(python3 -c "print($srv_cpu1 + $(cpu_s "$p"))"); done
     for p in "${servers[@]}"; do kill "$p" 2>/dev/null; done

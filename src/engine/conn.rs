@@ -43,6 +43,12 @@ const GOODBYE_READS: u32 = 16;
 /// that never answers must not hold the run until its time limit.
 pub const GIVE_UP_AFTER: u32 = 20;
 
+/// The first receive buffer of [`Conn::small_receive_buffer`]: a handshake's answer fits.
+const SMALL_RECV_BUF: usize = 512;
+
+/// How often a connection the engine wakes at the window's opening looks anyway.
+const WINDOW_SAFETY_NET: Duration = Duration::from_secs(1);
+
 /// A connection that will idle at least this long gives its buffers back first (shorter
 /// waits keep them: allocating per operation would cost more than it saves).
 pub const IDLE_RELEASE: Duration = Duration::from_millis(100);
@@ -191,6 +197,8 @@ pub struct Conn<C> {
     pending: Option<PendingWindow>,
     /// This connection told the window it is set up (or failed its first try).
     settled: bool,
+    /// The engine wakes this connection when the window opens (it need not look).
+    woken_at_open: bool,
 }
 
 /// A window not yet open, and how the budget follows from its opening.
@@ -251,6 +259,7 @@ impl<C: ClientCodec> Conn<C> {
             target: 0,
             pending: None,
             settled: false,
+            woken_at_open: false,
         }
     }
 
@@ -293,6 +302,22 @@ impl<C: ClientCodec> Conn<C> {
         let expected_deadline = expected_open + warmup + duration;
         self.pending =
             Some(PendingWindow { window, start, expected_open, expected_deadline, warmup, duration });
+        self
+    }
+
+    /// The engine wakes this connection when the window opens: while it waits it looks only
+    /// once a second (a safety net), not at the others' pace — with tens of thousands of
+    /// connections waiting, looking costs more than the set-ups it waits for.
+    pub fn woken_when_the_window_opens(mut self) -> Self {
+        self.woken_at_open = true;
+        self
+    }
+
+    /// Start the receive buffer small (it grows for larger messages): for an engine that
+    /// copies what arrived into it rather than reading into it, where thousands of
+    /// connections handshaking at once would otherwise each hold a 4 KiB buffer.
+    pub fn small_receive_buffer(mut self) -> Self {
+        self.recv = RecvBuf::bounded(SMALL_RECV_BUF, super::RECV_BUF_MAX);
         self
     }
 
@@ -632,6 +657,7 @@ impl<C: ClientCodec> Conn<C> {
             // A connection set up before the others waits for the window: until the last one
             // is expected, then as often as the others' pace of settling says.
             let due = match &self.pending {
+                Some(p) if self.woken_at_open => p.expected_open.max(now + WINDOW_SAFETY_NET),
                 Some(p) => p.expected_open.max(now + p.window.recheck_in(now, p.start)),
                 None => self.pacer.due(now),
             };
