@@ -261,10 +261,7 @@ fn run_loop<C: ClientCodec>(
                     && !slot.cancelled
                 {
                     slot.cancelled = true;
-                    let sqe = opcode::AsyncCancel::new(user_data(i, kind))
-                        .build()
-                        .user_data(user_data(i, OP_CANCEL));
-                    push(ring, &sqe)?;
+                    cancel(ring, user_data(i, kind), user_data(i, OP_CANCEL))?;
                 }
             }
         }
@@ -351,15 +348,23 @@ fn user_data(slot: usize, kind: u64) -> u64 {
 }
 
 /// Push an SQE, submitting first if the queue is full.
-fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> io::Result<()> {
-    // SAFETY: every buffer an SQE points at lives in a slot that is neither moved (the slot
-    // vector never grows) nor touched until the operation completes.
+///
+/// Both raw io_uring loops keep one rule for the buffers their SQEs point at: they stay put
+/// and untouched until the operation completes (the client's slot vector never grows; the
+/// server's only buffer is a connection's answer, on the heap, freed with no send in flight).
+pub(super) fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> io::Result<()> {
+    // SAFETY: the rule above.
     if unsafe { ring.submission().push(sqe) }.is_err() {
         ring.submit()?;
         // SAFETY: as above.
         unsafe { ring.submission().push(sqe) }.map_err(|_| io::Error::other("submission queue full"))?;
     }
     Ok(())
+}
+
+/// Cancel the operation tagged `target`; the cancel's own completion is tagged `tag`.
+pub(super) fn cancel(ring: &mut IoUring, target: u64, tag: u64) -> io::Result<()> {
+    push(ring, &opcode::AsyncCancel::new(target).build().user_data(tag))
 }
 
 /// Ask slot `i`'s machine what to do until it is waiting on an operation, asleep or done.
@@ -458,10 +463,7 @@ fn drive<C: ClientCodec>(
             Want::Close if slot.armed => {
                 if !slot.closing {
                     slot.closing = true;
-                    let sqe = opcode::AsyncCancel::new(user_data(i, OP_RECV))
-                        .build()
-                        .user_data(user_data(i, OP_CANCEL));
-                    push(ring, &sqe)?;
+                    cancel(ring, user_data(i, OP_RECV), user_data(i, OP_CANCEL))?;
                 }
                 return Ok(());
             }

@@ -14,6 +14,7 @@
 
 use super::bufring::BufRing;
 use super::serve_conn::ServerConn;
+use super::uring::{cancel, push};
 use super::{AsyncServerCore, ServerStart, ServerTally};
 use crate::proto::ServerCodec;
 use io_uring::{IoUring, cqueue, opcode, types};
@@ -109,18 +110,6 @@ fn server_core<S: ServerCodec + Send + 'static>(start: ServerStart<S>) -> Server
     }
     drop(slots);
     core.close()
-}
-
-fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> io::Result<()> {
-    // SAFETY: the only buffer an SQE points at is a connection's answer (`ServerConn`'s own
-    // heap buffer: it stays put when the slot moves), untouched until the send completes, and
-    // a slot is freed only with no send in flight.
-    if unsafe { ring.submission().push(sqe) }.is_err() {
-        ring.submit()?;
-        // SAFETY: as above.
-        unsafe { ring.submission().push(sqe) }.map_err(|_| io::Error::other("submission queue full"))?;
-    }
-    Ok(())
 }
 
 fn serve<S: ServerCodec>(
@@ -335,10 +324,7 @@ fn serve<S: ServerCodec>(
                 if slot.armed {
                     if !slot.closing {
                         slot.closing = true;
-                        let sqe = opcode::AsyncCancel::new(user_data(i, OP_RECV))
-                            .build()
-                            .user_data(user_data(i, OP_CANCEL));
-                        push(ring, &sqe)?;
+                        cancel(ring, user_data(i, OP_RECV), user_data(i, OP_CANCEL))?;
                     }
                     continue;
                 }
