@@ -401,9 +401,14 @@ impl<C: ClientCodec> Conn<C> {
     /// Where to read into; `None` when a message outgrew the receive limit (the next `next()`
     /// will fail the connection).
     pub fn read_buf(&mut self) -> Option<&mut [u8]> {
+        self.in_buf().spare()
+    }
+
+    /// Where the socket's bytes land: the TLS session's ciphertext buffer, or the protocol's.
+    fn in_buf(&mut self) -> &mut RecvBuf {
         match &mut self.session {
-            Some(session) => session.wire_in.spare(),
-            None => self.recv.spare(),
+            Some(session) => &mut session.wire_in,
+            None => &mut self.recv,
         }
     }
 
@@ -853,10 +858,12 @@ impl<C: ClientCodec> Conn<C> {
     /// `n` bytes were written into `read_buf()`: they are the socket's (counted for the
     /// audit), not decoded yet.
     fn fill(&mut self, n: usize) {
-        match &mut self.session {
-            Some(session) => session.wire_in.filled(n),
-            None => self.recv.filled(n),
-        }
+        self.in_buf().filled(n);
+        self.count_in(n);
+    }
+
+    /// `n` bytes came off the socket into the receive buffer, not decoded yet.
+    fn count_in(&mut self, n: usize) {
         self.life.rx += n as u64;
         self.unread += n;
     }
@@ -865,15 +872,10 @@ impl<C: ClientCodec> Conn<C> {
     /// armed: multishot): kept, and decoded at the next [`take_arrived`](Self::take_arrived)
     /// — never while a write may still be reading the send buffer. `false`: past the
     /// receive limit (what fitted was kept).
-    pub fn arrived(&mut self, mut data: &[u8]) -> bool {
-        while !data.is_empty() {
-            let Some(buf) = self.read_buf() else { return false };
-            let n = buf.len().min(data.len());
-            buf[..n].copy_from_slice(&data[..n]);
-            self.fill(n);
-            data = &data[n..];
-        }
-        true
+    pub fn arrived(&mut self, data: &[u8]) -> bool {
+        let n = self.in_buf().append(data);
+        self.count_in(n);
+        n == data.len()
     }
 
     /// Bytes arrived that are not decoded yet.

@@ -690,6 +690,18 @@ impl RecvBuf {
     pub fn filled(&mut self, n: usize) {
         self.end += n;
     }
+    /// Copy `data` in (growing as needed); returns how much fitted under the limit.
+    pub fn append(&mut self, data: &[u8]) -> usize {
+        let mut done = 0;
+        while done < data.len() {
+            let Some(room) = self.spare() else { break };
+            let n = room.len().min(data.len() - done);
+            room[..n].copy_from_slice(&data[done..done + n]);
+            self.end += n;
+            done += n;
+        }
+        done
+    }
     /// Forget everything (the connection ended); returns how many bytes were left undecoded.
     pub fn reset(&mut self) -> usize {
         let left = self.end - self.start;

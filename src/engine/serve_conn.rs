@@ -127,16 +127,10 @@ impl<S: ServerCodec> ServerConn<S> {
     /// Bytes that came before the engine could answer them (its receive is always armed, and a
     /// write of earlier answers may still be reading `to_write()`): kept, answered by the next
     /// [`serve_arrived`](Self::serve_arrived). `false`: past the receive limit (close).
-    pub fn arrived(&mut self, mut data: &[u8], tally: &mut ServerTally) -> bool {
-        while !data.is_empty() {
-            let Some(buf) = self.recv.spare() else { return false };
-            let n = buf.len().min(data.len());
-            buf[..n].copy_from_slice(&data[..n]);
-            self.recv.filled(n);
-            tally.rx += n as u64;
-            data = &data[n..];
-        }
-        true
+    pub fn arrived(&mut self, data: &[u8], tally: &mut ServerTally) -> bool {
+        let n = self.recv.append(data);
+        tally.rx += n as u64;
+        n == data.len()
     }
 
     /// Bytes are waiting to be answered.
@@ -181,10 +175,7 @@ impl<S: ServerCodec> ServerConn<S> {
         let served = self.codec.serve(data, &mut self.out);
         let rest = &data[served.consumed.min(data.len())..];
         self.after_serving(served, now, tally);
-        let rx = tally.rx;
-        let fits = self.arrived(rest, tally);
-        tally.rx = rx; // counted above
-        fits
+        self.recv.append(rest) == rest.len()
     }
 
     fn before_serving(&mut self, now: Instant, unix_secs: u64) {
