@@ -61,8 +61,23 @@ struct Slot<S> {
     ended: bool,
     /// The receive is being cancelled so the socket can close.
     closing: bool,
-    /// Answers held until then (`--delay`).
-    held: Option<Instant>,
+}
+
+impl<S: ServerCodec> Slot<S> {
+    /// Its answers are held (`--delay`) past `now`.
+    fn held(&self, now: Instant) -> bool {
+        self.conn.hold().is_some_and(|until| until > now)
+    }
+}
+
+/// Held answers (`--delay`), soonest first: the connection is looked at again then.
+type Timers = std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>>;
+
+/// After serving slot `i`: if its answers are held, look at it again when they are due.
+fn time_hold<S: ServerCodec>(slot: &Slot<S>, i: usize, timers: &mut Timers, now: Instant) {
+    if let Some(until) = slot.conn.hold().filter(|until| *until > now) {
+        timers.push(std::cmp::Reverse((until, i)));
+    }
 }
 
 /// Start a built-in server on `cores` (see [`super::start_server_threads`]).
@@ -130,8 +145,7 @@ fn serve<S: ServerCodec>(
     let mut completions: Vec<(u64, i32, u32)> = Vec::new();
     let mut touched: Vec<usize> = Vec::new();
     let mut next_scan = Instant::now() + DEADLINE_SCAN;
-    // Held answers (`--delay`), soonest first.
-    let mut held: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>> = Default::default();
+    let mut held = Timers::new();
     let mut unix = (super::unix_secs(), Instant::now());
     while !start.stop.load(Ordering::Relaxed) {
         // One completion wakes the loop. Tried and dropped: io_uring's min-wait coalescing
@@ -172,17 +186,15 @@ fn serve<S: ServerCodec>(
                         continue;
                     }
                     let fd = result;
+                    // Admission and the codec's seed keep their own books in the tally.
                     drop(tally);
-                    let admitted = core.admit();
+                    let admitted = core.admit().map(|a| (a, core.codec(prototype)));
                     tally = core.tally.borrow_mut();
-                    let Some(admitted) = admitted else {
+                    let Some((admitted, codec)) = admitted else {
                         refuse(fd, &super::serve_conn::busy_answer(prototype));
                         continue;
                     };
                     set_nodelay(fd);
-                    drop(tally);
-                    let codec = core.codec(prototype);
-                    tally = core.tally.borrow_mut();
                     let slot = Slot {
                         conn: ServerConn::new(codec, core.limits, now),
                         fd,
@@ -192,7 +204,6 @@ fn serve<S: ServerCodec>(
                         send_cancelled: false,
                         ended: false,
                         closing: false,
-                        held: None,
                     };
                     let index = match free.pop() {
                         Some(index) => {
@@ -215,17 +226,14 @@ fn serve<S: ServerCodec>(
                         let data = bufs.data(bid, result.max(0) as usize);
                         // Answered where it lies when the connection is free to answer;
                         // kept for later while a send or a held answer is pending.
-                        let free = slot.sending.is_none() && slot.held.is_none() && !slot.conn.closing();
+                        let free = slot.sending.is_none() && !slot.held(now) && !slot.conn.closing();
                         let fits = if free {
                             slot.conn.serve_from(data, now, unix.0, &mut tally)
                         } else {
                             slot.conn.arrived(data, &mut tally)
                         };
                         if free {
-                            slot.held = slot.conn.hold();
-                            if let Some(until) = slot.held {
-                                held.push(std::cmp::Reverse((until, i)));
-                            }
+                            time_hold(slot, i, &mut held, now);
                         }
                         slot.ended |= result > 0 && !fits;
                         bufs.give_back(bid);
@@ -264,12 +272,7 @@ fn serve<S: ServerCodec>(
                 break;
             }
             held.pop();
-            if let Some(slot) = slots.get_mut(i).and_then(Option::as_mut)
-                && slot.held.is_some_and(|at| at <= now)
-            {
-                slot.held = None;
-                touched.push(i);
-            }
+            touched.push(i);
         }
         // Deadlines, once a scan.
         if now >= next_scan {
@@ -282,7 +285,7 @@ fn serve<S: ServerCodec>(
                         stop_socket(slot.fd);
                     }
                     Some(_) => {}
-                    None if slot.held.is_some() => {}
+                    None if slot.held(now) => {}
                     None if now >= slot.conn.deadline() && !slot.ended => {
                         slot.conn.deadline_passed(now, &mut tally);
                         touched.push(i);
@@ -305,14 +308,11 @@ fn serve<S: ServerCodec>(
                 }
                 continue;
             }
-            if !slot.ended && slot.held.is_none() && slot.conn.has_arrived() && !slot.conn.closing() {
+            if !slot.ended && !slot.held(now) && slot.conn.has_arrived() && !slot.conn.closing() {
                 slot.conn.serve_arrived(now, unix.0, &mut tally);
-                slot.held = slot.conn.hold();
-                if let Some(until) = slot.held {
-                    held.push(std::cmp::Reverse((until, i)));
-                }
+                time_hold(slot, i, &mut held, now);
             }
-            if slot.held.is_some() {
+            if slot.held(now) {
                 continue;
             }
             if !slot.ended && !slot.conn.to_write().is_empty() {
