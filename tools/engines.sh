@@ -15,14 +15,10 @@ root="$(dirname "$here")"
 WB="$root/target/release/wirebench"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 SERVER_CPU=$(($(nproc) - 1))
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; exit 1; }
+# shellcheck source=tools/scratch.sh
+. "$here/scratch.sh"
 
-p=$(port)
+p=$(free_port)
 cat >"$work/nginx.conf" <<CONF
 worker_processes 1;
 daemon off;
@@ -65,7 +61,7 @@ echo "|---|---:|---:|"
 : >"$work/s"
 for r in $(seq "$ROUNDS"); do
     for e in glommio tokio-uring; do
-        sp=$(port)
+        sp=$(free_port)
         "$WB" serve http --listen "127.0.0.1:$sp" --cores "$SERVER_CPU" --engine "$e" -d $((DURATION + 3)) >"$work/serve.out" & spid=$!
         wait_port "$sp"
         rps=$(bench_json "http://127.0.0.1:$sp/" uring | python3 -c "import json,sys; print(json.load(sys.stdin)['ops_per_sec'])")

@@ -30,19 +30,11 @@ WB="$root/target/release/wirebench"
 cpus=$(nproc)
 SERVER_CPU=$((cpus - 1))
 CLIENT_CPU=0
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tools/scratch.sh
+. "$here/scratch.sh"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-cpu_s() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # TCP sockets in use and TCP memory (pages) from sockstat; slab bytes of the socket caches.
 sockstat() { awk '/^TCP:/ {for (i = 2; i < NF; i += 2) if ($i == "inuse" || $i == "mem") printf "%s ", $(i + 1)}' /proc/net/sockstat; }
 slab_bytes() { awk '$1 ~ /^(TCP|tcp_bind_bucket|sock_inode_cache|dentry|filp|skbuff_head_cache)$/ {s += $2 * $4} END {printf "%d\n", s}' /proc/slabinfo 2>/dev/null || echo 0; }
@@ -85,12 +77,13 @@ for count in $COUNTS; do
     # Mid-window: memory of everyone, sockets in the kernel.
     sleep $((ramp + ${DURATION%s} / 2))
     gen_rss=0; for p in "${gens[@]}"; do gen_rss=$((gen_rss + $(rss_kib "$p"))); done
-    srv_rss=0; srv_cpu0=0; for p in "${servers[@]}"; do srv_rss=$((srv_rss + $(rss_kib "$p"))); srv_cpu0=$(python3 -c "print($srv_cpu0 + $(cpu_s "$p"))"); done
+    srv_rss=0; for p in "${servers[@]}"; do srv_rss=$((srv_rss + $(rss_kib "$p"))); done
+    srv_cpu0=$(proc_cpu "${servers[@]}")
     read -r tcp1 mem1 < <(sockstat)
     slab1=$(slab_bytes)
     echo "kernel: TCP sockets $tcp0 -> $tcp1, TCP memory pages $mem0 -> $mem1, socket slabs $slab0 -> $slab1 B" >&2
     for p in "${gens[@]}"; do wait "$p"; done
-    srv_cpu1=0; for p in "${servers[@]}"; do srv_cpu1=$(python3 -c "print($srv_cpu1 + $(cpu_s "$p"))"); done
+    srv_cpu1=$(proc_cpu "${servers[@]}")
     for p in "${servers[@]}"; do kill "$p" 2>/dev/null; done
     wait "${servers[@]}" 2>/dev/null
     ls "$work"/gen-*.json >/dev/null 2>&1 && "$WB" merge --force "$work"/gen-*.json --json "$work/merged.json" >/dev/null 2>&1

@@ -48,17 +48,8 @@ MINIMAL=$(cd "$root" && cargo bench --bench minimal_loop --no-run 2>&1 | sed -n 
 MINIMAL="$root/$MINIMAL"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing on port $1" >&2; exit 1; }
+# shellcheck source=tools/scratch.sh
+. "$here/scratch.sh"
 
 start_nginx() {
     local port=$1 listen="" server=""
@@ -88,15 +79,6 @@ start_serve() {
     "$WB" serve http --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 ${engine:+--engine $engine} >/dev/null &
     pids+=($!)
     wait_port "$port"
-}
-
-# CPU seconds (user + system) used so far by process $1 and its children (nginx's workers).
-proc_cpu() {
-    local total=0 pid
-    for pid in "$1" $(pgrep -P "$1"); do
-        total=$(awk -v t="$total" '{print t + $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo "$total")
-    done
-    python3 -c "import os,sys; print(float(sys.argv[1]) / os.sysconf('SC_CLK_TCK'))" "$total"
 }
 
 stop_servers() {

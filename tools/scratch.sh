@@ -1,0 +1,25 @@
+# Sourced by the measuring scripts (tools/vs-peers.sh, tools/scale.sh, tools/engines.sh): a
+# scratch directory and a trap that stops every process they started (their PIDs in `pids`)
+# and removes it; a free loopback port; waiting for a port to listen; a process's CPU time.
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing on port $1" >&2; exit 1; }
+
+# CPU seconds (user + system) used so far by the processes given and their children (nginx's
+# workers).
+proc_cpu() {
+    local total=0 pid
+    for pid in "$@" $(for p in "$@"; do pgrep -P "$p"; done); do
+        total=$(awk -v t="$total" '{print t + $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo "$total")
+    done
+    python3 -c "import os,sys; print(float(sys.argv[1]) / os.sysconf('SC_CLK_TCK'))" "$total"
+}
