@@ -89,6 +89,8 @@ struct Slot<C> {
     closing: bool,
     /// Its source address (`--bind`), if any.
     source: Option<std::net::IpAddr>,
+    /// The loop round whose `io_uring_enter` submitted its send (see `wrote_at` below).
+    send_round: u64,
 }
 
 fn client_core<C: ClientCodec>(
@@ -129,6 +131,7 @@ fn client_core<C: ClientCodec>(
                 end: None,
                 closing: false,
                 source: (!job.bind.is_empty()).then(|| job.bind[i % job.bind.len()]),
+                send_round: 0,
             }
         })
         .collect();
@@ -166,12 +169,13 @@ fn run_loop<C: ClientCodec>(
     // One clock read per loop, taken after the wait: on a machine whose clock has no vDSO fast
     // path each read is a syscall. The connections driven at the top of the next loop use it.
     let mut now = Instant::now();
+    let mut round: u64 = 0;
     let mut next_tick = now + TICK;
     let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(slots.len() + 64);
     loop {
         let stopping = job.stop.load(Ordering::Relaxed);
         for i in ready.drain(..) {
-            drive(ring, slots, &mut sleepers, i, now, stopping, job, rec)?;
+            drive(ring, slots, &mut sleepers, i, (now, round), stopping, job, rec)?;
             if slots[i].done {
                 remaining -= 1;
             }
@@ -187,6 +191,13 @@ fn run_loop<C: ClientCodec>(
         // the wake comes late: a paced operation due within SPIN is waited for awake.
         let want = if wait < SPIN && !ready_now(ring) { 0 } else { 1 };
         let ts = types::Timespec::from(wait);
+        // A send that fits the socket buffer is issued inline by the submit, before the wait:
+        // when its completion comes back from that same call, the bytes left at `submitted`,
+        // not when this thread woke to read the completion. Stamped at the wake instead, a
+        // wake delayed by the host shortened the answer's `waiting` (to 0 in a batch that
+        // also carries the answer).
+        round += 1;
+        let submitted = Instant::now();
         match ring.submitter().submit_with_args(want, &types::SubmitArgs::new().timespec(&ts)) {
             Ok(_) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
@@ -227,7 +238,10 @@ fn run_loop<C: ClientCodec>(
                     }
                     slot.conn.connect_failed(&error(result), now, rec)
                 }
-                OP_SEND if result >= 0 => slot.conn.wrote(result as usize, now, rec),
+                OP_SEND if result >= 0 => {
+                    let wrote_at = if slot.send_round == round { submitted } else { now };
+                    slot.conn.wrote(result as usize, wrote_at, rec)
+                }
                 _ => slot.conn.write_failed(&error(result), rec),
             }
             ready.push(i);
@@ -374,7 +388,7 @@ fn drive<C: ClientCodec>(
     slots: &mut [Slot<C>],
     sleepers: &mut BinaryHeap<Reverse<(Instant, usize)>>,
     i: usize,
-    now: Instant,
+    (now, round): (Instant, u64),
     stopping: bool,
     job: &ClientJob,
     rec: &mut CoreRecorder,
@@ -436,6 +450,7 @@ fn drive<C: ClientCodec>(
                         .build()
                         .user_data(user_data(i, OP_SEND));
                 slot.busy = Some((OP_SEND, now + timeout));
+                slot.send_round = round + 1; // submitted by the next enter
                 return push(ring, &sqe);
             }
             // What arrived goes in first, then how the stream ended; a poll that finds
