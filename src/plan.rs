@@ -575,20 +575,12 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
             Err(e) => return Err(failed(crate::engine::conn::io_text(&e))),
         };
         crate::tls::record_len(&buf[..n]).map_err(|e| failed(e.to_string()))?;
-        let mut input = &buf[..n];
-        while !input.is_empty() {
-            match session.read_tls(&mut input) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => return Err(failed(e.to_string())),
-            }
-            if let Err(e) = session.process_new_packets() {
-                // Tell the server why, as a client does.
-                wire.clear();
-                crate::tls::flush(&mut session, &mut wire);
-                let _ = std::io::Write::write_all(&mut stream, &wire);
-                return Err(failed(crate::tls::explain(&e)));
-            }
+        if let Err(e) = crate::tls::open(&mut session, &buf[..n]) {
+            // Tell the server why, as a client does.
+            wire.clear();
+            crate::tls::flush(&mut session, &mut wire);
+            let _ = std::io::Write::write_all(&mut stream, &wire);
+            return Err(failed(crate::tls::explain(&e)));
         }
     }
     Err(failed("no end to the handshake after 16 rounds".into()))

@@ -328,9 +328,10 @@ pub fn count_records(mut wire: &[u8]) -> u64 {
     n
 }
 
-/// Decrypt one whole record; its plaintext is then in `conn.reader()`.
-pub fn open<D>(conn: &mut rustls::ConnectionCommon<D>, record: &[u8]) -> Result<(), rustls::Error> {
-    let mut input = record;
+/// Feed `bytes` from the wire to rustls (whole records, or any cut of the stream) and process
+/// them; plaintext that came whole is then in `conn.reader()`.
+pub fn open<D>(conn: &mut rustls::ConnectionCommon<D>, bytes: &[u8]) -> Result<(), rustls::Error> {
+    let mut input = bytes;
     while !input.is_empty() {
         match conn.read_tls(&mut input) {
             Ok(0) | Err(_) => break,

@@ -7,7 +7,6 @@
 mod common;
 use common::*;
 use std::path::PathBuf;
-use wirebench::cmd::{Cli, Command as Cmd};
 use wirebench::outcome::ErrorClass;
 use wirebench::stats::Report;
 
@@ -23,11 +22,7 @@ fn tls_server(
     kind: &str,
     extra: &[&str],
 ) -> (wirebench::engine::ServerHandle, Vec<String>, String) {
-    let mut argv = vec!["wirebench", "serve", kind, "--listen", "127.0.0.1:0", "--engine", engine, "--tls"];
-    argv.extend_from_slice(extra);
-    let cli = <Cli as clap::Parser>::try_parse_from(argv).unwrap();
-    let Cmd::Serve(args) = cli.command else { unreachable!() };
-    let started = wirebench::cmd::serve::start_args(&args, &[server_cpu()]).unwrap();
+    let started = serve_started(engine, kind, &[&["--tls"], extra].concat());
     let tls = started.tls.expect("a TLS server");
     let path = std::env::temp_dir().join(format!("wirebench-test-{}.pem", started.handle.addr().port()));
     std::fs::write(&path, &tls.cert_pem).unwrap();
@@ -68,11 +63,7 @@ fn every_tls_scheme_on_every_engine_carries_the_plaintext_runs_bytes_plus_one_re
             let mut handles = Vec::new();
             let mut urls = Vec::new();
             for kind in ["http", "ws", "nsq", "sio"] {
-                let argv = ["wirebench", "serve", kind, "--listen", "127.0.0.1:0", "--engine", server_engine];
-                let Cmd::Serve(args) = <Cli as clap::Parser>::try_parse_from(argv).unwrap().command else {
-                    unreachable!()
-                };
-                let started = wirebench::cmd::serve::start_args(&args, &[server_cpu()]).unwrap();
+                let started = serve_started(server_engine, kind, &[]);
                 urls.extend(started.urls.concat());
                 handles.push(started.handle);
             }

@@ -146,6 +146,12 @@ fn waiting_ms(engine: &str, addr: std::net::SocketAddr) -> (f64, f64) {
     (ms(r.phases.waiting.value_at_quantile(0.5)), ms(r.phases.waiting.min()))
 }
 
+/// Time the hypervisor took from the client's and the server's CPUs so far.
+fn stolen() -> std::time::Duration {
+    use wirebench::engine::sys::cpu_steal;
+    [client_cpu(), server_cpu()].into_iter().filter_map(cpu_steal).sum()
+}
+
 #[test]
 fn a_server_think_time_shows_in_waiting() {
     let _alone = alone();
@@ -154,23 +160,29 @@ fn a_server_think_time_shows_in_waiting() {
     // and wake for every answer, so the cost of that second wake-up (0.2-0.8 ms on this VM,
     // and the reason a run against a server without `--delay` cannot be the baseline) is in
     // both medians and cancels. The raw io_uring loop (an io_uring timeout) and tokio-uring
-    // (a timerfd) hold it to ±2 %, glommio's own timer to ±5 %. A neighbour on this shared
-    // VM can only add delay to one run or the other (steal reached 27 % of a CPU for seconds
-    // while this was written), so each pair gets five tries.
+    // (a timerfd) hold it to ±2 %, glommio's own timer to ±5 %.
     //
-    // No answer can come sooner than its hold: the uring client stamps a send when the
-    // `io_uring_enter` that issued it began, not when its thread next woke (a late wake put
-    // the send and its answer in one batch, and `waiting` at 0). The other two engines stamp
-    // when their runtime hands the write's result back, which a late wake delays likewise.
+    // A try counts only if the hypervisor took under 2 % of the two CPUs' time during it:
+    // a stolen millisecond between a syscall and its clock reading moves a stamp by as much
+    // (this VM lost 14-29 % of a CPU for minutes while this was written, and medians moved
+    // by milliseconds). Three quiet tries outside the tolerance fail the test; a pair that
+    // never gets a quiet try within its ten is reported, not passed as precise, and more
+    // than two such pairs fail it as too noisy to say.
+    //
+    // No answer can come sooner than its hold, whatever the host does: the uring client
+    // stamps a send when the `io_uring_enter` that issued it began, not when its thread next
+    // woke (a late wake put the send and its answer in one batch, and `waiting` at 0).
+    let mut unchecked = Vec::new();
     for (server, tolerance) in [("uring", 0.02), ("tokio-uring", 0.02), ("glommio", 0.05)] {
         let short = start_builtin_with(server, "http", &["--delay", "1ms"]);
         let long = start_builtin_with(server, "http", &["--delay", "11ms"]);
         for engine in ENGINES {
-            let mut tries = Vec::new();
-            for _ in 0..5 {
+            let (mut quiet, mut checked) = (Vec::new(), false);
+            for _ in 0..10 {
+                let before = stolen();
                 let (base, base_min) = waiting_ms(engine, short.addr());
                 let (delayed, delayed_min) = waiting_ms(engine, long.addr());
-                tries.push(format!("{delayed:.3} − {base:.3} ms"));
+                let steal = stolen().saturating_sub(before).as_secs_f64() / (2.0 * 2.0 * 2.0);
                 if engine == "uring" {
                     assert!(base_min >= 1.0, "{server} server: held 1 ms, answered after {base_min:.3}");
                     assert!(
@@ -178,13 +190,25 @@ fn a_server_think_time_shows_in_waiting() {
                         "{server} server: held 11 ms, answered after {delayed_min:.3}"
                     );
                 }
+                if steal >= 0.02 {
+                    continue;
+                }
                 if ((delayed - base) - 10.0).abs() <= 10.0 * tolerance {
+                    checked = true;
                     break;
                 }
-                assert!(tries.len() < 5, "{server} server, {engine} client: {tries:?}");
+                quiet.push(format!("{delayed:.3} − {base:.3} ms"));
+                assert!(quiet.len() < 3, "{server} server, {engine} client: {quiet:?}");
+            }
+            if !checked {
+                unchecked.push(format!("{server} server, {engine} client"));
             }
         }
     }
+    if !unchecked.is_empty() {
+        eprintln!("not checked, the hypervisor took ≥ 2 % of the CPUs in every try: {unchecked:?}");
+    }
+    assert!(unchecked.len() <= 2, "too noisy a host to check the think time: {unchecked:?}");
 }
 
 #[test]

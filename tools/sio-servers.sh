@@ -1,18 +1,10 @@
-# Sourced by the socket.io studies (tools/sio-study.sh, tools/fleet-study.sh): a scratch
-# directory and a trap that stops the server and removes it, free ports, and the servers
-# themselves. Needs `here` (this folder), `WB` (the wirebench binary) and `SERVER_CPU`.
+# Sourced by the socket.io studies (tools/sio-study.sh, tools/fleet-study.sh): the scratch
+# directory, cleanup trap and port helpers of tools/scratch.sh, and the servers themselves.
+# Needs `here` (this folder), `WB` (the wirebench binary) and `SERVER_CPU`.
 
-work=$(mktemp -d)
+# shellcheck source=tools/scratch.sh
+. "$here/scratch.sh"
 server_pid=
-cleanup() {
-    [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing on port $1" >&2; exit 1; }
 
 # Start server $1 (node2, node4, python, builtin) on port $2 pinned to SERVER_CPU; sets
 # server_pid and eio (the Engine.IO version to ask for).
@@ -26,5 +18,6 @@ start_server() {
         *) echo "unknown server $1" >&2; exit 2 ;;
     esac
     server_pid=$!
+    pids+=("$server_pid") # stopped by the trap if the study does not stop it first
     wait_port "$port"
 }

@@ -306,9 +306,8 @@ fn bind_source(socket: &socket2::Socket, source: std::net::IpAddr) -> io::Result
 /// Arm slot `i`'s multishot receive on its socket.
 fn arm<C>(ring: &mut IoUring, slot: &mut Slot<C>, i: usize, group: u16) -> io::Result<()> {
     let Some(fd) = slot.fd else { return Ok(()) };
-    let sqe = opcode::RecvMulti::new(types::Fd(fd), group).build().user_data(user_data(i, OP_RECV));
     slot.armed = true;
-    push(ring, &sqe)
+    receive(ring, fd, group, user_data(i, OP_RECV))
 }
 
 /// A completion of slot `i`'s receive: its bytes into the machine, the buffer back; the
@@ -374,6 +373,12 @@ pub(super) fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> io::Res
         unsafe { ring.submission().push(sqe) }.map_err(|_| io::Error::other("submission queue full"))?;
     }
     Ok(())
+}
+
+/// Arm one multishot receive on `fd`, its buffers from provided-buffer group `group`, its
+/// completions tagged `tag`: it stays armed until a completion comes without `MORE`.
+pub(super) fn receive(ring: &mut IoUring, fd: RawFd, group: u16, tag: u64) -> io::Result<()> {
+    push(ring, &opcode::RecvMulti::new(types::Fd(fd), group).build().user_data(tag))
 }
 
 /// Cancel the operation tagged `target`; the cancel's own completion is tagged `tag`.

@@ -14,7 +14,7 @@
 
 use super::bufring::BufRing;
 use super::serve_conn::ServerConn;
-use super::uring::{cancel, push};
+use super::uring::{cancel, push, receive};
 use super::{AsyncServerCore, ServerStart, ServerTally};
 use crate::proto::ServerCodec;
 use io_uring::{IoUring, cqueue, opcode, types};
@@ -339,8 +339,7 @@ fn serve<S: ServerCodec>(
 
 fn arm<S>(ring: &mut IoUring, slot: &mut Slot<S>, i: usize, group: u16) -> io::Result<()> {
     slot.armed = true;
-    let sqe = opcode::RecvMulti::new(types::Fd(slot.fd), group).build().user_data(user_data(i, OP_RECV));
-    push(ring, &sqe)
+    receive(ring, slot.fd, group, user_data(i, OP_RECV))
 }
 
 /// Send what is left of the connection's answers.
@@ -363,17 +362,9 @@ fn stop_socket(fd: RawFd) {
 }
 
 fn set_nodelay(fd: RawFd) {
-    let one: libc::c_int = 1;
-    // SAFETY: our socket and a valid option value.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
+    // SAFETY: our socket, open for the duration of this call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let _ = socket2::SockRef::from(&fd).set_tcp_nodelay(true);
 }
 
 /// A connection over the limit: its busy answer if the socket takes it at once, then closed.

@@ -33,11 +33,17 @@ pub fn start_builtin_on(engine: &str, kind: &str) -> ServerHandle {
 
 /// The same with more `serve` options (`--head-timeout 1s`, …), parsed as a user types them.
 pub fn start_builtin_with(engine: &str, kind: &str, extra: &[&str]) -> ServerHandle {
+    serve_started(engine, kind, extra).handle
+}
+
+/// `serve KIND --engine ENGINE EXTRA…` in this process on the server CPU, with all it reports
+/// (its targets' URLs, its TLS certificate).
+pub fn serve_started(engine: &str, kind: &str, extra: &[&str]) -> wirebench::cmd::serve::Started {
     let mut argv = vec!["wirebench", "serve", kind, "--listen", "127.0.0.1:0", "--engine", engine];
     argv.extend_from_slice(extra);
     let cli = <Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
     let Cmd::Serve(args) = cli.command else { unreachable!() };
-    wirebench::cmd::serve::start_args(&args, &[server_cpu()]).expect("built-in server starts").handle
+    wirebench::cmd::serve::start_args(&args, &[server_cpu()]).expect("built-in server starts")
 }
 
 /// A `serve KIND` process (the built binary) on CPU `cpu` for at most 60 s, and its address:
