@@ -150,6 +150,9 @@ pub struct Conn<C> {
     budget: Budget,
     depth: usize,
     timeout: Duration,
+    /// Until then an operation gets its whole `timeout` (the run's end is further off than
+    /// that): [`io_timeout`](Self::io_timeout)'s answer without clock arithmetic, per op.
+    full_timeout_until: Option<Instant>,
     recv: RecvBuf,
     /// Bytes to write (on the wire: records, with TLS), and the class of each run of them.
     send: Vec<u8>,
@@ -224,7 +227,7 @@ impl<C: ClientCodec> Conn<C> {
     ) -> Self {
         let mut codec = prototype.clone();
         codec.seed(seed);
-        Conn {
+        let mut conn = Conn {
             prototype: prototype.clone(),
             codec,
             pacer,
@@ -260,7 +263,10 @@ impl<C: ClientCodec> Conn<C> {
             pending: None,
             settled: false,
             woken_at_open: false,
-        }
+            full_timeout_until: None,
+        };
+        conn.bound_timeouts();
+        conn
     }
 
     /// Speak TLS with the target ([`crate::tls`]), from the connect or when the protocol asks.
@@ -302,6 +308,7 @@ impl<C: ClientCodec> Conn<C> {
         let expected_deadline = expected_open + warmup + duration;
         self.pending =
             Some(PendingWindow { window, start, expected_open, expected_deadline, warmup, duration });
+        self.bound_timeouts();
         self
     }
 
@@ -329,6 +336,7 @@ impl<C: ClientCodec> Conn<C> {
             self.budget.measure_from = opened + p.warmup;
             self.budget.deadline = self.budget.measure_from + p.duration;
             self.pending = None;
+            self.bound_timeouts();
         }
     }
 
@@ -372,11 +380,25 @@ impl<C: ClientCodec> Conn<C> {
     /// Before the window opens the deadline is not known: the expected one bounds them, and a
     /// ramp that overran it still gets [`DRAIN_LIMIT`].
     fn io_timeout(&self, now: Instant) -> Duration {
+        if self.full_timeout_until.is_some_and(|until| now <= until) {
+            return self.timeout;
+        }
         let left = match &self.pending {
             None => (self.budget.deadline + DRAIN_LIMIT).saturating_duration_since(now),
             Some(p) => (p.expected_deadline + DRAIN_LIMIT).saturating_duration_since(now).max(DRAIN_LIMIT),
         };
         left.clamp(Duration::from_millis(1), self.timeout)
+    }
+
+    /// When [`io_timeout`](Self::io_timeout) starts to cut operations' time short (after the
+    /// budget or the window changed): the drain limit's end, less a whole timeout.
+    fn bound_timeouts(&mut self) {
+        let drain_end = match &self.pending {
+            None => self.budget.deadline + DRAIN_LIMIT,
+            Some(p) if self.timeout <= DRAIN_LIMIT => p.expected_deadline + DRAIN_LIMIT,
+            Some(_) => return self.full_timeout_until = None, // the slow way, then
+        };
+        self.full_timeout_until = drain_end.checked_sub(self.timeout);
     }
 
     /// How long a read may wait: [`io_timeout`](Self::io_timeout), and no longer than the
@@ -1305,6 +1327,18 @@ mod tests {
         let budget = Budget { ops, deadline: now + Duration::from_secs(60), measure_from: now };
         let c = Conn::new(codec, Workload::ClosedLoop.pacer(0, 1), budget, depth, Duration::from_secs(1), 0);
         (c, now)
+    }
+
+    #[test]
+    fn operations_get_the_whole_timeout_until_the_run_end_cuts_it_short() {
+        // Deadline at 60 s, a drain limit of 1 s after it, a timeout of 1 s.
+        let (c, now) = conn(10, 1);
+        let at = |s: f64| c.io_timeout(now + Duration::from_secs_f64(s));
+        assert_eq!(at(0.0), Duration::from_secs(1));
+        assert_eq!(at(60.0), Duration::from_secs(1), "1 s left of the drain limit");
+        assert_eq!(at(60.5), Duration::from_millis(500));
+        assert_eq!(at(61.0), Duration::from_millis(1), "never 0: an operation needs some time");
+        assert_eq!(at(90.0), Duration::from_millis(1));
     }
 
     /// The client every test connection uses: `GET /` to host `h`.
