@@ -58,6 +58,12 @@ pub fn ring(entries: u32) -> io::Result<IoUring> {
         .setup_single_issuer()
         .setup_defer_taskrun()
         .setup_coop_taskrun()
+        // Deferred completions run only in an enter that asks for events: with this flag the
+        // ring says when some wait, and an enter that does not wait (the paced loop's spin)
+        // asks for them too. Without it the spin never saw an answer come in: at 40,000
+        // paced requests/s the generator spun at 100 % and answers waited for its next sleep
+        // (p50 1.13 ms instead of tens of µs).
+        .setup_taskrun_flag()
         .build(entries)
         .or_else(|_| IoUring::builder().build(entries))
 }
