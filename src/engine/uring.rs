@@ -180,6 +180,7 @@ fn run_loop<C: ClientCodec>(
     let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(slots.len() + 64);
     loop {
         let stopping = job.stop.load(Ordering::Relaxed);
+        let drove = !ready.is_empty();
         for i in ready.drain(..) {
             drive(ring, slots, &mut sleepers, i, (now, round), stopping, job, rec)?;
             if slots[i].done {
@@ -209,10 +210,15 @@ fn run_loop<C: ClientCodec>(
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
             Err(e) => return Err(e),
         }
-        now = Instant::now();
+        let woke = Instant::now();
         // Taken off the queue first: handling one may push SQEs (a receive armed again).
         completions.clear();
         completions.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        // A spin that found nothing: awake by choice, not load (the report tells them apart).
+        if want == 0 && !drove && completions.is_empty() {
+            rec.spin += woke.saturating_duration_since(now);
+        }
+        now = woke;
         for &(data, result, flags) in &completions {
             let (i, kind) = ((data >> KIND_BITS) as usize, data & ((1 << KIND_BITS) - 1));
             if kind == OP_CANCEL {

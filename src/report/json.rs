@@ -156,6 +156,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "cpu_util": r3(c.cpu_util()),
             "cpu_us_per_op": r3(c.cpu_us_per_op()),
             "steal_pct": c.steal_share().map(|s| r3(100.0 * s)),
+            "spin_pct": r3(100.0 * c.spin_share()),
         })).collect::<Vec<_>>(),
         "audit": {
             "app_tx": r.audit.app_tx,

@@ -255,12 +255,23 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         );
     }
     for c in r.per_core.iter().filter(|c| c.cpu_util() >= BUSY_CORE) {
-        let _ = writeln!(
-            s,
-            "  warning     engine CPU {} was {:.0}% busy: the generator may be the bottleneck; give it more cores with --cores",
-            c.core,
-            100.0 * c.cpu_util()
-        );
+        if c.work_util() >= BUSY_CORE {
+            let _ = writeln!(
+                s,
+                "  warning     engine CPU {} was {:.0}% busy: the generator may be the bottleneck; give it more cores with --cores",
+                c.core,
+                100.0 * c.cpu_util()
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "  note        engine CPU {} was {:.0}% busy, {:.0} points of it awake for paced sends due within 30us (a sleep would wake them late): working {:.0}%, not a bottleneck",
+                c.core,
+                100.0 * c.cpu_util(),
+                100.0 * c.spin_share(),
+                100.0 * c.work_util()
+            );
+        }
     }
     if let Some(series) = &r.series {
         s.push_str(&series_table(series));

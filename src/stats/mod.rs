@@ -343,6 +343,9 @@ pub struct CoreRecorder {
     /// Time the hypervisor gave the engine's CPU to someone else during the run (`None`: not
     /// known); timing figures include it.
     pub steal: Option<Duration>,
+    /// Of `cpu`, the time the engine stayed awake with nothing to do, for a paced send due
+    /// within its spin window (the `uring` engine): chosen, not load.
+    pub spin: Duration,
     /// Per target, with several (empty with one: the totals are its figures).
     pub targets: Vec<TargetTally>,
     /// `--report-every`: the measured window cut into intervals.
@@ -455,6 +458,7 @@ impl CoreRecorder {
             cpu: Duration::ZERO,
             wall: Duration::ZERO,
             steal: None,
+            spin: Duration::ZERO,
             targets: Vec::new(),
             series: None,
         }
@@ -562,12 +566,23 @@ pub struct CoreSummary {
     pub cpu: Duration,
     pub wall: Duration,
     pub steal: Option<Duration>,
+    /// Of `cpu`, awake waiting for a paced send (see [`CoreRecorder::spin`]).
+    pub spin: Duration,
 }
 
 impl CoreSummary {
     /// Share of the thread's wall time spent on a CPU, 0..1.
     pub fn cpu_util(&self) -> f64 {
         ratio(self.cpu.as_secs_f64(), self.wall.as_secs_f64())
+    }
+    /// Share of the wall time spent on a CPU with something to do (spinning for a paced send
+    /// left out), 0..1: what says whether the generator limited the run.
+    pub fn work_util(&self) -> f64 {
+        ratio(self.cpu.saturating_sub(self.spin).as_secs_f64(), self.wall.as_secs_f64())
+    }
+    /// Share of the wall time spent spinning for paced sends, 0..1.
+    pub fn spin_share(&self) -> f64 {
+        ratio(self.spin.as_secs_f64(), self.wall.as_secs_f64())
     }
     pub fn cpu_us_per_op(&self) -> f64 {
         ratio(self.cpu.as_secs_f64() * 1e6, self.ops as f64)
@@ -711,7 +726,14 @@ impl Report {
         }
         let per_core = cores
             .iter()
-            .map(|c| CoreSummary { core: c.core, ops: c.ops, cpu: c.cpu, wall: c.wall, steal: c.steal })
+            .map(|c| CoreSummary {
+                core: c.core,
+                ops: c.ops,
+                cpu: c.cpu,
+                wall: c.wall,
+                steal: c.steal,
+                spin: c.spin,
+            })
             .collect();
         Report { totals, elapsed, per_core, set_up_in: None, repeats: None }
     }
