@@ -134,9 +134,11 @@ pub fn parse_bind(text: &str) -> Result<Vec<std::net::IpAddr>, String> {
                     a.trim().parse::<IpAddr>().map_err(|_| bad())?,
                     b.trim().parse::<IpAddr>().map_err(|_| bad())?,
                 );
-                let (a, b) = match (a, b) {
-                    (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b))),
-                    (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b)),
+                let (a, b, v4) = match (a, b) {
+                    (IpAddr::V4(a), IpAddr::V4(b)) => {
+                        (u128::from(u32::from(a)), u128::from(u32::from(b)), true)
+                    }
+                    (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), false),
                     _ => return Err(format!("'{part}': both ends of a range are of one family")),
                 };
                 if b < a || b - a >= MAX_BIND as u128 {
@@ -144,13 +146,9 @@ pub fn parse_bind(text: &str) -> Result<Vec<std::net::IpAddr>, String> {
                         "'{part}': a range runs upwards and holds at most {MAX_BIND} addresses"
                     ));
                 }
-                let v4 = text.contains('.');
-                out.extend((a..=b).map(|n| {
-                    if v4 && n <= u128::from(u32::MAX) {
-                        IpAddr::V4(std::net::Ipv4Addr::from(n as u32))
-                    } else {
-                        IpAddr::V6(std::net::Ipv6Addr::from(n))
-                    }
+                out.extend((a..=b).map(|n| match v4 {
+                    true => IpAddr::V4(std::net::Ipv4Addr::from(n as u32)),
+                    false => IpAddr::V6(std::net::Ipv6Addr::from(n)),
                 }));
             }
         }
@@ -824,6 +822,10 @@ mod tests {
         let v = parse_bind("127.0.0.2-127.0.0.4,::1").unwrap();
         let text: Vec<String> = v.iter().map(ToString::to_string).collect();
         assert_eq!(text, ["127.0.0.2", "127.0.0.3", "127.0.0.4", "::1"]);
+        // A range's family is its own ends', whatever else the list holds.
+        let v = parse_bind("::1-::2,127.0.0.2").unwrap();
+        let text: Vec<String> = v.iter().map(ToString::to_string).collect();
+        assert_eq!(text, ["::1", "::2", "127.0.0.2"]);
         assert_eq!(parse_bind("127.0.0.1-127.0.255.255").unwrap().len(), 65_535);
         assert!(parse_bind("127.0.0.4-127.0.0.2").unwrap_err().contains("upwards"));
         assert!(parse_bind("127.0.0.1-::1").unwrap_err().contains("one family"));
