@@ -182,6 +182,7 @@ fn a_server_think_time_shows_in_waiting() {
                 let before = stolen();
                 let (base, base_min) = waiting_ms(engine, short.addr());
                 let (delayed, delayed_min) = waiting_ms(engine, long.addr());
+                // Of the CPU time the pair had: two CPUs through two runs of 2 s.
                 let steal = stolen().saturating_sub(before).as_secs_f64() / (2.0 * 2.0 * 2.0);
                 if engine == "uring" {
                     assert!(base_min >= 1.0, "{server} server: held 1 ms, answered after {base_min:.3}");

@@ -35,7 +35,7 @@ const TICK: Duration = Duration::from_millis(5);
 /// machine); timeouts fire up to this late.
 const DEADLINE_SCAN: Duration = Duration::from_millis(50);
 /// A paced operation due sooner than this is waited for without sleeping (see `run_loop`).
-const SPIN: Duration = Duration::from_micros(30);
+pub const SPIN: Duration = Duration::from_micros(30);
 /// Operation kinds, in the low bits of an SQE's user data (the slot index above them).
 const KIND_BITS: u64 = 2;
 const OP_CANCEL: u64 = 0;

@@ -265,10 +265,11 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         } else {
             let _ = writeln!(
                 s,
-                "  note        engine CPU {} was {:.0}% busy, {:.0} points of it awake for paced sends due within 30us (a sleep would wake them late): working {:.0}%, not a bottleneck",
+                "  note        engine CPU {} was {:.0}% busy, {:.0} points of it awake for paced sends due within {}us (a sleep would wake them late): working {:.0}%, not a bottleneck",
                 c.core,
                 100.0 * c.cpu_util(),
                 100.0 * c.spin_share(),
+                crate::engine::uring::SPIN.as_micros(),
                 100.0 * c.work_util()
             );
         }
