@@ -52,7 +52,7 @@ fn main() {
             s
         })
         .collect();
-    let mut ring = wirebench::engine::uring::ring(4096).expect("ring");
+    let mut ring = wirebench::engine::rings::ring(4096, 8192).expect("ring");
     let mut bufs = BufRing::register(&ring, 0, 1024, 4096).expect("buffer ring");
     let send = |ring: &mut io_uring::IoUring, i: usize, fd: i32| {
         let sqe = opcode::Send::new(types::Fd(fd), REQUEST.as_ptr(), REQUEST.len() as u32)

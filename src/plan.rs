@@ -509,7 +509,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         );
     }
     let load = &plan.load;
-    load.engine.ensure_limits(load.shape.connections as u64, load.cores.len())?;
+    load.engine.ensure_limits(load.shape.connections as u64, load.cores.len(), !load.bind.is_empty())?;
     let stop = crate::cmd::interrupted();
     let tls = plan.targets().map(|t| client_tls(t, &load.tls)).collect::<Result<Vec<_>>>()?;
     for ((target, addr), tls) in plan.targets().zip(&addrs).zip(&tls) {

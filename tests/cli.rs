@@ -44,6 +44,11 @@ fn malformed_urls_and_options_are_one_clear_line() {
 
 /// Run the binary with a hard resource limit and without root's power to raise it.
 fn limited(resource: &str, args: &[&str]) -> Option<Output> {
+    limited_command(resource, args).map(|mut cmd| cmd.output().expect("runs"))
+}
+
+/// The command [`limited`] runs (`None`: prlimit or setpriv is missing).
+fn limited_command(resource: &str, args: &[&str]) -> Option<Command> {
     let tools = which("prlimit").zip(which("setpriv"));
     // Skipping is fine on a developer's machine; CI installs both, so there it is a failure.
     assert!(tools.is_some() || std::env::var("CI").as_deref() != Ok("true"), "CI needs prlimit and setpriv");
@@ -51,17 +56,65 @@ fn limited(resource: &str, args: &[&str]) -> Option<Output> {
     let mut cmd = Command::new(prlimit);
     cmd.arg(format!("--{resource}")).arg("--").arg(setpriv);
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_wirebench")]);
-    Some(cmd.args(args).output().expect("runs"))
+    cmd.args(args);
+    Some(cmd)
 }
 
 #[test]
 fn too_many_connections_for_the_file_limit_says_how() {
-    let Some(out) = limited("nofile=256:256", &["bench", "http://127.0.0.1:1/", "-c", "1000"]) else {
+    // An engine whose sockets are descriptors of the process (the `uring` engine's are not:
+    // see the next test).
+    let args = ["bench", "http://127.0.0.1:1/", "-c", "1000", "--engine", "tokio-uring"];
+    let Some(out) = limited("nofile=256:256", &args) else {
         eprintln!("skipped: prlimit/setpriv not installed");
         return;
     };
     assert_user_error(&out, "ulimit -Hn");
     assert_user_error(&out, "lower --connections to 192 or fewer per process");
+}
+
+/// Direct descriptors live in the rings' tables, each as large as the file limit, so a
+/// generator and a server that may open 256 files each hold 1,000 connections between them
+/// (four rings a side), every operation accounted for and every socket audited.
+#[test]
+fn a_process_holds_more_connections_than_it_may_open_files() {
+    if !wirebench::engine::uring::direct_sockets(false) {
+        eprintln!("skipped: this kernel has no direct descriptors for sockets (Linux 6.8+)");
+        return;
+    }
+    let Some(mut server) = limited_command("nofile=256:256", &["serve", "http"]).map(|mut c| {
+        c.args([
+            "--listen",
+            "127.0.0.1:0",
+            "--cores",
+            &server_cpu().to_string(),
+            "-d",
+            "60s",
+            "--max-conns",
+            "2000",
+        ]);
+        c.stdout(Stdio::piped()).spawn().expect("serve runs")
+    }) else {
+        eprintln!("skipped: prlimit/setpriv not installed");
+        return;
+    };
+    let line = BufReader::new(server.stdout.take().unwrap()).lines().next().unwrap().unwrap();
+    let addr =
+        line.split("listening on ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().to_string();
+    let _server = Peer(server);
+    let url = format!("http://{addr}/");
+    let cpu = client_cpu().to_string();
+    let args = ["bench", &url, "-c", "1000", "-n", "5000", "--cores", &cpu, "--json", "-"];
+    let out = limited("nofile=256:256", &args).expect("prlimit and setpriv are there");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON alone");
+    assert_eq!((v["ops"].as_u64(), v["connects"].as_u64()), (Some(5000), Some(1000)), "{v}");
+    assert_eq!((v["failed"]["total"].as_u64(), v["connection_errors"]["total"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(v["accounted"], true);
+    assert_eq!(
+        (v["audit"]["sockets"].as_u64(), &v["audit"]["match"]),
+        (Some(1000), &serde_json::json!(true))
+    );
 }
 
 #[test]

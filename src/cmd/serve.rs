@@ -54,7 +54,7 @@ pub fn start(
     // `--max-conns`, refusing the rest).
     let _ =
         crate::engine::sys::ensure_file_limit(SERVER_SOCKETS.min(limits.max_conns as u64).saturating_add(64));
-    engine.ensure_limits(0, cores.len())?;
+    engine.ensure_limits(0, cores.len(), false)?;
     let handle = engine.start_server(listeners, cores, limits, stop)?;
     let mut urls = Vec::new();
     let mut from = 0;

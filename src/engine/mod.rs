@@ -8,7 +8,9 @@
 
 pub mod bufring;
 pub mod conn;
+pub mod deadlines;
 pub mod glommio;
+pub mod rings;
 pub mod serve_conn;
 pub mod sys;
 pub mod tokio_uring;
@@ -52,10 +54,19 @@ impl EngineKind {
     }
 
     /// Raise the process limits this engine needs for `sockets` sockets on `threads` threads
-    /// (open files for all; locked memory for glommio's registered buffers: io_uring's own
-    /// rings are charged to the memory cgroup on the kernels these engines need), or say how.
-    pub fn ensure_limits(self, sockets: u64, threads: usize) -> Result<(), sys::LimitError> {
-        sys::ensure_file_limit(sockets)?;
+    /// (open files; locked memory for glommio's registered buffers: io_uring's own rings are
+    /// charged to the memory cgroup on the kernels these engines need), or say how. `bind`:
+    /// the sockets bind source addresses (`--bind`).
+    ///
+    /// The `uring` engine's sockets are direct descriptors where the kernel has them
+    /// ([`rings`]): they need no room in the process's descriptor table, however many, and
+    /// the limit is only raised as far as it goes (each ring's table is that large).
+    pub fn ensure_limits(self, sockets: u64, threads: usize, bind: bool) -> Result<(), sys::LimitError> {
+        if self == EngineKind::Uring && uring::direct_sockets(bind) {
+            sys::raise_file_limit();
+        } else {
+            sys::ensure_file_limit(sockets)?;
+        }
         if self == EngineKind::Glommio {
             let per_thread = glommio::LOCKED_MEMORY_PER_THREAD * threads as u64;
             sys::ensure_locked_memory(per_thread + glommio::LOCKED_MEMORY_MIN)?;

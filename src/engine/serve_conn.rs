@@ -141,6 +141,13 @@ impl<S: ServerCodec> ServerConn<S> {
     /// A connection quiet this long gives its buffers back (see [`ServerConn::release_if_idle`]).
     pub const IDLE_RELEASE: Duration = Duration::from_secs(1);
 
+    /// When [`release_if_idle`](Self::release_if_idle) would give buffers back, if the
+    /// connection holds any.
+    pub fn release_at(&self) -> Option<Instant> {
+        (self.recv.capacity() > 0 || self.out.capacity() > 0)
+            .then_some(self.last_activity + Self::IDLE_RELEASE)
+    }
+
     /// Give the buffers back if the connection has been quiet a while with nothing pending.
     pub fn release_if_idle(&mut self, now: Instant) {
         if now.saturating_duration_since(self.last_activity) >= Self::IDLE_RELEASE && self.out.is_empty() {

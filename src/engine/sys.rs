@@ -225,6 +225,10 @@ fn ensure_limit(resource: libc::__rlimit_resource_t, wanted: u64) -> Result<(), 
     if unsafe { libc::setrlimit(resource, &raised) } == 0 {
         return Ok(());
     }
+    // Not that far: as far as the hard limit goes, at least.
+    let most = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+    // SAFETY: valid pointer; a soft limit up to the hard one is always allowed.
+    unsafe { libc::setrlimit(resource, &most) };
     Err(lim.rlim_max)
 }
 
@@ -235,6 +239,14 @@ pub const SPARE_FILES: u64 = 64;
 pub fn ensure_file_limit(sockets: u64) -> Result<(), LimitError> {
     let wanted = sockets.saturating_add(SPARE_FILES);
     ensure_limit(libc::RLIMIT_NOFILE, wanted).map_err(|hard| LimitError::Files { wanted, hard })
+}
+
+/// Raise `RLIMIT_NOFILE` as far as it goes (the hard limit; as root, the kernel's
+/// `fs.nr_open`): the `uring` engine's rings each hold a table of direct descriptors that
+/// large, so the higher the limit, the fewer rings.
+pub fn raise_file_limit() {
+    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open").ok().and_then(|s| s.trim().parse().ok());
+    let _ = ensure_limit(libc::RLIMIT_NOFILE, nr_open.unwrap_or(1 << 20));
 }
 
 /// Raise `RLIMIT_MEMLOCK` to fit `bytes`, or say how.

@@ -1,47 +1,62 @@
-//! The raw io_uring engine: one pinned thread per core, one ring per thread, every connection
-//! a state machine ([`Conn`]) driven by completions.
+//! The raw io_uring engine: one pinned thread per core, every connection a state machine
+//! ([`Conn`]) driven by completions.
 //!
 //! Per loop: every connection that can move pushes its next operation (connect, send) as an
-//! SQE; one `io_uring_enter` submits them all and waits for completions (ring set up with
+//! SQE; one `io_uring_enter` submits them all and waits for completions (rings set up with
 //! `SINGLE_ISSUER | DEFER_TASKRUN`, so completions run in this thread, in batches). With many
 //! connections a request costs a fraction of a syscall: the send is an SQE, not a syscall.
+//!
+//! Sockets are **direct descriptors** where the kernel has them ([`super::rings`]): the ring
+//! makes each one in its own table (`socket`, `TCP_NODELAY`, `bind`, `connect` as one linked
+//! chain of SQEs), every operation names it by its index there (no file lookup per
+//! operation), and it becomes a file again only at the close, for the audit's `TCP_INFO`. So a
+//! thread holds more connections than the process may open files: those beyond one table go
+//! to more rings.
 //!
 //! Receiving is one **multishot receive** per socket, armed at the connect, with buffers from a
 //! shared provided-buffer ring ([`super::bufring`]): each completion's bytes are copied into the
 //! connection's machine (kept undecoded until it asks for them: [`Conn::arrived`]) and the
 //! buffer goes straight back. No receive is submitted per answer, and a connection waiting for
-//! bytes holds no buffer. Timeouts: a periodic scan cancels connects and sends past their
-//! deadline (`ASYNC_CANCEL`) and fails reads past theirs; before a socket is closed its
-//! receive is cancelled and its end awaited.
+//! bytes holds no buffer. Timeouts: the deadlines of connects, sends and reads sit in a heap
+//! ([`super::deadlines`]); one that comes due cancels its connect or send (`ASYNC_CANCEL`) or
+//! fails its read; before a socket is closed its receive is cancelled and its end awaited.
 
 use super::bufring::BufRing;
 use super::conn::{Conn, Want};
+use super::deadlines::Deadlines;
+use super::rings::{self, Layout, Rings, Sock, cancel, receive, sqe};
 use super::sys::close_audit;
 use super::{ClientJob, ClientRun, CoreBooks, CoreStart, EngineError};
 use crate::proto::ClientCodec;
-use crate::stats::CoreRecorder;
-use io_uring::{IoUring, cqueue, opcode, types};
+use crate::stats::{CoreRecorder, Inexact};
+use io_uring::{cqueue, opcode, squeue, types};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::os::fd::{IntoRawFd, RawFd};
+use std::os::fd::IntoRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Longest wait in `io_uring_enter`; also how often sleepers are looked at.
 const TICK: Duration = Duration::from_millis(5);
-/// How often every connection's deadline is looked at: a scan of all of a core's connections,
-/// so not every tick (18,000 connections scanned every 5 ms in each of 56 processes took the
-/// machine); timeouts fire up to this late.
-const DEADLINE_SCAN: Duration = Duration::from_millis(50);
 /// A paced operation due sooner than this is waited for without sleeping (see `run_loop`).
 pub const SPIN: Duration = Duration::from_micros(30);
 /// Operation kinds, in the low bits of an SQE's user data (the slot index above them).
-const KIND_BITS: u64 = 2;
-const OP_CANCEL: u64 = 0;
+const KIND_BITS: u64 = 3;
+/// Completions not looked at: cancels, closes of direct descriptors.
+const OP_QUIET: u64 = 0;
 const OP_CONNECT: u64 = 1;
 const OP_SEND: u64 = 2;
 const OP_RECV: u64 = 3;
+/// The links of a direct socket's set-up before its connect: they complete only if they fail.
+const OP_SOCKET: u64 = 4;
+const OP_BIND: u64 = 5;
+/// A direct descriptor handed back as a file for the close's audit.
+const OP_INSTALL: u64 = 6;
+/// A set-up link: the next SQE runs only if this one succeeds, and a success posts nothing.
+const LINK_QUIET: squeue::Flags = squeue::Flags::IO_LINK.union(squeue::Flags::SKIP_SUCCESS);
+/// The value of the boolean socket options set by SQE (it must outlive the SQE).
+static ONE: libc::c_int = 1;
 
 /// Run the client side of `job` with the raw io_uring engine.
 pub fn run_client<C>(job: &ClientJob, prototypes: Vec<C>) -> Result<ClientRun, EngineError>
@@ -51,39 +66,29 @@ where
     super::run_client_threads(job, prototypes, client_core::<C>)
 }
 
-/// A ring for `entries` operations, with the single-issuer and deferred-task-run flags where
-/// the kernel knows them (6.1+), without them otherwise.
-pub fn ring(entries: u32) -> io::Result<IoUring> {
-    IoUring::builder()
-        .setup_single_issuer()
-        .setup_defer_taskrun()
-        .setup_coop_taskrun()
-        // Deferred completions run only in an enter that asks for events: with this flag the
-        // ring says when some wait, and an enter that does not wait (the paced loop's spin)
-        // asks for them too. Without it the spin never saw an answer come in: at 40,000
-        // paced requests/s the generator spun at 100 % and answers waited for its next sleep
-        // (p50 1.13 ms instead of tens of µs).
-        .setup_taskrun_flag()
-        .build(entries)
-        .or_else(|_| IoUring::builder().build(entries))
-}
-
 /// Buffers in a core's provided-buffer ring, and their size: a completion carries at most one
 /// buffer of bytes, so larger messages take several completions. Running out (a burst from
 /// more connections at once than there are buffers) ends a receive with `ENOBUFS`; it is armed
 /// again once the buffers are back.
 const RING_BUFFERS_MAX: u16 = 1024;
 const RING_BUFFER_SIZE: usize = 4 * 1024;
+/// Every ring's provided buffers are its group 0.
+const GROUP: u16 = 0;
+
+/// The addresses connections connect to and bind to, kept for the run: SQEs point at them.
+struct Addrs {
+    targets: Vec<socket2::SockAddr>,
+    sources: Vec<socket2::SockAddr>,
+}
 
 /// One connection's slot: its machine, its socket, the operation in flight and its receive.
 struct Slot<C> {
     conn: Conn<C>,
-    fd: Option<RawFd>,
+    sock: Option<Sock>,
     /// The connect or send in flight (its kind) and when it times out.
     busy: Option<(u64, Instant)>,
     cancelled: bool,
     done: bool,
-    addr: socket2::SockAddr,
     /// The socket's multishot receive is armed.
     armed: bool,
     /// The machine waits for bytes until then (no SQE: the receive is always armed).
@@ -93,10 +98,41 @@ struct Slot<C> {
     end: Option<i32>,
     /// The machine asked to close: the receive is being cancelled first.
     closing: bool,
-    /// Its source address (`--bind`), if any.
-    source: Option<std::net::IpAddr>,
+    /// A direct socket is being handed back as a file for the audit.
+    installing: bool,
+    /// Its source address (`--bind`): an index into [`Addrs::sources`].
+    source: Option<u32>,
+    /// The link of a direct socket's set-up that failed before the connect: its kind and errno.
+    setup_failed: Option<(u64, i32)>,
     /// The loop round whose `io_uring_enter` submitted its send (see `wrote_at` below).
     send_round: u64,
+    /// Its entry in the deadline heap.
+    timer: Option<Instant>,
+}
+
+impl<C> Slot<C> {
+    /// The next instant something of this slot times out.
+    fn deadline(&self) -> Option<Instant> {
+        let busy = self.busy.filter(|_| !self.cancelled).map(|(_, at)| at);
+        match (self.reading, busy) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// What waits for a time: connections asleep (a paced workload's next operation, a retry
+/// pause) and the deadlines of operations in flight.
+struct Timers {
+    sleepers: BinaryHeap<Reverse<(Instant, usize)>>,
+    deadlines: Deadlines,
+}
+
+/// Whether this kernel lets the engine make its sockets direct descriptors (and bind them to
+/// source addresses, with `bind`).
+pub fn direct_sockets(bind: bool) -> bool {
+    let support = rings::support();
+    support.direct && (!bind || support.bind)
 }
 
 fn client_core<C: ClientCodec>(
@@ -104,19 +140,20 @@ fn client_core<C: ClientCodec>(
     prototypes: Vec<C>,
 ) -> Result<(CoreRecorder, Instant), EngineError> {
     let pinned = super::pin_current_thread(cpu);
-    let entries = (2 * conns.len() + 64).next_power_of_two().min(32_768) as u32;
+    let layout = Layout::new(conns.len(), direct_sockets(!job.bind.is_empty()), rings::file_limit());
     let buffers = (2 * conns.len()).clamp(64, usize::from(RING_BUFFERS_MAX)).next_power_of_two() as u16;
-    let ring = ring(entries);
+    let rings = Rings::open(layout, conns.len(), buffers, RING_BUFFER_SIZE);
     let start = gate.wait();
     pinned?;
-    let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
-    let mut bufs = BufRing::register(&ring, 0, buffers, RING_BUFFER_SIZE).map_err(|e| EngineError::Executor {
-        cpu,
-        source: io::Error::new(
-            e.kind(),
-            format!("provided-buffer ring: {e} (the uring engine needs Linux 6.0 or later; use --engine tokio-uring)"),
-        ),
-    })?;
+    let mut rings = rings.map_err(|source| EngineError::Executor { cpu, source })?;
+    let addrs = Addrs {
+        targets: job.addrs.iter().map(|&a| socket2::SockAddr::from(a)).collect(),
+        sources: job
+            .bind
+            .iter()
+            .map(|&ip| socket2::SockAddr::from(std::net::SocketAddr::new(ip, 0)))
+            .collect(),
+    };
     let books = CoreBooks::open(&job, cpu, index);
     let mut rec = job.recorder(cpu);
     let mut slots: Vec<Slot<C>> = conns
@@ -124,43 +161,44 @@ fn client_core<C: ClientCodec>(
             let conn = super::new_conn(&job, &prototypes, i, start)
                 .woken_when_the_window_opens()
                 .small_receive_buffer();
-            let addr = socket2::SockAddr::from(job.addrs[conn.target()]);
             Slot {
                 conn,
-                fd: None,
+                sock: None,
                 busy: None,
                 cancelled: false,
                 done: false,
-                addr,
                 armed: false,
                 reading: None,
                 end: None,
                 closing: false,
-                source: (!job.bind.is_empty()).then(|| job.bind[i % job.bind.len()]),
+                installing: false,
+                source: (!job.bind.is_empty()).then(|| (i % job.bind.len()) as u32),
+                setup_failed: None,
                 send_round: 0,
+                timer: None,
             }
         })
         .collect();
     // Every error of the loop comes back here, where the slots and buffers are abandoned
-    // before the ring: operations may still point into them.
-    if let Err(source) = run_loop(&mut ring, &mut bufs, &mut slots, &job, &books, &mut rec, start) {
+    // before the rings: operations may still point into them.
+    if let Err(source) = run_loop(&mut rings, &mut slots, &addrs, &job, &books, &mut rec, start) {
         abandon(slots);
-        std::mem::forget(bufs);
+        rings.abandon();
+        std::mem::forget(addrs);
         return Err(EngineError::Executor { cpu, source });
     }
-    // The ring goes first: the kernel may use the buffers until then.
-    drop(ring);
-    drop(bufs);
+    // The rings go first (each before its buffers): the kernel may use the buffers until then.
+    drop(rings);
     Ok(books.close(rec))
 }
 
-/// Drive every slot until all are done. Returns early only when the ring fails; the caller
+/// Drive every slot until all are done. Returns early only when a ring fails; the caller
 /// must then abandon the slots (SQEs may still point into them).
 #[allow(clippy::too_many_arguments)]
 fn run_loop<C: ClientCodec>(
-    ring: &mut IoUring,
-    bufs: &mut BufRing,
+    rings: &mut Rings,
     slots: &mut [Slot<C>],
+    addrs: &Addrs,
     job: &ClientJob,
     books: &CoreBooks,
     rec: &mut CoreRecorder,
@@ -170,19 +208,17 @@ fn run_loop<C: ClientCodec>(
     let mut window_open = false;
     let mut ready: Vec<usize> = (0..slots.len()).collect();
     let mut remaining = slots.len();
-    // Connections waiting for a time (a paced workload's next operation, a retry pause).
-    let mut sleepers: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::new();
+    let mut timers = Timers { sleepers: BinaryHeap::new(), deadlines: Deadlines::new() };
     // One clock read per loop, taken after the wait: on a machine whose clock has no vDSO fast
     // path each read is a syscall. The connections driven at the top of the next loop use it.
     let mut now = Instant::now();
     let mut round: u64 = 0;
-    let mut next_tick = now + TICK;
-    let mut completions: Vec<(u64, i32, u32)> = Vec::with_capacity(slots.len() + 64);
+    let mut completions: Vec<rings::Completion> = Vec::with_capacity(slots.len().min(1 << 16) + 64);
     loop {
         let stopping = job.stop.load(Ordering::Relaxed);
         let drove = !ready.is_empty();
         for i in ready.drain(..) {
-            drive(ring, slots, &mut sleepers, i, (now, round), stopping, job, rec)?;
+            drive(rings, slots, addrs, &mut timers, i, (now, round), stopping, rec)?;
             if slots[i].done {
                 remaining -= 1;
             }
@@ -190,14 +226,16 @@ fn run_loop<C: ClientCodec>(
         if remaining == 0 {
             return Ok(());
         }
-        // Wake for the next tick, or sooner for a paced connection's next operation.
-        let wait = sleepers
+        // Wake for the next tick, or sooner for a paced connection's next operation or a
+        // deadline.
+        let wait = timers
+            .sleepers
             .peek()
-            .map_or(TICK, |Reverse((until, _))| until.saturating_duration_since(now).min(TICK));
+            .map_or(TICK, |Reverse((until, _))| until.saturating_duration_since(now).min(TICK))
+            .min(timers.deadlines.wait(now, TICK));
         // A sleep and its wake-up cost more CPU than a short spin (tens of µs on a VM), and
         // the wake comes late: a paced operation due within SPIN is waited for awake.
-        let want = if wait < SPIN && !ready_now(ring) { 0 } else { 1 };
-        let ts = types::Timespec::from(wait);
+        let want = if wait < SPIN && !rings.ready_now() { 0 } else { 1 };
         // A send that fits the socket buffer is issued inline by the submit, before the wait:
         // when its completion comes back from that same call, the bytes left at `submitted`,
         // not when this thread woke to read the completion. Stamped at the wake instead, a
@@ -205,15 +243,10 @@ fn run_loop<C: ClientCodec>(
         // also carries the answer).
         round += 1;
         let submitted = Instant::now();
-        match ring.submitter().submit_with_args(want, &types::SubmitArgs::new().timespec(&ts)) {
-            Ok(_) => {}
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
-            Err(e) => return Err(e),
-        }
+        rings.enter(want, wait)?;
         let woke = Instant::now();
-        // Taken off the queue first: handling one may push SQEs (a receive armed again).
         completions.clear();
-        completions.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        rings.reap(&mut completions)?;
         // A spin that found nothing: awake by choice, not load (the report tells them apart).
         if want == 0 && !drove && completions.is_empty() {
             rec.spin += woke.saturating_duration_since(now);
@@ -221,13 +254,24 @@ fn run_loop<C: ClientCodec>(
         now = woke;
         for &(data, result, flags) in &completions {
             let (i, kind) = ((data >> KIND_BITS) as usize, data & ((1 << KIND_BITS) - 1));
-            if kind == OP_CANCEL {
-                continue;
-            }
             let slot = &mut slots[i];
-            if kind == OP_RECV {
-                received(ring, bufs, slot, i, result, flags, &mut ready)?;
-                continue;
+            match kind {
+                OP_QUIET => continue,
+                OP_RECV => {
+                    received(rings, slot, i, result, flags, &mut ready)?;
+                    continue;
+                }
+                OP_SOCKET | OP_BIND => {
+                    // Its connect comes back cancelled, and fails with this.
+                    slot.setup_failed.get_or_insert((kind, result));
+                    continue;
+                }
+                OP_INSTALL => {
+                    installed(rings, slot, i, result, now, rec)?;
+                    ready.push(i);
+                    continue;
+                }
+                _ => {}
             }
             let cancelled = std::mem::take(&mut slot.cancelled);
             slot.busy = None;
@@ -240,15 +284,23 @@ fn run_loop<C: ClientCodec>(
             };
             match kind {
                 OP_CONNECT if result >= 0 => {
-                    arm(ring, slot, i, bufs.group)?;
+                    arm(rings, slot, i)?;
                     slot.conn.connected(now, rec)
                 }
                 OP_CONNECT => {
-                    if let Some(fd) = slot.fd.take() {
+                    let e = match slot.setup_failed.take() {
+                        Some((step, errno)) if !cancelled => setup_error(step, errno, slot.source, addrs),
+                        _ => error(result),
+                    };
+                    match slot.sock.take() {
+                        Some(Sock::Fixed(index)) => rings.push(i, &close_fixed(index, i))?,
                         // SAFETY: our socket, no operation in flight on it.
-                        unsafe { libc::close(fd) };
+                        Some(Sock::Fd(fd)) => unsafe {
+                            libc::close(fd);
+                        },
+                        None => {}
                     }
-                    slot.conn.connect_failed(&error(result), now, rec)
+                    slot.conn.connect_failed(&e, now, rec)
                 }
                 OP_SEND if result >= 0 => {
                     let wrote_at = if slot.send_round == round { submitted } else { now };
@@ -265,68 +317,138 @@ fn run_loop<C: ClientCodec>(
             window_open = true;
             wake_all = true; // once
         }
-        while let Some(Reverse((until, i))) = sleepers.peek().copied() {
+        while let Some(Reverse((until, i))) = timers.sleepers.peek().copied() {
             if until > now && !wake_all {
                 break;
             }
-            sleepers.pop();
+            timers.sleepers.pop();
             ready.push(i);
         }
-        if now >= next_tick {
-            next_tick = now + DEADLINE_SCAN;
-            for (i, slot) in slots.iter_mut().enumerate() {
-                if let Some(deadline) = slot.reading
-                    && now >= deadline
-                {
-                    slot.reading = None;
-                    slot.conn.read_failed(&io::Error::new(io::ErrorKind::TimedOut, "timed out"), rec);
-                    ready.push(i);
-                }
-                if let Some((kind, deadline)) = slot.busy
-                    && now >= deadline
-                    && !slot.cancelled
-                {
-                    slot.cancelled = true;
-                    cancel(ring, user_data(i, kind), user_data(i, OP_CANCEL))?;
-                }
+        // Deadlines that came up: a read past its deadline fails, a connect or send past its
+        // own is cancelled; what is not due yet is looked at again when it is.
+        while let Some((at, i)) = timers.deadlines.pop_due(now) {
+            let slot = &mut slots[i];
+            Deadlines::came_up(at, &mut slot.timer);
+            if let Some(deadline) = slot.reading
+                && now >= deadline
+            {
+                slot.reading = None;
+                slot.conn.read_failed(&io::Error::new(io::ErrorKind::TimedOut, "timed out"), rec);
+                ready.push(i);
+            }
+            if let Some((kind, deadline)) = slot.busy
+                && now >= deadline
+                && !slot.cancelled
+            {
+                slot.cancelled = true;
+                rings.push(i, &cancel(user_data(i, kind), user_data(i, OP_QUIET)))?;
+            }
+            if let Some(next) = slot.deadline().filter(|next| *next > now) {
+                timers.deadlines.ensure(i, next, &mut slot.timer);
             }
         }
         books.publish(now, rec.ops);
     }
 }
 
+/// Why a direct socket's set-up failed before its connect ran, said as the plain path says it.
+fn setup_error(step: u64, errno: i32, source: Option<u32>, addrs: &Addrs) -> io::Error {
+    let e = io::Error::from_raw_os_error(-errno);
+    match source.and_then(|s| addrs.sources[s as usize].as_socket()).filter(|_| step == OP_BIND) {
+        Some(source) => io::Error::new(e.kind(), format!("binding the source address {}: {e}", source.ip())),
+        None => e,
+    }
+}
+
 /// Bind a socket to a source address, its port left to the connect (`IP_BIND_ADDRESS_NO_PORT`:
 /// a port is then unique per destination, not per source address, so one address serves more
 /// than the ephemeral range's worth of connections to several targets).
-fn bind_source(socket: &socket2::Socket, source: std::net::IpAddr) -> io::Result<()> {
+fn bind_source(socket: &socket2::Socket, source: &socket2::SockAddr) -> io::Result<()> {
     if source.is_ipv4() {
-        let one: libc::c_int = 1;
         // SAFETY: our socket and a valid option value (Linux 4.2+; harmless if unknown).
         unsafe {
             libc::setsockopt(
                 std::os::fd::AsRawFd::as_raw_fd(socket),
                 libc::IPPROTO_IP,
                 libc::IP_BIND_ADDRESS_NO_PORT,
-                (&one as *const libc::c_int).cast(),
+                (&ONE as *const libc::c_int).cast(),
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             )
         };
     }
-    socket.bind(&std::net::SocketAddr::new(source, 0).into())
+    socket.bind(source)
+}
+
+/// The linked SQEs that make slot `i`'s direct socket (table index `index`) and connect it to
+/// `target`, from `source` if given: the socket, `TCP_NODELAY`, the source address with its
+/// port left to the connect (as [`bind_source`]), the connect. A link that fails completes
+/// with its error and the connect comes back cancelled.
+fn direct_connect(
+    i: usize,
+    index: u32,
+    target: &socket2::SockAddr,
+    source: Option<&socket2::SockAddr>,
+) -> Vec<squeue::Entry> {
+    let fixed = types::Fixed(index);
+    let option = |level: i32, name: i32| {
+        let one = (&ONE as *const libc::c_int).cast();
+        opcode::SetSockOpt::new(
+            fixed,
+            level as u32,
+            name as u32,
+            one,
+            std::mem::size_of::<libc::c_int>() as u32,
+        )
+        .build()
+        .flags(LINK_QUIET)
+        .user_data(user_data(i, OP_SOCKET))
+    };
+    let family = if target.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    let slot =
+        types::DestinationSlot::try_from_slot_target(index).expect("a table index is below u32::MAX - 2");
+    let mut chain = vec![
+        opcode::Socket::new(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0)
+            .file_index(Some(slot))
+            .build()
+            .flags(LINK_QUIET)
+            .user_data(user_data(i, OP_SOCKET)),
+        option(libc::IPPROTO_TCP, libc::TCP_NODELAY),
+    ];
+    if let Some(source) = source {
+        if source.is_ipv4() {
+            chain.push(option(libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT));
+        }
+        chain.push(
+            opcode::Bind::new(fixed, source.as_ptr().cast(), source.len())
+                .build()
+                .flags(LINK_QUIET)
+                .user_data(user_data(i, OP_BIND)),
+        );
+    }
+    chain.push(
+        opcode::Connect::new(fixed, target.as_ptr().cast(), target.len())
+            .build()
+            .user_data(user_data(i, OP_CONNECT)),
+    );
+    chain
+}
+
+/// An SQE that closes direct descriptor `index` of slot `i`'s ring.
+fn close_fixed(index: u32, i: usize) -> squeue::Entry {
+    opcode::Close::new(types::Fixed(index)).build().user_data(user_data(i, OP_QUIET))
 }
 
 /// Arm slot `i`'s multishot receive on its socket.
-fn arm<C>(ring: &mut IoUring, slot: &mut Slot<C>, i: usize, group: u16) -> io::Result<()> {
-    let Some(fd) = slot.fd else { return Ok(()) };
+fn arm<C>(rings: &mut Rings, slot: &mut Slot<C>, i: usize) -> io::Result<()> {
+    let Some(sock) = slot.sock else { return Ok(()) };
     slot.armed = true;
-    receive(ring, fd, group, user_data(i, OP_RECV))
+    rings.push(i, &receive(sock, GROUP, user_data(i, OP_RECV)))
 }
 
 /// A completion of slot `i`'s receive: its bytes into the machine, the buffer back; the
 /// receive armed again if it ended for want of buffers; the machine woken if it waits.
 fn received<C: ClientCodec>(
-    ring: &mut IoUring,
-    bufs: &mut BufRing,
+    rings: &mut Rings,
     slot: &mut Slot<C>,
     i: usize,
     result: i32,
@@ -337,6 +459,7 @@ fn received<C: ClientCodec>(
         slot.armed = false;
     }
     if let Some(bid) = cqueue::buffer_select(flags) {
+        let bufs: &mut BufRing = rings.bufs(i);
         if result > 0 && !slot.conn.arrived(bufs.data(bid, result as usize)) {
             slot.end.get_or_insert(-libc::EMSGSIZE);
         }
@@ -354,7 +477,7 @@ fn received<C: ClientCodec>(
         }
     }
     if !slot.armed && !slot.closing && slot.end.is_none() {
-        arm(ring, slot, i, bufs.group)?;
+        arm(rings, slot, i)?;
     }
     // The machine hears of it if it waits for bytes, or for the receive's end to close.
     if slot.reading.take().is_some() || (slot.closing && !slot.armed) {
@@ -363,56 +486,52 @@ fn received<C: ClientCodec>(
     Ok(())
 }
 
-/// Completions are waiting already.
-fn ready_now(ring: &mut IoUring) -> bool {
-    !ring.completion().is_empty()
+/// Slot `i`'s direct socket came back as file `result` (or could not: a negative errno): the
+/// audit reads its counts through it, then both are closed and the machine told.
+fn installed<C: ClientCodec>(
+    rings: &mut Rings,
+    slot: &mut Slot<C>,
+    i: usize,
+    result: i32,
+    now: Instant,
+    rec: &mut CoreRecorder,
+) -> io::Result<()> {
+    slot.installing = false;
+    let (drained, audit) = if result >= 0 {
+        let audit = close_audit(result, slot.conn.socket_rx(), false);
+        // SAFETY: the file just installed for us; the direct descriptor still holds the socket.
+        unsafe { libc::close(result) };
+        audit
+    } else {
+        // The process is out of descriptors: the socket's counts cannot be read.
+        (0, Err(Inexact::Unreadable))
+    };
+    if let Some(Sock::Fixed(index)) = slot.sock.take() {
+        rings.push(i, &close_fixed(index, i))?;
+    }
+    slot.conn.closed(drained, Some(audit), now, rec);
+    Ok(())
 }
 
 fn user_data(slot: usize, kind: u64) -> u64 {
     ((slot as u64) << KIND_BITS) | kind
 }
 
-/// Push an SQE, submitting first if the queue is full.
-///
-/// Both raw io_uring loops keep one rule for the buffers their SQEs point at: they stay put
-/// and untouched until the operation completes (the client's slot vector never grows; the
-/// server's only buffer is a connection's answer, on the heap, freed with no send in flight).
-pub(super) fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> io::Result<()> {
-    // SAFETY: the rule above.
-    if unsafe { ring.submission().push(sqe) }.is_err() {
-        ring.submit()?;
-        // SAFETY: as above.
-        unsafe { ring.submission().push(sqe) }.map_err(|_| io::Error::other("submission queue full"))?;
-    }
-    Ok(())
-}
-
-/// Arm one multishot receive on `fd`, its buffers from provided-buffer group `group`, its
-/// completions tagged `tag`: it stays armed until a completion comes without `MORE`.
-pub(super) fn receive(ring: &mut IoUring, fd: RawFd, group: u16, tag: u64) -> io::Result<()> {
-    push(ring, &opcode::RecvMulti::new(types::Fd(fd), group).build().user_data(tag))
-}
-
-/// Cancel the operation tagged `target`; the cancel's own completion is tagged `tag`.
-pub(super) fn cancel(ring: &mut IoUring, target: u64, tag: u64) -> io::Result<()> {
-    push(ring, &opcode::AsyncCancel::new(target).build().user_data(tag))
-}
-
 /// Ask slot `i`'s machine what to do until it is waiting on an operation, asleep or done.
 #[allow(clippy::too_many_arguments)]
 fn drive<C: ClientCodec>(
-    ring: &mut IoUring,
+    rings: &mut Rings,
     slots: &mut [Slot<C>],
-    sleepers: &mut BinaryHeap<Reverse<(Instant, usize)>>,
+    addrs: &Addrs,
+    timers: &mut Timers,
     i: usize,
     (now, round): (Instant, u64),
     stopping: bool,
-    job: &ClientJob,
     rec: &mut CoreRecorder,
 ) -> io::Result<()> {
     let slot = &mut slots[i];
     // Woken twice in one batch (two completions): the first wake already acted.
-    if slot.busy.is_some() || slot.reading.is_some() {
+    if slot.busy.is_some() || slot.reading.is_some() || slot.installing {
         return Ok(());
     }
     loop {
@@ -422,53 +541,67 @@ fn drive<C: ClientCodec>(
                 return Ok(());
             }
             Want::Sleep(until) => {
-                sleepers.push(Reverse((until, i)));
+                timers.sleepers.push(Reverse((until, i)));
                 return Ok(());
             }
             Want::Connect(timeout) => {
+                let target = &addrs.targets[slot.conn.target()];
+                let source = slot.source.map(|s| &addrs.sources[s as usize]);
+                slot.end = None;
+                slot.setup_failed = None;
+                slot.busy = Some((OP_CONNECT, now + timeout));
+                timers.deadlines.ensure(i, now + timeout, &mut slot.timer);
+                if rings.layout().direct {
+                    let sock = rings.fixed(i);
+                    let Sock::Fixed(index) = sock else { unreachable!("a direct layout's socket") };
+                    slot.sock = Some(sock);
+                    return rings.push_chain(i, &direct_connect(i, index, target, source));
+                }
                 let socket = socket2::Socket::new(
-                    socket2::Domain::for_address(job.addrs[slot.conn.target()]),
+                    socket2::Domain::from(i32::from(target.family())),
                     socket2::Type::STREAM.nonblocking().cloexec(),
                     None,
-                );
+                )
+                .and_then(|socket| {
+                    let _ = socket.set_tcp_nodelay(true);
+                    match source {
+                        Some(source) => bind_source(&socket, source).map(|_| socket).map_err(|e| {
+                            let ip = source.as_socket().map(|s| s.ip().to_string()).unwrap_or_default();
+                            io::Error::new(e.kind(), format!("binding the source address {ip}: {e}"))
+                        }),
+                        None => Ok(socket),
+                    }
+                });
                 let socket = match socket {
                     Ok(s) => s,
                     Err(e) => {
+                        slot.busy = None;
                         slot.conn.connect_failed(&e, now, rec);
                         continue;
                     }
                 };
-                let _ = socket.set_tcp_nodelay(true);
-                if let Some(source) = slot.source
-                    && let Err(e) = bind_source(&socket, source)
-                {
-                    let e = io::Error::new(e.kind(), format!("binding the source address {source}: {e}"));
-                    slot.conn.connect_failed(&e, now, rec);
-                    continue;
-                }
                 let fd = socket.into_raw_fd();
-                slot.fd = Some(fd);
-                slot.end = None;
-                let sqe = opcode::Connect::new(types::Fd(fd), slot.addr.as_ptr().cast(), slot.addr.len())
+                slot.sock = Some(Sock::Fd(fd));
+                let sqe = opcode::Connect::new(types::Fd(fd), target.as_ptr().cast(), target.len())
                     .build()
                     .user_data(user_data(i, OP_CONNECT));
-                slot.busy = Some((OP_CONNECT, now + timeout));
-                return push(ring, &sqe);
+                return rings.push(i, &sqe);
             }
             Want::Write(timeout) => {
-                let Some(fd) = slot.fd else {
+                let Some(sock) = slot.sock else {
                     slot.conn.write_failed(&io::Error::other("no connection"), rec);
                     continue;
                 };
                 let buf = slot.conn.to_write();
-                let sqe =
-                    opcode::Send::new(types::Fd(fd), buf.as_ptr(), buf.len().min(u32::MAX as usize) as u32)
-                        .flags(libc::MSG_NOSIGNAL)
-                        .build()
-                        .user_data(user_data(i, OP_SEND));
+                let (ptr, len) = (buf.as_ptr(), buf.len().min(u32::MAX as usize) as u32);
+                let sqe = sqe!(sock, |s| opcode::Send::new(s, ptr, len)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+                    .user_data(user_data(i, OP_SEND)));
                 slot.busy = Some((OP_SEND, now + timeout));
+                timers.deadlines.ensure(i, now + timeout, &mut slot.timer);
                 slot.send_round = round + 1; // submitted by the next enter
-                return push(ring, &sqe);
+                return rings.push(i, &sqe);
             }
             // What arrived goes in first, then how the stream ended; a poll that finds
             // neither is done, a read waits (its receive is armed already).
@@ -483,10 +616,11 @@ fn drive<C: ClientCodec>(
                             .read_failed(&io::Error::other("message larger than the receive limit"), rec),
                         e => slot.conn.read_failed(&io::Error::from_raw_os_error(-e), rec),
                     }
-                } else if slot.fd.is_none() {
+                } else if slot.sock.is_none() {
                     slot.conn.read_failed(&io::Error::other("no connection"), rec);
                 } else if let Want::Read(timeout) = want {
                     slot.reading = Some(now + timeout);
+                    timers.deadlines.ensure(i, now + timeout, &mut slot.timer);
                     return Ok(());
                 } else {
                     slot.conn.polled(now);
@@ -495,20 +629,32 @@ fn drive<C: ClientCodec>(
             Want::Close if slot.armed => {
                 if !slot.closing {
                     slot.closing = true;
-                    cancel(ring, user_data(i, OP_RECV), user_data(i, OP_CANCEL))?;
+                    rings.push(i, &cancel(user_data(i, OP_RECV), user_data(i, OP_QUIET)))?;
                 }
                 return Ok(());
             }
             Want::Close => {
                 slot.closing = false;
                 slot.end = None;
-                let audit = slot.fd.take().map(|fd| {
-                    let audit = close_audit(fd, slot.conn.socket_rx(), false);
-                    // SAFETY: our socket; no operation is in flight on it (we only get here
-                    // between operations).
-                    unsafe { libc::close(fd) };
-                    audit
-                });
+                let audit = match slot.sock {
+                    // The audit reads the counts through a file: the ring hands one back first.
+                    Some(Sock::Fixed(index)) => {
+                        slot.installing = true;
+                        let sqe = opcode::FixedFdInstall::new(types::Fixed(index), 0)
+                            .build()
+                            .user_data(user_data(i, OP_INSTALL));
+                        return rings.push(i, &sqe);
+                    }
+                    Some(Sock::Fd(fd)) => {
+                        let audit = close_audit(fd, slot.conn.socket_rx(), false);
+                        // SAFETY: our socket; no operation is in flight on it (we only get
+                        // here between operations).
+                        unsafe { libc::close(fd) };
+                        Some(audit)
+                    }
+                    None => None,
+                };
+                slot.sock = None;
                 let drained = audit.as_ref().map_or(0, |(n, _)| *n);
                 slot.conn.closed(drained, audit.map(|(_, a)| a), now, rec);
             }
@@ -517,10 +663,10 @@ fn drive<C: ClientCodec>(
 }
 
 /// The ring failed under us: operations may still point into the slots' buffers, so the
-/// slots are leaked rather than freed (and their sockets closed) before the ring goes.
+/// slots are leaked rather than freed (and their plain sockets closed) before the rings go.
 fn abandon<C>(mut slots: Vec<Slot<C>>) {
     for slot in slots.iter_mut() {
-        if let Some(fd) = slot.fd.take() {
+        if let Some(Sock::Fd(fd)) = slot.sock.take() {
             // SAFETY: our sockets.
             unsafe { libc::close(fd) };
         }

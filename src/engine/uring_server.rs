@@ -1,23 +1,31 @@
-//! The raw io_uring server loop: one pinned thread per core, one ring, every connection the
-//! shared server connection machine ([`ServerConn`]) driven by completions — as the `uring`
-//! client engine drives [`super::conn::Conn`].
+//! The raw io_uring server loop: one pinned thread per core, every connection the shared
+//! server connection machine ([`ServerConn`]) driven by completions — as the `uring` client
+//! engine drives [`super::conn::Conn`].
 //!
-//! Per core: a **multishot accept** per listener; per connection a **multishot receive** with
-//! buffers from the core's provided-buffer ring (a quiet connection holds no buffer; an idle
-//! one gives its own back, [`ServerConn::release_if_idle`]); answers as one send SQE per
-//! connection per loop, all of a loop's sends submitted with its one `io_uring_enter`. Bytes that
-//! arrive while a send is in flight wait in the machine ([`ServerConn::arrived`]) until the
-//! send is done, so the answer buffer is never touched while the kernel reads it. `--delay`'s
-//! held answers wait in a timer heap; a scan every [`DEADLINE_SCAN`] fires the connections'
-//! deadlines (head, idle, heartbeat, write); a connection closes after its receive is
-//! cancelled and has ended.
+//! Per core: accepts on every listener; per connection a **multishot receive** with buffers
+//! from its ring's provided-buffer ring (a quiet connection holds no buffer; an idle one gives
+//! its own back, [`ServerConn::release_if_idle`]); answers as one send SQE per connection per
+//! loop, all of a loop's sends submitted with its one `io_uring_enter`. Bytes that arrive while
+//! a send is in flight wait in the machine ([`ServerConn::arrived`]) until the send is done, so
+//! the answer buffer is never touched while the kernel reads it. `--delay`'s held answers wait
+//! in a timer heap; the connections' deadlines (head, idle, heartbeat, write, and when an idle
+//! one gives its buffers back) in a deadline heap ([`super::deadlines`]); a connection closes
+//! after its receive is cancelled and has ended.
+//!
+//! Sockets are **direct descriptors** where the kernel has them ([`super::rings`]): accepted
+//! straight into a ring's table, named by their index there, shut down and closed by SQE. A
+//! multishot accept cannot be told how much room a table has left (a burst would fill it and
+//! the kernel would close what it could not place), so a direct core keeps a few single
+//! accepts in flight per listener, each into a table index it has set aside; when a ring's
+//! table is full the next ring takes the accepts, and a new ring is opened when all are.
+//! Without direct descriptors: one multishot accept per listener, plain descriptors.
 
-use super::bufring::BufRing;
+use super::deadlines::Deadlines;
+use super::rings::{self, Layout, Rings, Sock, cancel, receive, sqe};
 use super::serve_conn::ServerConn;
-use super::uring::{cancel, push, receive};
 use super::{AsyncServerCore, ServerStart, ServerTally};
 use crate::proto::ServerCodec;
-use io_uring::{IoUring, cqueue, opcode, types};
+use io_uring::{cqueue, opcode, squeue, types};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
@@ -25,21 +33,34 @@ use std::time::{Duration, Instant};
 
 /// The longest wait in the kernel (the stop flag is looked at this often).
 const TICK: Duration = Duration::from_millis(20);
-/// How often every connection's deadlines are looked at (a scan of them all: thousands of
-/// connections in each of many processes make a frequent scan the machine's main work).
-const DEADLINE_SCAN: Duration = Duration::from_millis(50);
-/// Buffers of the provided-buffer ring, and their size.
+/// Buffers of a ring's provided-buffer ring, and their size.
 const RING_BUFFERS: u16 = 1024;
 const RING_BUFFER_SIZE: usize = 4 * 1024;
+/// Every ring's provided buffers are its group 0.
+const GROUP: u16 = 0;
+/// Single accepts a direct core keeps in flight per listener: connections arriving together
+/// beyond these wait in the listen backlog for the next loop.
+const ACCEPTS_AHEAD: usize = 16;
 /// Accepted sockets stay blocking: io_uring tries each operation without waiting first either
 /// way, and the non-blocking variant measured worse here (9.3-9.4 against 8.4-8.9 µs per
 /// request at 40,000/s, and a write timeout that no longer closed a client that never reads).
+/// (A direct descriptor takes no flags: close-on-exec means nothing for it.)
 const ACCEPT_FLAGS: i32 = libc::SOCK_CLOEXEC;
+/// Bytes read off a closing connection so that its close is a FIN, not a reset.
+const DRAIN: usize = 64 * 1024;
 const KIND_BITS: u64 = 3;
 const OP_ACCEPT: u64 = 0;
 const OP_RECV: u64 = 1;
 const OP_SEND: u64 = 2;
-const OP_CANCEL: u64 = 3;
+/// Completions not looked at: cancels, and the links of a direct close or refusal (they post
+/// only if they fail).
+const OP_QUIET: u64 = 3;
+/// A direct descriptor closed: its table index is free again (not before: an accept into it
+/// would race the close's links, which run after the SQEs submitted with them).
+const OP_CLOSED: u64 = 4;
+/// Links of a close: each runs whether the one before it failed or not, and a success posts
+/// nothing.
+const HARDLINK_QUIET: squeue::Flags = squeue::Flags::IO_HARDLINK.union(squeue::Flags::SKIP_SUCCESS);
 
 fn user_data(index: usize, kind: u64) -> u64 {
     ((index as u64) << KIND_BITS) | kind
@@ -48,7 +69,7 @@ fn user_data(index: usize, kind: u64) -> u64 {
 /// One accepted connection.
 struct Slot<S> {
     conn: ServerConn<S>,
-    fd: RawFd,
+    sock: Sock,
     _admitted: super::Admitted,
     /// The multishot receive is armed.
     armed: bool,
@@ -61,12 +82,25 @@ struct Slot<S> {
     ended: bool,
     /// The receive is being cancelled so the socket can close.
     closing: bool,
+    /// Its entry in the deadline heap.
+    timer: Option<Instant>,
 }
 
 impl<S: ServerCodec> Slot<S> {
     /// Its answers are held (`--delay`) past `now`.
     fn held(&self, now: Instant) -> bool {
         self.conn.hold().is_some_and(|until| until > now)
+    }
+
+    /// When it must be looked at next (held answers have their own timers).
+    fn next_look(&self) -> Instant {
+        match self.sending {
+            Some((_, deadline)) => deadline,
+            None => {
+                let deadline = self.conn.deadline();
+                self.conn.release_at().map_or(deadline, |at| at.min(deadline))
+            }
+        }
     }
 }
 
@@ -78,6 +112,15 @@ fn time_hold<S: ServerCodec>(slot: &Slot<S>, i: usize, timers: &mut Timers, now:
     if let Some(until) = slot.conn.hold().filter(|until| *until > now) {
         timers.push(std::cmp::Reverse((until, i)));
     }
+}
+
+/// Where a core's connections live, and which places are free.
+enum Places {
+    /// Plain descriptors: slot indices reused from a free list.
+    Plain { free: Vec<usize> },
+    /// Direct descriptors: slot `r * per_ring + k` is index `k` of ring `r`'s table. Per ring
+    /// its free indices (the last taken first); per listener the accepts in flight.
+    Direct { free: Vec<Vec<u32>>, in_flight: Vec<usize> },
 }
 
 /// Start a built-in server on `cores` (see [`super::start_server_threads`]).
@@ -103,119 +146,140 @@ fn server_core<S: ServerCodec + Send + 'static>(start: ServerStart<S>) -> Server
         let _ = start.ready.send(Err(e));
         return ServerTally { core: cpu, ..Default::default() };
     }
-    let mut ring = match super::uring::ring(4096) {
+    // A table holds what the file limit allows, and need not hold much more than the core's
+    // share of the connection limit (refused connections pass through it too).
+    let table = rings::file_limit().min(start.limits.max_conns.saturating_mul(2).saturating_add(64));
+    let layout = Layout::new(table, rings::support().direct, table);
+    let mut rings = match Rings::open(layout, 4096, RING_BUFFERS, RING_BUFFER_SIZE) {
         Ok(r) => r,
         Err(e) => return failed(&start, e),
     };
-    let mut bufs = match BufRing::register(&ring, 0, RING_BUFFERS, RING_BUFFER_SIZE) {
-        Ok(b) => b,
-        Err(e) => return failed(&start, io::Error::new(e.kind(), format!("provided-buffer ring: {e}"))),
-    };
     let core = AsyncServerCore::open(&start);
     let mut slots: Vec<Option<Slot<S>>> = Vec::new();
-    let result = serve(&mut ring, &mut bufs, &start, &core, &mut slots);
+    let result = serve(&mut rings, &start, &core, &mut slots);
     for slot in slots.iter_mut().flatten() {
-        // SAFETY: our sockets; the ring (and whatever it still has in flight) goes next.
-        unsafe { libc::close(slot.fd) };
+        if let Sock::Fd(fd) = slot.sock {
+            // SAFETY: our sockets; the rings (and whatever they still have in flight) go next.
+            unsafe { libc::close(fd) };
+        }
     }
-    drop(ring);
     if result.is_err() {
         // An operation may have been in flight into the buffers when the ring failed.
-        std::mem::forget(bufs);
+        rings.abandon();
+    } else {
+        drop(rings);
     }
     drop(slots);
     core.close()
 }
 
 fn serve<S: ServerCodec>(
-    ring: &mut IoUring,
-    bufs: &mut BufRing,
+    rings: &mut Rings,
     start: &ServerStart<S>,
     core: &std::rc::Rc<AsyncServerCore>,
     slots: &mut Vec<Option<Slot<S>>>,
 ) -> io::Result<()> {
-    for (l, (listener, _)) in start.listeners.iter().enumerate() {
-        let sqe = opcode::AcceptMulti::new(types::Fd(listener.as_raw_fd()))
-            .flags(ACCEPT_FLAGS)
-            .build()
-            .user_data(user_data(l, OP_ACCEPT));
-        push(ring, &sqe)?;
-    }
-    let mut free: Vec<usize> = Vec::new();
-    let mut completions: Vec<(u64, i32, u32)> = Vec::new();
+    let direct = rings.layout().direct;
+    let per_ring = rings.layout().per_ring;
+    let listeners = start.listeners.len();
+    // What a refused client is told, per listener (kept: a direct refusal's send points at it).
+    let busy: Vec<Vec<u8>> = start.listeners.iter().map(|(_, p)| super::serve_conn::busy_answer(p)).collect();
+    // Where direct closes read off what is left (never looked at).
+    let mut drain = vec![0u8; DRAIN].into_boxed_slice();
+    let mut places = if direct {
+        Places::Direct { free: vec![(0..per_ring as u32).rev().collect()], in_flight: vec![0; listeners] }
+    } else {
+        for (l, (listener, _)) in start.listeners.iter().enumerate() {
+            rings.push(0, &accept_many(listener.as_raw_fd(), l))?;
+        }
+        Places::Plain { free: Vec::new() }
+    };
+    let mut completions: Vec<rings::Completion> = Vec::new();
     let mut touched: Vec<usize> = Vec::new();
-    let mut next_scan = Instant::now() + DEADLINE_SCAN;
     let mut held = Timers::new();
+    let mut deadlines = Deadlines::new();
     let mut unix = (super::unix_secs(), Instant::now());
     while !start.stop.load(Ordering::Relaxed) {
+        if let Places::Direct { free, in_flight } = &mut places {
+            accept_ahead(rings, start, free, in_flight, per_ring)?;
+        }
         // One completion wakes the loop. Tried and dropped: io_uring's min-wait coalescing
         // (sleep until 64 completions, or 20-50 µs once one is in): 11.2-11.8 µs per request
         // at 40,000/s against 8.7-9.9 without it, the timer's wake-ups costing more than the
         // ones they saved.
-        let wait = held.peek().map_or(TICK, |std::cmp::Reverse((until, _))| {
-            until.saturating_duration_since(Instant::now()).min(TICK)
-        });
-        let ts = types::Timespec::from(wait);
-        match ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
-            Ok(_) => {}
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
-            Err(e) => return Err(e),
-        }
+        let before = Instant::now();
+        let wait = held
+            .peek()
+            .map_or(TICK, |std::cmp::Reverse((until, _))| until.saturating_duration_since(before).min(TICK))
+            .min(deadlines.wait(before, TICK));
+        rings.enter(1, wait)?;
         let now = Instant::now();
         if now.duration_since(unix.1) >= Duration::from_millis(100) {
             unix = (super::unix_secs(), now);
         }
         completions.clear();
-        completions.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        rings.reap(&mut completions)?;
         let mut tally = core.tally.borrow_mut();
         for &(data, result, flags) in &completions {
             let (i, kind) = ((data >> KIND_BITS) as usize, data & ((1 << KIND_BITS) - 1));
             match kind {
                 OP_ACCEPT => {
-                    let (listener, prototype) = &start.listeners[i];
-                    if !cqueue::more(flags) {
-                        // Ended (out of descriptors, say): armed again after a pause.
-                        std::thread::sleep(Duration::from_millis(1));
-                        let sqe = opcode::AcceptMulti::new(types::Fd(listener.as_raw_fd()))
-                            .flags(ACCEPT_FLAGS)
-                            .build()
-                            .user_data(user_data(i, OP_ACCEPT));
-                        push(ring, &sqe)?;
-                    }
-                    if result < 0 {
-                        continue;
-                    }
-                    let fd = result;
+                    // Plain: `i` is the listener, its multishot accept goes on. Direct: `i`
+                    // is the slot set aside times the listeners, plus the listener.
+                    let (l, placed) = match &mut places {
+                        Places::Plain { free } => {
+                            if !cqueue::more(flags) {
+                                // Ended (out of descriptors, say): armed again after a pause.
+                                std::thread::sleep(Duration::from_millis(1));
+                                rings.push(0, &accept_many(start.listeners[i].0.as_raw_fd(), i))?;
+                            }
+                            if result < 0 {
+                                continue;
+                            }
+                            let index = free.pop().unwrap_or(slots.len());
+                            (i, (index, Sock::Fd(result)))
+                        }
+                        Places::Direct { free, in_flight } => {
+                            let (index, l) = (i / listeners, i % listeners);
+                            in_flight[l] -= 1;
+                            if result < 0 {
+                                free[index / per_ring].push((index % per_ring) as u32);
+                                if result != -libc::ECANCELED {
+                                    // Failing (out of memory, say): tried again after a pause.
+                                    std::thread::sleep(Duration::from_millis(1));
+                                }
+                                continue;
+                            }
+                            (l, (index, rings.fixed(index)))
+                        }
+                    };
+                    let (index, sock) = placed;
+                    let prototype = &start.listeners[l].1;
                     // Admission and the codec's seed keep their own books in the tally.
                     drop(tally);
                     let admitted = core.admit().map(|a| (a, core.codec(prototype)));
                     tally = core.tally.borrow_mut();
                     let Some((admitted, codec)) = admitted else {
-                        refuse(fd, &super::serve_conn::busy_answer(prototype));
+                        refuse(rings, &mut places, sock, index, &busy[l], &mut drain, per_ring)?;
                         continue;
                     };
-                    set_nodelay(fd);
                     let slot = Slot {
                         conn: ServerConn::new(codec, core.limits, now),
-                        fd,
+                        sock,
                         _admitted: admitted,
                         armed: false,
                         sending: None,
                         send_cancelled: false,
                         ended: false,
                         closing: false,
+                        timer: None,
                     };
-                    let index = match free.pop() {
-                        Some(index) => {
-                            slots[index] = Some(slot);
-                            index
-                        }
-                        None => {
-                            slots.push(Some(slot));
-                            slots.len() - 1
-                        }
-                    };
-                    arm(ring, slots[index].as_mut().expect("just placed"), index, bufs.group)?;
+                    if index >= slots.len() {
+                        slots.resize_with(index + 1, || None);
+                    }
+                    let slot = slots[index].insert(slot);
+                    arm(rings, slot, index)?;
+                    deadlines.ensure(index, slot.next_look(), &mut slot.timer);
                 }
                 OP_RECV => {
                     let Some(slot) = slots.get_mut(i).and_then(Option::as_mut) else { continue };
@@ -223,6 +287,7 @@ fn serve<S: ServerCodec>(
                         slot.armed = false;
                     }
                     if let Some(bid) = cqueue::buffer_select(flags) {
+                        let bufs = rings.bufs(i);
                         let data = bufs.data(bid, result.max(0) as usize);
                         // Answered where it lies when the connection is free to answer;
                         // kept for later while a send or a held answer is pending.
@@ -244,10 +309,11 @@ fn serve<S: ServerCodec>(
                         _ => slot.ended = true, // 0: the client closed; else an error or our cancel
                     }
                     if !slot.armed && !slot.ended && !slot.closing {
-                        arm(ring, slot, i, bufs.group)?;
+                        arm(rings, slot, i)?;
                     }
                     touched.push(i);
                 }
+                OP_CLOSED => free_place(&mut places, i, (i % per_ring) as u32, per_ring),
                 OP_SEND => {
                     let Some(slot) = slots.get_mut(i).and_then(Option::as_mut) else { continue };
                     let Some((off, deadline)) = slot.sending.take() else { continue };
@@ -260,7 +326,7 @@ fn serve<S: ServerCodec>(
                         slot.conn.written(now, &mut tally);
                     } else {
                         slot.sending = Some((off + result as usize, deadline));
-                        send(ring, slot, i)?;
+                        send(rings, slot, i)?;
                     }
                     touched.push(i);
                 }
@@ -274,24 +340,28 @@ fn serve<S: ServerCodec>(
             held.pop();
             touched.push(i);
         }
-        // Deadlines, once a scan.
-        if now >= next_scan {
-            next_scan = now + DEADLINE_SCAN;
-            for (i, slot) in slots.iter_mut().enumerate() {
-                let Some(slot) = slot else { continue };
-                match slot.sending {
-                    Some((_, deadline)) if now >= deadline && !slot.send_cancelled => {
-                        slot.send_cancelled = true;
-                        stop_socket(slot.fd);
-                    }
-                    Some(_) => {}
-                    None if slot.held(now) => {}
-                    None if now >= slot.conn.deadline() && !slot.ended => {
-                        slot.conn.deadline_passed(now, &mut tally);
-                        touched.push(i);
-                    }
-                    None => slot.conn.release_if_idle(now),
+        // Deadlines that came up: a send past its own is stopped, a client past its head,
+        // idle or heartbeat deadline is told so, an idle connection gives its buffers back.
+        while let Some((at, i)) = deadlines.pop_due(now) {
+            let Some(slot) = slots.get_mut(i).and_then(Option::as_mut) else { continue };
+            Deadlines::came_up(at, &mut slot.timer);
+            match slot.sending {
+                Some((_, deadline)) if now >= deadline && !slot.send_cancelled => {
+                    slot.send_cancelled = true;
+                    stop_socket(rings, slot.sock, i)?;
                 }
+                Some(_) => {}
+                None if slot.held(now) => {}
+                None if now >= slot.conn.deadline() && !slot.ended => {
+                    slot.conn.deadline_passed(now, &mut tally);
+                    touched.push(i);
+                }
+                None => slot.conn.release_if_idle(now),
+            }
+            // What is not due yet is looked at when it is; what is due now went to `touched`
+            // (or waits on its held answer), which enters it again once handled.
+            if !slot.send_cancelled && slot.next_look() > now {
+                deadlines.ensure(i, slot.next_look(), &mut slot.timer);
             }
         }
         // Every connection something happened to: answer, send, or close.
@@ -304,7 +374,7 @@ fn serve<S: ServerCodec>(
                 // for a send the client may never let finish.
                 if slot.ended && !slot.send_cancelled {
                     slot.send_cancelled = true;
-                    stop_socket(slot.fd);
+                    stop_socket(rings, slot.sock, i)?;
                 }
                 continue;
             }
@@ -317,69 +387,207 @@ fn serve<S: ServerCodec>(
             }
             if !slot.ended && !slot.conn.to_write().is_empty() {
                 slot.sending = Some((0, now + slot.conn.write_timeout()));
-                send(ring, slot, i)?;
+                send(rings, slot, i)?;
+                deadlines.ensure(i, slot.next_look(), &mut slot.timer);
                 continue;
             }
             if slot.ended || slot.conn.closing() {
                 if slot.armed {
                     if !slot.closing {
                         slot.closing = true;
-                        cancel(ring, user_data(i, OP_RECV), user_data(i, OP_CANCEL))?;
+                        rings.push(i, &cancel(user_data(i, OP_RECV), user_data(i, OP_QUIET)))?;
                     }
                     continue;
                 }
                 let slot = slots[i].take().expect("present");
-                close_gracefully(slot.fd);
-                free.push(i);
+                close(rings, &mut places, slot.sock, i, &mut drain, per_ring)?;
+                continue;
             }
+            // Its deadlines moved with what happened (a later one costs nothing).
+            deadlines.ensure(i, slot.next_look(), &mut slot.timer);
         }
     }
     Ok(())
 }
 
-fn arm<S>(ring: &mut IoUring, slot: &mut Slot<S>, i: usize, group: u16) -> io::Result<()> {
+/// A plain core's multishot accept on listener `l`.
+fn accept_many(listener: RawFd, l: usize) -> squeue::Entry {
+    opcode::AcceptMulti::new(types::Fd(listener))
+        .flags(ACCEPT_FLAGS)
+        .build()
+        .user_data(user_data(l, OP_ACCEPT))
+}
+
+/// A direct core's accepts in flight topped up to [`ACCEPTS_AHEAD`] per listener, each into
+/// a free index of the first ring that has one (a new ring when none has).
+fn accept_ahead<S>(
+    rings: &mut Rings,
+    start: &ServerStart<S>,
+    free: &mut Vec<Vec<u32>>,
+    in_flight: &mut [usize],
+    per_ring: usize,
+) -> io::Result<()> {
+    let listeners = start.listeners.len();
+    for (l, (listener, _)) in start.listeners.iter().enumerate() {
+        while in_flight[l] < ACCEPTS_AHEAD {
+            let ring = match free.iter().position(|f| !f.is_empty()) {
+                Some(r) => r,
+                // Every table is full: another ring (if one cannot be opened, the accepts
+                // wait until a connection closes).
+                None => match rings.add_ring() {
+                    Ok(r) => {
+                        free.push((0..per_ring as u32).rev().collect());
+                        r
+                    }
+                    Err(_) => return Ok(()),
+                },
+            };
+            let index = free[ring].pop().expect("a free index");
+            let slot = ring * per_ring + index as usize;
+            let target = types::DestinationSlot::try_from_slot_target(index).expect("a table index");
+            let sqe = opcode::Accept::new(
+                types::Fd(listener.as_raw_fd()),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+            .file_index(Some(target))
+            .build()
+            .user_data(user_data(slot * listeners + l, OP_ACCEPT));
+            rings.push(slot, &sqe)?;
+            in_flight[l] += 1;
+        }
+    }
+    Ok(())
+}
+
+fn arm<S>(rings: &mut Rings, slot: &mut Slot<S>, i: usize) -> io::Result<()> {
     slot.armed = true;
-    receive(ring, slot.fd, group, user_data(i, OP_RECV))
+    rings.push(i, &receive(slot.sock, GROUP, user_data(i, OP_RECV)))
 }
 
 /// Send what is left of the connection's answers.
-fn send<S: ServerCodec>(ring: &mut IoUring, slot: &mut Slot<S>, i: usize) -> io::Result<()> {
+fn send<S: ServerCodec>(rings: &mut Rings, slot: &mut Slot<S>, i: usize) -> io::Result<()> {
     let off = slot.sending.map_or(0, |(off, _)| off);
     let out = &slot.conn.to_write()[off..];
-    let sqe = opcode::Send::new(types::Fd(slot.fd), out.as_ptr(), out.len().min(u32::MAX as usize) as u32)
+    let (ptr, len) = (out.as_ptr(), out.len().min(u32::MAX as usize) as u32);
+    let sqe = sqe!(slot.sock, |s| opcode::Send::new(s, ptr, len)
         .flags(libc::MSG_NOSIGNAL)
         .build()
-        .user_data(user_data(i, OP_SEND));
-    push(ring, &sqe)
+        .user_data(user_data(i, OP_SEND)));
+    rings.push(i, &sqe)
 }
 
 /// End a send that the client does not let finish: a cancel does not reliably stop a send
 /// blocked in a kernel worker (it may return the bytes moved, and one already resubmitted
 /// slips past it), a shutdown ends every operation on the socket at once.
-fn stop_socket(fd: RawFd) {
-    // SAFETY: our socket; the connection is over.
-    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-}
-
-fn set_nodelay(fd: RawFd) {
-    // SAFETY: our socket, open for the duration of this call.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    let _ = socket2::SockRef::from(&fd).set_tcp_nodelay(true);
+fn stop_socket(rings: &mut Rings, sock: Sock, i: usize) -> io::Result<()> {
+    match sock {
+        Sock::Fixed(k) => rings.push(
+            i,
+            &opcode::Shutdown::new(types::Fixed(k), libc::SHUT_RDWR)
+                .build()
+                .user_data(user_data(i, OP_QUIET)),
+        ),
+        Sock::Fd(fd) => {
+            // SAFETY: our socket; the connection is over.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+            Ok(())
+        }
+    }
 }
 
 /// A connection over the limit: its busy answer if the socket takes it at once, then closed.
-fn refuse(fd: RawFd, answer: &[u8]) {
-    if !answer.is_empty() {
-        // SAFETY: our socket, a valid buffer; non-blocking, best effort.
-        unsafe {
-            libc::send(fd, answer.as_ptr().cast(), answer.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-        };
+fn refuse(
+    rings: &mut Rings,
+    places: &mut Places,
+    sock: Sock,
+    i: usize,
+    answer: &[u8],
+    drain: &mut [u8],
+    per_ring: usize,
+) -> io::Result<()> {
+    match sock {
+        // One chain with the close: a chain split over two submissions would not stay in order.
+        Sock::Fixed(k) => {
+            let mut chain = Vec::with_capacity(4);
+            if !answer.is_empty() {
+                chain.push(
+                    opcode::Send::new(types::Fixed(k), answer.as_ptr(), answer.len() as u32)
+                        .flags(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+                        .build()
+                        .flags(HARDLINK_QUIET)
+                        .user_data(user_data(i, OP_QUIET)),
+                );
+            }
+            chain.extend(close_chain(k, i, drain));
+            rings.push_chain(i, &chain)?;
+        }
+        Sock::Fd(fd) => {
+            if !answer.is_empty() {
+                // SAFETY: our socket, a valid buffer; non-blocking, best effort.
+                unsafe {
+                    libc::send(
+                        fd,
+                        answer.as_ptr().cast(),
+                        answer.len(),
+                        libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                    )
+                };
+            }
+            close_gracefully(fd);
+            free_place(places, i, 0, per_ring);
+        }
     }
-    close_gracefully(fd);
+    Ok(())
 }
 
 /// Close after saying so (FIN), reading off what the client already sent so the close is not
-/// a reset (bounded: what is queued now).
+/// a reset (bounded: what is queued now); its place is free again (a direct one once the
+/// close is done: [`OP_CLOSED`]).
+fn close(
+    rings: &mut Rings,
+    places: &mut Places,
+    sock: Sock,
+    i: usize,
+    drain: &mut [u8],
+    per_ring: usize,
+) -> io::Result<()> {
+    match sock {
+        Sock::Fixed(k) => rings.push_chain(i, &close_chain(k, i, drain))?,
+        Sock::Fd(fd) => {
+            close_gracefully(fd);
+            free_place(places, i, 0, per_ring);
+        }
+    }
+    Ok(())
+}
+
+/// The SQEs of [`close`] for direct descriptor `k` of slot `i`: shut down for writing, read
+/// off what is queued (never waiting), close — each whether the one before failed or not;
+/// only the close posts, as [`OP_CLOSED`].
+fn close_chain(k: u32, i: usize, drain: &mut [u8]) -> [squeue::Entry; 3] {
+    let fixed = types::Fixed(k);
+    let quiet = user_data(i, OP_QUIET);
+    [
+        opcode::Shutdown::new(fixed, libc::SHUT_WR).build().flags(HARDLINK_QUIET).user_data(quiet),
+        opcode::Recv::new(fixed, drain.as_mut_ptr(), drain.len() as u32)
+            .flags(libc::MSG_DONTWAIT)
+            .build()
+            .flags(HARDLINK_QUIET)
+            .user_data(quiet),
+        opcode::Close::new(fixed).build().user_data(user_data(i, OP_CLOSED)),
+    ]
+}
+
+/// Slot `i` (direct: index `k` of its ring's table) is free again.
+fn free_place(places: &mut Places, i: usize, k: u32, per_ring: usize) {
+    match places {
+        Places::Direct { free, .. } => free[i / per_ring].push(k),
+        Places::Plain { free } => free.push(i),
+    }
+}
+
+/// [`close`] for a plain descriptor.
 fn close_gracefully(fd: RawFd) {
     let mut buf = [0u8; 4096];
     // SAFETY: our socket; plain syscalls on a stack buffer.
