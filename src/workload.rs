@@ -50,6 +50,17 @@ impl Pacer {
         }
     }
 
+    /// Start the schedule at `at` (the measured window's opening) unless it has started:
+    /// the first operation is then due at `at` plus this connection's offset, however late
+    /// the engine gets round to asking — an engine waking a million connections at the
+    /// window's opening takes a second to reach the last, and a schedule started then would
+    /// hide that second from the latency and push operations past the run's end.
+    pub fn start(&mut self, at: Instant) {
+        if let Workload::FixedRate { .. } = self.workload {
+            self.next.get_or_insert(at + self.offset);
+        }
+    }
+
     /// The operation that was due has been sent: the next one is due an interval later.
     pub fn taken(&mut self) {
         if let (Workload::FixedRate { interval }, Some(next)) = (self.workload, self.next.as_mut()) {
@@ -195,6 +206,24 @@ pub fn split_ops(total: u64, parts: usize, index: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_schedule_started_at_the_window_does_not_move_with_the_first_ask() {
+        let open = Instant::now();
+        let interval = Duration::from_secs(30);
+        let mut p = Workload::FixedRate { interval }.pacer(1, 2);
+        p.start(open);
+        // Asked a second late: still due 15 s after the opening, and every 30 s from there.
+        assert_eq!(p.due(open + Duration::from_secs(1)), open + Duration::from_secs(15));
+        p.taken();
+        assert_eq!(p.due(open + Duration::from_secs(16)), open + Duration::from_secs(45));
+        // A schedule already under way is not restarted.
+        p.start(open + Duration::from_secs(100));
+        assert_eq!(p.due(open), open + Duration::from_secs(45));
+        let mut closed = Workload::ClosedLoop.pacer(0, 1);
+        closed.start(open);
+        assert_eq!(closed.due(open + interval), open + interval);
+    }
 
     #[test]
     fn waiting_connections_look_again_sooner_as_the_last_ones_settle() {

@@ -200,8 +200,9 @@ pub struct Conn<C> {
     pending: Option<PendingWindow>,
     /// This connection told the window it is set up (or failed its first try).
     settled: bool,
-    /// The engine wakes this connection when the window opens (it need not look).
-    woken_at_open: bool,
+    /// The engine wakes this connection when the window opens, and when its core's last
+    /// measured operation in flight after the run's end has ended (it need not look).
+    woken_by_engine: bool,
 }
 
 /// A window not yet open, and how the budget follows from its opening.
@@ -262,7 +263,7 @@ impl<C: ClientCodec> Conn<C> {
             target: 0,
             pending: None,
             settled: false,
-            woken_at_open: false,
+            woken_by_engine: false,
             full_timeout_until: None,
         };
         conn.bound_timeouts();
@@ -314,9 +315,14 @@ impl<C: ClientCodec> Conn<C> {
 
     /// The engine wakes this connection when the window opens: while it waits it looks only
     /// once a second (a safety net), not at the others' pace — with tens of thousands of
-    /// connections waiting, looking costs more than the set-ups it waits for.
-    pub fn woken_when_the_window_opens(mut self) -> Self {
-        self.woken_at_open = true;
+    /// connections waiting, looking costs more than the set-ups it waits for. And at the end
+    /// of a timed run it says its goodbye only once no measured operation of its core is in
+    /// flight ([`Conn::next`] lingers; the engine wakes it when the last one has ended), so
+    /// that a million goodbyes and closes do not crowd the run's last answers: on loopback a
+    /// burst of them overflows the kernel's backlog, and an answer caught in it is
+    /// retransmitted hundreds of milliseconds, or seconds, later.
+    pub fn woken_by_the_engine(mut self) -> Self {
+        self.woken_by_engine = true;
         self
     }
 
@@ -333,6 +339,7 @@ impl<C: ClientCodec> Conn<C> {
         if let Some(p) = &self.pending
             && let Some(opened) = p.window.opened(now, p.start)
         {
+            self.pacer.start(opened);
             self.budget.measure_from = opened + p.warmup;
             self.budget.deadline = self.budget.measure_from + p.duration;
             self.pending = None;
@@ -368,6 +375,18 @@ impl<C: ClientCodec> Conn<C> {
         now >= self.budget.deadline
             || stopping
             || self.budget.ops.is_some_and(|n| self.answered + self.measured_inflight >= n)
+    }
+
+    /// Done with a timed run while measured operations of its core are still in flight (and
+    /// its engine wakes it when they have ended): it waits before its goodbye.
+    fn lingers(&self, now: Instant, stopping: bool, rec: &CoreRecorder) -> bool {
+        self.woken_by_engine
+            && !stopping
+            && !self.per_op
+            && self.budget.ops.is_none()
+            && now >= self.budget.deadline
+            && now < self.budget.deadline + DRAIN_LIMIT
+            && rec.in_flight() > 0
     }
 
     /// With a quota, a server that answers nothing ends this connection's work.
@@ -662,6 +681,11 @@ impl<C: ClientCodec> Conn<C> {
                 return Want::Read(self.read_timeout(now));
             }
             if self.stopped(now, stopping) || (self.per_op && self.life.ops_sent > 0) {
+                // A timed run's end: the core's last answers first (see `woken_by_the_engine`);
+                // they end within DRAIN_LIMIT, answered or timed out.
+                if self.lingers(now, stopping, rec) {
+                    return Want::Sleep(self.budget.deadline + DRAIN_LIMIT);
+                }
                 // Say goodbye if the protocol has one, else close (a connection per operation:
                 // then the next one opens).
                 let awaited = self.codec.goodbye(&mut self.send);
@@ -684,7 +708,7 @@ impl<C: ClientCodec> Conn<C> {
             // A connection set up before the others waits for the window: until the last one
             // is expected, then as often as the others' pace of settling says.
             let due = match &self.pending {
-                Some(p) if self.woken_at_open => p.expected_open.max(now + WINDOW_SAFETY_NET),
+                Some(p) if self.woken_by_engine => p.expected_open.max(now + WINDOW_SAFETY_NET),
                 Some(p) => p.expected_open.max(now + p.window.recheck_in(now, p.start)),
                 None => self.pacer.due(now),
             };

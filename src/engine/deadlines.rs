@@ -33,6 +33,11 @@ impl Deadlines {
         Self::default()
     }
 
+    /// Room for `n` entries before the heap grows.
+    pub fn with_capacity(n: usize) -> Self {
+        Deadlines { heap: BinaryHeap::with_capacity(n) }
+    }
+
     /// Make sure slot `slot` is looked at no later than `at`. `entry` is the slot's record of
     /// its own entry in the heap, updated here.
     pub fn ensure(&mut self, slot: usize, at: Instant, entry: &mut Option<Instant>) {

@@ -162,13 +162,19 @@ pub struct ClientRun {
     /// When the last connection of the last core finished.
     pub finished: std::time::Instant,
     pub cores: Vec<crate::stats::CoreRecorder>,
+    /// The machine's network drops and retransmits over the run.
+    pub net: Option<sys::NetCounters>,
 }
 
 impl ClientRun {
+    /// The run's report over its measured window: from its opening (plus warm-up) to the end
+    /// of the last measured operation (when the last socket closed, if none ended).
     pub fn report(self) -> crate::stats::Report {
-        let elapsed = self.finished.saturating_duration_since(self.measure_from);
+        let end = self.cores.iter().filter_map(|c| c.last_end).max().unwrap_or(self.finished);
+        let elapsed = end.saturating_duration_since(self.measure_from);
         let mut report = crate::stats::Report::merge(self.cores, elapsed);
         report.set_up_in = self.set_up_in;
+        report.net = self.net;
         report
     }
 }
@@ -176,9 +182,32 @@ impl ClientRun {
 /// How often each core publishes its operation count for the progress line.
 pub const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
+/// How often, at most, a core reads its CPU clock while operations keep ending (a syscall):
+/// the measured window's CPU is known to this much.
+const WINDOW_CPU_EVERY: Duration = Duration::from_millis(5);
+
+/// How often, at most, a core reads the machine's network counters while operations keep
+/// ending (two small files of `/proc`): the window's drops are known to this much.
+const WINDOW_NET_EVERY: Duration = Duration::from_millis(100);
+
+/// A reading of a thread's CPU clock, when it was taken, and the operations done by then;
+/// the machine's network counters, read less often.
+#[derive(Debug, Clone, Copy)]
+struct CpuReading {
+    cpu: Duration,
+    at: std::time::Instant,
+    ops: u64,
+    net: Option<(sys::NetCounters, std::time::Instant)>,
+}
+
 /// What every engine core keeps besides its connections, whatever drives them: its CPU clock,
 /// its operation count published for the progress line a few times a second (no task or
 /// timer of its own: the core publishes as it goes), and its closing of the books.
+///
+/// Its CPU and wall time are the measured window's: from the window's opening (plus warm-up)
+/// to the last operation that ended, read as the core goes. Setting up a million connections
+/// takes the better part of a minute and closing them half a minute, and neither is the
+/// work the window measures; a core that saw no window keeps its whole life's figures.
 pub struct CoreBooks {
     clock: sys::ThreadClock,
     /// The CPU's steal time when the books opened.
@@ -186,6 +215,11 @@ pub struct CoreBooks {
     slots: Arc<[AtomicU64]>,
     index: usize,
     next: std::cell::Cell<std::time::Instant>,
+    window: Arc<crate::workload::Window>,
+    warmup: Duration,
+    /// The CPU clock when the window opened, and at the latest operation ended after it.
+    opened: std::cell::Cell<Option<CpuReading>>,
+    latest: std::cell::Cell<Option<CpuReading>>,
 }
 
 impl CoreBooks {
@@ -193,25 +227,62 @@ impl CoreBooks {
         let clock = sys::ThreadClock::start();
         let steal = sys::cpu_steal(cpu);
         let next = std::cell::Cell::new(std::time::Instant::now() + PROGRESS_EVERY);
-        CoreBooks { clock, steal, slots: job.progress.clone(), index, next }
+        CoreBooks {
+            clock,
+            steal,
+            slots: job.progress.clone(),
+            index,
+            next,
+            window: job.window.clone(),
+            warmup: job.shape.warmup,
+            opened: std::cell::Cell::new(None),
+            latest: std::cell::Cell::new(None),
+        }
     }
 
-    /// Publish `ops` if the last publication is old enough; cheap enough to call per operation.
+    /// Publish `ops` if the last publication is old enough, and read the CPU clock at the
+    /// window's opening and as operations end; cheap enough to call per operation.
     pub fn publish(&self, now: std::time::Instant, ops: u64) {
         if now >= self.next.get() {
             self.next.set(now + PROGRESS_EVERY);
             self.slots[self.index].store(ops, std::sync::atomic::Ordering::Relaxed);
         }
+        match self.latest.get() {
+            None => {
+                if self.window.opened_at().is_some_and(|at| now >= at + self.warmup) {
+                    let net = sys::NetCounters::read().map(|n| (n, now));
+                    let reading = Some(CpuReading { cpu: sys::thread_cpu_time(), at: now, ops, net });
+                    self.opened.set(reading);
+                    self.latest.set(reading);
+                }
+            }
+            Some(last) if ops != last.ops && now >= last.at + WINDOW_CPU_EVERY => {
+                let net = match last.net {
+                    Some((_, at)) if now < at + WINDOW_NET_EVERY => last.net,
+                    _ => sys::NetCounters::read().map(|n| (n, now)).or(last.net),
+                };
+                self.latest.set(Some(CpuReading { cpu: sys::thread_cpu_time(), at: now, ops, net }));
+            }
+            Some(_) => {}
+        }
     }
 
-    /// The core's work is over: its final count, CPU and wall time.
+    /// The core's work is over: its final count, and its CPU and wall time over the window.
     pub fn close(
         &self,
         mut rec: crate::stats::CoreRecorder,
     ) -> (crate::stats::CoreRecorder, std::time::Instant) {
         let finished = std::time::Instant::now();
         self.slots[self.index].store(rec.ops, std::sync::atomic::Ordering::Relaxed);
-        (rec.cpu, rec.wall) = self.clock.since(finished);
+        (rec.cpu, rec.wall) = match (self.opened.get(), self.latest.get()) {
+            (Some(a), Some(b)) if b.ops > a.ops => {
+                (b.cpu.saturating_sub(a.cpu), b.at.saturating_duration_since(a.at))
+            }
+            _ => self.clock.since(finished),
+        };
+        if let (Some(a), Some(b)) = (self.opened.get(), self.latest.get()) {
+            rec.window_net = a.net.zip(b.net).map(|((a, _), (b, _))| (a, b));
+        }
         rec.steal = self.steal.zip(sys::cpu_steal(rec.core)).map(|(a, b)| b.saturating_sub(a));
         (rec, finished)
     }
@@ -295,6 +366,7 @@ where
 {
     let start = Arc::new(std::sync::OnceLock::new());
     let job = &ClientJob { window: ClientJob::fresh_window(&job.shape), ..job.clone() };
+    let net = sys::NetCounters::read();
     let barrier = Arc::new(std::sync::Barrier::new(job.cores.len()));
     let cores = job.cores.len();
     let mut threads = Vec::new();
@@ -323,6 +395,7 @@ where
         set_up_in: job.window.opened_at().map(|at| at.saturating_duration_since(start)),
         finished,
         cores: ends.into_iter().map(|(rec, _)| rec).collect(),
+        net: net.zip(sys::NetCounters::read()).map(|(before, after)| after.since(before)),
     })
 }
 
@@ -765,5 +838,31 @@ mod tests {
         assert!(b.spare().is_none(), "a message over the limit");
         b.consume(16);
         assert_eq!(b.capacity(), 4);
+    }
+
+    #[test]
+    fn the_window_ends_with_the_last_operation_not_the_last_close() {
+        let t0 = std::time::Instant::now();
+        let mut a = crate::stats::CoreRecorder::new(0);
+        a.series_op(t0, t0 + Duration::from_secs(3), 1);
+        let mut b = crate::stats::CoreRecorder::new(1);
+        b.series_errors(t0, t0 + Duration::from_secs(5), 1);
+        b.series_errors(t0, t0 + Duration::from_secs(9), 0); // no operation ended there
+        let run = ClientRun {
+            measure_from: t0 + Duration::from_secs(1),
+            set_up_in: None,
+            finished: t0 + Duration::from_secs(40), // the sockets took long to close
+            cores: vec![a, b],
+            net: None,
+        };
+        assert_eq!(run.report().elapsed, Duration::from_secs(4));
+        let none = ClientRun {
+            measure_from: t0,
+            set_up_in: None,
+            finished: t0 + Duration::from_secs(2),
+            cores: vec![crate::stats::CoreRecorder::new(0)],
+            net: None,
+        };
+        assert_eq!(none.report().elapsed, Duration::from_secs(2), "no operation: until the close");
     }
 }

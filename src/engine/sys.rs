@@ -8,6 +8,7 @@ use std::time::Duration;
 /// Offsets in Linux's `struct tcp_info` (include/uapi/linux/tcp.h), stable ABI since 4.2 for
 /// these fields: 8 single-byte fields, 24 `u32`, two `u64` pacing rates, then these.
 const TCPI_STATE: usize = 0;
+const TCPI_TOTAL_RETRANS: usize = 100;
 const TCPI_BYTES_ACKED: usize = 120;
 const TCPI_BYTES_RECEIVED: usize = 128;
 const TCPI_SEGS_OUT: usize = 136;
@@ -34,6 +35,7 @@ struct Snapshot {
     received: u64,
     segs_out: u64,
     segs_in: u64,
+    retrans: u64,
 }
 
 /// Read the kernel's counts of a connected socket about to be closed, after reading off
@@ -79,6 +81,7 @@ pub fn close_audit(fd: RawFd, app_rx: u64, sent_fin: bool) -> (u64, SocketAudit)
                     rx: after.received.saturating_sub(fin),
                     segs_out: after.segs_out,
                     segs_in: after.segs_in,
+                    retrans: after.retrans,
                 }),
             );
         }
@@ -109,6 +112,7 @@ fn snapshot(fd: RawFd) -> Option<Snapshot> {
         received: u64_at(TCPI_BYTES_RECEIVED),
         segs_out: u32_at(TCPI_SEGS_OUT),
         segs_in: u32_at(TCPI_SEGS_IN),
+        retrans: u32_at(TCPI_TOTAL_RETRANS),
     })
 }
 
@@ -188,6 +192,56 @@ impl ThreadClock {
     /// (CPU time, wall time) from the start until `until` (the calling thread's CPU).
     pub fn since(&self, until: std::time::Instant) -> (Duration, Duration) {
         (thread_cpu_time().saturating_sub(self.cpu), until.saturating_duration_since(self.wall))
+    }
+}
+
+/// Machine-wide network counters that explain a latency tail on loopback: packets the kernel
+/// dropped at its per-CPU input backlog (`/proc/net/softnet_stat`, full at
+/// `net.core.netdev_max_backlog`), and TCP segments retransmitted (`/proc/net/snmp`) — on
+/// loopback nothing else drops a packet, and each drop costs its connection a retransmission
+/// timeout (200 ms at least).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetCounters {
+    pub backlog_drops: u64,
+    pub retransmits: u64,
+}
+
+impl NetCounters {
+    /// The counters now (`None`: not readable here).
+    pub fn read() -> Option<NetCounters> {
+        let softnet = std::fs::read_to_string("/proc/net/softnet_stat").ok()?;
+        let backlog_drops = softnet
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1).and_then(|d| u64::from_str_radix(d, 16).ok()))
+            .sum();
+        let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
+        let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+        let (names, values) = (tcp.next()?, tcp.next()?);
+        let at = names.split_whitespace().position(|n| n == "RetransSegs")?;
+        let retransmits = values.split_whitespace().nth(at)?.parse().ok()?;
+        Some(NetCounters { backlog_drops, retransmits })
+    }
+
+    /// Each counter's smaller (`max`: larger) of two readings.
+    pub fn min(self, o: NetCounters) -> NetCounters {
+        NetCounters {
+            backlog_drops: self.backlog_drops.min(o.backlog_drops),
+            retransmits: self.retransmits.min(o.retransmits),
+        }
+    }
+    pub fn max(self, o: NetCounters) -> NetCounters {
+        NetCounters {
+            backlog_drops: self.backlog_drops.max(o.backlog_drops),
+            retransmits: self.retransmits.max(o.retransmits),
+        }
+    }
+
+    /// What happened between two readings.
+    pub fn since(self, before: NetCounters) -> NetCounters {
+        NetCounters {
+            backlog_drops: self.backlog_drops.saturating_sub(before.backlog_drops),
+            retransmits: self.retransmits.saturating_sub(before.retransmits),
+        }
     }
 }
 

@@ -41,6 +41,10 @@ use std::time::{Duration, Instant};
 const TICK: Duration = Duration::from_millis(5);
 /// A paced operation due sooner than this is waited for without sleeping (see `run_loop`).
 pub const SPIN: Duration = Duration::from_micros(30);
+/// Connections woken from their sleep that one loop drives at most (the rest wait for the
+/// next loops, in order): a window opening on a million connections at once would otherwise
+/// hold every answer in the loop behind a third of a second of drives.
+const WOKEN_PER_LOOP: usize = 1024;
 /// Operation kinds, in the low bits of an SQE's user data (the slot index above them).
 const KIND_BITS: u64 = 3;
 /// Completions not looked at: cancels, closes of direct descriptors.
@@ -158,9 +162,8 @@ fn client_core<C: ClientCodec>(
     let mut rec = job.recorder(cpu);
     let mut slots: Vec<Slot<C>> = conns
         .map(|i| {
-            let conn = super::new_conn(&job, &prototypes, i, start)
-                .woken_when_the_window_opens()
-                .small_receive_buffer();
+            let conn =
+                super::new_conn(&job, &prototypes, i, start).woken_by_the_engine().small_receive_buffer();
             Slot {
                 conn,
                 sock: None,
@@ -204,11 +207,24 @@ fn run_loop<C: ClientCodec>(
     rec: &mut CoreRecorder,
     start: Instant,
 ) -> io::Result<()> {
-    // The connections set up before the others sleep until the window opens: woken here.
+    // The connections set up before the others sleep until the window opens: woken here;
+    // those done at the end of a timed run, once the core's last answers are in.
     let mut window_open = false;
-    let mut ready: Vec<usize> = (0..slots.len()).collect();
+    let mut run_end: Option<Instant> = None;
+    let mut drained = false;
+    let mut stopped = false;
+    // Connections an event moved (all of them driven each loop), and those whose sleep is
+    // over (`WOKEN_PER_LOOP` each loop).
+    let mut ready: Vec<usize> = Vec::new();
+    let mut woken: std::collections::VecDeque<usize> = std::collections::VecDeque::with_capacity(slots.len());
+    woken.extend(0..slots.len());
     let mut remaining = slots.len();
-    let mut timers = Timers { sleepers: BinaryHeap::new(), deadlines: Deadlines::new() };
+    // Sized for every connection at once (the window's opening puts them all in): growing a
+    // heap of a million entries stalls the loop while it copies.
+    let mut timers = Timers {
+        sleepers: BinaryHeap::with_capacity(slots.len()),
+        deadlines: Deadlines::with_capacity(slots.len()),
+    };
     // One clock read per loop, taken after the wait: on a machine whose clock has no vDSO fast
     // path each read is a syscall. The connections driven at the top of the next loop use it.
     let mut now = Instant::now();
@@ -216,10 +232,12 @@ fn run_loop<C: ClientCodec>(
     let mut completions: Vec<rings::Completion> = Vec::with_capacity(slots.len().min(1 << 16) + 64);
     loop {
         let stopping = job.stop.load(Ordering::Relaxed);
-        let drove = !ready.is_empty();
-        for i in ready.drain(..) {
+        let drove = !ready.is_empty() || !woken.is_empty();
+        let woke = woken.len().min(WOKEN_PER_LOOP);
+        for i in ready.drain(..).chain(woken.drain(..woke)) {
+            let done = slots[i].done;
             drive(rings, slots, addrs, &mut timers, i, (now, round), stopping, rec)?;
-            if slots[i].done {
+            if slots[i].done && !done {
                 remaining -= 1;
             }
         }
@@ -228,11 +246,12 @@ fn run_loop<C: ClientCodec>(
         }
         // Wake for the next tick, or sooner for a paced connection's next operation or a
         // deadline.
+        let wait = if woken.is_empty() { TICK } else { Duration::ZERO };
         let wait = timers
             .sleepers
             .peek()
-            .map_or(TICK, |Reverse((until, _))| until.saturating_duration_since(now).min(TICK))
-            .min(timers.deadlines.wait(now, TICK));
+            .map_or(wait, |Reverse((until, _))| until.saturating_duration_since(now).min(wait))
+            .min(timers.deadlines.wait(now, wait));
         // A sleep and its wake-up cost more CPU than a short spin (tens of µs on a VM), and
         // the wake comes late: a paced operation due within SPIN is waited for awake.
         let want = if wait < SPIN && !rings.ready_now() { 0 } else { 1 };
@@ -312,17 +331,34 @@ fn run_loop<C: ClientCodec>(
         }
         // Sleepers whose time has come (all of them on Ctrl-C, so they notice, and when the
         // measured window opens).
-        let mut wake_all = job.stop.load(Ordering::Relaxed);
-        if !window_open && job.window.opened(now, start).is_some() {
+        let mut wake_all = false;
+        if !stopped && job.stop.load(Ordering::Relaxed) {
+            stopped = true;
+            wake_all = true; // once: Ctrl-C
+        }
+        if !window_open && let Some(opened) = job.window.opened(now, start) {
             window_open = true;
             wake_all = true; // once
+            run_end = Some(opened + job.shape.warmup + job.shape.duration);
+        }
+        if !drained && run_end.is_some_and(|end| now >= end) && rec.in_flight() == 0 {
+            drained = true;
+            wake_all = true; // once: the run's last answers are in
+        }
+        if wake_all {
+            // Every connection, in order (a paced schedule's order too): draining a heap of a
+            // million one by one took the loop a third of a second. A connection that had
+            // something else to do meanwhile finds it again when driven.
+            timers.sleepers.clear();
+            woken.clear();
+            woken.extend(0..slots.len());
         }
         while let Some(Reverse((until, i))) = timers.sleepers.peek().copied() {
-            if until > now && !wake_all {
+            if until > now {
                 break;
             }
             timers.sleepers.pop();
-            ready.push(i);
+            woken.push_back(i);
         }
         // Deadlines that came up: a read past its deadline fails, a connect or send past its
         // own is cancelled; what is not due yet is looked at again when it is.

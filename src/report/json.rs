@@ -158,6 +158,14 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "steal_pct": c.steal_share().map(|s| r3(100.0 * s)),
             "spin_pct": r3(100.0 * c.spin_share()),
         })).collect::<Vec<_>>(),
+        "kernel_net": r.net.map(|n| {
+            let window = r.window_net.map(|(a, b)| b.since(a));
+            json!({
+                "backlog_drops": n.backlog_drops,
+                "retransmits": n.retransmits,
+                "window": window.map(|w| json!({ "backlog_drops": w.backlog_drops, "retransmits": w.retransmits })),
+            })
+        }),
         "audit": {
             "app_tx": r.audit.app_tx,
             "app_rx": r.audit.app_rx,
@@ -166,6 +174,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "kernel_unacked": r.audit.kernel.unacked,
             "segs_out": r.audit.kernel.segs_out,
             "segs_in": r.audit.kernel.segs_in,
+            "retransmits": r.audit.kernel.retrans,
             "sockets": r.audit.sockets,
             "inexact": r.audit.inexact.iter().map(|(k, n)| (k.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "inexact_tx": r.audit.inexact_tx,

@@ -246,6 +246,18 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             a.inexact_rx
         );
     }
+    if let Some(net) = r.net.filter(|n| n.backlog_drops > 0 || n.retransmits > 0) {
+        let window = r.window_net.map(|(a, b)| b.since(a)).unwrap_or(net);
+        let _ = writeln!(
+            s,
+            "  note        the kernel dropped {} packets at its input backlog (net.core.netdev_max_backlog) and retransmitted {} TCP segments in the measured window, {} and {} in the whole run with set-up and close (machine-wide; {} retransmits on these connections): an answer caught in that waits a retransmission timeout, 200 ms or more; on loopback it means a CPU too busy to run its softirqs",
+            window.backlog_drops,
+            window.retransmits,
+            net.backlog_drops,
+            net.retransmits,
+            r.audit.kernel.retrans
+        );
+    }
     for c in r.per_core.iter().filter(|c| c.steal_share().is_some_and(|s| s >= STOLEN_CORE)) {
         let _ = writeln!(
             s,

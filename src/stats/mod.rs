@@ -157,6 +157,9 @@ pub struct KernelSocket {
     pub rx: u64,
     pub segs_out: u64,
     pub segs_in: u64,
+    /// Segments the kernel sent again (`tcpi_total_retrans`): on loopback, each one a packet
+    /// dropped at a full input backlog, and an answer late by a retransmission timeout.
+    pub retrans: u64,
 }
 
 /// The kernel's counts for one closing socket, or why there are none.
@@ -191,6 +194,7 @@ impl Audit {
                 self.kernel.rx += k.rx;
                 self.kernel.segs_out += k.segs_out;
                 self.kernel.segs_in += k.segs_in;
+                self.kernel.retrans += k.retrans;
             }
             Err(reason) => {
                 *self.inexact.entry(reason).or_default() += 1;
@@ -214,6 +218,7 @@ impl Audit {
         self.kernel.unacked += o.kernel.unacked;
         self.kernel.rx += o.kernel.rx;
         self.kernel.segs_out += o.kernel.segs_out;
+        self.kernel.retrans += o.kernel.retrans;
         self.kernel.segs_in += o.kernel.segs_in;
         for (k, v) in &o.inexact {
             *self.inexact.entry(*k).or_default() += v;
@@ -346,6 +351,12 @@ pub struct CoreRecorder {
     /// Of `cpu`, the time the engine stayed awake with nothing to do, for a paced send due
     /// within its spin window (the `uring` engine): chosen, not load.
     pub spin: Duration,
+    /// When the last measured operation ended (completed or failed): the measured window ends
+    /// there, not when the last socket closed (closing a million takes half a minute).
+    pub last_end: Option<std::time::Instant>,
+    /// The machine's network counters at the window's opening and at its last operation (to
+    /// within 100 ms): drops and retransmits inside the window, not the set-up's or close's.
+    pub window_net: Option<(crate::engine::sys::NetCounters, crate::engine::sys::NetCounters)>,
     /// Per target, with several (empty with one: the totals are its figures).
     pub targets: Vec<TargetTally>,
     /// `--report-every`: the measured window cut into intervals.
@@ -459,6 +470,8 @@ impl CoreRecorder {
             wall: Duration::ZERO,
             steal: None,
             spin: Duration::ZERO,
+            last_end: None,
+            window_net: None,
             targets: Vec::new(),
             series: None,
         }
@@ -466,6 +479,7 @@ impl CoreRecorder {
 
     /// A measured operation of a window that began at `from` completed at `at` after `ns`.
     pub fn series_op(&mut self, from: std::time::Instant, at: std::time::Instant, ns: u64) {
+        self.ended_at(at);
         if let Some(series) = &mut self.series {
             let i = series.at(from, at);
             i.ops += 1;
@@ -475,10 +489,25 @@ impl CoreRecorder {
 
     /// `n` measured operations of a window that began at `from` failed at `at`.
     pub fn series_errors(&mut self, from: std::time::Instant, at: std::time::Instant, n: u64) {
+        if n > 0 {
+            self.ended_at(at);
+        }
         if let Some(series) = &mut self.series
             && n > 0
         {
             series.at(from, at).errors += n;
+        }
+    }
+
+    /// Measured operations sent and not yet ended (completed or failed).
+    pub fn in_flight(&self) -> u64 {
+        self.sent.saturating_sub(self.ops + self.failed.total())
+    }
+
+    /// A measured operation ended at `at`.
+    fn ended_at(&mut self, at: std::time::Instant) {
+        if self.last_end.is_none_or(|end| end < at) {
+            self.last_end = Some(at);
         }
     }
 
@@ -598,7 +627,7 @@ impl CoreSummary {
 #[derive(Debug, Clone)]
 pub struct Report {
     pub totals: CoreRecorder,
-    /// Measured window: from the end of warm-up until the last connection finished.
+    /// Measured window: from the end of warm-up until the last measured operation ended.
     pub elapsed: Duration,
     pub per_core: Vec<CoreSummary>,
     /// How long after the start every connection was set up: the measured window opened then
@@ -606,6 +635,8 @@ pub struct Report {
     pub set_up_in: Option<Duration>,
     /// With `--repeat`: every run's summary; this report is the median one's.
     pub repeats: Option<Repeats>,
+    /// The machine's network drops and retransmits during the run (`None`: not readable).
+    pub net: Option<crate::engine::sys::NetCounters>,
 }
 
 /// One run of several (`--repeat`), in a line.
@@ -715,6 +746,12 @@ impl CoreRecorder {
         self.connects += c.connects;
         self.reconnects += c.reconnects;
         self.audit.merge(&c.audit);
+        self.last_end = self.last_end.max(c.last_end);
+        // Machine-wide counters: from the earliest opening to the latest end of any core.
+        self.window_net = match (self.window_net, c.window_net) {
+            (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -735,7 +772,7 @@ impl Report {
                 spin: c.spin,
             })
             .collect();
-        Report { totals, elapsed, per_core, set_up_in: None, repeats: None }
+        Report { totals, elapsed, per_core, set_up_in: None, repeats: None, net: None }
     }
 
     /// Failed operations and failed connections: zero in a clean run.
