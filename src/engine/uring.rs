@@ -41,10 +41,11 @@ use std::time::{Duration, Instant};
 const TICK: Duration = Duration::from_millis(5);
 /// A paced operation due sooner than this is waited for without sleeping (see `run_loop`).
 pub const SPIN: Duration = Duration::from_micros(30);
-/// Connections woken from their sleep that one loop drives at most (the rest wait for the
-/// next loops, in order): a window opening on a million connections at once would otherwise
-/// hold every answer in the loop behind a third of a second of drives.
-const WOKEN_PER_LOOP: usize = 1024;
+/// Connections woken all at once (the window's opening, the run's end, Ctrl-C) that one loop
+/// drives at most (the rest wait for the next loops, in order): a window opening on a million
+/// connections would otherwise hold every answer and every send due behind a tenth of a
+/// second of drives.
+const BACKLOG_PER_LOOP: usize = 1024;
 /// Operation kinds, in the low bits of an SQE's user data (the slot index above them).
 const KIND_BITS: u64 = 3;
 /// Completions not looked at: cancels, closes of direct descriptors.
@@ -213,11 +214,10 @@ fn run_loop<C: ClientCodec>(
     let mut run_end: Option<Instant> = None;
     let mut drained = false;
     let mut stopped = false;
-    // Connections an event moved (all of them driven each loop), and those whose sleep is
-    // over (`WOKEN_PER_LOOP` each loop).
+    // Connections an event moved or whose sleep is over (all of them driven each loop), and
+    // those woken all at once (`BACKLOG_PER_LOOP` each loop).
     let mut ready: Vec<usize> = Vec::new();
-    let mut woken: std::collections::VecDeque<usize> = std::collections::VecDeque::with_capacity(slots.len());
-    woken.extend(0..slots.len());
+    let mut backlog: std::collections::VecDeque<usize> = (0..slots.len()).collect();
     let mut remaining = slots.len();
     // Sized for every connection at once (the window's opening puts them all in): growing a
     // heap of a million entries stalls the loop while it copies.
@@ -232,9 +232,9 @@ fn run_loop<C: ClientCodec>(
     let mut completions: Vec<rings::Completion> = Vec::with_capacity(slots.len().min(1 << 16) + 64);
     loop {
         let stopping = job.stop.load(Ordering::Relaxed);
-        let drove = !ready.is_empty() || !woken.is_empty();
-        let woke = woken.len().min(WOKEN_PER_LOOP);
-        for i in ready.drain(..).chain(woken.drain(..woke)) {
+        let drove = !ready.is_empty() || !backlog.is_empty();
+        let woken = backlog.len().min(BACKLOG_PER_LOOP);
+        for i in ready.drain(..).chain(backlog.drain(..woken)) {
             let done = slots[i].done;
             drive(rings, slots, addrs, &mut timers, i, (now, round), stopping, rec)?;
             if slots[i].done && !done {
@@ -246,7 +246,7 @@ fn run_loop<C: ClientCodec>(
         }
         // Wake for the next tick, or sooner for a paced connection's next operation or a
         // deadline.
-        let wait = if woken.is_empty() { TICK } else { Duration::ZERO };
+        let wait = if backlog.is_empty() { TICK } else { Duration::ZERO };
         let wait = timers
             .sleepers
             .peek()
@@ -350,15 +350,17 @@ fn run_loop<C: ClientCodec>(
             // million one by one took the loop a third of a second. A connection that had
             // something else to do meanwhile finds it again when driven.
             timers.sleepers.clear();
-            woken.clear();
-            woken.extend(0..slots.len());
+            backlog.clear();
+            backlog.extend(0..slots.len());
         }
+        // Sleepers whose time has come go first, ahead of any backlog: a paced send due now
+        // does not wait for a million connections to be woken.
         while let Some(Reverse((until, i))) = timers.sleepers.peek().copied() {
             if until > now {
                 break;
             }
             timers.sleepers.pop();
-            woken.push_back(i);
+            ready.push(i);
         }
         // Deadlines that came up: a read past its deadline fails, a connect or send past its
         // own is cancelled; what is not due yet is looked at again when it is.
