@@ -1,6 +1,6 @@
 //! The floor for an HTTP/1.1 keep-alive client on io_uring: no state machine, no codec, no
-//! statistics — N connections, a fixed `GET /`, one multishot receive per socket on a
-//! provided-buffer ring, the next request sent when a whole response (all the same length,
+//! statistics — N connections (direct descriptors), a fixed `GET /`, one multishot receive per
+//! socket on a provided-buffer ring, the next request sent when a whole response (all the same length,
 //! learnt from one request first) has arrived. `tools/vs-peers.sh` runs it beside the real
 //! clients, so wirebench's generator can be measured against the least a client can do.
 //!
@@ -54,15 +54,19 @@ fn main() {
         .collect();
     let mut ring = wirebench::engine::rings::ring(4096, 8192).expect("ring");
     let mut bufs = BufRing::register(&ring, 0, 1024, 4096).expect("buffer ring");
-    let send = |ring: &mut io_uring::IoUring, i: usize, fd: i32| {
-        let sqe = opcode::Send::new(types::Fd(fd), REQUEST.as_ptr(), REQUEST.len() as u32)
+    // The sockets as direct descriptors (the ring's own table, as wirebench's): connection i is
+    // index i, no file lookup per operation.
+    let fds: Vec<i32> = streams.iter().map(|s| s.as_raw_fd()).collect();
+    ring.submitter().register_files(&fds).expect("a table of direct descriptors");
+    let send = |ring: &mut io_uring::IoUring, i: usize, _fd: i32| {
+        let sqe = opcode::Send::new(types::Fixed(i as u32), REQUEST.as_ptr(), REQUEST.len() as u32)
             .build()
             .user_data((i as u64) << 1);
         // SAFETY: REQUEST is static.
         unsafe { ring.submission().push(&sqe).expect("room") };
     };
-    let arm = |ring: &mut io_uring::IoUring, i: usize, fd: i32| {
-        let sqe = opcode::RecvMulti::new(types::Fd(fd), 0).build().user_data(((i as u64) << 1) | 1);
+    let arm = |ring: &mut io_uring::IoUring, i: usize, _fd: i32| {
+        let sqe = opcode::RecvMulti::new(types::Fixed(i as u32), 0).build().user_data(((i as u64) << 1) | 1);
         // SAFETY: the buffers are the ring's.
         unsafe { ring.submission().push(&sqe).expect("room") };
     };

@@ -21,7 +21,9 @@
 //! - [`plan`]: plans as plain data: validate (pure), prepare (I/O), run.
 //! - [`engine`]: one file per I/O driver; sockets, pinning, time; the shared connection
 //!   machines ([`engine::conn`], [`engine::serve_conn`]); every byte counted where the syscall
-//!   returned it, and the kernel's own counts read at each close for the audit.
+//!   returned it, and the kernel's own counts read at each close for the audit. The raw
+//!   io_uring loops share [`engine::rings`] (a thread's rings, its sockets as direct
+//!   descriptors in their tables) and [`engine::deadlines`] (a million connections' timeouts).
 //! - [`tls`]: TLS as a layer between a codec's plaintext and the socket (rustls, sans-IO):
 //!   inside the client's connection machine, and wrapping the built-in servers' codecs; every
 //!   record's bytes accounted beside the plaintext it carries.

@@ -46,6 +46,9 @@ WB="$root/target/release/wirebench"
 # The floor: a bare io_uring keep-alive loop with multishot receive (benches/minimal_loop.rs).
 MINIMAL=$(cd "$root" && cargo bench --bench minimal_loop --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_loop-[0-9a-f]*\)).*/\1/p' | tail -1)
 MINIMAL="$root/$MINIMAL"
+# The floor for a server: a bare io_uring keep-alive server with multishot receive (benches/minimal_server.rs).
+MINIMAL_SERVER=$(cd "$root" && cargo bench --bench minimal_server --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_server-[0-9a-f]*\)).*/\1/p' | tail -1)
+MINIMAL_SERVER="$root/$MINIMAL_SERVER"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # shellcheck source=tools/scratch.sh
@@ -79,6 +82,12 @@ start_serve() {
     "$WB" serve http --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 ${engine:+--engine $engine} >/dev/null &
     pids+=($!)
     wait_port "$port"
+}
+
+start_minimal_server() {
+    taskset -c "$SERVER_CPU" "$MINIMAL_SERVER" "127.0.0.1:$1" >/dev/null &
+    pids+=($!)
+    wait_port "$1"
 }
 
 stop_servers() {
@@ -222,19 +231,24 @@ fi
 
 # Part 2b: the servers compared like with like: the same offered load (wirebench --rate, 64
 # connections, generator on CPU 0), each server alone on CPU 1, its CPU per request from /proc
-# (user + system of its processes); and at saturation with a pipelining client (depth 16).
+# (user + system of its processes), beside the floor for any io_uring server (benches/minimal_server.rs);
+# and at saturation with a pipelining client (depth 16).
 if part 2b; then
 echo
 echo "### Server CPU per request at the same offered load (server on CPU $SERVER_CPU, wirebench --rate on CPU $CLIENT_CPU, $CONNS connections; median of $ROUNDS alternating rounds of ${DURATION}s)"
 echo
-echo "| load | nginx µs/req | serve http (tokio-uring) µs/req | serve http (uring) µs/req | uring / nginx | tokio-uring / nginx |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| load | nginx µs/req | serve http (tokio-uring) µs/req | serve http (uring) µs/req | minimal server µs/req | uring / nginx | tokio-uring / nginx | minimal / nginx |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for load in 40000 80000 depth16; do
     res="$work/eq-$load"; : >"$res"
     for r in $(seq "$ROUNDS"); do
-        for server in nginx tokio-uring uring; do
+        for server in nginx tokio-uring uring minimal; do
             port=$(free_port)
-            if [ "$server" = nginx ]; then start_nginx "$port"; else start_serve "$port" "$server"; fi
+            case $server in
+                nginx) start_nginx "$port" ;;
+                minimal) start_minimal_server "$port" ;;
+                *) start_serve "$port" "$server" ;;
+            esac
             key=${pids[-1]}
             if [ "$load" = depth16 ]; then args=(--depth 16); else args=(--rate "$load"); fi
             before=$(proc_cpu "$key")
@@ -254,9 +268,9 @@ med = {k: statistics.median(c for c, _ in v) for k, v in rows.items()}
 rps = {k: statistics.median(r for _, r in v) for k, v in rows.items()}
 load = sys.argv[2] if sys.argv[2] == "depth16" else f"{int(sys.argv[2]):,} req/s"
 if sys.argv[2] == "depth16":
-    load = "saturation, depth 16 (" + ", ".join(f"{k} {rps[k]:,.0f}/s" for k in ("nginx", "tokio-uring", "uring")) + ")"
+    load = "saturation, depth 16 (" + ", ".join(f"{k} {rps[k]:,.0f}/s" for k in ("nginx", "tokio-uring", "uring", "minimal")) + ")"
 n = med["nginx"]
-print(f"| {load} | {n:.2f} | {med['tokio-uring']:.2f} | {med['uring']:.2f} | {med['uring']/n:.2f} | {med['tokio-uring']/n:.2f} |")
+print(f"| {load} | {n:.2f} | {med['tokio-uring']:.2f} | {med['uring']:.2f} | {med['minimal']:.2f} | {med['uring']/n:.2f} | {med['tokio-uring']/n:.2f} | {med['minimal']/n:.2f} |")
 PY
 done
 fi
