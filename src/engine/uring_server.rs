@@ -186,6 +186,10 @@ fn serve<S: ServerCodec>(
     let busy: Vec<Vec<u8>> = start.listeners.iter().map(|(_, p)| super::serve_conn::busy_answer(p)).collect();
     // Where direct closes read off what is left (never looked at).
     let mut drain = vec![0u8; DRAIN].into_boxed_slice();
+    // Rings a direct core opens at most: room for its share of the connection limit, the
+    // accepts in flight and the refused on their way out (a flood of refusals waits in the
+    // listen backlog rather than growing rings without end).
+    let max_rings = (start.limits.max_conns + 2 * ACCEPTS_AHEAD * listeners + 1024).div_ceil(per_ring).max(1);
     let mut places = if direct {
         Places::Direct { free: vec![(0..per_ring as u32).rev().collect()], in_flight: vec![0; listeners] }
     } else {
@@ -201,7 +205,7 @@ fn serve<S: ServerCodec>(
     let mut unix = (super::unix_secs(), Instant::now());
     while !start.stop.load(Ordering::Relaxed) {
         if let Places::Direct { free, in_flight } = &mut places {
-            accept_ahead(rings, start, free, in_flight, per_ring)?;
+            accept_ahead(rings, start, free, in_flight, per_ring, max_rings)?;
         }
         // One completion wakes the loop. Tried and dropped: io_uring's min-wait coalescing
         // (sleep until 64 completions, or 20-50 µs once one is in): 11.2-11.8 µs per request
@@ -419,13 +423,14 @@ fn accept_many(listener: RawFd, l: usize) -> squeue::Entry {
 }
 
 /// A direct core's accepts in flight topped up to [`ACCEPTS_AHEAD`] per listener, each into
-/// a free index of the first ring that has one (a new ring when none has).
+/// a free index of the first ring that has one (a new ring when none has, up to `max_rings`).
 fn accept_ahead<S>(
     rings: &mut Rings,
     start: &ServerStart<S>,
     free: &mut Vec<Vec<u32>>,
     in_flight: &mut [usize],
     per_ring: usize,
+    max_rings: usize,
 ) -> io::Result<()> {
     let listeners = start.listeners.len();
     for (l, (listener, _)) in start.listeners.iter().enumerate() {
@@ -434,6 +439,7 @@ fn accept_ahead<S>(
                 Some(r) => r,
                 // Every table is full: another ring (if one cannot be opened, the accepts
                 // wait until a connection closes).
+                None if rings.len() >= max_rings => return Ok(()),
                 None => match rings.add_ring() {
                     Ok(r) => {
                         free.push((0..per_ring as u32).rev().collect());
