@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Many mostly idle WebSocket connections on one box, push-style (one small message per
+# Many mostly idle WebSocket (or Socket.IO) connections on one box, push-style (one small message per
 # connection every INTERVAL): how long the connections take to open, what each costs in memory
 # (the generator's, the server's, and the kernel's from /proc/net/sockstat and slabinfo), CPU
 # per message, latency, and whether the kernel dropped packets — at each count in COUNTS.
 #
-# One `serve ws` process (on the last CPU) and one generator process (on the first) hold them
+# One `serve ws` (`serve sio`) process (on the last CPU) and one generator process (on the first) hold them
 # all: the `uring` engine's sockets are io_uring direct descriptors, which live in its rings'
 # own tables, not in the process's descriptor table, so a process limited to 20,000 open files
 # (these machines' hard limit) holds a million in 50 rings. The generator has its own 2,047
@@ -17,13 +17,17 @@
 # it.
 #
 # Usage: tools/scale.sh            (COUNTS="10000 100000 1000000" INTERVAL=30s DURATION=60s
-#                                   RATE=20000 connections/s in all, PROCS=1)
+#                                   RATE=20000 connections/s in all, PROCS=1, PROTO=ws or sio:
+#                                   Socket.IO events with acks over Engine.IO 4, whose server
+#                                   pings every connection every 25 s)
 set -uo pipefail
 COUNTS=${COUNTS:-10000 100000 1000000}
 INTERVAL=${INTERVAL:-30s}
 DURATION=${DURATION:-60s} # in seconds: 60s
 RATE=${RATE:-20000}
 PROCS=${PROCS:-1}
+PROTO=${PROTO:-ws}
+SERVE_ARGS=${SERVE_ARGS:-} # more `serve` options, e.g. "--ping-interval 120s" for sio
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 (cd "$root" && cargo build -q --release)
@@ -45,7 +49,19 @@ drops() { python3 -c "print(sum(int(l.split()[1], 16) for l in open('/proc/net/s
 
 echo "## wirebench scale — $(date -u +%Y-%m-%d)"
 echo
-echo "machine: $cpus CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), Linux $(uname -r); open files per process $(ulimit -Hn); servers (serve ws, uring) on CPU $SERVER_CPU, generators (uring) on CPU $CLIENT_CPU; one ${INTERVAL} push per connection, ${DURATION} measured; $PROCS+$PROCS processes"
+echo "machine: $cpus CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), Linux $(uname -r); open files per process $(ulimit -Hn); servers (serve $PROTO${SERVE_ARGS:+ $SERVE_ARGS}, uring) on CPU $SERVER_CPU, generators (uring) on CPU $CLIENT_CPU; one ${INTERVAL} push per connection, ${DURATION} measured; $PROCS+$PROCS processes"
+echo
+# How fast this machine hands out memory it has not touched lately: on a VM whose host backs
+# guest memory lazily (and takes freed memory back), the kernel's first write to a new socket's
+# slab page waits for the host — the set-up rate of a million connections is bounded by it.
+touch_us=$(python3 -c "
+import mmap, time
+m = mmap.mmap(-1, 1 << 30); t = time.perf_counter()
+for i in range(0, len(m), 4096): m[i] = 1
+first = time.perf_counter() - t; t = time.perf_counter()
+for i in range(0, len(m), 4096): m[i] = 2
+print(f'{first * 1e6 / (len(m) >> 12):.1f} µs per 4 KiB page on first touch, {(time.perf_counter() - t) * 1e6 / (len(m) >> 12):.2f} after')")
+echo "memory: $touch_us (1 GiB, mapped fresh just before the runs)"
 echo
 echo "| connections | opened | set up in | generator KiB/conn | server KiB/conn | kernel KiB/conn | gen CPU µs/msg | server CPU µs/msg | messages due | answered | errors | p50 / p99 / p99.9 ms | drops in window | what stopped it |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"
@@ -55,8 +71,8 @@ for count in $COUNTS; do
     slab0=$(slab_bytes)
     servers=()
     for s in $(seq "$PROCS"); do
-        "$WB" serve ws --listen "127.0.0.1:$port" --cores "$SERVER_CPU" --max-conns $((count + 1000)) \
-            --idle-timeout 600s -d 100000 >"$work/serve-$s.out" 2>&1 &
+        "$WB" serve "$PROTO" --listen "127.0.0.1:$port" --cores "$SERVER_CPU" --max-conns $((count + 1000)) \
+            --idle-timeout 600s -d 100000 $SERVE_ARGS >"$work/serve-$s.out" 2>&1 &
         servers+=($!); pids+=($!)
     done
     sleep 1
@@ -69,7 +85,7 @@ for count in $COUNTS; do
     for g in $(seq "$PROCS"); do
         n=$(( (count + PROCS - 1) / PROCS )); n=$((left < n ? left : n)); left=$((left - n))
         src="127.$g.0.1-127.$g.7.255"
-        "$WB" bench "ws://127.0.0.1:$port/" -c "$n" --interval "$INTERVAL" -d "$DURATION" --size 32 \
+        "$WB" bench "$PROTO://127.0.0.1:$port/" -c "$n" --interval "$INTERVAL" -d "$DURATION" --size 32 \
             --connect-rate "$(python3 -c "print(max(1.0, $RATE * $n / $count))")" --start-at "$start_at" \
             --bind "$src" --cores "$CLIENT_CPU" --timeout 30s --json "$work/gen-$g.json" >"$work/gen-$g.out" 2>&1 &
         gens+=($!); pids+=($!)
