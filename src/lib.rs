@@ -29,7 +29,9 @@
 //!   record's bytes accounted beside the plaintext it carries.
 //! - [`workload`]: when each connection's next operation is due and when the measured window
 //!   opens (once every connection is set up); [`outcome`]: how operations and connections end.
-//! - [`stats`]: per-core recorders and their merge; [`report`]: text, JSON, tables, SVG.
+//! - [`stats`]: per-core recorders and their merge (an operation's latencies counted into
+//!   [`stats::Tally`]s, folded into histograms at the merge); [`report`]: text, JSON, tables, SVG.
+//! - [`clock`]: the monotonic clock as plain nanoseconds, read by engines and recorders alike.
 //! - [`cmd`]: the command line and the composition of the above; [`cpus`], [`target`] and
 //!   [`watch`] are small helpers.
 //!
@@ -39,6 +41,7 @@
 // The `bench` JSON object is one `json!` literal, deeper than the default limit allows.
 #![recursion_limit = "256"]
 
+pub mod clock;
 pub mod cmd;
 pub mod cpus;
 pub mod engine;

@@ -5,6 +5,7 @@
 //! the plan to its protocol, which builds its codec and lets an engine drive it. `bench` runs
 //! one plan; `compare` and `sweep` build theirs from the same validated options.
 
+use crate::clock::Instant;
 use crate::engine::{ClientJob, EngineKind};
 use crate::proto::ClientCodec;
 use crate::protocol::{Protocol, ProtocolOptions};
@@ -18,7 +19,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Pipelining deeper than this is almost surely a typo and would only fill buffers.
 pub const MAX_DEPTH: usize = 4096;

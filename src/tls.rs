@@ -406,7 +406,7 @@ pub struct ClientSession {
     records: std::collections::VecDeque<(u32, u32)>,
     /// The TLS handshake is not over yet (its bytes are counted apart).
     pub in_handshake: bool,
-    pub started: std::time::Instant,
+    pub started: crate::clock::Instant,
     /// TLS-class bytes of the handshake, each way.
     pub handshake_tx: u64,
     pub handshake_rx: u64,
@@ -443,7 +443,7 @@ pub enum SessionError {
 }
 
 impl ClientSession {
-    pub fn new(tls: &ClientTls, now: std::time::Instant) -> Result<Self, SessionError> {
+    pub fn new(tls: &ClientTls, now: crate::clock::Instant) -> Result<Self, SessionError> {
         Ok(ClientSession {
             conn: tls.session().map_err(SessionError::Tls)?,
             wire_in: crate::engine::RecvBuf::new(),

@@ -3,11 +3,12 @@
 //! is known, and resident memory, sampled a few times a second during a run — what people
 //! otherwise read off `top`.
 
+use crate::clock::Instant;
 use procfs::process::Process;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How often the process tree is sampled.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);

@@ -6,7 +6,8 @@
 //! loop the intended time is simply "now". New modes (fixed rate, per-connection interval,
 //! connection per operation) belong here and need no second copy of the engine's loop.
 
-use std::time::{Duration, Instant};
+use crate::clock::Instant;
+use std::time::Duration;
 
 /// How operations are paced; one value for the whole run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

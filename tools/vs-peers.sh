@@ -11,7 +11,9 @@
 # short and a long run. Stops by itself, cleans up, prints the machine.
 #
 # Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run;
-#                                      PARTS="1 tls 2 2b 3" picks parts)
+#                                      PARTS="1 tls 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
+#                                      part 1's clients; BASE=path/to/an/older/wirebench adds it as
+#                                      `wirebench-base`, for a change measured side by side)
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
@@ -108,6 +110,7 @@ client_cmd() {
         oha) echo "$OHA --no-tui $insecure -c $CONNS -z ${secs}s $url" ;;
         minimal) local hostport=${url#http://}; echo "$MINIMAL ${hostport%/} $CONNS $secs" ;;
         wirebench) echo "$WB bench $url $insecure -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
+        wirebench-base) echo "$BASE bench $url $insecure -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
         # The same client pipelining 16 requests per connection: it then costs so little per
         # request that the server, not the client, is what saturates.
         wirebench-depth16) echo "$WB bench $url -c $CONNS --depth 16 -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
@@ -147,7 +150,8 @@ syscalls_per_req() {
     python3 -c "import sys; c,r,s=map(float,sys.argv[1:]); print(f'{c/(r*s):.3f}' if r>0 else 'nan')" "$calls" "${rps:-0}" "$secs"
 }
 
-TOOLS=(wrk wirebench ab h2load oha minimal)
+read -r -a TOOLS <<<"${CLIENTS:-wrk wirebench ab h2load oha minimal}"
+[ -n "${BASE:-}" ] && TOOLS+=(wirebench-base)
 
 measure_clients() {
     local url=$1 label=$2
@@ -205,7 +209,9 @@ if part tls; then
         -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
     port=$(free_port)
     start_nginx "$port" tls
-    TOOLS=(wrk wirebench ab h2load oha) # the minimal loop speaks no TLS
+    tls_tools=() # the minimal loop speaks no TLS
+    for t in "${TOOLS[@]}"; do [ "$t" != minimal ] && tls_tools+=("$t"); done
+    TOOLS=("${tls_tools[@]}")
     measure_clients "https://127.0.0.1:$port/" "Clients against nginx over TLS 1.3 (1 worker)"
     stop_servers
 fi

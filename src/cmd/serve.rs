@@ -133,7 +133,7 @@ pub fn main(args: &ServeArgs) -> Result<()> {
             path.display()
         ));
     }
-    let began = std::time::Instant::now();
+    let began = crate::clock::Instant::now();
     while !interrupted.load(Ordering::Relaxed) {
         if args.duration.is_some_and(|d| began.elapsed() >= d) {
             break;

@@ -4,6 +4,7 @@
 //! Each step prints its placement; the table shows speedup, efficiency and imbalance.
 
 use super::{SweepArgs, parse_cores};
+use crate::clock::Instant;
 use crate::cpus::format as list_cores;
 use crate::engine::EngineKind;
 use crate::engine::serve_conn::ServerLimits;
@@ -15,7 +16,7 @@ use anyhow::{Context, Result, bail};
 use std::net::SocketAddr;
 use std::process::{Child, Stdio};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a `--server-cmd` server has to start accepting connections.
 const SERVER_START_LIMIT: Duration = Duration::from_secs(10);

@@ -3,10 +3,11 @@
 //! study's server columns), per-CPU load — as `merge --server` takes it.
 
 use super::WatchArgs;
+use crate::clock::Instant;
 use crate::report;
 use anyhow::{Result, bail};
 use serde_json::json;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// The process to watch: `--pid`, or the one process named `--name` whose parent is not
 /// named so too (the root of a server's tree: nginx's master, node's first process).

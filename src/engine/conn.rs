@@ -16,6 +16,7 @@
 //! engine, and a failed operation's bytes move out of the operation class into `failed`.
 //! `-n N` asks for N answered operations: lost ones are sent again.
 
+use crate::clock::Instant;
 use crate::outcome::ErrorClass;
 use crate::proto::{ClientCodec, Decoded, Outcome};
 use crate::stats::{CoreRecorder, SocketAudit, Traffic};
@@ -23,7 +24,7 @@ use crate::tls::{Carried, ClientSession, ClientTls, TlsStart};
 use crate::workload::{Budget, Pacer, Window};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::RecvBuf;
 
@@ -1196,17 +1197,15 @@ impl<C: ClientCodec> Conn<C> {
                     _ => {
                         self.count_rx(Traffic::Op, carried, rec);
                         rec.ops += 1;
-                        let ns = now.saturating_duration_since(op.intended).as_nanos() as u64;
+                        let ns = now.nanos_since(op.intended);
                         rec.record_latency(ns);
                         rec.target_completed(self.target, ns);
                         rec.series_op(self.budget.measure_from, now, ns);
-                        rec.phases.processing(now.saturating_duration_since(op.sent));
-                        if let Some(written) = op.written {
-                            let first = op.first_byte.unwrap_or(now);
-                            rec.phases.waiting(first.saturating_duration_since(written));
-                        }
+                        let waiting =
+                            op.written.map(|w| op.first_byte.unwrap_or(now).saturating_duration_since(w));
+                        rec.record_phases(now.saturating_duration_since(op.sent), waiting);
                         if self.pacer.paced() {
-                            rec.record_uncorrected(now.saturating_duration_since(op.sent).as_nanos() as u64);
+                            rec.record_uncorrected(now.nanos_since(op.sent));
                         }
                     }
                 }

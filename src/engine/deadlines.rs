@@ -15,9 +15,10 @@
 //! million connections' stale entries wake it at most once per `SLACK`, and a deadline fires
 //! at most that late.
 
+use crate::clock::Instant;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How late a deadline may fire, so that the entries coming up together are looked at in one
 /// wake (timeouts here are seconds; the scan this replaced fired them up to 50 ms late).

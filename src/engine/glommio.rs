@@ -13,6 +13,7 @@ use super::{
     Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, CoreStart, EngineError, REFUSE_WAIT,
 };
 use super::{SERVER_POLL, ServerHandle, ServerStart, ServerTally};
+use crate::clock::Instant;
 use crate::proto::{ClientCodec, ServerCodec};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
@@ -22,7 +23,7 @@ use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// glommio registers this much memory with io_uring for file I/O, which we never do; the
 /// minimum keeps locked memory (`ulimit -l`, 8 MiB by default) free for many threads.

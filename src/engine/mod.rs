@@ -146,7 +146,7 @@ impl ClientJob {
         // The wall-clock start as this process's monotonic instant (one clock for the run).
         let not_before = shape.start_at.map(|at| {
             let ahead = at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO);
-            std::time::Instant::now() + ahead
+            crate::clock::Instant::now() + ahead
         });
         Arc::new(crate::workload::Window::new(connections, ramp + 2 * shape.timeout, not_before))
     }
@@ -156,11 +156,11 @@ impl ClientJob {
 #[derive(Debug)]
 pub struct ClientRun {
     /// Start of the measured window (every connection set up, plus warm-up).
-    pub measure_from: std::time::Instant,
+    pub measure_from: crate::clock::Instant,
     /// How long after the start every connection was set up (`None`: not waited for).
     pub set_up_in: Option<Duration>,
     /// When the last connection of the last core finished.
-    pub finished: std::time::Instant,
+    pub finished: crate::clock::Instant,
     pub cores: Vec<crate::stats::CoreRecorder>,
     /// The machine's network drops and retransmits over the run.
     pub net: Option<sys::NetCounters>,
@@ -195,9 +195,9 @@ const WINDOW_NET_EVERY: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone, Copy)]
 struct CpuReading {
     cpu: Duration,
-    at: std::time::Instant,
+    at: crate::clock::Instant,
     ops: u64,
-    net: Option<(sys::NetCounters, std::time::Instant)>,
+    net: Option<(sys::NetCounters, crate::clock::Instant)>,
 }
 
 /// What every engine core keeps besides its connections, whatever drives them: its CPU clock,
@@ -214,7 +214,7 @@ pub struct CoreBooks {
     steal: Option<Duration>,
     slots: Arc<[AtomicU64]>,
     index: usize,
-    next: std::cell::Cell<std::time::Instant>,
+    next: std::cell::Cell<crate::clock::Instant>,
     window: Arc<crate::workload::Window>,
     warmup: Duration,
     /// The CPU clock when the window opened, and at the latest operation ended after it.
@@ -226,7 +226,7 @@ impl CoreBooks {
     pub fn open(job: &ClientJob, cpu: usize, index: usize) -> CoreBooks {
         let clock = sys::ThreadClock::start();
         let steal = sys::cpu_steal(cpu);
-        let next = std::cell::Cell::new(std::time::Instant::now() + PROGRESS_EVERY);
+        let next = std::cell::Cell::new(crate::clock::Instant::now() + PROGRESS_EVERY);
         CoreBooks {
             clock,
             steal,
@@ -242,7 +242,7 @@ impl CoreBooks {
 
     /// Publish `ops` if the last publication is old enough, and read the CPU clock at the
     /// window's opening and as operations end; cheap enough to call per operation.
-    pub fn publish(&self, now: std::time::Instant, ops: u64) {
+    pub fn publish(&self, now: crate::clock::Instant, ops: u64) {
         if now >= self.next.get() {
             self.next.set(now + PROGRESS_EVERY);
             self.slots[self.index].store(ops, std::sync::atomic::Ordering::Relaxed);
@@ -271,8 +271,8 @@ impl CoreBooks {
     pub fn close(
         &self,
         mut rec: crate::stats::CoreRecorder,
-    ) -> (crate::stats::CoreRecorder, std::time::Instant) {
-        let finished = std::time::Instant::now();
+    ) -> (crate::stats::CoreRecorder, crate::clock::Instant) {
+        let finished = crate::clock::Instant::now();
         self.slots[self.index].store(rec.ops, std::sync::atomic::Ordering::Relaxed);
         (rec.cpu, rec.wall) = match (self.opened.get(), self.latest.get()) {
             (Some(a), Some(b)) if b.ops > a.ops => {
@@ -306,12 +306,12 @@ impl<C: crate::proto::ClientCodec> AsyncCore<C> {
     }
 
     /// Publish the core's count for the progress line (now and then).
-    pub fn publish(&self, now: std::time::Instant) {
+    pub fn publish(&self, now: crate::clock::Instant) {
         self.books.publish(now, self.rec.borrow().ops);
     }
 
     /// The state machine of connection `index` of the job.
-    pub fn conn(&self, index: usize, start: std::time::Instant) -> conn::Conn<C> {
+    pub fn conn(&self, index: usize, start: crate::clock::Instant) -> conn::Conn<C> {
         new_conn(&self.job, &self.prototypes, index, start)
     }
 
@@ -320,7 +320,7 @@ impl<C: crate::proto::ClientCodec> AsyncCore<C> {
         self.job.stop.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    pub fn close(&self) -> (crate::stats::CoreRecorder, std::time::Instant) {
+    pub fn close(&self) -> (crate::stats::CoreRecorder, crate::clock::Instant) {
         self.books.close(self.rec.borrow().clone())
     }
 }
@@ -329,20 +329,20 @@ impl<C: crate::proto::ClientCodec> AsyncCore<C> {
 /// [`wait`](Self::wait) exactly once, after building its runtime, even if that failed.
 pub struct StartGate {
     barrier: Arc<std::sync::Barrier>,
-    start: Arc<std::sync::OnceLock<std::time::Instant>>,
+    start: Arc<std::sync::OnceLock<crate::clock::Instant>>,
 }
 
 impl StartGate {
     /// Wait for every core; returns the run's common start instant.
-    pub fn wait(self) -> std::time::Instant {
+    pub fn wait(self) -> crate::clock::Instant {
         self.barrier.wait();
-        *self.start.get_or_init(std::time::Instant::now)
+        *self.start.get_or_init(crate::clock::Instant::now)
     }
 }
 
 /// The per-core body of a client run: (job, codec, cpu, core index, connection indices, gate).
 pub type CoreFn<C> =
-    fn(CoreStart, Vec<C>) -> Result<(crate::stats::CoreRecorder, std::time::Instant), EngineError>;
+    fn(CoreStart, Vec<C>) -> Result<(crate::stats::CoreRecorder, crate::clock::Instant), EngineError>;
 
 /// What one engine thread of a client run is given: the job, its CPU, its index among the
 /// cores, its share of the connections, and the gate that starts every core together.
@@ -383,11 +383,11 @@ where
             .map_err(|source| EngineError::Executor { cpu, source })?;
         threads.push((cpu, handle));
     }
-    let ends: Vec<(crate::stats::CoreRecorder, std::time::Instant)> = threads
+    let ends: Vec<(crate::stats::CoreRecorder, crate::clock::Instant)> = threads
         .into_iter()
         .map(|(cpu, h)| h.join().map_err(|_| EngineError::Panicked { cpu })?)
         .collect::<Result<_, _>>()?;
-    let start = *start.get_or_init(std::time::Instant::now);
+    let start = *start.get_or_init(crate::clock::Instant::now);
     let finished = ends.iter().map(|(_, end)| *end).max().unwrap_or(start);
     Ok(ClientRun {
         measure_from: job.window.opened_at().or(job.window.not_before()).unwrap_or(start).max(start)
@@ -405,7 +405,7 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
     job: &ClientJob,
     prototypes: &[C],
     index: usize,
-    start: std::time::Instant,
+    start: crate::clock::Instant,
 ) -> conn::Conn<C> {
     // `--start-at` moves the start of a connection-per-operation run (whose window is not
     // waited for) and the earliest opening of the others'.
@@ -450,7 +450,7 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
 pub fn poll_socket<C: crate::proto::ClientCodec>(
     conn: &mut conn::Conn<C>,
     fd: std::os::fd::RawFd,
-    now: std::time::Instant,
+    now: crate::clock::Instant,
     rec: &mut crate::stats::CoreRecorder,
 ) {
     let Some(buf) = conn.read_buf() else {
@@ -524,7 +524,7 @@ impl AsyncServerCore {
     /// The core's tally, with its CPU and wall time.
     pub fn close(&self) -> ServerTally {
         let mut t = self.tally.take();
-        (t.cpu, t.wall) = self.clock.since(std::time::Instant::now());
+        (t.cpu, t.wall) = self.clock.since(crate::clock::Instant::now());
         t
     }
 }
@@ -842,7 +842,7 @@ mod tests {
 
     #[test]
     fn the_window_ends_with_the_last_operation_not_the_last_close() {
-        let t0 = std::time::Instant::now();
+        let t0 = crate::clock::Instant::now();
         let mut a = crate::stats::CoreRecorder::new(0);
         a.series_op(t0, t0 + Duration::from_secs(3), 1);
         let mut b = crate::stats::CoreRecorder::new(1);

@@ -454,7 +454,7 @@ mod tests {
             std::io::Write::write_all(&mut &b, b"hi").expect("write");
             std::thread::sleep(Duration::from_millis(500));
         });
-        let began = std::time::Instant::now();
+        let began = crate::clock::Instant::now();
         rings.enter(1, Duration::from_secs(5)).expect("wait");
         let woke = began.elapsed();
         let mut out = Vec::new();

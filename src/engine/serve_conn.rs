@@ -11,8 +11,9 @@
 //! the write timeout.
 
 use super::{RecvBuf, ServerTally};
+use crate::clock::Instant;
 use crate::proto::{Awaiting, ServerCodec};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a built-in server allows its clients, and how long it thinks; every one has a flag
 /// on `serve`.

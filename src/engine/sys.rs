@@ -181,16 +181,16 @@ pub fn cpu_steal(cpu: usize) -> Option<Duration> {
 /// operation are made of.
 pub struct ThreadClock {
     cpu: Duration,
-    wall: std::time::Instant,
+    wall: crate::clock::Instant,
 }
 
 impl ThreadClock {
     pub fn start() -> ThreadClock {
-        ThreadClock { cpu: thread_cpu_time(), wall: std::time::Instant::now() }
+        ThreadClock { cpu: thread_cpu_time(), wall: crate::clock::Instant::now() }
     }
 
     /// (CPU time, wall time) from the start until `until` (the calling thread's CPU).
-    pub fn since(&self, until: std::time::Instant) -> (Duration, Duration) {
+    pub fn since(&self, until: crate::clock::Instant) -> (Duration, Duration) {
         (thread_cpu_time().saturating_sub(self.cpu), until.saturating_duration_since(self.wall))
     }
 }
@@ -449,7 +449,7 @@ mod tests {
     #[test]
     fn thread_cpu_time_advances() {
         let a = thread_cpu_time();
-        let spin = std::time::Instant::now();
+        let spin = crate::clock::Instant::now();
         while spin.elapsed() < Duration::from_millis(5) {
             std::hint::black_box(spin.elapsed());
         }

@@ -12,6 +12,7 @@ use super::serve_conn::{ServerLimits, busy_answer};
 use super::sys::close_audit;
 use super::{Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, EngineError, REFUSE_WAIT};
 use super::{CoreStart, SERVER_POLL, ServerStart, ServerTally};
+use crate::clock::Instant;
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
 use ::tokio_uring::buf::BoundedBuf;
@@ -23,7 +24,7 @@ use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn runtime(cpu: usize) -> Result<::tokio_uring::Runtime, EngineError> {
     super::pin_current_thread(cpu)?;

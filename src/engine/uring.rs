@@ -27,6 +27,7 @@ use super::deadlines::Deadlines;
 use super::rings::{self, Layout, Rings, Sock, cancel, receive, sqe};
 use super::sys::close_audit;
 use super::{ClientJob, ClientRun, CoreBooks, CoreStart, EngineError};
+use crate::clock::Instant;
 use crate::proto::ClientCodec;
 use crate::stats::{CoreRecorder, Inexact};
 use io_uring::{cqueue, opcode, squeue, types};
@@ -35,7 +36,7 @@ use std::collections::BinaryHeap;
 use std::io;
 use std::os::fd::IntoRawFd;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Longest wait in `io_uring_enter`; also how often sleepers are looked at.
 const TICK: Duration = Duration::from_millis(5);

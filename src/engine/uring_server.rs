@@ -24,12 +24,13 @@ use super::deadlines::Deadlines;
 use super::rings::{self, Layout, Rings, Sock, cancel, receive, sqe};
 use super::serve_conn::ServerConn;
 use super::{AsyncServerCore, ServerStart, ServerTally};
+use crate::clock::Instant;
 use crate::proto::ServerCodec;
 use io_uring::{cqueue, opcode, squeue, types};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The longest wait in the kernel (the stop flag is looked at this often).
 const TICK: Duration = Duration::from_millis(20);

@@ -6,9 +6,10 @@
 //! whatever the fuzzer finds. A violation panics, saying what differed.
 
 use super::{Awaiting, ClientCodec, Decoded, Outcome, ProtoError, ServerCodec};
+use crate::clock::Instant;
 use crate::engine::ServerTally;
 use crate::engine::serve_conn::{ServerConn, ServerLimits};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a client codec made of a stream from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -158,7 +158,7 @@ pub fn write_hlog(path: &std::path::Path, series: &crate::stats::Series, label: 
     use hdrhistogram::serialization::V2DeflateSerializer;
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
     // The window's start on the wall clock: the monotonic instant carried over now.
-    let from = series.from.unwrap_or_else(std::time::Instant::now);
+    let from = series.from.unwrap_or_else(crate::clock::Instant::now);
     let start = std::time::SystemTime::now() - from.elapsed();
     let mut out = Vec::new();
     let mut serializer = V2DeflateSerializer::new();

@@ -6,6 +6,9 @@
 //! them over with the class ([`Traffic`]) they belong to.
 
 pub mod encoded;
+mod tally;
+
+pub use tally::Tally;
 
 use crate::outcome::{Answer, AnswerCounts, ClassCounts, ErrorClass, Failure};
 use hdrhistogram::Histogram;
@@ -279,12 +282,6 @@ impl Phases {
     pub fn handshake(&mut self, d: Duration) {
         record(&mut self.handshake, d);
     }
-    pub fn waiting(&mut self, d: Duration) {
-        record(&mut self.waiting, d);
-    }
-    pub fn processing(&mut self, d: Duration) {
-        record(&mut self.processing, d);
-    }
     fn merge(&mut self, o: &Phases) {
         for (a, b) in [
             (&mut self.connect, &o.connect),
@@ -296,6 +293,14 @@ impl Phases {
             a.add(b).expect("same histogram bounds");
         }
     }
+}
+
+/// What a core counts per measured operation before [`CoreRecorder::settle`] folds it in.
+#[derive(Debug, Clone, Default)]
+struct Staged {
+    latency: Tally,
+    processing: Tally,
+    waiting: Tally,
 }
 
 /// Everything one engine thread records. Owned by that thread alone.
@@ -326,6 +331,9 @@ pub struct CoreRecorder {
     pub due_while_busy: u64,
     /// The parts of each measured operation's time, and of each connection's set-up.
     pub phases: Phases,
+    /// Each measured operation's latency, processing and waiting, counted as it completes and
+    /// folded into `latency` and `phases` by [`settle`](Self::settle) (see [`Tally`]).
+    staged: Staged,
     /// The servers' refusals by kind (HTTP status, NSQ error code), for the summary.
     pub failures: BTreeMap<Failure, u64>,
     /// Every measured answer in the protocol's words (HTTP statuses, NSQ responses), and the
@@ -353,7 +361,7 @@ pub struct CoreRecorder {
     pub spin: Duration,
     /// When the last measured operation ended (completed or failed): the measured window ends
     /// there, not when the last socket closed (closing a million takes half a minute).
-    pub last_end: Option<std::time::Instant>,
+    pub last_end: Option<crate::clock::Instant>,
     /// The machine's network counters at the window's opening and at its last operation (to
     /// within 100 ms): drops and retransmits inside the window, not the set-up's or close's.
     pub window_net: Option<(crate::engine::sys::NetCounters, crate::engine::sys::NetCounters)>,
@@ -369,7 +377,7 @@ pub struct CoreRecorder {
 pub struct Series {
     pub every: Duration,
     /// The start of the measured window (known once a measured operation ends).
-    pub from: Option<std::time::Instant>,
+    pub from: Option<crate::clock::Instant>,
     pub intervals: Vec<Interval>,
 }
 
@@ -390,7 +398,7 @@ impl Series {
     }
 
     /// The interval holding instant `at` of a window that began at `from`.
-    fn at(&mut self, from: std::time::Instant, at: std::time::Instant) -> &mut Interval {
+    fn at(&mut self, from: crate::clock::Instant, at: crate::clock::Instant) -> &mut Interval {
         let from = *self.from.get_or_insert(from);
         let index = (at.saturating_duration_since(from).as_nanos() / self.every.as_nanos().max(1)) as usize;
         let index = index.min(MAX_INTERVALS - 1);
@@ -457,6 +465,7 @@ impl CoreRecorder {
             schedule_lag: histogram(),
             due_while_busy: 0,
             phases: Phases::default(),
+            staged: Staged::default(),
             failures: BTreeMap::new(),
             answers: AnswerCounts::default(),
             error_samples: Vec::new(),
@@ -478,7 +487,7 @@ impl CoreRecorder {
     }
 
     /// A measured operation of a window that began at `from` completed at `at` after `ns`.
-    pub fn series_op(&mut self, from: std::time::Instant, at: std::time::Instant, ns: u64) {
+    pub fn series_op(&mut self, from: crate::clock::Instant, at: crate::clock::Instant, ns: u64) {
         self.ended_at(at);
         if let Some(series) = &mut self.series {
             let i = series.at(from, at);
@@ -488,7 +497,7 @@ impl CoreRecorder {
     }
 
     /// `n` measured operations of a window that began at `from` failed at `at`.
-    pub fn series_errors(&mut self, from: std::time::Instant, at: std::time::Instant, n: u64) {
+    pub fn series_errors(&mut self, from: crate::clock::Instant, at: crate::clock::Instant, n: u64) {
         if n > 0 {
             self.ended_at(at);
         }
@@ -505,7 +514,7 @@ impl CoreRecorder {
     }
 
     /// A measured operation ended at `at`.
-    fn ended_at(&mut self, at: std::time::Instant) {
+    fn ended_at(&mut self, at: crate::clock::Instant) {
         if self.last_end.is_none_or(|end| end < at) {
             self.last_end = Some(at);
         }
@@ -542,7 +551,23 @@ impl CoreRecorder {
     }
 
     pub fn record_latency(&mut self, ns: u64) {
-        self.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+        self.staged.latency.record(ns);
+    }
+
+    /// A measured operation's time from its request's first byte sent to its answer's last
+    /// byte, and (when its request was written whole) from then to its answer's first byte.
+    pub fn record_phases(&mut self, processing: Duration, waiting: Option<Duration>) {
+        self.staged.processing.record(processing.as_nanos() as u64);
+        if let Some(waiting) = waiting {
+            self.staged.waiting.record(waiting.as_nanos() as u64);
+        }
+    }
+
+    /// Fold the operations counted since into the histograms the reports read.
+    pub fn settle(&mut self) {
+        self.staged.latency.drain_into(&mut self.latency);
+        self.staged.processing.drain_into(&mut self.phases.processing);
+        self.staged.waiting.drain_into(&mut self.phases.waiting);
     }
 
     pub fn record_uncorrected(&mut self, ns: u64) {
@@ -757,8 +782,10 @@ impl CoreRecorder {
 
 impl Report {
     pub fn merge(cores: Vec<CoreRecorder>, elapsed: Duration) -> Report {
+        let mut cores = cores;
         let mut totals = CoreRecorder::new(usize::MAX);
-        for c in &cores {
+        for c in &mut cores {
+            c.settle();
             totals.absorb(c);
         }
         let per_core = cores
