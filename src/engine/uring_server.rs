@@ -201,6 +201,8 @@ fn serve<S: ServerCodec>(
     };
     let mut completions: Vec<rings::Completion> = Vec::new();
     let mut touched: Vec<usize> = Vec::new();
+    // Connections with whole requests left after a batch and nothing to write: next turn.
+    let mut again: Vec<usize> = Vec::new();
     let mut held = Timers::new();
     let mut deadlines = Deadlines::new();
     let mut unix = (super::unix_secs(), Instant::now());
@@ -217,13 +219,14 @@ fn serve<S: ServerCodec>(
             .peek()
             .map_or(TICK, |std::cmp::Reverse((until, _))| until.saturating_duration_since(before).min(TICK))
             .min(deadlines.wait(before, TICK));
-        rings.enter(1, wait)?;
+        rings.enter(usize::from(again.is_empty()), if again.is_empty() { wait } else { Duration::ZERO })?;
         let now = Instant::now();
         if now.duration_since(unix.1) >= Duration::from_millis(100) {
             unix = (super::unix_secs(), now);
         }
         completions.clear();
         rings.reap(&mut completions)?;
+        touched.append(&mut again);
         let mut tally = core.tally.borrow_mut();
         for &(data, result, flags) in &completions {
             let (i, kind) = ((data >> KIND_BITS) as usize, data & ((1 << KIND_BITS) - 1));
@@ -384,8 +387,11 @@ fn serve<S: ServerCodec>(
                 continue;
             }
             if !slot.ended && !slot.held(now) && slot.conn.has_arrived() && !slot.conn.closing() {
-                slot.conn.serve_arrived(now, unix.0, &mut tally);
+                let more = slot.conn.serve_arrived(now, unix.0, &mut tally);
                 time_hold(slot, i, &mut held, now);
+                if more && slot.conn.to_write().is_empty() {
+                    again.push(i); // answered nothing to write: the next batch next turn
+                }
             }
             if slot.held(now) {
                 continue;
