@@ -52,6 +52,11 @@ impl Instant {
         self.0.checked_sub(nanos(d)).map(Instant)
     }
 
+    /// Nanoseconds since the clock's origin.
+    pub fn as_nanos(&self) -> u64 {
+        self.0
+    }
+
     /// Nanoseconds from `earlier` to `self` (zero if `earlier` is later), without a `Duration`.
     pub fn nanos_since(&self, earlier: Instant) -> u64 {
         self.0.saturating_sub(earlier.0)

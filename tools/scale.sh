@@ -19,7 +19,8 @@
 # Usage: tools/scale.sh            (COUNTS="10000 100000 1000000" INTERVAL=30s DURATION=60s
 #                                   RATE=20000 connections/s in all, PROCS=1, PROTO=ws or sio:
 #                                   Socket.IO events with acks over Engine.IO 4, whose server
-#                                   pings every connection every 25 s)
+#                                   pings every connection every 25 s; SERVE_WB=path runs another
+#                                   build's server)
 set -uo pipefail
 COUNTS=${COUNTS:-10000 100000 1000000}
 INTERVAL=${INTERVAL:-30s}
@@ -32,6 +33,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 (cd "$root" && cargo build -q --release)
 WB="$root/target/release/wirebench"
+SERVE_WB=${SERVE_WB:-$WB} # another build of the server, to measure it beside this one
 cpus=$(nproc)
 SERVER_CPU=$((cpus - 1))
 CLIENT_CPU=0
@@ -71,7 +73,7 @@ for count in $COUNTS; do
     slab0=$(slab_bytes)
     servers=()
     for s in $(seq "$PROCS"); do
-        "$WB" serve "$PROTO" --listen "127.0.0.1:$port" --cores "$SERVER_CPU" --max-conns $((count + 1000)) \
+        "$SERVE_WB" serve "$PROTO" --listen "127.0.0.1:$port" --cores "$SERVER_CPU" --max-conns $((count + 1000)) \
             --idle-timeout 600s -d 100000 $SERVE_ARGS >"$work/serve-$s.out" 2>&1 &
         servers+=($!); pids+=($!)
     done
