@@ -7,7 +7,7 @@
 //! hot path's time arithmetic is a subtraction. Its API is the subset of std's the crate uses,
 //! saturating where std would panic (584 years of nanoseconds fit in a `u64`).
 
-use std::ops::{Add, AddAssign, Sub, SubAssign};
+use std::ops::{Add, AddAssign, Sub};
 use std::time::Duration;
 
 /// A point on the monotonic clock, in nanoseconds since the clock's own origin (boot).
@@ -36,16 +36,8 @@ impl Instant {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))
     }
 
-    pub fn checked_duration_since(&self, earlier: Instant) -> Option<Duration> {
-        self.0.checked_sub(earlier.0).map(Duration::from_nanos)
-    }
-
     pub fn elapsed(&self) -> Duration {
         Instant::now().saturating_duration_since(*self)
-    }
-
-    pub fn checked_add(&self, d: Duration) -> Option<Instant> {
-        self.0.checked_add(nanos(d)).map(Instant)
     }
 
     pub fn checked_sub(&self, d: Duration) -> Option<Instant> {
@@ -90,12 +82,6 @@ impl Sub<Duration> for Instant {
     }
 }
 
-impl SubAssign<Duration> for Instant {
-    fn sub_assign(&mut self, d: Duration) {
-        *self = *self - d;
-    }
-}
-
 impl Sub<Instant> for Instant {
     type Output = Duration;
     fn sub(self, earlier: Instant) -> Duration {
@@ -130,9 +116,7 @@ mod tests {
         let later = a + Duration::from_millis(3);
         assert_eq!(later - a, Duration::from_millis(3));
         assert_eq!(a - later, Duration::ZERO);
-        assert_eq!(a.checked_duration_since(later), None);
         assert_eq!(later.nanos_since(a), 3_000_000);
-        assert_eq!((a + Duration::MAX).checked_add(Duration::from_nanos(1)), None);
         assert_eq!(Instant(5).checked_sub(Duration::from_nanos(6)), None);
         assert!(a + Duration::MAX > later);
     }
