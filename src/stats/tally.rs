@@ -72,16 +72,6 @@ impl Tally {
         }
         self.recorded = 0;
     }
-
-    /// Counts `o` has that were not drained yet, added into `h` (`o` keeps them).
-    pub fn add_into(&self, h: &mut Histogram<u64>) {
-        if self.recorded == 0 {
-            return;
-        }
-        for (i, count) in self.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
-            h.saturating_record_n(lowest(i), *count);
-        }
-    }
 }
 
 #[cfg(test)]
