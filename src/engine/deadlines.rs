@@ -57,11 +57,6 @@ impl Deadlines {
         Self::default()
     }
 
-    /// The same as [`new`](Self::new): a wheel's lists grow as they fill.
-    pub fn with_capacity(_n: usize) -> Self {
-        Self::default()
-    }
-
     /// Make sure slot `slot` is looked at no later than `at`. `entry` is the slot's record of
     /// its own entry, updated here.
     pub fn ensure(&mut self, slot: usize, at: Instant, entry: &mut Option<Instant>) {
@@ -69,14 +64,23 @@ impl Deadlines {
             return;
         }
         *entry = Some(at);
-        // A tick already taken comes up with the next (the cursor never passes the present).
-        let t = tick(at).max(self.cursor);
-        if t - self.cursor >= TICKS as u64 {
+        if tick(at) >= self.cursor + TICKS as u64 {
             self.far.push(Reverse((at, slot)));
         } else {
-            self.wheel[(t % TICKS as u64) as usize].push((at, slot));
-            self.in_wheel += 1;
+            self.place(at, slot);
         }
+    }
+
+    /// Into the list of `at`'s tick: one already taken comes up with the next (the cursor
+    /// never passes the present). `at` is less than a turn ahead.
+    fn place(&mut self, at: Instant, slot: usize) {
+        let t = tick(at).max(self.cursor);
+        self.list(t).push((at, slot));
+        self.in_wheel += 1;
+    }
+
+    fn list(&mut self, t: u64) -> &mut Vec<(Instant, usize)> {
+        &mut self.wheel[(t % TICKS as u64) as usize]
     }
 
     /// How long a loop may sleep before the next entry comes up (at most `cap`): until the end
@@ -91,9 +95,7 @@ impl Deadlines {
             if let Some(t) =
                 (self.cursor..=horizon).find(|t| !self.wheel[(t % TICKS as u64) as usize].is_empty())
             {
-                let ends = Duration::from_nanos((t + 1) * TICK_NS)
-                    .saturating_sub(Duration::from_nanos(now.as_nanos()));
-                wait = wait.min(ends);
+                wait = wait.min(Duration::from_nanos(((t + 1) * TICK_NS).saturating_sub(now.as_nanos())));
             }
         }
         wait
@@ -113,7 +115,7 @@ impl Deadlines {
             if self.in_wheel == 0 {
                 // Nothing in between: the wheel turns to the present at once.
                 self.cursor = now_tick;
-            } else if let Some(e) = self.wheel[(self.cursor % TICKS as u64) as usize].pop() {
+            } else if let Some(e) = self.list(self.cursor).pop() {
                 self.in_wheel -= 1;
                 return Some(e);
             } else {
@@ -130,9 +132,7 @@ impl Deadlines {
             && tick(*at) < self.cursor + TICKS as u64
         {
             let Some(Reverse((at, slot))) = self.far.pop() else { break };
-            let t = tick(at).max(self.cursor);
-            self.wheel[(t % TICKS as u64) as usize].push((at, slot));
-            self.in_wheel += 1;
+            self.place(at, slot);
         }
     }
 

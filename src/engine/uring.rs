@@ -220,12 +220,9 @@ fn run_loop<C: ClientCodec>(
     let mut ready: Vec<usize> = Vec::new();
     let mut backlog: std::collections::VecDeque<usize> = (0..slots.len()).collect();
     let mut remaining = slots.len();
-    // Sized for every connection at once (the window's opening puts them all in): growing a
-    // heap of a million entries stalls the loop while it copies.
-    let mut timers = Timers {
-        sleepers: BinaryHeap::with_capacity(slots.len()),
-        deadlines: Deadlines::with_capacity(slots.len()),
-    };
+    // The sleepers' heap sized for every connection at once (the window's opening puts them
+    // all in): growing a heap of a million entries stalls the loop while it copies.
+    let mut timers = Timers { sleepers: BinaryHeap::with_capacity(slots.len()), deadlines: Deadlines::new() };
     // One clock read per loop, taken after the wait: on a machine whose clock has no vDSO fast
     // path each read is a syscall. The connections driven at the top of the next loop use it.
     let mut now = Instant::now();
