@@ -75,6 +75,9 @@ pub struct ServerConn<S> {
     awaiting: Awaiting,
     /// Answers are held until then (`--delay`).
     hold: Option<Instant>,
+    /// How much of the pending input the codec has looked at without using it: its reader
+    /// keeps offsets into those bytes, so the input it is given next is never shorter.
+    seen: usize,
 }
 
 impl<S: ServerCodec> ServerConn<S> {
@@ -94,6 +97,7 @@ impl<S: ServerCodec> ServerConn<S> {
             timed_out: false,
             awaiting: Awaiting::Request,
             hold: None,
+            seen: 0,
         }
     }
 
@@ -162,23 +166,31 @@ impl<S: ServerCodec> ServerConn<S> {
         }
     }
 
-    /// Answer the whole requests that arrived, at most [`SERVE_AT_ONCE`] bytes of them (beat
+    /// Answer the whole requests that arrived, about [`SERVE_AT_ONCE`] bytes of them (beat
     /// first if one fell due before they came: a busy connection never waits long enough for
     /// the read deadline, but nsqd's ticker beats anyway). `true`: whole requests may be left;
     /// the engine serves them once this batch's answers are written, or in its next turn if
     /// there were none.
+    ///
+    /// The codec is shown a view of the input: [`SERVE_AT_ONCE`] bytes, never less than it
+    /// has already looked at (its reader's saved offsets point into them), and, while a
+    /// request larger than the view uses none of it, twice as much each time until that
+    /// request is whole or the input ends. The codecs read incrementally, so the doubling
+    /// costs a bounded number of looks per byte; and a large request ends its batch a little
+    /// after itself, not after the whole pile behind it.
     pub fn serve_arrived(&mut self, now: Instant, unix_secs: u64, tally: &mut ServerTally) -> bool {
         self.before_serving(now, unix_secs);
         let data = self.recv.data();
-        let capped = data.len() > SERVE_AT_ONCE;
-        let mut served = self.codec.serve(&data[..data.len().min(SERVE_AT_ONCE)], &mut self.out);
-        if capped && served.consumed == 0 && !served.close {
-            // One request larger than a batch: it has the whole input (the codecs parse
-            // incrementally, so the prefix already looked at is not looked at again).
-            served = self.codec.serve(data, &mut self.out);
+        let mut view = data.len().min(SERVE_AT_ONCE.max(self.seen));
+        let mut served = self.codec.serve(&data[..view], &mut self.out);
+        while served.consumed == 0 && !served.close && !served.start_tls && view < data.len() {
+            view = view.saturating_mul(2).min(data.len());
+            served = self.codec.serve(&data[..view], &mut self.out);
         }
-        let more = capped && served.consumed > 0 && !served.close && !served.start_tls;
-        self.recv.consume(served.consumed);
+        let consumed = served.consumed.min(view);
+        self.seen = view - consumed;
+        let more = view < data.len() && consumed > 0 && !served.close && !served.start_tls;
+        self.recv.consume(consumed);
         self.after_serving(served, now, tally);
         more && self.has_arrived()
     }
@@ -198,6 +210,7 @@ impl<S: ServerCodec> ServerConn<S> {
         self.before_serving(now, unix_secs);
         let served = self.codec.serve(data, &mut self.out);
         let rest = &data[served.consumed.min(data.len())..];
+        self.seen = rest.len();
         self.after_serving(served, now, tally);
         self.recv.append(rest) == rest.len()
     }
@@ -348,6 +361,72 @@ mod tests {
         assert!(c.arrived(&big, &mut tally));
         assert!(!c.serve_arrived(now, 0, &mut tally), "nothing whole is left after the GET");
         assert_eq!(c.to_write().len(), crate::proto::http1::RESPONSE_OK.len() + RESPONSE_HELLO.len());
+    }
+
+    /// A chunked upload of 400 chunks of 256 bytes (~104 KiB, past a batch) arriving in the
+    /// 4 KiB pieces of the engine's provided buffers: answered once, whole. Before, a batch
+    /// that used nothing was retried with the whole input, the reader's saved offset moved
+    /// past the next 64 KiB view, and the server's core panicked.
+    #[test]
+    fn a_chunked_upload_past_a_batch_is_answered_however_it_arrives() {
+        let body: Vec<u8> =
+            (0..400).flat_map(|_| [&b"100\r\n"[..], &[b'x'; 256], b"\r\n"].concat()).collect();
+        let upload =
+            [&b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"[..], &body, b"0\r\n\r\n"]
+                .concat();
+        let stream = [&upload[..], b"GET / HTTP/1.1\r\n\r\n"].concat();
+        let now = Instant::now();
+        for piece in [1, 7, 4096, 65_535, 65_536, 65_537, stream.len()] {
+            // Each piece as the engine's receive brings it: answered where it lies when the
+            // connection is free, kept when an answer is being written (every other piece).
+            let mut c = ServerConn::new(Http1Server::default(), ServerLimits::default(), now);
+            let mut tally = ServerTally::default();
+            let mut out = Vec::new();
+            for (k, chunk) in stream.chunks(piece).enumerate() {
+                if k % 2 == 1 && !c.to_write().is_empty() {
+                    assert!(c.arrived(chunk, &mut tally));
+                    out.extend_from_slice(c.to_write());
+                    c.written(now, &mut tally);
+                    while c.serve_arrived(now, 0, &mut tally) {
+                        out.extend_from_slice(c.to_write());
+                        c.written(now, &mut tally);
+                    }
+                } else {
+                    assert!(c.serve_from(chunk, now, 0, &mut tally));
+                }
+            }
+            out.extend_from_slice(c.to_write());
+            c.written(now, &mut tally);
+            let ok = crate::proto::http1::RESPONSE_OK;
+            assert_eq!(out, [ok, RESPONSE_HELLO].concat(), "pieces of {piece}");
+            assert_eq!(tally.requests, 2);
+        }
+    }
+
+    /// A request larger than a batch ends its batch soon after itself: a pile of small
+    /// requests behind it is still answered a batch at a time.
+    #[test]
+    fn a_large_request_does_not_switch_the_batching_off_for_the_pile_behind_it() {
+        let now = Instant::now();
+        let mut c = ServerConn::new(Http1Server::default(), ServerLimits::default(), now);
+        let mut tally = ServerTally::default();
+        let request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+        let big = [&b"POST / HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"[..], &[b'x'; 100_000]].concat();
+        let pile = [big, request.repeat((4 << 20) / request.len())].concat();
+        assert!(c.arrived(&pile, &mut tally));
+        assert!(c.serve_arrived(now, 0, &mut tally), "more is left");
+        let first = c.to_write().len();
+        assert!(first < 256 * 1024, "the first batch answered {first} bytes: the whole pile?");
+        c.written(now, &mut tally);
+        let mut batches = 1;
+        while c.serve_arrived(now, 0, &mut tally) {
+            c.written(now, &mut tally);
+            batches += 1;
+            assert!(batches < 1000, "bounded");
+        }
+        c.written(now, &mut tally);
+        assert!(batches > 50, "{batches} batches");
+        assert_eq!(tally.requests as usize, 1 + (4 << 20) / request.len());
     }
 
     #[test]

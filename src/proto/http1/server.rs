@@ -186,6 +186,12 @@ pub fn parse_request<'a>(
                     reader.head_scanned = input.len();
                     return Ok(None);
                 };
+                // A head that ends past the limit is too large, whatever it holds: arriving in
+                // pieces, it would have been refused as such before its end came (an 8 KiB
+                // head with a malformed line was `400` whole and `431` in pieces).
+                if end > limits.max_head {
+                    return Err(Refusal::HeadTooLarge);
+                }
                 let framing = |h: &head::RequestHead<'_, '_>| {
                     head::body_framing(&h.fields, 0, h.minor_version, false)
                         .map(|(framing, close)| (framing, close, h.minor_version))
@@ -342,6 +348,29 @@ mod tests {
         assert_eq!(out, [RESPONSE_OK, RESPONSE_HELLO].concat());
         assert!(awaited.contains(&Awaiting::Head) && awaited.contains(&Awaiting::Body));
         assert_eq!(awaited.last(), Some(&Awaiting::Request));
+    }
+
+    /// Found by fuzzing with inputs past 8 KiB: a head just over the limit with a malformed
+    /// line was answered `400` whole and `431` when it came in pieces.
+    #[test]
+    fn a_head_over_the_limit_gets_the_same_answer_whole_or_in_pieces() {
+        let head =
+            [&b"GET / HTTP/1.1\r\nX: "[..], &vec![b'a'; MAX_REQUEST_HEAD], b"\r\nbad line\r\n\r\n"].concat();
+        let (whole, out) = serve(&head);
+        assert!(whole.close);
+        assert!(out.starts_with(b"HTTP/1.1 431 "), "{}", String::from_utf8_lossy(&out));
+        let mut server = Http1Server::default();
+        let mut out = Vec::new();
+        let mut pending = Vec::new();
+        for piece in head.chunks(1000) {
+            pending.extend_from_slice(piece);
+            let served = server.serve(&pending, &mut out);
+            pending.drain(..served.consumed);
+            if served.close {
+                break;
+            }
+        }
+        assert!(out.starts_with(b"HTTP/1.1 431 "), "{}", String::from_utf8_lossy(&out));
     }
 
     #[test]
