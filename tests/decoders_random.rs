@@ -3,7 +3,9 @@
 //! message, the same results whole and split anywhere) must hold. The fuzz targets in `fuzz/`
 //! check the same properties on whatever the fuzzer finds; this replays their corpus.
 
-use wirebench::proto::props::{self, TARGETS, client_splits_agree, decode_client, serve_stream};
+use wirebench::proto::props::{
+    self, Arrivals, How, TARGETS, client_splits_agree, decode_client, serve_stream, server_splits_agree,
+};
 use wirebench::proto::{Outcome, ServerCodec};
 
 struct Rng(u64);
@@ -141,10 +143,12 @@ fn inputs(target: &str, count: usize, seed: u64) -> Vec<Vec<u8>> {
             stream.truncate(cut.max(stream.len() / 2));
             // Samples already carry their handshake; random streams get one half the time.
             let lead = (rng.below(2) == 0) as u8;
-            let seed_len = 1 + rng.below(7);
-            let mut input = vec![(lead << 7) | seed_len as u8];
-            input.extend(rng.bytes(seed_len));
-            input.extend(stream);
+            // Clients: seed bytes that cut the stream; servers: arrivals, three bytes each.
+            let per = if target.starts_with("server") { 3 } else { 1 };
+            let count = 1 + rng.below(7);
+            let mut input = vec![(lead << 7) | count as u8];
+            input.extend(rng.bytes(count * per));
+            input.extend(props::literal(&stream));
             input
         })
         .collect()
@@ -188,9 +192,11 @@ fn splitting_changes_nothing_on_valid_streams() {
     for sample in samples("server_nsq") {
         let limits = wirebench::proto::nsq::SinkLimits::default();
         let server = wirebench::proto::nsq::NsqServer::new(limits);
-        let whole = serve_stream(&server, &sample, &[]);
-        for b in 1..=255u8 {
-            assert_eq!(serve_stream(&server, &sample, &[b]).out, whole.out);
+        let whole = serve_stream(&server, &sample, &Arrivals::whole());
+        for b in 1..=255usize {
+            let how = [How::Read, How::InPlace, How::WhileWriting][b % 3];
+            let arrivals = Arrivals(vec![(b, how), (b / 3 + 1, How::WhileWriting)]);
+            assert_eq!(serve_stream(&server, &sample, &arrivals).out, whole.out);
         }
         assert!(whole.requests > 0);
     }
@@ -209,9 +215,111 @@ fn splitting_changes_nothing_on_valid_streams() {
     for b in 0..=255u8 {
         client_splits_agree(&props::sio_client(), &answer, stream, &[b, b.wrapping_mul(3)]);
     }
-    let whole = serve_stream(&props::sio_server(), &samples("server_sio")[0], &[]);
+    let whole = serve_stream(&props::sio_server(), &samples("server_sio")[0], &Arrivals::whole());
     assert!(whole.out.windows(8).any(|w| w == b"430[\"x\"]"), "{:?}", String::from_utf8_lossy(&whole.out));
     let mut out = Vec::new();
     wirebench::proto::http1::Http1Server::default().busy(&mut out);
     assert!(!out.is_empty());
+}
+
+/// Streams larger than every buffer and batch of the servers (64 KiB batches, 4 KiB reads,
+/// 1 MiB heads), delivered every way the engines deliver bytes: each answered as it is
+/// answered whole. The first of them killed the `uring` server's core (a chunked upload past
+/// 64 KiB arriving while an answer was being written).
+#[test]
+fn streams_past_every_buffer_are_answered_however_they_arrive() {
+    let chunk = [&b"100\r\n"[..], &[b'x'; 256], b"\r\n"].concat();
+    let upload = |path: &str| {
+        [
+            format!("POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n").as_bytes(),
+            &chunk.repeat(400),
+            b"0\r\n\r\n",
+        ]
+        .concat()
+    };
+    let get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+    let long_head = |size: usize| {
+        let line = format!("X-Pad: {}\r\n", "p".repeat(16_000));
+        let lines = line.repeat(size / line.len());
+        [b"GET /ping HTTP/1.1\r\n".as_slice(), lines.as_bytes(), b"\r\n"].concat()
+    };
+    let masked = |op: u8, data: &[u8]| {
+        let mut f = Vec::new();
+        wirebench::proto::ws::write_frame(&mut f, op, data, Some([9, 8, 7, 6]));
+        f
+    };
+    let nsq_pub = |size: usize| {
+        wirebench::proto::nsq::encode_publish(&wirebench::proto::nsq::PublishSpec {
+            topic: "t".into(),
+            message: vec![b'm'; size],
+            batch: 1,
+            defer_ms: None,
+        })
+    };
+    let streams: Vec<(&str, Vec<u8>)> = vec![
+        ("server_http1", [upload("/"), get.clone()].concat()),
+        ("server_http1", [get.repeat(40_000), upload("/"), get.repeat(1000)].concat()),
+        (
+            "server_http1",
+            [&b"POST / HTTP/1.1\r\nContent-Length: 1048576\r\n\r\n"[..], &vec![b'b'; 1 << 20], &get].concat(),
+        ),
+        ("server_nsq_http", [upload("/mpub?topic=t"), long_head(70 * 1024), long_head(900 * 1024)].concat()),
+        (
+            "server_ws",
+            [props::WS_UPGRADE.to_vec(), masked(2, &vec![b'w'; 200_000]), masked(2, b"small").repeat(20_000)]
+                .concat(),
+        ),
+        ("server_nsq", [b"  V2".to_vec(), nsq_pub(300_000), nsq_pub(10).repeat(10_000)].concat()),
+    ];
+    let ways = [
+        Arrivals::whole(),
+        Arrivals(vec![(4096, How::InPlace)]),
+        Arrivals(vec![(4096, How::InPlace), (4096, How::WhileWriting), (4096, How::WhileWriting)]),
+        Arrivals(vec![(65_535, How::WhileWriting), (1, How::InPlace), (65_537, How::Read)]),
+        Arrivals(vec![(1000, How::Read)]),
+        Arrivals(vec![(7, How::InPlace), (70_000, How::WhileWriting)]),
+    ];
+    let limits = wirebench::proto::nsq::SinkLimits::default();
+    for (target, stream) in &streams {
+        let whole = match *target {
+            "server_http1" => {
+                serve_stream(&wirebench::proto::http1::Http1Server::default(), stream, &Arrivals::whole())
+            }
+            "server_nsq_http" => {
+                serve_stream(&wirebench::proto::nsq::NsqHttpServer::new(limits), stream, &Arrivals::whole())
+            }
+            "server_ws" => {
+                serve_stream(&wirebench::proto::ws::WsServer::new(1 << 20), stream, &Arrivals::whole())
+            }
+            _ => serve_stream(&wirebench::proto::nsq::NsqServer::new(limits), stream, &Arrivals::whole()),
+        };
+        assert!(whole.requests + whole.messages >= 2, "{target}: {} requests", whole.requests);
+        assert!(
+            whole.closed_after.is_none(),
+            "{target}: closed after {:?}: {:?}",
+            whole.closed_after,
+            String::from_utf8_lossy(&whole.out[whole.out.len().saturating_sub(200)..])
+        );
+        for way in &ways {
+            match *target {
+                "server_http1" => {
+                    server_splits_agree(&wirebench::proto::http1::Http1Server::default(), stream, way)
+                }
+                "server_nsq_http" => {
+                    server_splits_agree(&wirebench::proto::nsq::NsqHttpServer::new(limits), stream, way)
+                }
+                "server_ws" => {
+                    server_splits_agree(&wirebench::proto::ws::WsServer::new(1 << 20), stream, way)
+                }
+                _ => server_splits_agree(&wirebench::proto::nsq::NsqServer::new(limits), stream, way),
+            }
+        }
+        // And as a fuzz input says it: the same stream through the target itself.
+        let input = props::server_fuzz_input(
+            &[(4096, How::InPlace), (4096, How::WhileWriting)],
+            false,
+            &props::literal(stream),
+        );
+        props::run(target, &input);
+    }
 }

@@ -181,10 +181,68 @@ pub struct ServerTrace {
     pub awaiting: Awaiting,
 }
 
-/// Feed `stream` to a server connection machine around a fresh clone of `prototype`, in
-/// pieces cut where `seed` says, as an engine feeds it (a read never larger than the buffer
-/// offers).
-pub fn serve_stream<S: ServerCodec>(prototype: &S, stream: &[u8], seed: &[u8]) -> ServerTrace {
+/// How a piece of a client's stream reaches the server's connection machine: each way one of
+/// the engines delivers bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// Read into the machine's own buffer (`read_buf`, `received`: the async engines, which
+    /// read only once their answers are written).
+    Read,
+    /// Answered where it lies (`serve_from`: the `uring` engine's provided buffers, when the
+    /// connection is free to answer).
+    InPlace,
+    /// Arrived while the answers to earlier pieces were being written (`arrived`: the `uring`
+    /// engine's receive stays armed); they are answered, a batch at a time, once the write is
+    /// done — when a piece that is not `WhileWriting` comes, or the stream ends.
+    WhileWriting,
+}
+
+/// Where a stream is cut and how each piece arrives: pieces of these sizes, arriving these
+/// ways, in turn (the list cycled until the stream ends).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrivals(pub Vec<(usize, How)>);
+
+impl Arrivals {
+    /// The whole stream at once, answered a batch at a time (the reference every other way
+    /// of arriving must agree with).
+    pub fn whole() -> Arrivals {
+        Arrivals(vec![(usize::MAX, How::WhileWriting)])
+    }
+
+    /// From a fuzzer's bytes: three per piece, a size (16 bits, 0 for 65,536) and a way.
+    pub fn from_bytes(bytes: &[u8]) -> Arrivals {
+        let pieces = bytes
+            .chunks_exact(3)
+            .map(|c| {
+                let size = match usize::from(u16::from_le_bytes([c[0], c[1]])) {
+                    0 => 1 << 16,
+                    n => n,
+                };
+                let how = [How::Read, How::InPlace, How::WhileWriting][usize::from(c[2] % 3)];
+                (size, how)
+            })
+            .collect::<Vec<_>>();
+        if pieces.is_empty() { Arrivals::whole() } else { Arrivals(pieces) }
+    }
+
+    fn pieces<'a>(&'a self, stream: &'a [u8]) -> impl Iterator<Item = (&'a [u8], How)> + 'a {
+        let mut rest = stream;
+        self.0.iter().cycle().map_while(move |&(size, how)| {
+            if rest.is_empty() {
+                return None;
+            }
+            let (piece, after) = rest.split_at(size.min(rest.len()));
+            rest = after;
+            Some((piece, how))
+        })
+    }
+}
+
+/// Feed `stream` to a server connection machine around a fresh clone of `prototype`, cut and
+/// delivered as `arrivals` says, as the engines feed it: a read never larger than the buffer
+/// offers, bytes that come while answers are being written kept until the write is done and
+/// then answered in batches ([`ServerConn::serve_arrived`]).
+pub fn serve_stream<S: ServerCodec>(prototype: &S, stream: &[u8], arrivals: &Arrivals) -> ServerTrace {
     let now = Instant::now();
     let mut conn = ServerConn::new(prototype.clone(), ServerLimits::default(), now);
     let mut tally = ServerTally::default();
@@ -196,28 +254,84 @@ pub fn serve_stream<S: ServerCodec>(prototype: &S, stream: &[u8], seed: &[u8]) -
         awaiting: Awaiting::Request,
     };
     let mut fed = 0;
-    for piece in pieces(stream, &cuts_from(seed, stream.len())) {
-        let mut piece = piece;
-        while !piece.is_empty() {
-            let Some(buf) = conn.read_buf() else {
-                trace.closed_after = Some(fed);
-                return finish(trace, &tally);
-            };
-            let n = buf.len().min(piece.len());
-            buf[..n].copy_from_slice(&piece[..n]);
-            conn.received(n, now, 0, &mut tally);
-            fed += n;
-            piece = &piece[n..];
-            trace.out.extend_from_slice(conn.to_write());
-            conn.written(now, &mut tally);
-            trace.awaiting = conn.awaiting();
-            if conn.closing() {
+    // Answers are being written: their write completes when the next piece does not come
+    // while writing.
+    let mut writing = false;
+    for (piece, how) in arrivals.pieces(stream) {
+        if writing && how != How::WhileWriting {
+            writing = false;
+            if write_then_serve_arrived(&mut conn, &mut trace, &mut tally) {
                 trace.closed_after = Some(fed);
                 return finish(trace, &tally);
             }
         }
+        let fits = match how {
+            How::WhileWriting if writing => conn.arrived(piece, &mut tally),
+            How::WhileWriting | How::InPlace => conn.serve_from(piece, now, 0, &mut tally),
+            How::Read => {
+                let mut rest = piece;
+                while !rest.is_empty() {
+                    let Some(buf) = conn.read_buf() else { break };
+                    let n = buf.len().min(rest.len());
+                    buf[..n].copy_from_slice(&rest[..n]);
+                    conn.received(n, now, 0, &mut tally);
+                    rest = &rest[n..];
+                    if conn.closing() {
+                        break;
+                    }
+                    if !conn.to_write().is_empty() && !rest.is_empty() {
+                        // An async engine writes before it reads again.
+                        if write_then_serve_arrived(&mut conn, &mut trace, &mut tally) {
+                            break;
+                        }
+                    }
+                }
+                rest.is_empty() || conn.closing()
+            }
+        };
+        fed += piece.len();
+        trace.awaiting = conn.awaiting();
+        if !fits {
+            trace.closed_after = Some(fed);
+            return finish(trace, &tally);
+        }
+        if !conn.to_write().is_empty() {
+            writing = true;
+        } else if conn.closing() {
+            trace.closed_after = Some(fed);
+            return finish(trace, &tally);
+        }
     }
+    if write_then_serve_arrived(&mut conn, &mut trace, &mut tally) {
+        trace.closed_after = Some(fed);
+    }
+    trace.awaiting = conn.awaiting();
     finish(trace, &tally)
+}
+
+/// The answers are written; what arrived meanwhile is answered a batch at a time, each batch
+/// written before the next (as the `uring` engine does). `true`: the connection closes.
+fn write_then_serve_arrived<S: ServerCodec>(
+    conn: &mut ServerConn<S>,
+    trace: &mut ServerTrace,
+    tally: &mut ServerTally,
+) -> bool {
+    let now = Instant::now();
+    // Bounded: every batch that says more is left used some of the input.
+    loop {
+        trace.out.extend_from_slice(conn.to_write());
+        conn.written(now, tally);
+        if conn.closing() {
+            return true;
+        }
+        if !conn.has_arrived() {
+            return false;
+        }
+        let more = conn.serve_arrived(now, 0, tally);
+        if !more && conn.to_write().is_empty() {
+            return conn.closing();
+        }
+    }
 }
 
 fn finish(mut trace: ServerTrace, tally: &ServerTally) -> ServerTrace {
@@ -227,21 +341,103 @@ fn finish(mut trace: ServerTrace, tally: &ServerTally) -> ServerTrace {
     trace
 }
 
-/// The server property: `stream` is answered the same whole and cut where `seed` says (and
-/// closed or not alike; how much was read before a close depends on the reads).
-pub fn server_splits_agree<S: ServerCodec>(prototype: &S, stream: &[u8], seed: &[u8]) {
-    let whole = serve_stream(prototype, stream, &[]);
-    let split = serve_stream(prototype, stream, seed);
+/// The server property: `stream` is answered the same whole and delivered as `arrivals` says
+/// (and closed or not alike; how much was read before a close depends on the reads).
+pub fn server_splits_agree<S: ServerCodec>(prototype: &S, stream: &[u8], arrivals: &Arrivals) {
+    let whole = serve_stream(prototype, stream, &Arrivals::whole());
+    let split = serve_stream(prototype, stream, arrivals);
     // After a close, what the connection would have waited for means nothing.
     let comparable = |t: &ServerTrace| {
         let awaiting = if t.closed_after.is_some() { Awaiting::Request } else { t.awaiting };
         ServerTrace { closed_after: None, awaiting, ..t.clone() }
     };
     let same = comparable(&whole) == comparable(&split);
-    assert!(
-        same && whole.closed_after.is_some() == split.closed_after.is_some(),
-        "the same stream, whole and cut by seed {seed:?}:\n whole {whole:?}\n split {split:?}"
-    );
+    if !same || whole.closed_after.is_some() != split.closed_after.is_some() {
+        let short = |t: &ServerTrace| {
+            format!(
+                "{} bytes out ({:?}…), {} requests, {} messages, closed after {:?}, awaiting {:?}",
+                t.out.len(),
+                String::from_utf8_lossy(&t.out[..t.out.len().min(120)]),
+                t.requests,
+                t.messages,
+                t.closed_after,
+                t.awaiting
+            )
+        };
+        panic!(
+            "the same stream of {} bytes, whole and delivered as {:?}:\n whole {}\n split {}",
+            stream.len(),
+            &arrivals.0[..arrivals.0.len().min(8)],
+            short(&whole),
+            short(&split)
+        );
+    }
+}
+
+/// Streams at most this long are built from a fuzzer's input ([`expand`]): past every buffer
+/// and batch of the servers (64 KiB batches, 1 MiB heads, 4 KiB reads).
+pub const MAX_STREAM: usize = 2 << 20;
+/// The escape byte of [`expand`]'s input.
+const ESCAPE: u8 = 0xFE;
+
+/// A stream from a fuzzer's input, so that a few bytes can stand for a megabyte: `0xFE 0` is
+/// a literal `0xFE`; `0xFE L C0 C1` repeats the last `L` bytes `C` times (`C` little-endian);
+/// any other byte stands for itself. At most [`MAX_STREAM`] bytes.
+pub fn expand(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() && out.len() < MAX_STREAM {
+        if input[i] != ESCAPE {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        match (input.get(i + 1), input.get(i + 2..i + 4)) {
+            (Some(0), _) => {
+                out.push(ESCAPE);
+                i += 2;
+            }
+            (Some(&len), Some(&[c0, c1])) => {
+                let len = usize::from(len).min(out.len());
+                let times = usize::from(u16::from_le_bytes([c0, c1]));
+                let from = out.len() - len;
+                for _ in 0..times {
+                    if len == 0 || out.len() + len > MAX_STREAM {
+                        break;
+                    }
+                    out.extend_from_within(from..from + len);
+                }
+                i += 4;
+            }
+            _ => {
+                out.push(ESCAPE);
+                i += 1;
+            }
+        }
+    }
+    out.truncate(MAX_STREAM);
+    out
+}
+
+/// The input [`expand`] turns into `stream` byte for byte (escape bytes escaped).
+pub fn literal(stream: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(stream.len());
+    for &b in stream {
+        out.push(b);
+        if b == ESCAPE {
+            out.push(0);
+        }
+    }
+    out
+}
+
+/// An input for [`expand`] that repeats `unit` `times` times.
+pub fn repeated(unit: &[u8], times: u16) -> Vec<u8> {
+    assert!(!unit.is_empty() && unit.len() <= 255 && !unit.contains(&ESCAPE));
+    let mut out = unit.to_vec();
+    out.extend_from_slice(&[ESCAPE, unit.len() as u8]);
+    out.extend_from_slice(&times.saturating_sub(1).to_le_bytes());
+    out
 }
 
 /// A fuzz target: the codec and the property it checks on arbitrary bytes.
@@ -267,12 +463,34 @@ pub fn run(name: &str, data: &[u8]) {
     target(data)
 }
 
-/// A fuzzer's input: its first byte says how many seed bytes follow (low 3 bits) and whether
-/// a valid handshake leads the stream (top bit, for servers); the rest is the stream.
-fn split_input(data: &[u8]) -> (&[u8], &[u8], bool) {
-    let Some((&first, rest)) = data.split_first() else { return (&[], &[], false) };
+/// A client target's input: its first byte says how many seed bytes follow (low 3 bits); the
+/// rest is the stream, [`expand`]ed.
+fn split_input(data: &[u8]) -> (&[u8], Vec<u8>) {
+    let Some((&first, rest)) = data.split_first() else { return (&[], Vec::new()) };
     let n = usize::from(first & 7).min(rest.len());
-    (&rest[..n], &rest[n..], first & 0x80 != 0)
+    (&rest[..n], expand(&rest[n..]))
+}
+
+/// A server target's input: its first byte says whether a valid handshake leads the stream
+/// (top bit) and how many arrivals follow (low 3 bits, three bytes each: [`Arrivals`]); the
+/// rest is the stream, [`expand`]ed.
+fn server_input(data: &[u8]) -> (Arrivals, Vec<u8>, bool) {
+    let Some((&first, rest)) = data.split_first() else { return (Arrivals::whole(), Vec::new(), false) };
+    let n = (3 * usize::from(first & 7)).min(rest.len());
+    (Arrivals::from_bytes(&rest[..n]), expand(&rest[n..]), first & 0x80 != 0)
+}
+
+/// A server target's input for `stream` (given as [`expand`] reads it) delivered as `arrivals`
+/// says (at most 7 of them), led by the target's handshake when `lead`.
+pub fn server_fuzz_input(arrivals: &[(u16, How)], lead: bool, stream: &[u8]) -> Vec<u8> {
+    let arrivals = &arrivals[..arrivals.len().min(7)];
+    let mut input = vec![(u8::from(lead) << 7) | arrivals.len() as u8];
+    for &(size, how) in arrivals {
+        input.extend_from_slice(&size.to_le_bytes());
+        input.push(how as u8);
+    }
+    input.extend_from_slice(stream);
+    input
 }
 
 /// The server's answer a client connection needs before operations: none (HTTP), the 101 for
@@ -349,18 +567,18 @@ pub const WS_UPGRADE: &[u8] = b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\
 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
 
 fn client_http1(data: &[u8]) {
-    let (seed, stream, _) = split_input(data);
-    client_splits_agree(&http1_client(), &no_answer, stream, seed);
+    let (seed, stream) = split_input(data);
+    client_splits_agree(&http1_client(), &no_answer, &stream, seed);
 }
 
 fn client_ws(data: &[u8]) {
-    let (seed, stream, _) = split_input(data);
-    client_splits_agree(&ws_client(), &ws_answer, stream, seed);
+    let (seed, stream) = split_input(data);
+    client_splits_agree(&ws_client(), &ws_answer, &stream, seed);
 }
 
 fn client_nsq(data: &[u8]) {
-    let (seed, stream, _) = split_input(data);
-    client_splits_agree(&nsq_client(), &nsq_answer, stream, seed);
+    let (seed, stream) = split_input(data);
+    client_splits_agree(&nsq_client(), &nsq_answer, &stream, seed);
 }
 
 /// Engine.IO's open packet and the namespace joined, in unmasked text frames: what a fuzzed
@@ -380,15 +598,16 @@ Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBu
 Sec-WebSocket-Version: 13\r\n\r\n\x81\x82\x01\x02\x03\x04\x35\x32";
 
 fn client_sio(data: &[u8]) {
-    let (seed, stream, lead) = split_input(data);
-    let stream = with_prefix(&sio_joined(), stream, lead);
+    let Some((&first, _)) = data.split_first() else { return };
+    let (seed, stream) = split_input(data);
+    let stream = with_prefix(&sio_joined(), &stream, first & 0x80 != 0);
     client_splits_agree(&sio_client(), &ws_answer, &stream, seed);
 }
 
 fn server_sio(data: &[u8]) {
-    let (seed, stream, lead) = split_input(data);
-    let stream = with_prefix(SIO_UPGRADE, stream, lead);
-    server_splits_agree(&sio_server(), &stream, seed);
+    let (arrivals, stream, lead) = server_input(data);
+    let stream = with_prefix(SIO_UPGRADE, &stream, lead);
+    server_splits_agree(&sio_server(), &stream, &arrivals);
 }
 
 fn with_prefix(prefix: &[u8], stream: &[u8], lead: bool) -> Vec<u8> {
@@ -396,25 +615,29 @@ fn with_prefix(prefix: &[u8], stream: &[u8], lead: bool) -> Vec<u8> {
 }
 
 fn server_http1(data: &[u8]) {
-    let (seed, stream, _) = split_input(data);
-    server_splits_agree(&super::http1::Http1Server::default(), stream, seed);
+    let (arrivals, stream, _) = server_input(data);
+    server_splits_agree(&super::http1::Http1Server::default(), &stream, &arrivals);
 }
 
 fn server_ws(data: &[u8]) {
-    let (seed, stream, lead) = split_input(data);
-    let stream = with_prefix(WS_UPGRADE, stream, lead);
-    server_splits_agree(&super::ws::WsServer::new(1 << 16), &stream, seed);
+    let (arrivals, stream, lead) = server_input(data);
+    let stream = with_prefix(WS_UPGRADE, &stream, lead);
+    server_splits_agree(&super::ws::WsServer::new(1 << 20), &stream, &arrivals);
+}
+
+/// The NSQ sinks' limits in the fuzz targets: nsqd's defaults (1 MiB messages, 5 MiB bodies),
+/// so that streams past a batch are valid ones too.
+fn fuzz_sink_limits() -> super::nsq::SinkLimits {
+    super::nsq::SinkLimits::default()
 }
 
 fn server_nsq(data: &[u8]) {
-    let (seed, stream, lead) = split_input(data);
-    let stream = with_prefix(super::nsq::MAGIC_V2, stream, lead);
-    let limits = super::nsq::SinkLimits { max_msg_size: 1 << 12, max_body_size: 1 << 14 };
-    server_splits_agree(&super::nsq::NsqServer::new(limits), &stream, seed);
+    let (arrivals, stream, lead) = server_input(data);
+    let stream = with_prefix(super::nsq::MAGIC_V2, &stream, lead);
+    server_splits_agree(&super::nsq::NsqServer::new(fuzz_sink_limits()), &stream, &arrivals);
 }
 
 fn server_nsq_http(data: &[u8]) {
-    let (seed, stream, _) = split_input(data);
-    let limits = super::nsq::SinkLimits { max_msg_size: 1 << 12, max_body_size: 1 << 14 };
-    server_splits_agree(&super::nsq::NsqHttpServer::new(limits), stream, seed);
+    let (arrivals, stream, _) = server_input(data);
+    server_splits_agree(&super::nsq::NsqHttpServer::new(fuzz_sink_limits()), &stream, &arrivals);
 }
