@@ -296,6 +296,20 @@ fn not_tls(wire: &[u8]) -> RecordError {
     RecordError::NotTls(text)
 }
 
+/// The length of the whole records at the start of `wire`; all of it if it is not TLS (the
+/// session refuses it).
+fn whole_records(wire: &[u8]) -> usize {
+    let mut at = 0;
+    // Bounded: each record is at least a header long.
+    loop {
+        match record_len(&wire[at..]) {
+            Ok(Some(len)) => at += len,
+            Ok(None) => return at,
+            Err(_) => return wire.len(),
+        }
+    }
+}
+
 /// Encrypt `plain` into records appended to `out` (with anything else rustls had to send);
 /// returns the records appended.
 pub fn seal<D>(conn: &mut rustls::ConnectionCommon<D>, plain: &[u8], out: &mut Vec<u8>) -> u64 {
@@ -573,7 +587,12 @@ impl<S: ServerCodec> ServerCodec for TlsServer<S> {
             return Served { consumed: input.len(), close: true, ..Served::default() };
         }
         let conn = self.session.as_mut().expect("started");
-        let mut rest = input;
+        // Whole records only: a record still arriving stays with the connection, which then
+        // waits for a head (its first byte on the wire starts the head timeout: a request
+        // trickling in a byte of ciphertext at a time is cut off like a plaintext one).
+        // Bytes that are not TLS go to rustls as they are, which refuses them.
+        let whole = whole_records(input);
+        let mut rest = &input[..whole];
         let mut peer_done = false;
         let mut failed = false;
         while !rest.is_empty() && !failed {
@@ -595,12 +614,13 @@ impl<S: ServerCodec> ServerCodec for TlsServer<S> {
             self.upgraded = true;
             self.inner.tls_established(&mut self.plain_out);
         }
-        let mut served = Served { consumed: input.len(), ..Served::default() };
+        let mut served = Served { consumed: whole, ..Served::default() };
         if !self.plain_in.data().is_empty() {
             let inner = self.inner.serve(self.plain_in.data(), &mut self.plain_out);
             self.plain_in.consume(inner.consumed);
-            served = Served { consumed: input.len(), ..inner };
-        } else if handshaking {
+            served = Served { consumed: whole, ..inner };
+        }
+        if handshaking || (whole < input.len() && served.awaiting == crate::proto::Awaiting::Request) {
             served.awaiting = crate::proto::Awaiting::Head;
         }
         served.close |= failed || peer_done;
@@ -690,6 +710,63 @@ mod tests {
         assert_eq!(wire.len(), 400 + 22, "header 5 + inner type 1 + AES-GCM/ChaCha tag 16");
         wire.clear();
         assert_eq!(seal(&mut c, &vec![b'x'; 20_000], &mut wire), 2, "16 KiB of plaintext per record");
+    }
+
+    /// A request trickling in over TLS a byte of ciphertext at a time is cut off at the head
+    /// timeout counted from its first byte on the wire (it counted from the first plaintext
+    /// byte, which a record completes only at its end: the idle timeout, reset by every
+    /// byte, applied instead, and a byte a minute held the connection for ever).
+    #[test]
+    fn a_request_trickling_in_one_byte_of_a_record_at_a_time_meets_the_head_timeout() {
+        use crate::engine::ServerTally;
+        use crate::engine::serve_conn::{ServerConn, ServerLimits};
+        use std::time::Duration;
+        let server = ServeTlsArgs { tls: true, ..Default::default() }.server().unwrap().unwrap();
+        let args = TlsArgs { trust: vec![server.cert_der.clone()], ..Default::default() };
+        let client = ClientTls {
+            config: client_config(&args, Some(b"http/1.1")).unwrap(),
+            name: server_name("localhost").unwrap(),
+            start: TlsStart::AtConnect,
+        };
+        let mut c = client.session().unwrap();
+        let codec = TlsServer::new(crate::proto::http1::Http1Server::default(), server.config.clone(), true);
+        let t0 = crate::clock::Instant::now();
+        let limits = ServerLimits::default();
+        let mut conn = ServerConn::new(codec, limits, t0);
+        let mut tally = ServerTally::default();
+        let mut feed = |conn: &mut ServerConn<_>, bytes: &[u8], at| {
+            conn.read_buf().unwrap()[..bytes.len()].copy_from_slice(bytes);
+            conn.received(bytes.len(), at, 0, &mut tally);
+            let answer = conn.to_write().to_vec();
+            conn.written(at, &mut tally);
+            answer
+        };
+        // The handshake, whole records at once.
+        let mut wire = Vec::new();
+        for _ in 0..4 {
+            flush(&mut c, &mut wire);
+            let answer = if wire.is_empty() { Vec::new() } else { feed(&mut conn, &wire, t0) };
+            wire.clear();
+            let mut a = &answer[..];
+            while let Ok(Some(len)) = record_len(a) {
+                open(&mut c, &a[..len]).unwrap();
+                a = &a[len..];
+            }
+        }
+        assert!(!c.is_handshaking());
+        assert_eq!(conn.deadline(), t0 + limits.idle_timeout, "idle between requests");
+        seal(&mut c, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", &mut wire);
+        let first = t0 + Duration::from_secs(1);
+        for (i, byte) in wire[..wire.len() - 1].iter().enumerate() {
+            let at = first + Duration::from_millis(500 * i as u64);
+            if at >= conn.deadline() {
+                break;
+            }
+            assert!(feed(&mut conn, &[*byte], at).is_empty(), "no answer to part of a record");
+        }
+        assert_eq!(conn.deadline(), first + limits.head_timeout, "from the record's first byte");
+        conn.deadline_passed(first + limits.head_timeout, &mut tally);
+        assert!(conn.closing() && conn.timed_out());
     }
 
     #[test]
