@@ -137,6 +137,10 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         };
         say(&table::line(&row));
         rows.push(row);
+        // A built-in server that lost a core would make every later row a measurement of it.
+        for handle in [&mut servers, &mut tls_servers].into_iter().flatten() {
+            handle.check().context("a built-in server stopped serving")?;
+        }
     }
     for handle in [servers, tls_servers].into_iter().flatten() {
         handle.stop()?;

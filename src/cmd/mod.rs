@@ -224,8 +224,9 @@ pub struct LimitArgs {
     /// A client must take each answer within this long (one that stops reading is closed).
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub write_timeout: Duration,
-    /// Connections served at once, over all cores; more are answered 503 (HTTP, WebSocket)
-    /// or closed (NSQ TCP).
+    /// Connections served at once, shared out evenly over the server's cores (each of C cores
+    /// serves ceil(N / C); the kernel spreads connections by hash, so one core may refuse
+    /// while another has room); more are answered 503 (HTTP, WebSocket) or closed (NSQ TCP).
     #[arg(long, default_value_t = 16_384)]
     pub max_conns: usize,
     /// Think time: hold each answer this long after its request arrived (as an application

@@ -11,6 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// The most `--max-conns` may say: far past what a machine holds (a connection costs the
+/// kernel a few KiB at least), and far from overflowing what is sized from it.
+const MAX_CONNS: usize = 1 << 30;
 /// Connections a built-in server expects to hold at most; the file limit is raised for them.
 const SERVER_SOCKETS: u64 = 65_536;
 
@@ -78,8 +81,10 @@ impl LimitArgs {
         if limits.head_timeout.is_zero() || limits.idle_timeout.is_zero() || limits.write_timeout.is_zero() {
             bail!("--head-timeout, --idle-timeout and --write-timeout must be longer than zero");
         }
-        if limits.max_conns == 0 {
-            bail!("--max-conns must be at least 1");
+        if !(1..=MAX_CONNS).contains(&limits.max_conns) {
+            bail!(
+                "--max-conns must be between 1 and {MAX_CONNS} (connections per server, shared out over its cores)"
+            );
         }
         Ok(limits)
     }
@@ -111,7 +116,7 @@ pub fn main(args: &ServeArgs) -> Result<()> {
     }
     let interrupted = super::interrupted();
     let engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
-    let started = start_args(args, &cores)?;
+    let mut started = start_args(args, &cores)?;
     let addrs: Vec<String> = started.handle.addrs.iter().map(ToString::to_string).collect();
     crate::report::out(&format!(
         "wirebench serve {}: listening on {} — {} engine on CPU {} (Ctrl-C stops)\ntargets: {}\n",
@@ -137,6 +142,12 @@ pub fn main(args: &ServeArgs) -> Result<()> {
     while !interrupted.load(Ordering::Relaxed) {
         if args.duration.is_some_and(|d| began.elapsed() >= d) {
             break;
+        }
+        // A core that died leaves a listener answering part of its clients, or none: the
+        // server ends, saying why, rather than look alive.
+        if let Err(e) = started.handle.check() {
+            let _ = started.handle.stop();
+            return Err(anyhow::Error::new(e).context("the server stopped serving"));
         }
         std::thread::sleep(Duration::from_millis(20));
     }

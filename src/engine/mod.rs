@@ -330,13 +330,17 @@ impl<C: crate::proto::ClientCodec> AsyncCore<C> {
 pub struct StartGate {
     barrier: Arc<std::sync::Barrier>,
     start: Arc<std::sync::OnceLock<crate::clock::Instant>>,
+    window: Arc<crate::workload::Window>,
 }
 
 impl StartGate {
-    /// Wait for every core; returns the run's common start instant.
+    /// Wait for every core; returns the run's common start instant. A window with nothing
+    /// to wait for (a connection per operation) opens here, on every engine alike.
     pub fn wait(self) -> crate::clock::Instant {
         self.barrier.wait();
-        *self.start.get_or_init(crate::clock::Instant::now)
+        let start = *self.start.get_or_init(crate::clock::Instant::now);
+        self.window.opened(start, start);
+        start
     }
 }
 
@@ -375,24 +379,37 @@ where
         let conns = crate::workload::split_ops(job.shape.connections as u64, cores, index) as usize;
         let range = first_conn..first_conn + conns;
         first_conn += conns;
-        let gate = StartGate { barrier: barrier.clone(), start: start.clone() };
+        let gate = StartGate { barrier: barrier.clone(), start: start.clone(), window: job.window.clone() };
         let (job, prototypes) = (job.clone(), prototypes.clone());
+        let stop = job.stop.clone();
         let handle = std::thread::Builder::new()
             .name(format!("wirebench-client-{cpu}"))
-            .spawn(move || core(CoreStart { job, cpu, index, conns: range, gate }, prototypes))
+            .spawn(move || {
+                // A core that panics stops the run: the others end at once, not at the
+                // run's end, and the run fails saying so.
+                let on_panic = move || stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                catching(cpu, on_panic, || {
+                    core(CoreStart { job, cpu, index, conns: range, gate }, prototypes)
+                })
+            })
             .map_err(|source| EngineError::Executor { cpu, source })?;
         threads.push((cpu, handle));
     }
     let ends: Vec<(crate::stats::CoreRecorder, crate::clock::Instant)> = threads
         .into_iter()
-        .map(|(cpu, h)| h.join().map_err(|_| EngineError::Panicked { cpu })?)
+        .map(|(cpu, h)| h.join().map_err(|payload| EngineError::panicked(cpu, payload.as_ref()))?)
         .collect::<Result<_, _>>()?;
     let start = *start.get_or_init(crate::clock::Instant::now);
     let finished = ends.iter().map(|(_, end)| *end).max().unwrap_or(start);
     Ok(ClientRun {
         measure_from: job.window.opened_at().or(job.window.not_before()).unwrap_or(start).max(start)
             + job.shape.warmup,
-        set_up_in: job.window.opened_at().map(|at| at.saturating_duration_since(start)),
+        // A connection per operation sets up inside each one: nothing was waited for.
+        set_up_in: job
+            .window
+            .opened_at()
+            .filter(|_| !job.shape.per_op)
+            .map(|at| at.saturating_duration_since(start)),
         finished,
         cores: ends.into_iter().map(|(rec, _)| rec).collect(),
         net: net.zip(sys::NetCounters::read()).map(|(before, after)| after.since(before)),
@@ -476,6 +493,9 @@ pub struct AsyncServerCore {
     pub tally: std::cell::RefCell<ServerTally>,
     active: std::cell::Cell<usize>,
     clock: sys::ThreadClock,
+    cpu: usize,
+    /// A connection's task panicked: its message (the core then stops, and says so).
+    panicked: std::cell::RefCell<Option<String>>,
 }
 
 /// A connection admitted under the limit; dropping it (when the connection ends) frees its place.
@@ -496,7 +516,26 @@ impl AsyncServerCore {
             tally: std::cell::RefCell::new(ServerTally { core: start.cpu, ..Default::default() }),
             active: std::cell::Cell::new(0),
             clock: sys::ThreadClock::start(),
+            cpu: start.cpu,
+            panicked: std::cell::RefCell::new(None),
         })
+    }
+
+    /// A connection's task, watched: if it panics, the core notes it and stops serving.
+    pub async fn guard(self: std::rc::Rc<Self>, serving: impl std::future::Future<Output = ()>) {
+        use futures_lite::FutureExt;
+        if let Err(payload) = std::panic::AssertUnwindSafe(serving).catch_unwind().await {
+            let EngineError::Panicked { message, .. } = EngineError::panicked(self.cpu, payload.as_ref())
+            else {
+                return;
+            };
+            self.panicked.borrow_mut().get_or_insert(message);
+        }
+    }
+
+    /// A connection's task panicked: the core must stop.
+    pub fn failed(&self) -> bool {
+        self.panicked.borrow().is_some()
     }
 
     /// A new connection: admitted (counted) under the core's share of the limit, or refused
@@ -521,11 +560,14 @@ impl AsyncServerCore {
         codec
     }
 
-    /// The core's tally, with its CPU and wall time.
-    pub fn close(&self) -> ServerTally {
+    /// The core's tally, with its CPU and wall time; or how it failed.
+    pub fn close(&self) -> Result<ServerTally, EngineError> {
+        if let Some(message) = self.panicked.borrow_mut().take() {
+            return Err(EngineError::Panicked { cpu: self.cpu, message });
+        }
         let mut t = self.tally.take();
         (t.cpu, t.wall) = self.clock.since(crate::clock::Instant::now());
-        t
+        Ok(t)
     }
 }
 
@@ -576,7 +618,7 @@ pub struct ServerHandle {
     /// One per listener, in the order given.
     pub addrs: Vec<SocketAddr>,
     stop: Arc<AtomicBool>,
-    threads: Vec<(usize, std::thread::JoinHandle<ServerTally>)>,
+    threads: Vec<(usize, std::thread::JoinHandle<Result<ServerTally, EngineError>>)>,
 }
 
 impl ServerHandle {
@@ -584,15 +626,62 @@ impl ServerHandle {
     pub fn addr(&self) -> SocketAddr {
         self.addrs[0]
     }
+
+    /// Whether every core still serves: a core whose thread ended before it was asked to
+    /// stop (a ring that failed, a panic) leaves a server that answers only part of its
+    /// clients, or none — never something to go on measuring. The first such core's error.
+    pub fn check(&mut self) -> Result<(), EngineError> {
+        if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        let Some(at) = self.threads.iter().position(|(_, h)| h.is_finished()) else { return Ok(()) };
+        let (cpu, handle) = self.threads.remove(at);
+        Err(match handle.join() {
+            Ok(Err(e)) => e,
+            Ok(Ok(_)) => EngineError::Stopped { cpu },
+            Err(payload) => EngineError::panicked(cpu, payload.as_ref()),
+        })
+    }
+
     /// Stop and wait for every core; returns their tallies.
     pub fn stop(self) -> Result<Vec<ServerTally>, EngineError> {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.threads.into_iter().map(|(cpu, h)| h.join().map_err(|_| EngineError::Panicked { cpu })).collect()
+        let mut first_error = None;
+        let mut tallies = Vec::new();
+        for (cpu, h) in self.threads {
+            match h.join() {
+                Ok(Ok(t)) => tallies.push(t),
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                Err(payload) => {
+                    first_error.get_or_insert(EngineError::panicked(cpu, payload.as_ref()));
+                }
+            }
+        }
+        first_error.map_or(Ok(tallies), Err)
     }
 }
 
 /// The per-core body of a server.
-pub type ServerCoreFn<S> = fn(ServerStart<S>) -> ServerTally;
+pub type ServerCoreFn<S> = fn(ServerStart<S>) -> Result<ServerTally, EngineError>;
+
+/// Run an engine thread's body; a panic in it becomes an error saying so (the panic's own
+/// message and place are printed by Rust's hook as it happens), after `on_panic` (telling the
+/// other threads of the run to stop).
+fn catching<T>(
+    cpu: usize,
+    on_panic: impl FnOnce(),
+    body: impl FnOnce() -> Result<T, EngineError>,
+) -> Result<T, EngineError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(payload) => {
+            on_panic();
+            Err(EngineError::panicked(cpu, payload.as_ref()))
+        }
+    }
+}
 
 /// What one core of a built-in server is given: its listeners with their codecs, its CPU, its
 /// share of the limits, the stop flag, and where to say it is ready (or why it is not).
@@ -658,7 +747,15 @@ where
         let (stop, ready) = (stop.clone(), ready_tx.clone());
         let handle = std::thread::Builder::new()
             .name(format!("wirebench-serve-{cpu}"))
-            .spawn(move || core(ServerStart { listeners, cpu, limits: core_limits, stop, ready }))
+            .spawn(move || {
+                // A core that panics ends its thread; the handle's `check` sees it and the
+                // command stops the server (a listener that answers nothing must not linger).
+                catching(
+                    cpu,
+                    || {},
+                    || core(ServerStart { listeners, cpu, limits: core_limits, stop, ready }),
+                )
+            })
             .map_err(|source| EngineError::Executor { cpu, source })?;
         threads.push((cpu, handle));
     }
@@ -702,8 +799,24 @@ pub enum EngineError {
     Executor { cpu: usize, source: std::io::Error },
     #[error("cannot listen on {addr}: {source}")]
     Listen { addr: SocketAddr, source: std::io::Error },
-    #[error("engine thread on CPU {cpu} panicked")]
-    Panicked { cpu: usize },
+    #[error(
+        "the engine thread on CPU {cpu} panicked: {message} (a wirebench bug: please report it with the lines above)"
+    )]
+    Panicked { cpu: usize, message: String },
+    #[error("the engine thread on CPU {cpu} stopped before it was asked to")]
+    Stopped { cpu: usize },
+}
+
+impl EngineError {
+    /// A panic's payload, as the error saying so.
+    fn panicked(cpu: usize, payload: &(dyn std::any::Any + Send)) -> EngineError {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".into());
+        EngineError::Panicked { cpu, message }
+    }
 }
 
 /// Initial per-connection receive buffer: small, since many connections must fit in little

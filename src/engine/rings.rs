@@ -249,13 +249,37 @@ impl Rings {
         self.shards.len()
     }
 
-    /// A ring failed under its loop: operations may still point into the buffers, so each
-    /// ring goes and its buffers are leaked.
-    pub fn abandon(self) {
+    /// Operations may still point into the buffers: each ring goes and its buffers are
+    /// leaked.
+    fn abandon(self) {
         for Shard { ring, bufs } in self.shards {
             drop(ring);
             std::mem::forget(bufs);
         }
+    }
+
+    /// End every operation still in flight in every ring, and wait until the kernel is done
+    /// with them (a synchronous cancel of any request, Linux 6.0+), at most `within` per ring.
+    /// `true`: nothing is in flight any more and no operation will touch a buffer again;
+    /// `false`: the kernel could not say so (a cancel that timed out, an older kernel).
+    fn quiesce(&mut self, within: Duration) -> bool {
+        self.shards.iter_mut().all(|s| {
+            // Only what was submitted can be cancelled: what waits in the queue goes first.
+            if s.ring.submit().is_err() {
+                return false;
+            }
+            let ts = types::Timespec::from(within);
+            // Bounded: each round cancels everything then in flight; a few rounds cover
+            // operations a cancelled link started.
+            for _ in 0..8 {
+                match s.ring.submitter().register_sync_cancel(Some(ts), types::CancelBuilder::any()) {
+                    Ok(()) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return true,
+                    Err(_) => return false,
+                }
+            }
+            false
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -386,6 +410,46 @@ impl Rings {
     }
 }
 
+/// How long a thread's rings wait, each, for the kernel to finish the operations they cancel
+/// when they are let go ([`Owned`]).
+const QUIESCE_WAIT: Duration = Duration::from_secs(1);
+
+/// A thread's rings together with everything their operations point into (the connections'
+/// send buffers, the addresses they connect to, a drain buffer), let go in an order that is
+/// safe on every path — the loop's normal end, an error of a ring, a panic unwinding through
+/// it: every operation still in flight is cancelled and waited for, the rings close, and
+/// only then do the buffers go. When the kernel cannot say that nothing is in flight any
+/// more, the buffers are leaked instead of freed: an operation may still write into them.
+pub struct Owned<T> {
+    rings: std::mem::ManuallyDrop<Rings>,
+    held: std::mem::ManuallyDrop<T>,
+}
+
+impl<T> Owned<T> {
+    pub fn new(rings: Rings, held: T) -> Owned<T> {
+        Owned { rings: std::mem::ManuallyDrop::new(rings), held: std::mem::ManuallyDrop::new(held) }
+    }
+
+    /// The rings and what their operations point into, to drive them.
+    pub fn parts(&mut self) -> (&mut Rings, &mut T) {
+        (&mut self.rings, &mut self.held)
+    }
+}
+
+impl<T> Drop for Owned<T> {
+    fn drop(&mut self) {
+        // SAFETY: both fields are taken or dropped exactly once, here, and never used again.
+        let mut rings = unsafe { std::mem::ManuallyDrop::take(&mut self.rings) };
+        if rings.quiesce(QUIESCE_WAIT) {
+            drop(rings);
+            // SAFETY: as above; no operation points into it any more.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.held) };
+        } else {
+            rings.abandon();
+        }
+    }
+}
+
 /// The ring has deferred completions to run or overflowed ones to flush (or, with
 /// `submissions`, SQEs to submit): only an `io_uring_enter` does that.
 fn wants_enter(ring: &mut IoUring, submissions: bool) -> bool {
@@ -396,8 +460,9 @@ fn wants_enter(ring: &mut IoUring, submissions: bool) -> bool {
 /// Push an SQE, submitting first if the queue is full.
 ///
 /// Both raw io_uring loops keep one rule for the buffers their SQEs point at: they stay put
-/// and untouched until the operation completes (the client's slot vector never grows; the
-/// server's only buffer is a connection's answer, on the heap, freed with no send in flight).
+/// and untouched until the operation completes (the client's slot vector never grows; a
+/// server connection's answer is on the heap, freed with no send in flight), and they are
+/// owned with the rings ([`Owned`]), which outlive every operation on every path.
 pub fn push(ring: &mut IoUring, sqe: &squeue::Entry) -> io::Result<()> {
     // SAFETY: the rule above.
     if unsafe { ring.submission().push(sqe) }.is_err() {

@@ -25,7 +25,9 @@ pub struct ServerLimits {
     pub idle_timeout: Duration,
     /// An answer must be taken by the client within this long.
     pub write_timeout: Duration,
-    /// Connections served at once, over all cores; more are refused (an HTTP 503 where the
+    /// Connections served at once. `serve --max-conns` gives the server's; each of its C cores
+    /// gets ceil(N / C) of them (the kernel spreads connections over the cores by hash, so one
+    /// core may refuse while another has room); more are refused (an HTTP 503 where the
     /// protocol has one) and closed.
     pub max_conns: usize,
     /// Think time: the answers to a read's requests are held this long from the read that
@@ -141,6 +143,12 @@ impl<S: ServerCodec> ServerConn<S> {
         let n = self.recv.append(data);
         tally.rx += n as u64;
         n == data.len()
+    }
+
+    /// Bytes that arrived and are not answered yet (part of a request, or requests waiting
+    /// for earlier answers to be written).
+    pub fn unanswered(&self) -> usize {
+        self.recv.data().len()
     }
 
     /// Bytes are waiting to be answered.

@@ -52,7 +52,13 @@ fn client_core<C: ClientCodec + 'static>(
             .map(|i| ::tokio_uring::spawn(drive_connection(core.clone(), core.conn(i, start))))
             .collect();
         for t in tasks {
-            let _ = t.await;
+            // A connection's task that panicked: its operations are unaccounted for, so the
+            // core goes down with it (and the run with the core).
+            if let Err(e) = t.await
+                && e.is_panic()
+            {
+                std::panic::resume_unwind(e.into_panic());
+            }
         }
         core.close()
     }))
@@ -114,7 +120,12 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
     // tokio-uring owns the buffers while the kernel uses them; these travel to it and back.
     let mut wbuf: Vec<u8> = Vec::with_capacity(1024);
     let mut rbuf: Vec<u8> = Vec::with_capacity(super::RECV_BUF_INITIAL);
-    loop {
+    for step in 0u64.. {
+        // Some steps finish without waiting (a poll, a close): the other connections get
+        // their turn now and then, whatever this one's machine asks.
+        if step % 64 == 63 {
+            tokio::task::yield_now().await;
+        }
         let now = Instant::now();
         core.publish(now);
         let want = conn.next(now, core.stopping(), &mut rec.borrow_mut());
@@ -244,14 +255,14 @@ where
             Ok(rt) => rt,
             Err(e) => {
                 let _ = ready.send(Err(e));
-                return ServerTally { core: cpu, ..Default::default() };
+                return Ok(ServerTally { core: cpu, ..Default::default() });
             }
         };
         rt.block_on(server_core(start))
     })
 }
 
-async fn server_core<S: ServerCodec + 'static>(start: ServerStart<S>) -> ServerTally {
+async fn server_core<S: ServerCodec + 'static>(start: ServerStart<S>) -> Result<ServerTally, EngineError> {
     let core = AsyncServerCore::open(&start);
     for (listener, prototype) in start.listeners {
         let listener = TcpListener::from_std(listener);
@@ -268,11 +279,12 @@ async fn server_core<S: ServerCodec + 'static>(start: ServerStart<S>) -> ServerT
                 };
                 let _ = stream.set_nodelay(true);
                 let conn = ServerConn::new(core.codec(&prototype), core.limits, Instant::now());
-                ::tokio_uring::spawn(serve_connection(stream, conn, core.clone(), admitted));
+                let serving = serve_connection(stream, conn, core.clone(), admitted);
+                ::tokio_uring::spawn(core.clone().guard(serving));
             }
         });
     }
-    while !start.stop.load(Ordering::Relaxed) {
+    while !start.stop.load(Ordering::Relaxed) && !core.failed() {
         tokio::time::sleep(SERVER_POLL).await;
     }
     core.close()

@@ -17,14 +17,14 @@
 //! shared provided-buffer ring ([`super::bufring`]): each completion's bytes are copied into the
 //! connection's machine (kept undecoded until it asks for them: [`Conn::arrived`]) and the
 //! buffer goes straight back. No receive is submitted per answer, and a connection waiting for
-//! bytes holds no buffer. Timeouts: the deadlines of connects, sends and reads sit in a heap
-//! ([`super::deadlines`]); one that comes due cancels its connect or send (`ASYNC_CANCEL`) or
+//! bytes holds no buffer. Timeouts: the deadlines of connects, sends and reads sit on a timing
+//! wheel ([`super::deadlines`]); one that comes due cancels its connect or send (`ASYNC_CANCEL`) or
 //! fails its read; before a socket is closed its receive is cancelled and its end awaited.
 
 use super::bufring::BufRing;
 use super::conn::{Conn, Want};
 use super::deadlines::Deadlines;
-use super::rings::{self, Layout, Rings, Sock, cancel, receive, sqe};
+use super::rings::{self, Layout, Owned, Rings, Sock, cancel, receive, sqe};
 use super::sys::close_audit;
 use super::{ClientJob, ClientRun, CoreBooks, CoreStart, EngineError};
 use crate::clock::Instant;
@@ -47,6 +47,9 @@ pub const SPIN: Duration = Duration::from_micros(30);
 /// connections would otherwise hold every answer and every send due behind a tenth of a
 /// second of drives.
 const BACKLOG_PER_LOOP: usize = 1024;
+/// Steps one drive of a connection takes at most (a connection's usual turn takes two or
+/// three: read what arrived, send the next operation).
+const MAX_STEPS: usize = 64;
 /// Operation kinds, in the low bits of an SQE's user data (the slot index above them).
 const KIND_BITS: u64 = 3;
 /// Completions not looked at: cancels, closes of direct descriptors.
@@ -112,7 +115,7 @@ struct Slot<C> {
     setup_failed: Option<(u64, i32)>,
     /// The loop round whose `io_uring_enter` submitted its send (see `wrote_at` below).
     send_round: u64,
-    /// Its entry in the deadline heap.
+    /// Its entry on the deadlines' wheel.
     timer: Option<Instant>,
 }
 
@@ -151,7 +154,7 @@ fn client_core<C: ClientCodec>(
     let rings = Rings::open(layout, conns.len(), buffers, RING_BUFFER_SIZE);
     let start = gate.wait();
     pinned?;
-    let mut rings = rings.map_err(|source| EngineError::Executor { cpu, source })?;
+    let rings = rings.map_err(|source| EngineError::Executor { cpu, source })?;
     let addrs = Addrs {
         targets: job.addrs.iter().map(|&a| socket2::SockAddr::from(a)).collect(),
         sources: job
@@ -162,7 +165,7 @@ fn client_core<C: ClientCodec>(
     };
     let books = CoreBooks::open(&job, cpu, index);
     let mut rec = job.recorder(cpu);
-    let mut slots: Vec<Slot<C>> = conns
+    let slots: Vec<Slot<C>> = conns
         .map(|i| {
             let conn =
                 super::new_conn(&job, &prototypes, i, start).woken_by_the_engine().small_receive_buffer();
@@ -184,21 +187,20 @@ fn client_core<C: ClientCodec>(
             }
         })
         .collect();
-    // Every error of the loop comes back here, where the slots and buffers are abandoned
-    // before the rings: operations may still point into them.
-    if let Err(source) = run_loop(&mut rings, &mut slots, &addrs, &job, &books, &mut rec, start) {
-        abandon(slots);
-        rings.abandon();
-        std::mem::forget(addrs);
-        return Err(EngineError::Executor { cpu, source });
+    // The rings own what their operations point into (the slots' buffers, the addresses):
+    // however the loop ends, even in a panic, those outlive every operation.
+    let mut owned = Owned::new(rings, (slots, addrs));
+    let (rings, (slots, addrs)) = owned.parts();
+    let result = run_loop(rings, slots, addrs, &job, &books, &mut rec, start);
+    if result.is_err() {
+        close_plain_sockets(slots);
     }
-    // The rings go first (each before its buffers): the kernel may use the buffers until then.
-    drop(rings);
+    drop(owned);
+    result.map_err(|source| EngineError::Executor { cpu, source })?;
     Ok(books.close(rec))
 }
 
-/// Drive every slot until all are done. Returns early only when a ring fails; the caller
-/// must then abandon the slots (SQEs may still point into them).
+/// Drive every slot until all are done. Returns early only when a ring fails.
 #[allow(clippy::too_many_arguments)]
 fn run_loop<C: ClientCodec>(
     rings: &mut Rings,
@@ -570,7 +572,9 @@ fn drive<C: ClientCodec>(
     if slot.busy.is_some() || slot.reading.is_some() || slot.installing {
         return Ok(());
     }
-    loop {
+    // Bounded: a machine that kept asking for steps that finish at once would hold the loop;
+    // past this many it is looked at again in the next loop.
+    for _ in 0..MAX_STEPS {
         match slot.conn.next(now, stopping, rec) {
             Want::Done => {
                 slot.done = true;
@@ -696,16 +700,17 @@ fn drive<C: ClientCodec>(
             }
         }
     }
+    timers.sleepers.push(Reverse((now, i)));
+    Ok(())
 }
 
-/// The ring failed under us: operations may still point into the slots' buffers, so the
-/// slots are leaked rather than freed (and their plain sockets closed) before the rings go.
-fn abandon<C>(mut slots: Vec<Slot<C>>) {
+/// The loop failed: the plain sockets still open are closed (the rings then end whatever
+/// is in flight on them).
+fn close_plain_sockets<C>(slots: &mut [Slot<C>]) {
     for slot in slots.iter_mut() {
         if let Some(Sock::Fd(fd)) = slot.sock.take() {
             // SAFETY: our sockets.
             unsafe { libc::close(fd) };
         }
     }
-    std::mem::forget(slots);
 }

@@ -9,8 +9,11 @@
 //! a send is in flight wait in the machine ([`ServerConn::arrived`]) until the send is done, so
 //! the answer buffer is never touched while the kernel reads it. `--delay`'s held answers wait
 //! in a timer heap; the connections' deadlines (head, idle, heartbeat, write, and when an idle
-//! one gives its buffers back) in a deadline heap ([`super::deadlines`]); a connection closes
-//! after its receive is cancelled and has ended.
+//! one gives its buffers back) on a timing wheel ([`super::deadlines`]); a connection closes
+//! after its receive is cancelled and has ended. A client that pipelines requests without
+//! reading its answers is read no further once [`PILE_LIMIT`] of them wait ([`Slot::paused`]).
+//! The rings own what their operations point into ([`Owned`]): the connections, the drain
+//! buffer, the refusals.
 //!
 //! Sockets are **direct descriptors** where the kernel has them ([`super::rings`]): accepted
 //! straight into a ring's table, named by their index there, shut down and closed by SQE. A
@@ -21,7 +24,7 @@
 //! Without direct descriptors: one multishot accept per listener, plain descriptors.
 
 use super::deadlines::Deadlines;
-use super::rings::{self, Layout, Rings, Sock, cancel, receive, sqe};
+use super::rings::{self, Layout, Owned, Rings, Sock, cancel, receive, sqe};
 use super::serve_conn::ServerConn;
 use super::{AsyncServerCore, ServerStart, ServerTally};
 use crate::clock::Instant;
@@ -47,6 +50,11 @@ const ACCEPTS_AHEAD: usize = 16;
 /// request at 40,000/s, and a write timeout that no longer closed a client that never reads).
 /// (A direct descriptor takes no flags: close-on-exec means nothing for it.)
 const ACCEPT_FLAGS: i32 = libc::SOCK_CLOEXEC;
+/// Unanswered requests a connection may pile up while its answers wait to be written; then
+/// it stops reading until they are (a client that pipelines without reading held up to 80 MiB
+/// per connection before). What the loop's completions already brought when it stopped comes
+/// on top: at most the ring's provided buffers, 4 MiB shared by all its connections.
+pub const PILE_LIMIT: usize = super::serve_conn::SERVE_AT_ONCE;
 /// Bytes read off a closing connection so that its close is a FIN, not a reset.
 const DRAIN: usize = 64 * 1024;
 const KIND_BITS: u64 = 3;
@@ -83,7 +91,10 @@ struct Slot<S> {
     ended: bool,
     /// The receive is being cancelled so the socket can close.
     closing: bool,
-    /// Its entry in the deadline heap.
+    /// Reading stopped: answers are waiting to be written and [`PILE_LIMIT`] of requests
+    /// already wait behind them (a client pipelining without reading its answers).
+    paused: bool,
+    /// Its entry on the deadlines' wheel.
     timer: Option<Instant>,
 }
 
@@ -137,60 +148,71 @@ where
     super::start_server_threads(listeners, cores, limits, stop, server_core::<S>)
 }
 
-fn server_core<S: ServerCodec + Send + 'static>(start: ServerStart<S>) -> ServerTally {
+fn server_core<S: ServerCodec + Send + 'static>(
+    start: ServerStart<S>,
+) -> Result<ServerTally, super::EngineError> {
     let cpu = start.cpu;
     let failed = |start: &ServerStart<S>, source: io::Error| {
         let _ = start.ready.send(Err(super::EngineError::Executor { cpu, source }));
-        ServerTally { core: cpu, ..Default::default() }
+        Ok(ServerTally { core: cpu, ..Default::default() })
     };
     if let Err(e) = super::pin_current_thread(cpu) {
         let _ = start.ready.send(Err(e));
-        return ServerTally { core: cpu, ..Default::default() };
+        return Ok(ServerTally { core: cpu, ..Default::default() });
     }
     // A table holds what the file limit allows, and need not hold much more than the core's
     // share of the connection limit (refused connections pass through it too).
     let table = rings::file_limit().min(start.limits.max_conns.saturating_mul(2).saturating_add(64));
     let layout = Layout::new(table, rings::support().direct, table);
-    let mut rings = match Rings::open(layout, 4096, RING_BUFFERS, RING_BUFFER_SIZE) {
+    let rings = match Rings::open(layout, 4096, RING_BUFFERS, RING_BUFFER_SIZE) {
         Ok(r) => r,
         Err(e) => return failed(&start, e),
     };
     let core = AsyncServerCore::open(&start);
-    let mut slots: Vec<Option<Slot<S>>> = Vec::new();
-    let result = serve(&mut rings, &start, &core, &mut slots);
-    for slot in slots.iter_mut().flatten() {
+    // What the rings' operations point into, owned with them: however the loop ends, even in
+    // a panic, it outlives every operation.
+    let held = Held {
+        slots: Vec::new(),
+        drain: vec![0u8; DRAIN].into_boxed_slice(),
+        busy: start.listeners.iter().map(|(_, p)| super::serve_conn::busy_answer(p)).collect(),
+    };
+    let mut owned = Owned::new(rings, held);
+    let (rings, held) = owned.parts();
+    let result = serve(rings, &start, &core, held);
+    for slot in held.slots.iter_mut().flatten() {
         if let Sock::Fd(fd) = slot.sock {
-            // SAFETY: our sockets; the rings (and whatever they still have in flight) go next.
+            // SAFETY: our sockets; the rings end whatever is still in flight on them.
             unsafe { libc::close(fd) };
         }
     }
-    if result.is_err() {
-        // An operation may have been in flight into the buffers when the ring failed.
-        rings.abandon();
-    } else {
-        drop(rings);
-    }
-    drop(slots);
+    drop(owned);
+    result.map_err(|source| super::EngineError::Executor { cpu, source })?;
     core.close()
+}
+
+/// What a core's operations point into: its connections (their answers), the buffer closes
+/// read off what is left into, and what a refused client is told (per listener).
+struct Held<S> {
+    slots: Vec<Option<Slot<S>>>,
+    drain: Box<[u8]>,
+    busy: Vec<Vec<u8>>,
 }
 
 fn serve<S: ServerCodec>(
     rings: &mut Rings,
     start: &ServerStart<S>,
     core: &std::rc::Rc<AsyncServerCore>,
-    slots: &mut Vec<Option<Slot<S>>>,
+    held: &mut Held<S>,
 ) -> io::Result<()> {
+    let Held { slots, drain, busy } = held;
     let direct = rings.layout().direct;
     let per_ring = rings.layout().per_ring;
     let listeners = start.listeners.len();
-    // What a refused client is told, per listener (kept: a direct refusal's send points at it).
-    let busy: Vec<Vec<u8>> = start.listeners.iter().map(|(_, p)| super::serve_conn::busy_answer(p)).collect();
-    // Where direct closes read off what is left (never looked at).
-    let mut drain = vec![0u8; DRAIN].into_boxed_slice();
     // Rings a direct core opens at most: room for its share of the connection limit, the
     // accepts in flight and the refused on their way out (a flood of refusals waits in the
     // listen backlog rather than growing rings without end).
-    let max_rings = (start.limits.max_conns + 2 * ACCEPTS_AHEAD * listeners + 1024).div_ceil(per_ring).max(1);
+    let max_rings =
+        start.limits.max_conns.saturating_add(2 * ACCEPTS_AHEAD * listeners + 1024).div_ceil(per_ring).max(1);
     let mut places = if direct {
         Places::Direct { free: vec![(0..per_ring as u32).rev().collect()], in_flight: vec![0; listeners] }
     } else {
@@ -268,7 +290,7 @@ fn serve<S: ServerCodec>(
                     let admitted = core.admit().map(|a| (a, core.codec(prototype)));
                     tally = core.tally.borrow_mut();
                     let Some((admitted, codec)) = admitted else {
-                        refuse(rings, &mut places, sock, index, &busy[l], &mut drain, per_ring)?;
+                        refuse(rings, &mut places, sock, index, &busy[l], drain, per_ring)?;
                         continue;
                     };
                     let slot = Slot {
@@ -280,6 +302,7 @@ fn serve<S: ServerCodec>(
                         send_cancelled: false,
                         ended: false,
                         closing: false,
+                        paused: false,
                         timer: None,
                     };
                     if index >= slots.len() {
@@ -310,13 +333,21 @@ fn serve<S: ServerCodec>(
                         }
                         slot.ended |= result > 0 && !fits;
                         bufs.give_back(bid);
+                        // Answers wait and a pile of requests behind them: stop reading
+                        // until they are written (the kernel's buffer, then TCP, hold the
+                        // rest back), as nginx does.
+                        if !free && slot.conn.unanswered() >= PILE_LIMIT && slot.armed && !slot.paused {
+                            slot.paused = true;
+                            rings.push(i, &cancel(user_data(i, OP_RECV), user_data(i, OP_QUIET)))?;
+                        }
                     }
                     match result {
                         1.. => {}
                         e if e == -libc::ENOBUFS => {}
+                        e if e == -libc::ECANCELED && slot.paused && !slot.closing => {}
                         _ => slot.ended = true, // 0: the client closed; else an error or our cancel
                     }
-                    if !slot.armed && !slot.ended && !slot.closing {
+                    if !slot.armed && !slot.ended && !slot.closing && !slot.paused {
                         arm(rings, slot, i)?;
                     }
                     touched.push(i);
@@ -393,6 +424,15 @@ fn serve<S: ServerCodec>(
                     again.push(i); // answered nothing to write: the next batch next turn
                 }
             }
+            // Reading goes on once the pile is below its limit, or nothing waits to be
+            // written (a request larger than the limit must be read whole to be answered).
+            let waiting = !slot.conn.to_write().is_empty() || slot.held(now);
+            if slot.paused && (slot.conn.unanswered() < PILE_LIMIT || !waiting) {
+                slot.paused = false;
+                if !slot.armed && !slot.ended && !slot.closing {
+                    arm(rings, slot, i)?;
+                }
+            }
             if slot.held(now) {
                 continue;
             }
@@ -411,7 +451,7 @@ fn serve<S: ServerCodec>(
                     continue;
                 }
                 let slot = slots[i].take().expect("present");
-                close(rings, &mut places, slot.sock, i, &mut drain, per_ring)?;
+                close(rings, &mut places, slot.sock, i, drain, per_ring)?;
                 continue;
             }
             // Its deadlines moved with what happened (a later one costs nothing).
