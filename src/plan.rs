@@ -264,6 +264,18 @@ pub fn validate_load(
     if args.report_every.is_some_and(|d| d < Duration::from_millis(10)) {
         bail!("--report-every must be at least 10ms");
     }
+    if let (Some(every), Some(duration), None) = (args.report_every, args.duration, args.ops) {
+        let intervals = duration.as_nanos().div_ceil(every.as_nanos());
+        if intervals > crate::stats::MAX_INTERVALS as u128 {
+            let at_least = duration.as_millis().div_ceil(crate::stats::MAX_INTERVALS as u128);
+            bail!(
+                "--report-every {} cuts a {} run into {intervals} intervals; at most {} are kept (each holds a latency histogram): use --report-every {at_least}ms or longer",
+                humantime::format_duration(every),
+                humantime::format_duration(duration),
+                crate::stats::MAX_INTERVALS
+            );
+        }
+    }
     if !(1..=MAX_REPEAT).contains(&args.repeat) {
         bail!("--repeat must be between 1 and {MAX_REPEAT}");
     }
@@ -471,6 +483,8 @@ pub struct Prepared {
     /// This machine's name (NSQ's `IDENTIFY`).
     pub hostname: String,
     pub job: ClientJob,
+    /// What the pre-flight connections carried (before any engine; in the report apart).
+    pub preflight: crate::stats::Preflight,
 }
 
 /// Make a plan ready: resolve its target, read its payload, raise the engine's limits, catch
@@ -513,11 +527,17 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     load.engine.ensure_limits(load.shape.connections as u64, load.cores.len(), !load.bind.is_empty())?;
     let stop = crate::cmd::interrupted();
     let tls = plan.targets().map(|t| client_tls(t, &load.tls)).collect::<Result<Vec<_>>>()?;
+    // One connection per target before the run; its bytes are the run's too (a server's
+    // accept count and a packet capture see them), reported apart.
+    let mut checked = crate::stats::Preflight::default();
     for ((target, addr), tls) in plan.targets().zip(&addrs).zip(&tls) {
-        preflight(target, *addr)?;
-        if let Some(tls) = tls.as_deref().filter(|t| t.start == TlsStart::AtConnect) {
-            preflight_tls(target, *addr, tls)?;
-        }
+        let (tx, rx) = match tls.as_deref().filter(|t| t.start == TlsStart::AtConnect) {
+            Some(tls) => preflight_tls(target, *addr, tls)?,
+            None => preflight(target, *addr).map(|()| (0, 0))?,
+        };
+        checked.connections += 1;
+        checked.tx += tx;
+        checked.rx += rx;
     }
     let job = ClientJob {
         addrs,
@@ -530,7 +550,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         tls,
         bind: load.bind.clone(),
     };
-    Ok(Prepared { addr, body, hostname: hostname(), job, plan })
+    Ok(Prepared { addr, body, hostname: hostname(), job, plan, preflight: checked })
 }
 
 /// A target's TLS set-up, if it speaks TLS: the protocol's ALPN name (HTTP and what upgrades
@@ -544,8 +564,9 @@ fn client_tls(target: &Target, args: &crate::tls::TlsArgs) -> Result<Option<Arc<
 
 /// One TLS handshake before the run, so a certificate the client will not trust, a version
 /// the server will not speak or a plaintext port is one clear line (exit status 2), not a
-/// run in which every connection fails.
-fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<()> {
+/// run in which every connection fails; its connect is the reachability check too. Returns
+/// the bytes it wrote and read.
+fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(u64, u64)> {
     let failed = |why: String| anyhow::anyhow!("{}: TLS handshake failed: {why}", target.url);
     let mut session = tls.session().map_err(|e| failed(crate::tls::explain(&e)))?;
     let mut stream = std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT)
@@ -554,14 +575,17 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
     let _ = stream.set_write_timeout(Some(PREFLIGHT_TIMEOUT));
     let mut wire = Vec::new();
     let mut buf = vec![0u8; crate::tls::MAX_RECORD];
+    let (mut tx, mut rx) = (0u64, 0u64);
     // Bounded: a handshake is a few flights; each round writes what TLS has, reads once.
     for _ in 0..16 {
         wire.clear();
         crate::tls::flush(&mut session, &mut wire);
         std::io::Write::write_all(&mut stream, &wire)
             .map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
+        tx += wire.len() as u64;
         if !session.is_handshaking() {
-            return Ok(());
+            let after = say_goodbye(&mut session, &mut stream, &mut tx);
+            return Ok((tx, rx + after));
         }
         let n = match std::io::Read::read(&mut stream, &mut buf) {
             Ok(0) => return Err(failed("the server closed the connection during the handshake".into())),
@@ -573,6 +597,7 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
             }
             Err(e) => return Err(failed(crate::engine::conn::io_text(&e))),
         };
+        rx += n as u64;
         crate::tls::record_len(&buf[..n]).map_err(|e| failed(e.to_string()))?;
         if let Err(e) = crate::tls::open(&mut session, &buf[..n]) {
             // Tell the server why, as a client does.
@@ -583,6 +608,32 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
         }
     }
     Err(failed("no end to the handshake after 16 rounds".into()))
+}
+
+/// After the pre-flight's handshake: TLS's goodbye, then what the server still sends (its
+/// session tickets, its own goodbye) until it closes, so that every byte of the connection
+/// is counted; bounded by the pre-flight's timeout. Returns the bytes read.
+fn say_goodbye(
+    session: &mut rustls::ClientConnection,
+    stream: &mut std::net::TcpStream,
+    tx: &mut u64,
+) -> u64 {
+    session.send_close_notify();
+    let mut wire = Vec::new();
+    crate::tls::flush(session, &mut wire);
+    if std::io::Write::write_all(stream, &wire).is_ok() {
+        *tx += wire.len() as u64;
+    }
+    let mut buf = [0u8; 4096];
+    let mut read = 0u64;
+    let began = Instant::now();
+    while began.elapsed() < PREFLIGHT_TIMEOUT {
+        match std::io::Read::read(stream, &mut buf) {
+            Ok(n @ 1..) => read += n as u64,
+            _ => break,
+        }
+    }
+    read
 }
 
 /// One plain connect, so an unreachable target is one clear line.
@@ -621,6 +672,7 @@ impl Prepared {
         let runs: Vec<RunSummary> = reports.iter().map(RunSummary::of).collect();
         let median = crate::stats::median_index(&runs.iter().map(|r| r.ops_per_sec).collect::<Vec<_>>());
         let mut report = reports.swap_remove(median);
+        report.preflight = self.preflight;
         if runs.len() > 1 {
             report.repeats = Some(Repeats { median, runs });
         }

@@ -69,6 +69,21 @@ impl Pacer {
         }
     }
 
+    /// How many operations of the schedule fall due from the next one until `end` (not
+    /// counting those before `from`, the warm-up's): a paced connection's operations that
+    /// were due and never sent when the run ended. Zero in a closed loop.
+    pub fn due_before(&self, from: Instant, end: Instant) -> u64 {
+        let (Workload::FixedRate { interval }, Some(next)) = (self.workload, self.next) else { return 0 };
+        let first = next.max(from);
+        if first >= end || interval.is_zero() {
+            return 0;
+        }
+        // Due at next, next + interval, …: those in [first, end).
+        let skipped = first.saturating_duration_since(next).as_nanos().div_ceil(interval.as_nanos());
+        let total = end.saturating_duration_since(next).as_nanos().div_ceil(interval.as_nanos());
+        (total - skipped) as u64
+    }
+
     /// Whether latency should also be kept from the actual send time (paced workloads, whose
     /// operations can go out later than intended).
     pub fn paced(&self) -> bool {
@@ -165,6 +180,9 @@ impl Window {
         }
         let ready = match self.all_set.get() {
             Some(at) => *at,
+            // Nothing to wait for (a connection per operation sets up inside each one): open
+            // at the start. (It waited out its bound: a 10 s run measured 0 s.)
+            None if self.connections == 0 => start,
             None => start + self.latest_after,
         };
         let at = self.not_before.map_or(ready, |t| t.max(ready));
@@ -244,6 +262,37 @@ mod tests {
         assert!(w.opened(start + ms(100), start).is_none());
         w.settle(start + ms(101));
         assert_eq!(w.opened(start + ms(101), start), Some(start + ms(101)));
+    }
+
+    /// A run with no connection to wait for (a connection per operation) is measured from
+    /// its start: it waited out its latest opening, and a 10 s `--no-keepalive` run reported
+    /// 0.0 s and two billion operations a second.
+    #[test]
+    fn a_window_with_nothing_to_wait_for_opens_at_the_start() {
+        let start = Instant::now();
+        let w = Window::new(0, Duration::from_secs(10), None);
+        assert_eq!(w.opened(start, start), Some(start));
+        let later = start + Duration::from_secs(3);
+        let w = Window::new(0, Duration::from_secs(10), Some(later));
+        assert_eq!(w.opened(start, start), None, "--start-at still holds it");
+        assert_eq!(w.opened(later, start), Some(later));
+    }
+
+    #[test]
+    fn operations_due_and_never_sent_are_counted_from_the_schedule() {
+        let ms = Duration::from_millis;
+        let mut p = Workload::FixedRate { interval: ms(10) }.pacer(0, 1);
+        let t0 = Instant::now();
+        assert_eq!(p.due(t0), t0);
+        // Due at 0, 10, …, 90 ms: ten before 100 ms, none at or after it.
+        assert_eq!(p.due_before(t0, t0 + ms(100)), 10);
+        assert_eq!(p.due_before(t0, t0 + ms(91)), 10);
+        assert_eq!(p.due_before(t0, t0 + ms(90)), 9);
+        assert_eq!(p.due_before(t0 + ms(35), t0 + ms(100)), 6, "from 40 ms: the warm-up's left out");
+        p.taken();
+        assert_eq!(p.due_before(t0, t0 + ms(100)), 9);
+        assert_eq!(p.due_before(t0, t0 + ms(5)), 0);
+        assert_eq!(Workload::ClosedLoop.pacer(0, 1).due_before(t0, t0 + ms(100)), 0);
     }
 
     #[test]

@@ -261,6 +261,22 @@ fn numbers_out_of_range_are_one_clear_line_not_a_panic() {
     );
     assert_user_error(&wirebench(&["serve", "ws", "--max-message", "18446744073709551615"]), "max-message");
     assert_user_error(&wirebench(&["serve", "http", "--head-timeout", "0s"]), "longer than zero");
+    // A server announcing pings every 0 s had clients poll without end.
+    assert_user_error(
+        &wirebench(&["serve", "sio", "--ping-timeout", "0s"]),
+        "--ping-timeout must be at least",
+    );
+    assert_user_error(
+        &wirebench(&["serve", "sio", "--ping-interval", "1ms"]),
+        "--ping-interval must be at least",
+    );
+    // 90,000 intervals of 36 KiB each, per core.
+    assert_user_error(
+        &wirebench(&["bench", url, "--report-every", "10ms", "-d", "15m"]),
+        "--report-every 250ms",
+    );
+    // Near usize::MAX it overflowed the uring server's ring count.
+    assert_user_error(&wirebench(&["serve", "http", "--max-conns", "18446744073709551615"]), "--max-conns");
 }
 
 #[test]

@@ -115,6 +115,37 @@ fn endless_fragments(mut s: TcpStream) {
     stream_forever(s, &first, &more);
 }
 
+/// Answer every request a byte every 100 ms: a whole answer takes 5 s.
+fn trickle_answers(mut s: TcpStream) {
+    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nHello World";
+    while read_request(&mut s) {
+        for b in answer {
+            std::thread::sleep(Duration::from_millis(100));
+            if s.write_all(&[*b]).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Upgrade, then announce an Engine.IO session whose pings are due every 0 ms, then say
+/// nothing (socket.io clients would ping or poll without end).
+fn sio_zero_ping(mut s: TcpStream) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let Ok(n) = s.read(&mut buf) else { return };
+    let text = String::from_utf8_lossy(&buf[..n]).to_string();
+    let Some(key) = text.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: ")) else { return };
+    let accept = wirebench::proto::ws::accept_key(key.trim().as_bytes());
+    let head = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    );
+    let mut open = Vec::new();
+    let packet = br#"0{"sid":"z","upgrades":[],"pingInterval":0,"pingTimeout":0,"maxPayload":1000000}"#;
+    wirebench::proto::ws::write_frame(&mut open, wirebench::proto::ws::OP_TEXT, packet, None);
+    let _ = s.write_all(&[head.as_bytes(), &open].concat());
+    while read_request(&mut s) {}
+}
+
 // ---------------------------------------------------------------------------------------------
 // Checks every faulty run must pass.
 
@@ -499,4 +530,33 @@ fn ten_thousand_idle_connections_cost_bounded_server_memory() {
         still_serves(&format!("ws://{addr}/"));
         drop(conns);
     }
+}
+
+/// An answer is due within `--timeout` of its request however it trickles in: each read got
+/// the whole timeout afresh, so a server sending a byte every 100 ms was never timed out.
+#[test]
+fn an_answer_trickling_in_past_the_timeout_times_out() {
+    let url = format!("http://{}/", fault_server(trickle_answers));
+    each_client_engine(|engine| {
+        let r = faulty_run(engine, &url, &[]);
+        assert_eq!(r.ops, 0, "{engine}: an answer taking 5 s completed within a 400 ms timeout");
+        assert!(r.failed.get(ErrorClass::Timeout) > 0, "{engine}: {:?}", r.failed);
+    });
+}
+
+/// A Socket.IO server announcing pings every 0 ms is a protocol error with its words, and the
+/// run ends on time (it polled without end, and the first Ctrl-C did not stop it).
+#[test]
+fn a_socketio_server_announcing_zero_ping_times_is_refused_and_the_run_ends_on_time() {
+    let url = format!("sio://{}/", fault_server(sio_zero_ping));
+    each_client_engine(|engine| {
+        let r = faulty_run(engine, &url, &[]);
+        assert_eq!(r.ops, 0);
+        assert!(r.conn_errors.get(ErrorClass::Protocol) > 0, "{engine}: {:?}", r.conn_errors);
+        assert!(
+            r.error_samples.iter().any(|e| e.contains("pingInterval 0 ms")),
+            "{engine}: {:?}",
+            r.error_samples
+        );
+    });
 }

@@ -31,7 +31,7 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     let watched = watcher.map(crate::watch::Watcher::finish);
     let label = args.label.clone().unwrap_or_else(|| prepared.hostname.clone());
     if let (Some(path), Some(series)) = (&args.hlog, &report.series) {
-        report::write_hlog(path, series, &label)?;
+        report::write_hlog(path, series, report.elapsed, &label)?;
     }
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
         report::out(&report::text::render(&info, &report));

@@ -53,6 +53,14 @@ const WINDOW_SAFETY_NET: Duration = Duration::from_secs(1);
 /// A connection that will idle at least this long gives its buffers back first (shorter
 /// waits keep them: allocating per operation would cost more than it saves).
 pub const IDLE_RELEASE: Duration = Duration::from_millis(100);
+/// A connection that sat idle this long looks at its socket before it sends again: the
+/// server may have closed it meanwhile (an idle timeout), and an operation sent on it would
+/// fail as `closed` where a reconnect was all it needed.
+pub const LOOK_BEFORE_SENDING_AFTER: Duration = Duration::from_millis(100);
+/// The shortest time between two looks at an idle socket for the server's unprompted
+/// messages, however soon the protocol says they need an answer (a server announcing a ping
+/// timeout of 0 had the connection look without end).
+const MIN_LOOK_EVERY: Duration = Duration::from_millis(1);
 
 /// Spreads the seeds of connections and of their successive sockets (the golden ratio's bits).
 pub const SEED_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -204,6 +212,9 @@ pub struct Conn<C> {
     /// The engine wakes this connection when the window opens, and when its core's last
     /// measured operation in flight after the run's end has ended (it need not look).
     woken_by_engine: bool,
+    /// A paced schedule's operations that came due and were not sent by the run's end have
+    /// been counted ([`CoreRecorder::due_unsent`]).
+    schedule_closed: bool,
 }
 
 /// A window not yet open, and how the budget follows from its opening.
@@ -266,6 +277,7 @@ impl<C: ClientCodec> Conn<C> {
             settled: false,
             woken_by_engine: false,
             full_timeout_until: None,
+            schedule_closed: false,
         };
         conn.bound_timeouts();
         conn
@@ -431,6 +443,39 @@ impl<C: ClientCodec> Conn<C> {
         }
     }
 
+    /// How long a read for an answer may wait: an answer is due within `--timeout` of its
+    /// request's send, however it trickles in (each read used to get the whole timeout
+    /// afresh, so a server sending a byte a second never timed out).
+    fn answer_timeout(&self, now: Instant) -> Duration {
+        let read = self.read_timeout(now);
+        match self.inflight.front() {
+            Some(op) => read
+                .min((op.sent + self.timeout).saturating_duration_since(now).max(Duration::from_millis(1))),
+            None => read,
+        }
+    }
+
+    /// How long a read during the set-up may wait: the set-up (the TLS handshake, the
+    /// protocol's) must be done within `--timeout` of the connect.
+    fn set_up_timeout(&self, now: Instant) -> Duration {
+        let left = (self.connected_at + self.timeout).saturating_duration_since(now);
+        self.io_timeout(now).min(left.max(Duration::from_millis(1)))
+    }
+
+    /// The connection sends no more: a paced schedule's operations that came due before the
+    /// run's end (or Ctrl-C) and were never sent are counted, once. wrk2 leaves them out,
+    /// and a server that stalls at the end of a run then hides thousands.
+    fn close_schedule(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        if std::mem::replace(&mut self.schedule_closed, true) || self.pending.is_some() {
+            return;
+        }
+        if self.budget.ops.is_some_and(|n| self.answered + self.measured_inflight >= n) {
+            return; // the quota was sent: nothing more was due
+        }
+        let end = now.min(self.budget.deadline);
+        rec.due_unsent += self.pacer.due_before(self.budget.measure_from, end);
+    }
+
     fn silence_deadline(&self) -> Option<Instant> {
         self.codec.silence_limit().map(|limit| self.last_rx + limit)
     }
@@ -584,6 +629,7 @@ impl<C: ClientCodec> Conn<C> {
                     if self.gave_up() {
                         rec.sample(|| format!("gave up: {GIVE_UP_AFTER} connections in a row got no answer"));
                     }
+                    self.close_schedule(now, rec);
                     self.phase = Phase::Done;
                     return Want::Done;
                 }
@@ -602,11 +648,22 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 Phase::Connecting => return Want::Connect(self.io_timeout(now)),
                 _ if self.sent_off < self.send.len() => return Want::Write(self.io_timeout(now)),
-                Phase::Tls => return Want::Read(self.io_timeout(now)),
+                Phase::Tls => return Want::Read(self.set_up_timeout(now)),
                 Phase::Salvage(_) => return Want::Read(SALVAGE_WAIT),
                 Phase::Goodbye(_) => return Want::Read(GOODBYE_WAIT.min(self.io_timeout(now))),
-                Phase::Handshake => return Want::Read(self.io_timeout(now)),
+                Phase::Handshake => return Want::Read(self.set_up_timeout(now)),
                 Phase::Running => {}
+            }
+            // An idle connection looks at its socket before it sends again: a server that
+            // closed it meanwhile (its idle timeout) is a reconnect, not a failed operation.
+            if self.inflight.is_empty()
+                && now >= self.last_look + LOOK_BEFORE_SENDING_AFTER
+                && !self.stopped(now, stopping)
+                && self.pending.is_none()
+                && self.pacer.due(now) <= now
+            {
+                self.last_look = now;
+                return Want::Poll;
             }
             // The protocol's own heartbeat goes out when due, between batches.
             if let (Some(due), Some(interval)) = (self.next_beat, self.codec.heartbeat_interval())
@@ -679,7 +736,10 @@ impl<C: ClientCodec> Conn<C> {
                 return Want::Write(self.io_timeout(now));
             }
             if !self.inflight.is_empty() {
-                return Want::Read(self.read_timeout(now));
+                return Want::Read(self.answer_timeout(now));
+            }
+            if self.stopped(now, stopping) {
+                self.close_schedule(now, rec);
             }
             if self.stopped(now, stopping) || (self.per_op && self.life.ops_sent > 0) {
                 // A timed run's end: the core's last answers first (see `woken_by_the_engine`);
@@ -721,7 +781,8 @@ impl<C: ClientCodec> Conn<C> {
             if self.pending.is_some() || wake.saturating_duration_since(now) >= IDLE_RELEASE {
                 self.release_buffers();
             }
-            return match self.codec.answer_within().map(|within| self.last_look + within / 2) {
+            let every = |within: Duration| (within / 2).max(MIN_LOOK_EVERY);
+            return match self.codec.answer_within().map(|within| self.last_look + every(within)) {
                 Some(look) if look <= now => {
                     self.last_look = now;
                     Want::Poll

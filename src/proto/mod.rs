@@ -107,6 +107,8 @@ pub enum ProtoError {
     BinaryPacket,
     #[error("an event larger than the server's maxPayload")]
     OversizePacket,
+    #[error("the server announced a heartbeat too short to keep")]
+    SioTiming,
 }
 
 /// The client role of a protocol: what the engine drives for every connection.

@@ -127,7 +127,7 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "p999": r3(r.latency_uncorrected.value_at_quantile(0.999) as f64 / 1e3),
             "max": r3(r.latency_uncorrected.max() as f64 / 1e3),
         })),
-        "schedule_lag_us": (!r.schedule_lag.is_empty() || r.due_while_busy > 0).then(|| json!({
+        "schedule_lag_us": (!r.schedule_lag.is_empty() || r.due_while_busy > 0 || r.due_unsent > 0).then(|| json!({
             "mean": r3(r.schedule_lag.mean() / 1e3),
             "p50": r3(r.schedule_lag.value_at_quantile(0.5) as f64 / 1e3),
             "p90": r3(r.schedule_lag.value_at_quantile(0.9) as f64 / 1e3),
@@ -136,17 +136,21 @@ pub fn bench(info: &RunInfo, r: &Report) -> Value {
             "max": r3(r.schedule_lag.max() as f64 / 1e3),
             "ops": r.schedule_lag.len(),
             "due_while_busy": r.due_while_busy,
+            "due_unsent": r.due_unsent,
         })),
+        "preflight": { "connections": r.preflight.connections, "tx": r.preflight.tx, "rx": r.preflight.rx },
         "histograms": histograms(r),
         "series": r.series.as_ref().map(|series| json!({
             "every_s": series.every.as_secs_f64(),
             "intervals": series.intervals.iter().enumerate().map(|(i, iv)| json!({
-                "from_s": r3(i as f64 * series.every.as_secs_f64()),
+                "from_s": r3(series.span(i, r.elapsed).0),
+                "to_s": r3(series.span(i, r.elapsed).1),
                 "ops": iv.ops,
                 "errors": iv.errors,
                 "p50_us": (!iv.latency.is_empty()).then(|| r3(iv.latency.value_at_quantile(0.5) as f64 / 1e3)),
                 "p99_us": (!iv.latency.is_empty()).then(|| r3(iv.latency.value_at_quantile(0.99) as f64 / 1e3)),
             })).collect::<Vec<_>>(),
+            "beyond": series.beyond.as_ref().map(|b| json!({ "ops": b.ops, "errors": b.errors })),
         })),
         "cpu_us_per_op": r3(r.cpu_us_per_op()),
         "imbalance_pct": r3(r.imbalance_pct()),

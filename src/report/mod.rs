@@ -153,7 +153,12 @@ pub fn micros(us: f64) -> String {
 /// text format: `#[StartTime: …]` and `#[BaseTime: …]` headers, then one line per interval:
 /// start offset, length, max, the histogram in V2 deflate base64, tagged `latency`), which
 /// HdrHistogram's own log readers and plotters take. Values in ns.
-pub fn write_hlog(path: &std::path::Path, series: &crate::stats::Series, label: &str) -> anyhow::Result<()> {
+pub fn write_hlog(
+    path: &std::path::Path,
+    series: &crate::stats::Series,
+    elapsed: Duration,
+    label: &str,
+) -> anyhow::Result<()> {
     use anyhow::Context;
     use hdrhistogram::serialization::V2DeflateSerializer;
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
@@ -169,8 +174,9 @@ pub fn write_hlog(path: &std::path::Path, series: &crate::stats::Series, label: 
             .with_base_time(start)
             .begin_log_with(&mut out, &mut serializer)?;
         for (i, interval) in series.intervals.iter().enumerate() {
-            let at = series.every * i as u32;
-            log.write_histogram(&interval.latency, at, series.every, Tag::new("latency"))
+            let (from, to) = series.span(i, elapsed);
+            let (at, width) = (Duration::from_secs_f64(from), Duration::from_secs_f64(to - from));
+            log.write_histogram(&interval.latency, at, width, Tag::new("latency"))
                 .map_err(|e| anyhow::anyhow!("cannot encode interval {i}: {e:?}"))?;
         }
     }

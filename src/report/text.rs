@@ -119,6 +119,13 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             r.due_while_busy,
         );
     }
+    if r.due_unsent > 0 {
+        let _ = writeln!(
+            s,
+            "  NOT SENT    {} operations came due before the end and were never sent (their connections still waited for answers): the server did not keep up with the rate",
+            r.due_unsent,
+        );
+    }
     s.push_str(&phases(r));
     let _ = writeln!(
         s,
@@ -134,6 +141,16 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         bytes(r.rx.op as f64),
         bytes(r.rx.op as f64 / secs.max(1e-9)),
     );
+    if r.preflight.connections > 0 {
+        let _ = writeln!(
+            s,
+            "  pre-flight  {} connection{} before the run to check the target: tx {} rx {} (not in the figures above)",
+            r.preflight.connections,
+            if r.preflight.connections == 1 { "" } else { "s" },
+            bytes(r.preflight.tx as f64),
+            bytes(r.preflight.rx as f64),
+        );
+    }
     if r.tls.used() {
         s += &tls_lines(r);
     }
@@ -287,7 +304,7 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
         }
     }
     if let Some(series) = &r.series {
-        s.push_str(&series_table(series));
+        s.push_str(&series_table(series, r.elapsed));
     }
     if let Some(rep) = &r.repeats {
         s.push_str(&repeats(rep));
@@ -455,28 +472,39 @@ fn repeats(rep: &crate::stats::Repeats) -> String {
     s
 }
 
-/// `--report-every`: a line per interval of the measured window.
-fn series_table(series: &crate::stats::Series) -> String {
+/// `--report-every`: a line per interval of the measured window (the last one as long as
+/// the window lasted into it).
+fn series_table(series: &crate::stats::Series, elapsed: std::time::Duration) -> String {
     let mut s = String::new();
-    let every = series.every.as_secs_f64();
     let _ = writeln!(
         s,
-        "  intervals   {:>8} {:>9} {:>10} {:>7} {:>9} {:>9}",
-        "from s", "ops", "ops/s", "errors", "p50", "p99"
+        "  intervals   {:>8} {:>8} {:>9} {:>10} {:>7} {:>9} {:>9}",
+        "from s", "to s", "ops", "ops/s", "errors", "p50", "p99"
     );
     for (i, iv) in series.intervals.iter().enumerate() {
         let q = |q: f64| {
             micros(if iv.latency.is_empty() { 0.0 } else { iv.latency.value_at_quantile(q) as f64 / 1e3 })
         };
+        let (from, to) = series.span(i, elapsed);
         let _ = writeln!(
             s,
-            "              {:>8.2} {:>9} {:>10} {:>7} {:>9} {:>9}",
-            i as f64 * every,
+            "              {:>8.2} {:>8.2} {:>9} {:>10} {:>7} {:>9} {:>9}",
+            from,
+            to,
             iv.ops,
-            si(iv.ops as f64 / every),
+            si(iv.ops as f64 / (to - from).max(1e-9)),
             iv.errors,
             q(0.5),
             q(0.99)
+        );
+    }
+    if let Some(b) = &series.beyond {
+        let _ = writeln!(
+            s,
+            "              after the {} intervals kept: {} ops, {} errors (not cut into intervals)",
+            series.intervals.len(),
+            b.ops,
+            b.errors
         );
     }
     s

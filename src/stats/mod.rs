@@ -329,6 +329,10 @@ pub struct CoreRecorder {
     /// or `depth` answers outstanding): their wait is the server's, in the corrected latency,
     /// and not in `schedule_lag`.
     pub due_while_busy: u64,
+    /// Paced operations that came due before the run's end and were never sent (their
+    /// connections still waited for answers, or could not connect): the schedule the server
+    /// did not let the generator keep. wrk2 leaves them out.
+    pub due_unsent: u64,
     /// The parts of each measured operation's time, and of each connection's set-up.
     pub phases: Phases,
     /// Each measured operation's latency, processing and waiting, counted as it completes and
@@ -379,6 +383,9 @@ pub struct Series {
     /// The start of the measured window (known once a measured operation ends).
     pub from: Option<crate::clock::Instant>,
     pub intervals: Vec<Interval>,
+    /// Operations that ended after the last interval a series keeps ([`MAX_INTERVALS`]): a
+    /// `-n` run longer than they cover. Counted, not given a width they did not have.
+    pub beyond: Option<Interval>,
 }
 
 /// One interval of a [`Series`].
@@ -389,25 +396,46 @@ pub struct Interval {
     pub latency: Histogram<u64>,
 }
 
-/// Most intervals a series keeps (a day of seconds); later ones are folded into the last.
-const MAX_INTERVALS: usize = 86_400;
+impl Interval {
+    fn new() -> Interval {
+        // Two significant digits: a series holds many of these (~36 KiB each).
+        let latency = Histogram::new_with_bounds(1, MAX_LATENCY_NS, 2).expect("static histogram bounds");
+        Interval { ops: 0, errors: 0, latency }
+    }
+
+    fn merge(&mut self, o: &Interval) {
+        self.ops += o.ops;
+        self.errors += o.errors;
+        self.latency.add(&o.latency).expect("same histogram bounds");
+    }
+}
+
+/// Most intervals a series keeps, each with its latency histogram of ~36 KiB per core: an
+/// hour of seconds, or 36 s of 10 ms, at most ~130 MiB per core. A timed run that would cut
+/// into more is refused (`--report-every`); a `-n` run that outlasts them counts the rest
+/// apart ([`Series::beyond`]). (Before, a series kept 86,400, about 3 GiB per core, and
+/// folded what came after into the last, reported as one interval wide.)
+pub const MAX_INTERVALS: usize = 3_600;
+/// Intervals kept past [`MAX_INTERVALS`] for what ends after a timed run's last one: its
+/// answers in flight at the end are waited for up to a second (at 10 ms, 100 intervals).
+const DRAIN_INTERVALS: usize = 128;
 
 impl Series {
     pub fn new(every: Duration) -> Series {
-        Series { every, from: None, intervals: Vec::new() }
+        Series { every, from: None, intervals: Vec::new(), beyond: None }
     }
 
     /// The interval holding instant `at` of a window that began at `from`.
     fn at(&mut self, from: crate::clock::Instant, at: crate::clock::Instant) -> &mut Interval {
         let from = *self.from.get_or_insert(from);
-        let index = (at.saturating_duration_since(from).as_nanos() / self.every.as_nanos().max(1)) as usize;
-        let index = index.min(MAX_INTERVALS - 1);
-        while self.intervals.len() <= index {
-            // Two significant digits: a series holds many of these (36 KiB each).
-            let latency = Histogram::new_with_bounds(1, MAX_LATENCY_NS, 2).expect("static histogram bounds");
-            self.intervals.push(Interval { ops: 0, errors: 0, latency });
+        let index = at.saturating_duration_since(from).as_nanos() / self.every.as_nanos().max(1);
+        if index >= (MAX_INTERVALS + DRAIN_INTERVALS) as u128 {
+            return self.beyond.get_or_insert_with(Interval::new);
         }
-        &mut self.intervals[index]
+        while self.intervals.len() <= index as usize {
+            self.intervals.push(Interval::new());
+        }
+        &mut self.intervals[index as usize]
     }
 
     fn merge(&mut self, o: &Series) {
@@ -416,15 +444,23 @@ impl Series {
             (a, b) => a.or(b),
         };
         for (i, b) in o.intervals.iter().enumerate() {
-            if i >= self.intervals.len() {
-                self.intervals.push(b.clone());
-                continue;
+            match self.intervals.get_mut(i) {
+                Some(a) => a.merge(b),
+                None => self.intervals.push(b.clone()),
             }
-            let a = &mut self.intervals[i];
-            a.ops += b.ops;
-            a.errors += b.errors;
-            a.latency.add(&b.latency).expect("same histogram bounds");
         }
+        if let Some(b) = &o.beyond {
+            self.beyond.get_or_insert_with(Interval::new).merge(b);
+        }
+    }
+
+    /// Where interval `i` begins and ends in the window, s: the last one ends with the window
+    /// (`elapsed`), not a whole interval later.
+    pub fn span(&self, i: usize, elapsed: Duration) -> (f64, f64) {
+        let every = self.every.as_secs_f64();
+        let from = i as f64 * every;
+        let to = (from + every).min(elapsed.as_secs_f64().max(from));
+        (from, to)
     }
 }
 
@@ -464,6 +500,7 @@ impl CoreRecorder {
             latency_uncorrected: histogram(),
             schedule_lag: histogram(),
             due_while_busy: 0,
+            due_unsent: 0,
             phases: Phases::default(),
             staged: Staged::default(),
             failures: BTreeMap::new(),
@@ -662,6 +699,18 @@ pub struct Report {
     pub repeats: Option<Repeats>,
     /// The machine's network drops and retransmits during the run (`None`: not readable).
     pub net: Option<crate::engine::sys::NetCounters>,
+    /// The connections made before the run to check each target (reachable; its TLS
+    /// handshake agreed): on the wire like the run's, counted apart from its figures.
+    pub preflight: Preflight,
+}
+
+/// What the pre-flight checks put on the wire: a connection per target (with TLS, its
+/// handshake), before any engine starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Preflight {
+    pub connections: u64,
+    pub tx: u64,
+    pub rx: u64,
 }
 
 /// One run of several (`--repeat`), in a line.
@@ -742,6 +791,7 @@ impl CoreRecorder {
         self.latency_uncorrected.add(&c.latency_uncorrected).expect("same histogram bounds");
         self.schedule_lag.add(&c.schedule_lag).expect("same histogram bounds");
         self.due_while_busy += c.due_while_busy;
+        self.due_unsent += c.due_unsent;
         if self.targets.len() < c.targets.len() {
             self.targets.resize(c.targets.len(), TargetTally::default());
         }
@@ -799,7 +849,15 @@ impl Report {
                 spin: c.spin,
             })
             .collect();
-        Report { totals, elapsed, per_core, set_up_in: None, repeats: None, net: None }
+        Report {
+            totals,
+            elapsed,
+            per_core,
+            set_up_in: None,
+            repeats: None,
+            net: None,
+            preflight: Preflight::default(),
+        }
     }
 
     /// Failed operations and failed connections: zero in a clean run.

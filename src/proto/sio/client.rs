@@ -198,6 +198,15 @@ impl ClientCodec for SioClient {
                     return Err(ProtoError::BadSioPacket);
                 }
                 let open = parse_open(json)?;
+                if open.ping_interval < super::MIN_PING || open.ping_timeout < super::MIN_PING {
+                    self.detail = Some(format!(
+                        "pingInterval {} ms, pingTimeout {} ms (at least {} ms each)",
+                        open.ping_interval.as_millis(),
+                        open.ping_timeout.as_millis(),
+                        super::MIN_PING.as_millis()
+                    ));
+                    return Err(ProtoError::SioTiming);
+                }
                 let largest = self.packet_len(Some(self.spec.depth.saturating_sub(1) as u64));
                 if open.max_payload.is_some_and(|max| largest as u64 > max) {
                     self.detail =

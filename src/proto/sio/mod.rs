@@ -94,6 +94,11 @@ pub struct Open {
     pub max_payload: Option<u64>,
 }
 
+/// The shortest ping interval or timeout a client keeps to, and a server announces: a server
+/// announcing 0 had the client poll its socket without end (Engine.IO 4's ping timeout) or
+/// send nothing but pings (Engine.IO 3's interval). Anything shorter is a broken server.
+pub const MIN_PING: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Parse an open packet's JSON (after the `0`).
 pub fn parse_open(json: &[u8]) -> Result<Open, ProtoError> {
     let v: serde_json::Value = serde_json::from_slice(json).map_err(|_| ProtoError::BadJson)?;
@@ -255,6 +260,13 @@ pub static SERVER: Server = Server {
     tls: &[crate::tls::TlsStart::AtConnect],
     listeners: |addr, options: &ServerOptions, _| {
         let o = &options.sio;
+        for (flag, value) in [("--ping-interval", o.ping_interval), ("--ping-timeout", o.ping_timeout)] {
+            if value.is_some_and(|v| v < MIN_PING) {
+                bail!(
+                    "{flag} must be at least {MIN_PING:?}: a shorter one has clients do nothing but heartbeats"
+                );
+            }
+        }
         let handler = SioHandler::new(
             o.eio.unwrap_or(4),
             o.ping_interval.unwrap_or(DEFAULT_PING_INTERVAL),
