@@ -38,9 +38,6 @@
 //! `docs/ARCHITECTURE.md` has the rooms in a table and the recipe for adding a protocol. The
 //! engines' loops are generic over the codec, never `dyn`.
 
-// The `bench` JSON object is one `json!` literal, deeper than the default limit allows.
-#![recursion_limit = "256"]
-
 pub mod clock;
 pub mod cmd;
 pub mod cpus;

@@ -14,6 +14,7 @@ fn main() {
         Command::Merge(args) => merge::main(args),
         Command::Watch(args) => watch::main(args),
         Command::Plot(args) => plot::main(args),
+        Command::Schema(args) => wirebench::cmd::schema(args),
     };
     if let Err(e) = result {
         eprintln!("wirebench: error: {e:#}");

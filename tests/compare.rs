@@ -163,16 +163,17 @@ fn tls_rows_beside_the_plaintext_ones_with_what_tls_costs() {
         let label = plain["label"].as_str().unwrap();
         let tls = row(&v, &format!("{label} +TLS"));
         assert_eq!(tls["audit"]["match"], true, "{label}");
-        assert_eq!(tls["errors"]["total"].as_u64().or(Some(0)), Some(0), "{label}");
+        assert_eq!(tls["failed"]["total"], 0, "{label}");
+        assert_eq!(tls["connection_errors"]["total"], 0, "{label}");
         // Inside TLS the protocol's bytes are the plaintext row's; a record's overhead is
         // added per operation each way (22 B in TLS 1.3), and the handshake per connection.
         let ops = tls["ops"].as_f64().unwrap();
         let msgs = ops * tls["messages_per_op"].as_f64().unwrap_or(1.0);
-        let plain_tx = tls["tls"]["plaintext"]["op_tx"].as_f64().unwrap() / msgs;
+        let plain_tx = tls["tls"]["plain_tx"]["op"].as_f64().unwrap() / msgs;
         assert_eq!(Some(plain_tx), plain["derived"]["tx_per_msg"].as_f64(), "{label}");
         let tx = tls["derived"]["tx_per_msg"].as_f64().unwrap();
         assert!((tx - plain_tx - 22.0 * ops / msgs).abs() < 1e-9, "{label}: {tx} − {plain_tx}");
-        let full = &tls["tls"]["handshakes"]["full"];
+        let full = &tls["tls"]["full"];
         assert_eq!(full["count"], tls["connects"], "{label}: a full handshake per connection");
         assert!(full["rx_each"].as_f64().unwrap() > 500.0, "{label}: the certificate comes in it");
     }

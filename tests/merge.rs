@@ -68,21 +68,37 @@ fn three_hosts_merge_into_the_exact_total() {
     let runs: Vec<serde_json::Value> = files.iter().map(read).collect();
     // Counters are the sums.
     let sum = |key: &str| runs.iter().map(|r| r[key].as_u64().unwrap()).sum::<u64>();
-    assert_eq!(m["total"]["counters"]["ops"].as_u64(), Some(sum("ops")));
-    assert_eq!(m["total"]["counters"]["sent"].as_u64(), Some(sum("sent")));
+    assert_eq!(m["ops"].as_u64(), Some(sum("ops")));
+    assert_eq!(m["sent"].as_u64(), Some(sum("sent")));
     assert!(sum("ops") > 0);
-    assert_eq!(m["total"]["audit_match"], true);
+    assert_eq!(m["audit"]["match"], true);
     // The histogram is the sum: its count, and its p99 is that of every sample together,
     // computed here from the three runs' own histograms.
     let mut all = wirebench::stats::histogram();
     for r in &runs {
         all.add(decode(r["histograms"]["latency"].as_str().unwrap()).unwrap()).unwrap();
     }
-    assert_eq!(m["total"]["latency_us"]["count"].as_u64(), Some(all.len()));
+    assert_eq!(m["latency_us"]["count"].as_u64(), Some(all.len()));
     assert_eq!(all.len(), sum("ops"), "one latency sample per completed operation");
-    assert_eq!(m["total"]["latency_us"]["p99"].as_f64(), Some(all.value_at_quantile(0.99) as f64 / 1e3));
-    let back = decode(m["total"]["histograms"]["latency"].as_str().unwrap()).unwrap();
+    assert_eq!(m["latency_us"]["p99"].as_f64(), Some(all.value_at_quantile(0.99) as f64 / 1e3));
+    let back = decode(m["histograms"]["latency"].as_str().unwrap()).unwrap();
     assert_eq!(back, all, "the merged histogram travels exactly too");
+    // A merged result is a result: merged again with the third run, it is the merge of all
+    // three, field for field.
+    let (two, again) = (scratch("two.json"), scratch("again.json"));
+    let out = wirebench(&["merge", names[0], names[1], "--json", two.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = wirebench(&["merge", two.to_str().unwrap(), names[2], "--json", again.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(read(&again), m, "merge(merge(a, b), c) = merge(a, b, c)");
+    assert_eq!(m["kind"], "merge");
+    let labels: Vec<&str> =
+        m["runs"].as_array().unwrap().iter().map(|r| r["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["host-0", "host-1", "host-2"]);
+    // And it plots like a run.
+    let svg = scratch("merged.svg");
+    let out = wirebench(&["plot", merged.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

@@ -36,6 +36,10 @@ fi
 if ! python3 -c 'import hdrh' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check hdrhistogram
 fi
+# A JSON Schema validator, to check every command's JSON against docs/schema (tests/schema.rs).
+if ! python3 -c 'import jsonschema' 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check jsonschema
+fi
 for module in socketio aiohttp; do
     if ! python3 -c "import $module" 2>/dev/null; then
         python3 -m pip install -q --disable-pip-version-check python-socketio aiohttp

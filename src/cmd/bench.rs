@@ -50,12 +50,9 @@ pub fn main(args: &BenchArgs) -> Result<()> {
         anyhow::bail!("every connection failed its TLS set-up: {why}");
     }
     if let Some(path) = &args.json {
-        let mut value = report::json::bench(&info, &report);
-        value["label"] = serde_json::json!(label);
-        if let Some(w) = &watched {
-            value["server_watch"] = report::json::watch(w);
-        }
-        report::json::write(path, &value)?;
+        let mut result = report::json::bench(&info, &report, Some(label));
+        result.server_watch = watched.as_ref().map(crate::stats::result::WatchResult::of);
+        report::json::write(path, &result)?;
     }
     Ok(())
 }

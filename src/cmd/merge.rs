@@ -1,249 +1,145 @@
-//! `wirebench merge A.json B.json …`: runs of one load from several hosts, added into one —
-//! histograms added (so the total's percentiles are those of every sample together, never an
-//! average of percentiles), counters and bytes summed, audits combined — a row per run (by its
-//! `--label`) and a total. Reads `bench --json` files; refuses to mix protocols or targets
-//! unless `--force`; a malformed, truncated or foreign file is one clear line and exit 2.
+//! `wirebench merge A.json B.json …`: runs of one load from several hosts, added into one
+//! result ([`RunResult::merge`]: histograms added, so the total's percentiles are those of
+//! every sample together, never an average of percentiles; counters and bytes summed; audits
+//! combined) — a row per run (by its `--label`) and a total. Reads `bench --json` results, or
+//! merged ones (a merged result merges again); refuses to mix protocols or targets unless
+//! `--force`; a malformed, truncated or foreign file is one clear line and exit 2.
 
 use super::MergeArgs;
-use crate::report::json::spread;
 use crate::report::{self, micros, si};
-use crate::stats::encoded::{decode, encode};
+use crate::stats::result::{RunLine, RunResult, WatchFile};
 use anyhow::{Context, Result, bail};
-use hdrhistogram::Histogram;
-use serde_json::{Value, json};
 use std::fmt::Write;
 use std::path::Path;
 
-/// The histograms a run's JSON carries, merged by name.
-const HISTOGRAMS: [&str; 7] =
-    ["latency", "latency_uncorrected", "schedule_lag", "connect", "handshake", "waiting", "processing"];
-/// Counters summed as they are (paths into the JSON).
-const SUMMED: [&str; 19] = [
-    "sent",
-    "ops",
-    "messages",
-    "connects",
-    "reconnects",
-    "failed/total",
-    "connection_errors/total",
-    "bytes/tx",
-    "bytes/rx",
-    "bytes/op_tx",
-    "bytes/op_rx",
-    "bytes/handshake_tx",
-    "bytes/handshake_rx",
-    "bytes/control_tx",
-    "bytes/control_rx",
-    "audit/app_tx",
-    "audit/app_rx",
-    "audit/kernel_tx",
-    "audit/kernel_rx",
+/// The histograms a result carries, by their place in it: a file whose histogram does not
+/// decode is named with the place.
+const HISTOGRAMS: [&str; 8] = [
+    "latency",
+    "latency_uncorrected",
+    "schedule_lag",
+    "connect",
+    "tls",
+    "handshake",
+    "waiting",
+    "processing",
 ];
 
-/// One run read back.
-pub struct Run {
-    pub label: String,
-    pub json: Value,
-    pub histograms: Vec<Histogram<u64>>,
-}
-
-impl Run {
-    /// Read a `bench --json` file; every way it can be wrong is one line naming the file.
-    pub fn read(path: &Path) -> Result<Run> {
-        let name = path.display();
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {name}"))?;
-        let json: Value =
-            serde_json::from_str(&text).with_context(|| format!("{name} is not JSON (truncated?)"))?;
-        let foreign = |what: &str| anyhow::anyhow!("{name} is not a `wirebench bench --json` result: {what}");
-        for key in ["protocol", "target", "ops_per_sec", "duration_s"] {
-            if json.get(key).is_none() {
-                return Err(foreign(&format!("no `{key}`")));
-            }
+/// Read a result (`bench --json`, or `merge --json`); every way it can be wrong is one line
+/// naming the file. Its derived figures are computed afresh from its counts.
+pub fn read(path: &Path) -> Result<RunResult> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {name}"))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{name} is not JSON (truncated?)"))?;
+    // The histograms first, each by name: serde's own error would not say which.
+    for h in HISTOGRAMS {
+        if let Some(encoded) = json.pointer(&format!("/histograms/{h}")).and_then(|v| v.as_str()) {
+            crate::stats::encoded::decode(encoded)
+                .map_err(|e| anyhow::anyhow!("{name}: histograms.{h}: {e}"))?;
         }
-        for path in SUMMED {
-            if counter(&json, path).is_none() {
-                return Err(foreign(&format!("no counter `{}`", path.replace('/', "."))));
-            }
-        }
-        let histograms = HISTOGRAMS
-            .iter()
-            .map(|h| {
-                let text = json["histograms"][h].as_str().ok_or_else(|| {
-                    foreign(&format!("no `histograms.{h}` (written before version 0.1 of merge?)"))
-                })?;
-                decode(text).map_err(|e| anyhow::anyhow!("{name}: histograms.{h}: {e}"))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let label = json["label"].as_str().map_or_else(
-            || path.file_stem().map_or("run".into(), |s| s.to_string_lossy().into_owned()),
-            str::to_string,
-        );
-        Ok(Run { label, json, histograms })
     }
-
-    fn latency(&self) -> &Histogram<u64> {
-        &self.histograms[0]
+    let mut result: RunResult = serde_json::from_value(json)
+        .map_err(|e| anyhow::anyhow!("{name} is not a `wirebench bench --json` result: {e}"))?;
+    if result.label.is_none() && result.runs.is_empty() {
+        result.label = path.file_stem().map(|s| s.to_string_lossy().into_owned());
     }
+    result.derive();
+    Ok(result)
 }
 
 /// A `watch --json` file (the server's side of the window).
-fn read_watch(path: &Path) -> Result<Value> {
+fn read_watch(path: &Path) -> Result<WatchFile> {
     let name = path.display();
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {name}"))?;
-    let json: Value =
-        serde_json::from_str(&text).with_context(|| format!("{name} is not JSON (truncated?)"))?;
-    if json["kind"] != "watch" || json["cpu_pct"]["mean"].as_f64().is_none() {
-        bail!("{name} is not a `wirebench watch --json` result");
-    }
-    Ok(json)
+    serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{name} is not a `wirebench watch --json` result: {e}"))
 }
 
-/// A counter at `path` (`a/b`), if the run has it as a whole number.
-fn counter(json: &Value, path: &str) -> Option<u64> {
-    json.pointer(&format!("/{path}")).and_then(Value::as_u64)
-}
-
-/// The merged result of `runs`.
-pub struct Merged {
-    pub counters: Vec<(&'static str, u64)>,
-    pub histograms: Vec<Histogram<u64>>,
-    /// The runs ran side by side: their rates add up.
-    pub ops_per_sec: f64,
-    pub audit_match: bool,
-}
-
-/// Add `runs` together; refuse mixed protocols or targets unless `force`.
-pub fn merge(runs: &[Run], force: bool) -> Result<Merged> {
-    let Some(first) = runs.first() else { bail!("give at least one JSON file") };
-    for r in &runs[1..] {
-        for key in ["protocol", "target"] {
-            if r.json[key] != first.json[key] && !force {
+/// Add `results` together; refuse mixed protocols or targets unless `force`.
+pub fn merge(results: &[RunResult], force: bool) -> Result<RunResult> {
+    let Some(first) = results.first() else { bail!("give at least one JSON file") };
+    let name = |r: &RunResult| r.label.clone().unwrap_or_else(|| "a merged result".into());
+    for r in &results[1..] {
+        for (what, theirs, ours) in
+            [("protocol", &r.protocol, &first.protocol), ("target", &r.target, &first.target)]
+        {
+            if theirs != ours && !force {
                 bail!(
-                    "{} has {key} {} but {} has {}: these are not one load (--force merges them anyway)",
-                    r.label,
-                    r.json[key],
-                    first.label,
-                    first.json[key]
+                    "{} has {what} {theirs} but {} has {ours}: these are not one load (--force merges them anyway)",
+                    name(r),
+                    name(first)
                 );
             }
         }
     }
-    let counters =
-        SUMMED.iter().map(|p| (*p, runs.iter().filter_map(|r| counter(&r.json, p)).sum())).collect();
-    let mut histograms: Vec<Histogram<u64>> = first.histograms.clone();
-    for r in &runs[1..] {
-        for (sum, h) in histograms.iter_mut().zip(&r.histograms) {
-            sum.add(h).map_err(|e| anyhow::anyhow!("{}: histograms cannot be added: {e:?}", r.label))?;
-        }
-    }
-    Ok(Merged {
-        counters,
-        histograms,
-        ops_per_sec: runs.iter().filter_map(|r| r.json["ops_per_sec"].as_f64()).sum(),
-        audit_match: runs.iter().all(|r| r.json["audit"]["match"] == true),
-    })
+    Ok(RunResult::merge_all(results).expect("at least one"))
 }
 
-impl Merged {
-    pub fn get(&self, path: &str) -> u64 {
-        self.counters.iter().find(|(p, _)| *p == path).map_or(0, |(_, v)| *v)
-    }
-}
-
-fn us(h: &Histogram<u64>, q: f64) -> f64 {
-    if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 }
+fn row(s: &mut String, line: &RunLine) {
+    let l = &line.latency_us;
+    let _ = writeln!(
+        s,
+        "{:<20} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  {}",
+        line.label,
+        line.ops,
+        si(line.ops_per_sec),
+        micros(l.p50),
+        micros(l.p99),
+        micros(l.p999),
+        micros(l.max),
+        line.errors,
+        if line.audit_match { "match" } else { "DIFFER" }
+    );
 }
 
 pub fn main(args: &MergeArgs) -> Result<()> {
-    let runs = args.files.iter().map(|f| Run::read(f)).collect::<Result<Vec<_>>>()?;
-    let merged = merge(&runs, args.force)?;
-    let first = &runs[0].json;
+    let results = args.files.iter().map(|f| read(f)).collect::<Result<Vec<_>>>()?;
+    let mut total = merge(&results, args.force)?;
     let mut s = format!(
         "wirebench merge: {} runs of {} {} (histograms added: the total's percentiles are of every sample)\n",
-        runs.len(),
-        first["protocol"].as_str().unwrap_or("?"),
-        first["target"].as_str().unwrap_or("?")
+        total.runs.len().max(1),
+        total.protocol,
+        total.target
     );
     let _ = writeln!(
         s,
         "{:<20} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  audit",
         "run", "ops", "ops/s", "p50", "p99", "p99.9", "max", "errors"
     );
-    let errors = |j: &Value| {
-        counter(j, "failed/total").unwrap_or(0) + counter(j, "connection_errors/total").unwrap_or(0)
-    };
-    for r in &runs {
-        let h = r.latency();
-        let _ = writeln!(
-            s,
-            "{:<20} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  {}",
-            r.label,
-            counter(&r.json, "ops").unwrap_or(0),
-            si(r.json["ops_per_sec"].as_f64().unwrap_or(0.0)),
-            micros(us(h, 0.5)),
-            micros(us(h, 0.99)),
-            micros(us(h, 0.999)),
-            micros(us(h, 1.0)),
-            errors(&r.json),
-            if r.json["audit"]["match"] == true { "match" } else { "DIFFER" }
-        );
+    for line in &total.runs {
+        row(&mut s, line);
     }
-    let h = &merged.histograms[0];
-    let _ = writeln!(
-        s,
-        "{:<20} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  {}",
-        "total",
-        merged.get("ops"),
-        si(merged.ops_per_sec),
-        micros(us(h, 0.5)),
-        micros(us(h, 0.99)),
-        micros(us(h, 0.999)),
-        micros(us(h, 1.0)),
-        merged.get("failed/total") + merged.get("connection_errors/total"),
-        if merged.audit_match { "match" } else { "DIFFER" }
-    );
-    let _ = writeln!(s, "ops/s of the total: the runs' rates added (they ran side by side)");
-    let server = args.server.as_deref().map(read_watch).transpose()?;
-    if let Some(w) = &server {
+    let own = RunLine {
+        label: "total".into(),
+        ops: total.ops,
+        ops_per_sec: total.ops_per_sec,
+        latency_us: total.latency_us,
+        errors: total.errors(),
+        audit_match: total.audit.matches,
+    };
+    row(&mut s, &own);
+    let _ =
+        writeln!(s, "ops/s of the total: its operations over the longest window (the runs ran side by side)");
+    if let Some(path) = &args.server {
+        let w = read_watch(path)?;
         let _ = writeln!(
             s,
             "server (pid {}, {} samples): CPU mean {:.0}% max {:.0}%, memory {} of the machine, RSS max {:.0} KiB",
-            w["pid"],
-            w["samples"],
-            w["cpu_pct"]["mean"].as_f64().unwrap_or(0.0),
-            w["cpu_pct"]["max"].as_f64().unwrap_or(0.0),
-            w["mem_pct"].as_f64().map_or("?".into(), |m| format!("{m:.2}%")),
-            w["rss_kib"]["max"].as_f64().unwrap_or(0.0),
+            w.watch.pid,
+            w.watch.samples,
+            w.watch.cpu_pct.mean,
+            w.watch.cpu_pct.max,
+            w.watch.mem_pct.map_or("?".into(), |m| format!("{m:.2}%")),
+            w.watch.rss_kib.max,
         );
+        total.server_watch = Some(w.watch);
     }
     if args.json.as_deref() != Some(Path::new("-")) {
         report::out(&s);
     }
     if let Some(path) = &args.json {
-        let counters: serde_json::Map<String, Value> =
-            merged.counters.iter().map(|(p, v)| (p.replace('/', "."), json!(v))).collect();
-        let value = json!({
-            "protocol": first["protocol"],
-            "target": first["target"],
-            "runs": runs.iter().map(|r| json!({
-                "label": r.label,
-                "ops": r.json["ops"],
-                "ops_per_sec": r.json["ops_per_sec"],
-                "latency_us": spread(r.latency()),
-                "errors": errors(&r.json),
-                "audit_match": r.json["audit"]["match"],
-            })).collect::<Vec<_>>(),
-            "total": {
-                "ops_per_sec": merged.ops_per_sec,
-                "counters": counters,
-                "audit_match": merged.audit_match,
-                "latency_us": spread(h),
-                "phases_us": HISTOGRAMS[3..].iter().zip(&merged.histograms[3..]).map(|(n, h)| (n.to_string(), spread(h))).collect::<serde_json::Map<_, _>>(),
-                "server": server,
-                "histograms": HISTOGRAMS.iter().zip(&merged.histograms).map(|(n, h)| (n.to_string(), json!(encode(h)))).collect::<serde_json::Map<_, _>>(),
-            },
-        });
-        report::json::write(path, &value)?;
+        report::json::write(path, &total)?;
     }
     Ok(())
 }

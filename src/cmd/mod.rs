@@ -48,6 +48,36 @@ pub enum Command {
     /// Draw runs (`bench --json` files): their latency percentile spectrum, a line each and
     /// their merged total, and ops/s and p99 over time, as an SVG.
     Plot(PlotArgs),
+    /// Print the JSON Schema of what a command writes with `--json` (published in
+    /// `docs/schema/`).
+    Schema(SchemaArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SchemaArgs {
+    /// Whose: `result` (`bench` and `merge`), `compare`, `sweep`, `watch`.
+    #[arg(value_enum)]
+    pub of: SchemaOf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaOf {
+    Result,
+    Compare,
+    Sweep,
+    Watch,
+}
+
+/// `wirebench schema KIND`: the JSON Schema, generated from the types the commands write.
+pub fn schema(args: &SchemaArgs) -> anyhow::Result<()> {
+    let schema = match args.of {
+        SchemaOf::Result => schemars::schema_for!(crate::stats::result::RunResult),
+        SchemaOf::Compare => schemars::schema_for!(crate::report::compare::CompareResult),
+        SchemaOf::Sweep => schemars::schema_for!(crate::report::sweep::SweepResult),
+        SchemaOf::Watch => schemars::schema_for!(crate::stats::result::WatchFile),
+    };
+    crate::report::out(&(serde_json::to_string_pretty(&schema)? + "\n"));
+    Ok(())
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,36 +1,39 @@
-//! `wirebench plot RUN.json … --svg PATH`: each run's latency percentile spectrum (and the
+//! `wirebench plot RUN.json … --svg PATH`: each result's latency percentile spectrum (and the
 //! merged total's, when there are several), and throughput and p99 over time from their
-//! `--report-every` intervals, in one SVG.
+//! `--report-every` intervals, in one SVG. Merged results plot like runs.
 
 use super::PlotArgs;
-use super::merge::Run;
 use crate::report::svg::{PlotRun, plot};
 use anyhow::{Context, Result};
 
 pub fn main(args: &PlotArgs) -> Result<()> {
-    let runs = args.files.iter().map(|f| Run::read(f)).collect::<Result<Vec<_>>>()?;
-    let plotted: Vec<PlotRun> = runs
+    let results = args.files.iter().map(|f| super::merge::read(f)).collect::<Result<Vec<_>>>()?;
+    let plotted: Vec<PlotRun> = results
         .iter()
         .map(|r| {
-            let every = r.json["series"]["every_s"].as_f64().unwrap_or(1.0);
-            let series = r.json["series"]["intervals"]
-                .as_array()
-                .map(|ivs| {
-                    ivs.iter()
+            let series = r
+                .series
+                .as_ref()
+                .map(|s| {
+                    s.intervals
+                        .iter()
                         .map(|iv| {
-                            let ops = iv["ops"].as_f64().unwrap_or(0.0);
-                            let p99 = iv["p99_us"].as_f64().unwrap_or(0.0) / 1e3;
-                            (iv["from_s"].as_f64().unwrap_or(0.0), ops / every, p99)
+                            let width = (iv.to_s - iv.from_s).max(1e-9);
+                            (iv.from_s, iv.ops as f64 / width, iv.p99_us.unwrap_or(0.0) / 1e3)
                         })
                         .collect()
                 })
                 .unwrap_or_default();
-            PlotRun { label: r.label.clone(), latency: r.histograms[0].clone(), series }
+            PlotRun {
+                label: r.label.clone().unwrap_or_else(|| "merged".into()),
+                latency: r.histograms.latency.0.clone(),
+                series,
+            }
         })
         .collect();
     // Several runs: their merge too (histograms added; the same refusals as `merge`).
-    let total = if runs.len() > 1 {
-        Some(super::merge::merge(&runs, args.force)?.histograms[0].clone())
+    let total = if results.len() > 1 {
+        Some(super::merge::merge(&results, args.force)?.histograms.latency.0)
     } else {
         None
     };

@@ -254,8 +254,8 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         let watched = watcher.map(crate::watch::Watcher::finish);
         let tallies = builtin.map(|h| h.stop()).transpose()?;
         drop(own);
-        let (_, report) = result.with_context(|| format!("step {placement}"))?;
-        let step = Step { cores: cpus.len(), placement, cpus, report, watched, server: tallies };
+        let (info, report) = result.with_context(|| format!("step {placement}"))?;
+        let step = Step { info, cores: cpus.len(), placement, cpus, report, watched, server: tallies };
         say(&table::line(&step, rows.first()));
         rows.push(step);
     }

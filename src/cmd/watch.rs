@@ -6,7 +6,6 @@ use super::WatchArgs;
 use crate::clock::Instant;
 use crate::report;
 use anyhow::{Result, bail};
-use serde_json::json;
 use std::time::{Duration, SystemTime};
 
 /// The process to watch: `--pid`, or the one process named `--name` whose parent is not
@@ -66,11 +65,10 @@ pub fn main(args: &WatchArgs) -> Result<()> {
         report::out(&text);
     }
     if let Some(path) = &args.json {
-        let mut value = report::json::watch(&w);
-        value["kind"] = json!("watch");
-        value["mem_pct"] = json!(mem_pct);
-        value["duration_s"] = json!(args.duration.as_secs_f64());
-        report::json::write(path, &value)?;
+        use crate::stats::result::{WatchFile, WatchKind, WatchResult};
+        let watch = WatchResult { mem_pct: mem_pct.map(crate::stats::result::r3), ..WatchResult::of(&w) };
+        let file = WatchFile { kind: WatchKind::Watch, duration_s: args.duration.as_secs_f64(), watch };
+        report::json::write(path, &file)?;
     }
     Ok(())
 }

@@ -4,8 +4,8 @@
 
 use super::{RunInfo, micros, si};
 use crate::cpus::format as list_cores;
+use crate::stats::result::RunResult;
 use crate::stats::{Report, ratio};
-use serde_json::{Value, json};
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -356,63 +356,154 @@ pub fn footer(rows: &[Row]) -> String {
     s
 }
 
-pub fn json(info: &CompareInfo, rows: &[Row]) -> Value {
-    let versus: Vec<Value> = versus_pairs(rows)
+/// What `compare --json` writes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct CompareResult {
+    pub payload: usize,
+    pub connections: usize,
+    pub depth: usize,
+    pub messages: u64,
+    pub client_cores: Vec<usize>,
+    /// `None` when the targets were the user's own.
+    pub server_cores: Option<Vec<usize>>,
+    /// IP and TCP header bytes per segment in the wire estimate (IPv4 on loopback).
+    pub header_bytes_per_segment: f64,
+    /// A row per protocol: its run's result (`label`: the row's name) and the figures
+    /// per message derived from it.
+    pub rows: Vec<CompareRowResult>,
+    /// The first of `versus`'s ratios (the NSQ study's HTTP against TCP).
+    pub http_vs_tcp: Option<VersusRatios>,
+    pub versus: Vec<VersusResult>,
+}
+
+/// One row: its run's result, and its per-message figures (`None` without a completed one).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct CompareRowResult {
+    #[serde(flatten)]
+    pub result: RunResult,
+    pub derived: Option<RowDerived>,
+}
+
+/// A row's figures per message (see the table's columns).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct RowDerived {
+    pub tx_per_msg: f64,
+    pub rx_per_msg: f64,
+    pub payload: usize,
+    /// Payload bytes per message, both ways (twice for an echo).
+    pub payload_bytes: f64,
+    pub framing: f64,
+    pub overhead: f64,
+    pub segs_per_msg: f64,
+    pub wire_per_msg: f64,
+    pub msgs_per_sec: f64,
+    pub secs_per_100k_msgs: f64,
+    pub cpu_us_per_msg: f64,
+    pub handshake_tx_per_conn: f64,
+    pub handshake_rx_per_conn: f64,
+    /// `--no-keepalive`: what one new connection costs.
+    pub per_connection: Option<PerConnectionResult>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct PerConnectionResult {
+    pub setup_tx: f64,
+    pub setup_rx: f64,
+    pub op_tx: f64,
+    pub op_rx: f64,
+    pub close_tx: f64,
+    pub close_rx: f64,
+    pub bytes: f64,
+    pub segs: f64,
+    pub wire: f64,
+    pub connect_ms: f64,
+    pub setup_ms: f64,
+    pub first_op_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct VersusResult {
+    pub title: String,
+    pub http: String,
+    pub tcp: String,
+    /// `None` when either side has no result.
+    pub ratios: Option<VersusRatios>,
+}
+
+/// HTTP's figure over TCP's: bytes per message each way, and messages per second.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct VersusRatios {
+    pub tx: f64,
+    pub rx: f64,
+    pub speed: f64,
+}
+
+impl Row {
+    fn derived(&self) -> Option<RowDerived> {
+        self.has_result().then(|| RowDerived {
+            tx_per_msg: self.tx_per_msg(),
+            rx_per_msg: self.rx_per_msg(),
+            payload: self.payload,
+            payload_bytes: self.payload_bytes(),
+            framing: self.framing(),
+            overhead: self.overhead(),
+            segs_per_msg: self.segs_per_msg(),
+            wire_per_msg: self.wire_per_msg(),
+            msgs_per_sec: self.msgs_per_sec(),
+            secs_per_100k_msgs: self.secs_per_study(),
+            cpu_us_per_msg: self.cpu_us_per_msg(),
+            handshake_tx_per_conn: self.handshake().0,
+            handshake_rx_per_conn: self.handshake().1,
+            per_connection: self.info.per_connection.then(|| self.per_connection()).flatten().map(|c| {
+                PerConnectionResult {
+                    setup_tx: c.setup.0,
+                    setup_rx: c.setup.1,
+                    op_tx: c.op.0,
+                    op_rx: c.op.1,
+                    close_tx: c.close.0,
+                    close_rx: c.close.1,
+                    bytes: c.bytes,
+                    segs: c.segs,
+                    wire: c.wire,
+                    connect_ms: c.connect_ms,
+                    setup_ms: c.setup_ms,
+                    first_op_ms: c.first_op_ms,
+                }
+            }),
+        })
+    }
+}
+
+pub fn json(info: &CompareInfo, rows: &[Row]) -> CompareResult {
+    let versus: Vec<VersusResult> = versus_pairs(rows)
         .into_iter()
-        .map(|(title, http, tcp)| {
-            let ratios = (http.has_result() && tcp.has_result()).then(|| {
-                json!({
-                    "tx": ratio(http.tx_per_msg(), tcp.tx_per_msg()),
-                    "rx": ratio(http.rx_per_msg(), tcp.rx_per_msg()),
-                    "speed": ratio(http.msgs_per_sec(), tcp.msgs_per_sec()),
-                })
-            });
-            json!({"title": title, "http": http.label, "tcp": tcp.label, "ratios": ratios})
+        .map(|(title, http, tcp)| VersusResult {
+            title: title.to_string(),
+            http: http.label.clone(),
+            tcp: tcp.label.clone(),
+            ratios: (http.has_result() && tcp.has_result()).then(|| VersusRatios {
+                tx: ratio(http.tx_per_msg(), tcp.tx_per_msg()),
+                rx: ratio(http.rx_per_msg(), tcp.rx_per_msg()),
+                speed: ratio(http.msgs_per_sec(), tcp.msgs_per_sec()),
+            }),
         })
         .collect();
-    let ratios = versus.first().map(|v| v["ratios"].clone()).unwrap_or(Value::Null);
-    json!({
-        "payload": info.payload,
-        "connections": info.connections,
-        "depth": info.depth,
-        "messages": info.messages,
-        "client_cores": info.client_cores,
-        "server_cores": info.server_cores,
-        "header_bytes_per_segment": HEADER_BYTES_V4,
-        "rows": rows.iter().map(|r| {
-            let mut v = super::json::bench(&r.info, &r.report);
-            v["label"] = json!(r.label);
-            if !r.has_result() {
-                v["derived"] = Value::Null;
-                return v;
-            }
-            v["derived"] = json!({
-                "tx_per_msg": r.tx_per_msg(),
-                "rx_per_msg": r.rx_per_msg(),
-                "payload": r.payload,
-                "payload_bytes": r.payload_bytes(),
-                "framing": r.framing(),
-                "overhead": r.overhead(),
-                "segs_per_msg": r.segs_per_msg(),
-                "wire_per_msg": r.wire_per_msg(),
-                "msgs_per_sec": r.msgs_per_sec(),
-                "secs_per_100k_msgs": r.secs_per_study(),
-                "cpu_us_per_msg": r.cpu_us_per_msg(),
-                "handshake_tx_per_conn": r.handshake().0,
-                "handshake_rx_per_conn": r.handshake().1,
-            });
-            if r.info.per_connection {
-                v["derived"]["per_connection"] = r.per_connection().map_or(Value::Null, |c| json!({
-                    "setup_tx": c.setup.0, "setup_rx": c.setup.1,
-                    "op_tx": c.op.0, "op_rx": c.op.1,
-                    "close_tx": c.close.0, "close_rx": c.close.1,
-                    "bytes": c.bytes, "segs": c.segs, "wire": c.wire,
-                    "connect_ms": c.connect_ms, "setup_ms": c.setup_ms, "first_op_ms": c.first_op_ms,
-                }));
-            }
-            v
-        }).collect::<Vec<_>>(),
-        "http_vs_tcp": ratios,
-        "versus": versus,
-    })
+    CompareResult {
+        payload: info.payload,
+        connections: info.connections,
+        depth: info.depth,
+        messages: info.messages,
+        client_cores: info.client_cores.clone(),
+        server_cores: info.server_cores.clone(),
+        header_bytes_per_segment: HEADER_BYTES_V4,
+        rows: rows
+            .iter()
+            .map(|r| CompareRowResult {
+                result: super::json::bench(&r.info, &r.report, Some(r.label.clone())),
+                derived: r.derived(),
+            })
+            .collect(),
+        http_vs_tcp: versus.first().and_then(|v| v.ratios),
+        versus,
+    }
 }

@@ -26,10 +26,10 @@ pub fn out(text: &str) {
 
 /// The end of a table command (`compare`, `sweep`): the footer for people, then `--json` and
 /// `--svg` where asked (with `--json -`, stdout carries the JSON alone).
-pub fn finish_table(
+pub fn finish_table<J: serde::Serialize>(
     footer: &str,
     json: Option<&std::path::Path>,
-    to_json: impl FnOnce() -> serde_json::Value,
+    to_json: impl FnOnce() -> J,
     svg: Option<&std::path::Path>,
     to_svg: impl FnOnce() -> anyhow::Result<String>,
 ) -> anyhow::Result<()> {

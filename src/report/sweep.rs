@@ -4,9 +4,9 @@
 
 use super::{bytes, micros, si};
 use crate::engine::ServerTally;
+use crate::stats::result::{RunResult, WatchResult};
 use crate::stats::{Report, imbalance_pct, ratio};
 use crate::watch::WatchReport;
-use serde_json::{Value, json};
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ pub struct SweepInfo {
 /// One step of a sweep.
 #[derive(Debug, Clone)]
 pub struct Step {
+    pub info: super::RunInfo,
     pub cores: usize,
     pub cpus: Vec<usize>,
     pub placement: String,
@@ -126,35 +127,73 @@ pub fn footer(steps: &[Step]) -> String {
     s
 }
 
-pub fn json(info: &SweepInfo, steps: &[Step]) -> Value {
+/// What `sweep --json` writes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct SweepResult {
+    pub what: String,
+    pub target: String,
+    pub connections: usize,
+    pub steps: Vec<StepResult>,
+}
+
+/// One step: its cores, the table's figures, and its run's whole result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct StepResult {
+    pub cores: usize,
+    pub cpus: Vec<usize>,
+    pub placement: String,
+    pub ops_per_sec: f64,
+    pub speedup: f64,
+    pub efficiency: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    /// Operations per scaled core (a built-in server's own counts, else the generator's), and
+    /// what they count.
+    pub per_core: Vec<f64>,
+    pub per_core_unit: String,
+    pub imbalance_pct: f64,
+    pub generator_cpu_us_per_op: f64,
+    pub server_cpu_pct: Option<f64>,
+    pub server_rss_kib: Option<f64>,
+    pub errors: u64,
+    pub audit_match: bool,
+    pub server_watch: Option<WatchResult>,
+    pub result: RunResult,
+}
+
+pub fn json(info: &SweepInfo, steps: &[Step]) -> SweepResult {
     let first = steps.first();
-    json!({
-        "what": info.what,
-        "target": info.target,
-        "connections": info.connections,
-        "steps": steps.iter().map(|s| {
-            let first = first.unwrap_or(s);
-            let (per, unit) = s.per_core();
-            let (cpu, rss) = s.server_cpu_rss();
-            json!({
-                "cores": s.cores,
-                "cpus": s.cpus,
-                "placement": s.placement,
-                "ops_per_sec": s.report.ops_per_sec(),
-                "speedup": s.speedup(first),
-                "efficiency": s.efficiency(first),
-                "p50_us": s.report.latency_us(0.5),
-                "p99_us": s.report.latency_us(0.99),
-                "per_core": per,
-                "per_core_unit": unit,
-                "imbalance_pct": s.imbalance(),
-                "generator_cpu_us_per_op": s.report.cpu_us_per_op(),
-                "server_cpu_pct": cpu,
-                "server_rss_kib": rss,
-                "errors": s.report.errors_total(),
-                "audit_match": s.report.audit_matches(),
-                "server_watch": s.watched.as_ref().map(super::json::watch),
+    SweepResult {
+        what: info.what.clone(),
+        target: info.target.clone(),
+        connections: info.connections,
+        steps: steps
+            .iter()
+            .map(|s| {
+                let first = first.unwrap_or(s);
+                let (per_core, unit) = s.per_core();
+                let (cpu, rss) = s.server_cpu_rss();
+                StepResult {
+                    cores: s.cores,
+                    cpus: s.cpus.clone(),
+                    placement: s.placement.clone(),
+                    ops_per_sec: s.report.ops_per_sec(),
+                    speedup: s.speedup(first),
+                    efficiency: s.efficiency(first),
+                    p50_us: s.report.latency_us(0.5),
+                    p99_us: s.report.latency_us(0.99),
+                    per_core,
+                    per_core_unit: unit.to_string(),
+                    imbalance_pct: s.imbalance(),
+                    generator_cpu_us_per_op: s.report.cpu_us_per_op(),
+                    server_cpu_pct: cpu,
+                    server_rss_kib: rss,
+                    errors: s.report.errors_total(),
+                    audit_match: s.report.audit_matches(),
+                    server_watch: s.watched.as_ref().map(WatchResult::of),
+                    result: super::json::bench(&s.info, &s.report, Some(s.placement.clone())),
+                }
             })
-        }).collect::<Vec<_>>(),
-    })
+            .collect(),
+    }
 }

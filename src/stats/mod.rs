@@ -6,6 +6,7 @@
 //! them over with the class ([`Traffic`]) they belong to.
 
 pub mod encoded;
+pub mod result;
 mod tally;
 
 pub use tally::Tally;
@@ -706,7 +707,9 @@ pub struct Report {
 
 /// What the pre-flight checks put on the wire: a connection per target (with TLS, its
 /// handshake), before any engine starts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Preflight {
     pub connections: u64,
     pub tx: u64,
