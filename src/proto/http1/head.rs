@@ -59,10 +59,15 @@ pub fn response_head<'b, T>(
 ) -> Result<Option<(T, usize)>, ProtoError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
-    let len = match response.parse(input) {
-        Ok(httparse::Status::Complete(len)) if len <= max => len,
+    // Only the first `max` bytes are looked at: whatever lies past the limit cannot change
+    // the verdict, so it is the same however the bytes arrive (found by fuzzing: a malformed
+    // line past 64 KiB was a bad head whole and a head too large in pieces).
+    let len = match response.parse(&input[..input.len().min(max)]) {
+        Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) if input.len() <= max => return Ok(None),
-        Ok(_) | Err(httparse::Error::TooManyHeaders) => return Err(ProtoError::ResponseHeadTooLarge),
+        Ok(httparse::Status::Partial) | Err(httparse::Error::TooManyHeaders) => {
+            return Err(ProtoError::ResponseHeadTooLarge);
+        }
         Err(_) => return Err(ProtoError::BadResponseHead),
     };
     let status = response.code.ok_or(ProtoError::BadResponseHead)?;
@@ -93,10 +98,13 @@ pub fn request_head<'b, T>(
 ) -> Result<Option<(T, usize)>, HeadError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
-    let len = match request.parse(input) {
-        Ok(httparse::Status::Complete(len)) if len <= max => len,
+    // The first `max` bytes only, as for responses.
+    let len = match request.parse(&input[..input.len().min(max)]) {
+        Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) if input.len() <= max => return Ok(None),
-        Ok(_) | Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooLarge),
+        Ok(httparse::Status::Partial) | Err(httparse::Error::TooManyHeaders) => {
+            return Err(HeadError::TooLarge);
+        }
         Err(_) => return Err(HeadError::Malformed),
     };
     let head = RequestHead {
@@ -290,6 +298,17 @@ mod tests {
         assert_eq!(response_head(head, head.len() - 1, read), Err(ProtoError::ResponseHeadTooLarge));
         assert_eq!(response_head(&head[..20], 19, read), Err(ProtoError::ResponseHeadTooLarge));
         assert_eq!(response_head(&head[..20], 64, read), Ok(None));
+    }
+
+    /// Found by fuzzing with streams past 64 KiB: 2 MiB of empty lines, then a malformed
+    /// status line, was a bad head whole and a head too large when it came in pieces.
+    #[test]
+    fn what_lies_past_the_limit_does_not_change_the_verdict() {
+        let stream = [vec![b'\n'; 100_000], b"HTTP/1.1 11\n".to_vec()].concat();
+        let read = |h: &ResponseHead<'_, '_>| Ok(h.status);
+        assert_eq!(response_head(&stream, 64 * 1024, read), Err(ProtoError::ResponseHeadTooLarge));
+        assert_eq!(response_head(&stream[..70_000], 64 * 1024, read), Err(ProtoError::ResponseHeadTooLarge));
+        assert_eq!(response_head(&stream[..1000], 64 * 1024, read), Ok(None));
     }
 
     #[test]
