@@ -104,7 +104,8 @@ pub struct LoadArgs {
     /// i/N s; the measured window opens once every connection is set up (as always).
     #[arg(long, value_name = "N")]
     pub connect_rate: Option<f64>,
-    /// A connect, write or answer slower than this fails its connection (counted as timeout).
+    /// A connect or write slower than this, an answer not whole this long after its request
+    /// went, or a set-up not done this long after the connect, fails its connection (timeout).
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub timeout: Duration,
     /// Source addresses for the connections, connection i from address i mod N: a list of
