@@ -537,10 +537,17 @@ fn ten_thousand_idle_connections_cost_bounded_server_memory() {
 #[test]
 fn an_answer_trickling_in_past_the_timeout_times_out() {
     let url = format!("http://{}/", fault_server(trickle_answers));
+    let cpu = client_cpu().to_string();
     each_client_engine(|engine| {
-        let r = faulty_run(engine, &url, &[]);
+        // 2 s with a 400 ms timeout: each operation fails 400 ms after its send, and its
+        // connection's next one is sent, 4 or 5 in all per connection; the old way waited for
+        // the run's end, one per connection.
+        let began = Instant::now();
+        let r = bench_on(engine, &[&url, "-c", "2", "-d", "2s", "--timeout", "400ms", "--cores", &cpu]);
+        assert!(began.elapsed() < Duration::from_secs(4), "{engine}: took {:?}", began.elapsed());
+        assert_accounted(&r);
         assert_eq!(r.ops, 0, "{engine}: an answer taking 5 s completed within a 400 ms timeout");
-        assert!(r.failed.get(ErrorClass::Timeout) > 0, "{engine}: {:?}", r.failed);
+        assert!(r.failed.get(ErrorClass::Timeout) >= 6, "{engine}: {:?}", r.failed);
     });
 }
 
