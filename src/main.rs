@@ -22,7 +22,7 @@ fn main() {
     }
     // Interrupted runs print what they measured, then say so in their exit status (as a
     // shell's 128 + SIGINT). A server's normal end is Ctrl-C: status 0.
-    if !matches!(cli.command, Command::Serve(_)) && wirebench::cmd::was_interrupted() {
+    if !matches!(cli.command, Command::Serve(_)) && wirebench::interrupt::was_set() {
         std::process::exit(130);
     }
 }

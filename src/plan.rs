@@ -5,20 +5,14 @@
 //! the plan to its protocol, which builds its codec and lets an engine drive it. `bench` runs
 //! one plan; `compare` and `sweep` build theirs from the same validated options.
 
-use crate::clock::Instant;
-use crate::engine::{ClientJob, EngineKind};
-use crate::proto::ClientCodec;
 use crate::protocol::{Protocol, ProtocolOptions};
-use crate::report::RunInfo;
-use crate::stats::{Repeats, Report, RunSummary};
 use crate::target::{self, Target};
-use crate::tls::{ClientTls, TlsStart};
 use crate::workload::{Shape, Workload};
 use anyhow::{Context, Result, bail};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
 /// Pipelining deeper than this is almost surely a typo and would only fill buffers.
@@ -28,17 +22,70 @@ pub const MAX_DEPTH: usize = 4096;
 pub const MAX_CONNECTIONS: usize = 10_000_000;
 /// Highest `--rate`, and the longest wait between a connection's operations it may imply.
 const MAX_RATE: f64 = 1e9;
-/// How far ahead `--start-at` may be.
-const MAX_START_AHEAD: Duration = Duration::from_secs(86_400);
 /// Most runs `--repeat` does.
 const MAX_REPEAT: usize = 1000;
 const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 /// Largest message or body: every protocol holds one whole in memory per connection.
 pub const MAX_PAYLOAD: usize = 256 * 1024 * 1024;
-/// The pre-flight connect gives up after this long.
-const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(3);
-/// Runs shorter than this show no progress line.
-const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+
+/// The I/O drivers there are. `--engine` names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    /// glommio: thread-per-core executor on io_uring (try-the-syscall-first sockets, io_uring poll).
+    Glommio,
+    /// tokio-uring: a current-thread tokio runtime with an io_uring driver; every read and
+    /// write an io_uring operation on an owned buffer.
+    TokioUring,
+    /// Raw io_uring (the `io-uring` crate): sends as SQEs, a multishot receive per socket on a
+    /// provided-buffer ring (servers: a multishot accept too), one `io_uring_enter` per loop
+    /// for all of a core's connections.
+    Uring,
+}
+
+impl EngineKind {
+    /// The generator's default: the engine that measured least CPU per request (README,
+    /// Engines; `tools/engines.sh`).
+    pub const DEFAULT_CLIENT: EngineKind = EngineKind::Uring;
+    /// The built-in servers' default, measured likewise (`tools/vs-peers.sh`, part 2b: CPU per
+    /// request at the same offered load).
+    pub const DEFAULT_SERVER: EngineKind = EngineKind::Uring;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Glommio => "glommio",
+            EngineKind::TokioUring => "tokio-uring",
+            EngineKind::Uring => "uring",
+        }
+    }
+}
+
+/// What was run, for the report's header and JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInfo {
+    pub target: String,
+    /// More targets sharing the connections round-robin (`bench URL URL …`).
+    pub also: Vec<String>,
+    /// A connection per operation (`--no-keepalive`).
+    pub per_connection: bool,
+    /// `http1`, `ws`, `nsq`, `nsq-http`.
+    pub protocol: &'static str,
+    pub engine: &'static str,
+    pub cores: Vec<usize>,
+    pub connections: usize,
+    pub depth: usize,
+    /// A paced load's interval between one connection's operations (`--interval`, or
+    /// `--rate` spread over the connections); `None`: a closed loop.
+    pub interval: Option<std::time::Duration>,
+    /// Messages each operation carries (an NSQ batch); 1 otherwise.
+    pub messages_per_op: u64,
+    /// How soon a paced send must be due for the engine to wait for it awake rather than
+    /// sleep (the `uring` engine's spin window; `None`: the engine always sleeps).
+    pub spin: Option<std::time::Duration>,
+}
+
+/// The `uring` engine waits awake for a paced send due sooner than this: a sleep and its
+/// wake-up cost more CPU than a short spin (tens of µs on a VM), and the wake comes late.
+pub const URING_SPIN: Duration = Duration::from_micros(30);
 
 /// The load options every command that generates load takes (`bench`, `compare`, `sweep`):
 /// flattened into each, so every option reaches every one of them.
@@ -117,7 +164,7 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub protocol: ProtocolOptions,
     #[command(flatten)]
-    pub tls: crate::tls::TlsArgs,
+    pub tls: crate::tls::options::TlsArgs,
 }
 
 /// Most source addresses `--bind` takes (a /16).
@@ -224,7 +271,7 @@ pub struct Load {
     pub headers: Vec<(String, String)>,
     pub options: ProtocolOptions,
     /// TLS options (used by TLS targets: `https://`, `wss://`, `nsq://…?tls=1`, …).
-    pub tls: crate::tls::TlsArgs,
+    pub tls: crate::tls::options::TlsArgs,
     /// Source addresses (`--bind`), connection i from `bind[i % len]`; empty: the kernel's
     /// choice.
     pub bind: Vec<std::net::IpAddr>,
@@ -469,11 +516,36 @@ impl LoadPlan {
                 Workload::FixedRate { interval } => Some(interval),
                 Workload::ClosedLoop => None,
             },
+            spin: (self.load.engine == EngineKind::Uring).then_some(URING_SPIN),
         }
     }
 }
 
-/// A plan made ready to run.
+/// Everything an engine needs to drive the client side of a run.
+#[derive(Debug, Clone)]
+pub struct ClientJob {
+    /// The targets' addresses: connection i goes to `addrs[i % addrs.len()]`.
+    pub addrs: Vec<SocketAddr>,
+    /// CPUs to pin one engine thread each to.
+    pub cores: Vec<usize>,
+    pub shape: Shape,
+    /// The run's seed for the codecs' randomness (each connection's is derived from it).
+    pub seed: u64,
+    /// Set by Ctrl-C: connections stop sending, drain and close.
+    pub stop: Arc<AtomicBool>,
+    /// Operations completed so far per core, published a few times a second for the progress line.
+    pub progress: Arc<[AtomicU64]>,
+    /// When the measured window opens (a fresh one per run: see `engine::run_client_threads`).
+    pub window: Arc<crate::workload::Window>,
+    /// Per target, its TLS set-up (`None`: plaintext); empty: none speaks TLS.
+    pub tls: Vec<Option<Arc<crate::tls::options::ClientTls>>>,
+    /// Source addresses, connection i from `bind[i % len]` (`uring` engine); empty: any.
+    pub bind: Vec<std::net::IpAddr>,
+}
+
+/// A plan made ready to run (by [`crate::run::prepare`]); run by [`Prepared::run`], whose
+/// protocol builds its codec and calls [`Prepared::drive`] (both in `run.rs`: the one call from
+/// the protocols' registry entries up to the layer that runs plans).
 #[derive(Clone)]
 pub struct Prepared {
     pub plan: LoadPlan,
@@ -488,228 +560,9 @@ pub struct Prepared {
     pub preflight: crate::stats::Preflight,
 }
 
-/// Make a plan ready: resolve its target, read its payload, raise the engine's limits, catch
-/// Ctrl-C, and connect once so that an unreachable target is one clear line before any engine.
-pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
-    let addrs = plan.targets().map(Target::resolve).collect::<Result<Vec<_>, _>>()?;
-    let addr = addrs[0];
-    let body = match &plan.load.payload {
-        None => vec![b'x'; plan.protocol.default_payload],
-        Some(Payload::Size(n)) => vec![b'x'; *n],
-        Some(Payload::File(path)) => {
-            let read = || format!("cannot read --body-file {}", path.display());
-            let len = std::fs::metadata(path).with_context(read)?.len();
-            if len > MAX_PAYLOAD as u64 {
-                bail!(
-                    "--body-file {} is larger than the {} MiB a message may be here",
-                    path.display(),
-                    MAX_PAYLOAD >> 20
-                );
-            }
-            std::fs::read(path).with_context(read)?
-        }
-    };
-    (plan.protocol.check_payload)(&plan, &body)?;
-    if let Some(at) = plan.load.shape.start_at
-        && at.duration_since(std::time::SystemTime::now()).is_ok_and(|ahead| ahead > MAX_START_AHEAD)
-    {
-        bail!("--start-at is more than a day ahead: every run stops by itself, and would wait that long");
-    }
-    if let Some(at) = plan.load.shape.start_at
-        && let Ok(late) = std::time::SystemTime::now().duration_since(at)
-        && late > Duration::from_millis(100)
-    {
-        bail!(
-            "--start-at is {:.1} s in the past: give every host a time ahead, e.g. $(( $(date +%s) + 30 ))",
-            late.as_secs_f64()
-        );
-    }
-    let load = &plan.load;
-    load.engine.ensure_limits(load.shape.connections as u64, load.cores.len(), !load.bind.is_empty())?;
-    let stop = crate::cmd::interrupted();
-    let tls = plan.targets().map(|t| client_tls(t, &load.tls)).collect::<Result<Vec<_>>>()?;
-    // One connection per target before the run; its bytes are the run's too (a server's
-    // accept count and a packet capture see them), reported apart.
-    let mut checked = crate::stats::Preflight::default();
-    for ((target, addr), tls) in plan.targets().zip(&addrs).zip(&tls) {
-        let (tx, rx) = match tls.as_deref().filter(|t| t.start == TlsStart::AtConnect) {
-            Some(tls) => preflight_tls(target, *addr, tls)?,
-            None => preflight(target, *addr).map(|()| (0, 0))?,
-        };
-        checked.connections += 1;
-        checked.tx += tx;
-        checked.rx += rx;
-    }
-    let job = ClientJob {
-        addrs,
-        cores: load.cores.clone(),
-        shape: load.shape,
-        seed: fastrand::u64(..),
-        stop,
-        progress: (0..load.cores.len()).map(|_| AtomicU64::new(0)).collect(),
-        window: ClientJob::fresh_window(&load.shape),
-        tls,
-        bind: load.bind.clone(),
-    };
-    Ok(Prepared { addr, body, hostname: hostname(), job, plan, preflight: checked })
-}
-
-/// A target's TLS set-up, if it speaks TLS: the protocol's ALPN name (HTTP and what upgrades
-/// from it say `http/1.1`; NSQ's TCP protocol none).
-fn client_tls(target: &Target, args: &crate::tls::TlsArgs) -> Result<Option<Arc<ClientTls>>> {
-    let Some(start) = target.tls else { return Ok(None) };
-    let alpn = (start == TlsStart::AtConnect).then_some(&b"http/1.1"[..]);
-    let config = crate::tls::client_config(args, alpn)?;
-    Ok(Some(Arc::new(ClientTls { config, name: crate::tls::server_name(&target.host)?, start })))
-}
-
-/// One TLS handshake before the run, so a certificate the client will not trust, a version
-/// the server will not speak or a plaintext port is one clear line (exit status 2), not a
-/// run in which every connection fails; its connect is the reachability check too. Returns
-/// the bytes it wrote and read.
-fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(u64, u64)> {
-    let failed = |why: String| anyhow::anyhow!("{}: TLS handshake failed: {why}", target.url);
-    let mut session = tls.session().map_err(|e| failed(crate::tls::explain(&e)))?;
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT)
-        .map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
-    let _ = stream.set_read_timeout(Some(PREFLIGHT_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(PREFLIGHT_TIMEOUT));
-    let mut wire = Vec::new();
-    let mut buf = vec![0u8; crate::tls::MAX_RECORD];
-    let (mut tx, mut rx) = (0u64, 0u64);
-    // Bounded: a handshake is a few flights; each round writes what TLS has, reads once.
-    for _ in 0..16 {
-        wire.clear();
-        crate::tls::flush(&mut session, &mut wire);
-        std::io::Write::write_all(&mut stream, &wire)
-            .map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
-        tx += wire.len() as u64;
-        if !session.is_handshaking() {
-            let after = say_goodbye(&mut session, &mut stream, &mut tx);
-            return Ok((tx, rx + after));
-        }
-        let n = match std::io::Read::read(&mut stream, &mut buf) {
-            Ok(0) => return Err(failed("the server closed the connection during the handshake".into())),
-            Ok(n) => n,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                return Err(failed(format!(
-                    "no answer within {PREFLIGHT_TIMEOUT:?}: is this port a TLS one? (use http:// or ws:// for a plaintext server)"
-                )));
-            }
-            Err(e) => return Err(failed(crate::engine::conn::io_text(&e))),
-        };
-        rx += n as u64;
-        crate::tls::record_len(&buf[..n]).map_err(|e| failed(e.to_string()))?;
-        if let Err(e) = crate::tls::open(&mut session, &buf[..n]) {
-            // Tell the server why, as a client does.
-            wire.clear();
-            crate::tls::flush(&mut session, &mut wire);
-            let _ = std::io::Write::write_all(&mut stream, &wire);
-            return Err(failed(crate::tls::explain(&e)));
-        }
-    }
-    Err(failed("no end to the handshake after 16 rounds".into()))
-}
-
-/// After the pre-flight's handshake: TLS's goodbye, then what the server still sends (its
-/// session tickets, its own goodbye) until it closes, so that every byte of the connection
-/// is counted; bounded by the pre-flight's timeout. Returns the bytes read.
-fn say_goodbye(
-    session: &mut rustls::ClientConnection,
-    stream: &mut std::net::TcpStream,
-    tx: &mut u64,
-) -> u64 {
-    session.send_close_notify();
-    let mut wire = Vec::new();
-    crate::tls::flush(session, &mut wire);
-    if std::io::Write::write_all(stream, &wire).is_ok() {
-        *tx += wire.len() as u64;
-    }
-    let mut buf = [0u8; 4096];
-    let mut read = 0u64;
-    let began = Instant::now();
-    while began.elapsed() < PREFLIGHT_TIMEOUT {
-        match std::io::Read::read(stream, &mut buf) {
-            Ok(n @ 1..) => read += n as u64,
-            _ => break,
-        }
-    }
-    read
-}
-
-/// One plain connect, so an unreachable target is one clear line.
-fn preflight(target: &Target, addr: SocketAddr) -> Result<()> {
-    match std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => bail!(
-            "cannot connect to {} ({addr}): connection refused; is the server running and listening there?",
-            target.url
-        ),
-        Err(e) => bail!("cannot connect to {} ({addr}): {e}", target.url),
-    }
-}
-
-/// This machine's name, for NSQ's IDENTIFY.
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map_or_else(|_| "localhost".into(), |h| h.trim().to_string())
-}
-
 impl Prepared {
-    /// Run: the protocol builds its codec and drives the engine.
-    /// With `--repeat N`, N runs back to back (fewer if Ctrl-C stops one): the median run's
-    /// report (by ops/s), carrying every run's summary.
-    pub fn run(&self) -> Result<(RunInfo, Report)> {
-        let mut reports = Vec::new();
-        for _ in 0..self.plan.load.repeat {
-            if !reports.is_empty() && self.job.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            for core in self.job.progress.iter() {
-                core.store(0, Ordering::Relaxed);
-            }
-            reports.push((self.plan.protocol.run)(self)?);
-        }
-        let runs: Vec<RunSummary> = reports.iter().map(RunSummary::of).collect();
-        let median = crate::stats::median_index(&runs.iter().map(|r| r.ops_per_sec).collect::<Vec<_>>());
-        let mut report = reports.swap_remove(median);
-        report.preflight = self.preflight;
-        if runs.len() > 1 {
-            report.repeats = Some(Repeats { median, runs });
-        }
-        Ok((self.plan.info(), report))
-    }
-
-    /// Drive the engine with `codec` on its own thread while this one draws the progress line
-    /// (on a terminal, for runs longer than a moment). The one place a protocol's codec meets
-    /// an engine: everything below is generic over it.
-    /// `codec` builds the codec for a plan aimed at one target; it is asked once per target.
-    pub fn drive<C, F>(&self, codec: F) -> Result<Report>
-    where
-        C: ClientCodec + Send + 'static,
-        F: Fn(&Prepared) -> C,
-    {
-        let codecs = (0..self.job.addrs.len()).map(|i| codec(&self.on_target(i))).collect();
-        let job = self.job.clone();
-        let engine = self.plan.load.engine;
-        let started = Instant::now();
-        let worker = std::thread::spawn(move || engine.run_client(&job, codecs));
-        let expected = self.job.shape.warmup + self.job.shape.duration;
-        let visible = std::io::IsTerminal::is_terminal(&std::io::stdout())
-            && (expected > PROGRESS_AFTER || self.job.shape.ops.is_some());
-        let progress = crate::report::Progress::new(visible, self.job.shape.ops, expected);
-        while !worker.is_finished() {
-            std::thread::sleep(Duration::from_millis(100));
-            let done: u64 = self.job.progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
-            progress.update(done, started.elapsed());
-        }
-        progress.finish();
-        let run = worker.join().map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
-        Ok(run.report())
-    }
-
     /// The same plan aimed at its target `i` alone (0: the first), to build that target's codec.
-    fn on_target(&self, i: usize) -> Prepared {
+    pub fn on_target(&self, i: usize) -> Prepared {
         let mut p = self.clone();
         if i > 0 {
             p.plan.target = self.plan.also[i - 1].clone();
@@ -723,11 +576,6 @@ impl Prepared {
     pub fn authority(&self) -> &str {
         &self.plan.target.authority
     }
-}
-
-/// A flag the process's stop flag is not: for servers and steps stopped by their owner.
-pub fn own_stop() -> Arc<AtomicBool> {
-    Arc::new(AtomicBool::new(false))
 }
 
 /// `--start-at`: RFC 3339 in UTC, or Unix seconds (fractions allowed).

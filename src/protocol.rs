@@ -22,7 +22,7 @@ pub struct Scheme {
     pub default_port: u16,
     /// Whether its connections speak TLS: from the connect (`https`), or when the protocol's
     /// handshake upgrades, if the URL's query says `tls=1` (`nsq://…?tls=1`: nsqd's `tls_v1`).
-    pub tls: Option<crate::tls::TlsStart>,
+    pub tls: Option<crate::tls::options::TlsStart>,
 }
 
 /// Everything the layers above the codecs need to know about one protocol.
@@ -87,7 +87,7 @@ pub struct Server {
     /// each codec in [`crate::tls::TlsServer`]; a codec that upgrades itself must know).
     pub listeners: fn(SocketAddr, &ServerOptions, bool) -> anyhow::Result<Vec<Listener>>,
     /// With TLS, when each listener's connections start it.
-    pub tls: &'static [crate::tls::TlsStart],
+    pub tls: &'static [crate::tls::options::TlsStart],
     /// The target URL of each of its listeners once bound (TLS or not), for `compare` and
     /// `sweep`.
     pub urls: fn(&[SocketAddr], bool) -> Vec<String>,
@@ -139,7 +139,7 @@ pub struct ServerOptions {
     #[command(flatten)]
     pub nsq: nsq::ServeOptions,
     #[command(flatten)]
-    pub tls: crate::tls::ServeTlsArgs,
+    pub tls: crate::tls::options::ServeTlsArgs,
 }
 
 impl ServerOptions {

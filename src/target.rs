@@ -18,7 +18,7 @@ pub struct Target {
     /// Path and query, starting with `/`.
     pub path: String,
     /// Whether and when its connections speak TLS.
-    pub tls: Option<crate::tls::TlsStart>,
+    pub tls: Option<crate::tls::options::TlsStart>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -72,10 +72,10 @@ pub fn parse(url: &str) -> Result<Target, TargetError> {
         },
     };
     let tls = match scheme.tls {
-        Some(crate::tls::TlsStart::InHandshake) if query_says(&path, "tls", "1") => {
-            Some(crate::tls::TlsStart::InHandshake)
+        Some(crate::tls::options::TlsStart::InHandshake) if query_says(&path, "tls", "1") => {
+            Some(crate::tls::options::TlsStart::InHandshake)
         }
-        Some(crate::tls::TlsStart::InHandshake) => None,
+        Some(crate::tls::options::TlsStart::InHandshake) => None,
         other => other,
     };
     Ok(Target { url: url.into(), protocol, authority: authority.into(), host: host.into(), port, path, tls })
@@ -119,7 +119,7 @@ mod tests {
         assert_eq!((t.protocol.name, t.port, t.path.as_str()), ("nsq", 4150, "/test"));
         let t = parse("http://127.0.0.1:9?q").unwrap();
         assert_eq!(t.path, "/?q");
-        use crate::tls::TlsStart;
+        use crate::tls::options::TlsStart;
         assert_eq!(parse("https://localhost/").unwrap().port, 443);
         assert_eq!(parse("wss://h/").unwrap().tls, Some(TlsStart::AtConnect));
         assert_eq!(parse("nsq+https://h/t").unwrap().port, 4152);

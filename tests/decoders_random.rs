@@ -1,9 +1,9 @@
 //! Every decoder, client and server side, on seeded random and mutated streams, and on the fuzz
-//! corpus: the properties of `wirebench::proto::props` (never over-consume, never a zero-byte
+//! corpus: the properties of `wirebench::props` (never over-consume, never a zero-byte
 //! message, the same results whole and split anywhere) must hold. The fuzz targets in `fuzz/`
 //! check the same properties on whatever the fuzzer finds; this replays their corpus.
 
-use wirebench::proto::props::{
+use wirebench::props::{
     self, Arrivals, How, TARGETS, client_splits_agree, decode_client, serve_stream, server_splits_agree,
 };
 use wirebench::proto::{Outcome, ServerCodec};

@@ -22,7 +22,7 @@ fn get_bytes_per_op_are_exact_and_audited_on(engine: &str) {
     assert_eq!(r.tx_per_op(), wire::http_request("GET", "/", &server.addr().to_string(), &[], 0));
     assert_eq!(r.rx_per_op(), wire::hello());
     assert_eq!(r.tx.handshake + r.rx.handshake + r.tx.control + r.rx.control, 0);
-    let served = wirebench::engine::ServerTally::sum(&server.stop().unwrap());
+    let served = wirebench::stats::ServerTally::sum(&server.stop().unwrap());
     // The server saw every request, and the pre-flight connection besides.
     assert_eq!(served.requests, 20000);
     assert_eq!(served.rx, r.tx.total());

@@ -10,8 +10,8 @@
 mod common;
 use common::*;
 use std::time::{Duration, Instant};
-use wirebench::engine::ServerTally;
 use wirebench::stats::Report;
+use wirebench::stats::ServerTally;
 
 /// The tests here time things: one at a time.
 fn alone() -> std::sync::MutexGuard<'static, ()> {

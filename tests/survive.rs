@@ -15,8 +15,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use wirebench::engine::EngineKind;
 use wirebench::engine::serve_conn::ServerLimits;
+use wirebench::plan::EngineKind;
 use wirebench::proto::{ClientCodec, Decoded, Outcome, ProtoError, Served, ServerCodec};
 use wirebench::protocol::{SERVERS, ServerOptions};
 
@@ -475,14 +475,14 @@ fn a_client_core_that_panics_ends_the_run_with_its_message() {
             start_at: None,
             report_every: None,
         };
-        let job = wirebench::engine::ClientJob {
+        let job = wirebench::plan::ClientJob {
             addrs: vec![server.addr()],
             cores: vec![common::client_cpu()],
             shape,
             seed: 1,
             stop: Arc::new(AtomicBool::new(false)),
             progress: Arc::from([AtomicU64::new(0)]),
-            window: wirebench::engine::ClientJob::fresh_window(&shape),
+            window: wirebench::plan::ClientJob::fresh_window(&shape),
             tls: vec![],
             bind: vec![],
         };

@@ -293,7 +293,7 @@ fn several_targets_share_the_connections_and_add_up() {
     }
     // Each server saw its third of every run.
     for s in servers {
-        let served = wirebench::engine::ServerTally::sum(&s.stop().unwrap());
+        let served = wirebench::stats::ServerTally::sum(&s.stop().unwrap());
         assert_eq!(served.requests, 3000, "each server, over the three engines' runs");
     }
 }
@@ -316,7 +316,7 @@ fn repeated_runs_report_the_median_run_and_every_runs_line() {
         rates.sort_by(f64::total_cmp);
         assert_eq!(rates[1], r.ops_per_sec(), "{engine}: the middle of three");
     }
-    let served = wirebench::engine::ServerTally::sum(&server.stop().unwrap());
+    let served = wirebench::stats::ServerTally::sum(&server.stop().unwrap());
     assert_eq!(served.requests, 3 * 3 * 2000, "every run ran");
 }
 

@@ -1,3 +1,3 @@
-//! Fuzz target `server_nsq`: the properties of `wirebench::proto::props` on arbitrary bytes.
+//! Fuzz target `server_nsq`: the properties of `wirebench::props` on arbitrary bytes.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| wirebench::proto::props::run("server_nsq", data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| wirebench::props::run("server_nsq", data));

@@ -13,14 +13,14 @@ pub fn run(args: &BenchArgs) -> Result<(RunInfo, Report)> {
 }
 
 /// Check the options against this machine's CPUs, resolve and reach the targets.
-fn prepare(args: &BenchArgs) -> Result<plan::Prepared> {
+fn prepare(args: &BenchArgs) -> Result<crate::plan::Prepared> {
     let online = crate::cpus::online();
     let mut load = args.load.clone();
     // An interval log needs intervals: a second each unless asked otherwise.
     if args.hlog.is_some() {
         load.report_every.get_or_insert(std::time::Duration::from_secs(1));
     }
-    plan::prepare(plan::validate_targets(&args.urls, &load, &args.engine, &Defaults::BENCH, &online)?)
+    crate::run::prepare(plan::validate_targets(&args.urls, &load, &args.engine, &Defaults::BENCH, &online)?)
 }
 
 /// `wirebench bench`: run and print.

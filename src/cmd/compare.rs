@@ -4,8 +4,8 @@
 //! protocol registry: each protocol says which rows it has and how each one's plan differs.
 
 use super::{CompareArgs, parse_cores};
-use crate::engine::EngineKind;
 use crate::engine::serve_conn::ServerLimits;
+use crate::plan::EngineKind;
 use crate::plan::{self, Defaults, EngineArgs, Payload};
 use crate::protocol::{self, ServerOptions};
 use crate::report::compare::{CompareInfo, Row};
@@ -39,7 +39,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         Some(Payload::Size(n)) => *n,
         None => COMPARE_PAYLOAD,
     };
-    let interrupted = super::interrupted();
+    let interrupted = crate::interrupt::flag();
     // The built-in servers, unless targets were given.
     let server_engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
     let mut servers = None;
@@ -58,7 +58,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             &ServerOptions::default(),
             &server_cores,
             ServerLimits::default(),
-            plan::own_stop(),
+            crate::run::own_stop(),
         )?;
         let mut urls = started.urls.concat();
         servers = Some(started.handle);
@@ -72,7 +72,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
                 &options,
                 &server_cores,
                 ServerLimits::default(),
-                plan::own_stop(),
+                crate::run::own_stop(),
             )?;
             urls.extend(started.urls.concat());
             load.tls.trust = started.tls.iter().map(|t| t.cert_der.clone()).collect();
@@ -124,7 +124,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         }
         let where_ = format!("{} ({})", planned.label, planned.plan.target.url);
         let context = || where_.clone();
-        let prepared = plan::prepare(planned.plan).with_context(context)?;
+        let prepared = crate::run::prepare(planned.plan).with_context(context)?;
         let (run_info, report) = prepared.run().with_context(context)?;
         let row = Row {
             label: planned.label,

@@ -12,7 +12,7 @@ pub mod serve;
 pub mod sweep;
 pub mod watch;
 
-use crate::engine::EngineKind;
+use crate::plan::EngineKind;
 use crate::plan::{EngineArgs, LoadArgs, parse_duration};
 use crate::protocol::ServerOptions;
 use clap::{Args, Parser, Subcommand};
@@ -273,32 +273,4 @@ pub fn parse_cores(list: Option<&str>) -> anyhow::Result<Vec<usize>> {
         None => Ok(online),
         Some(list) => Ok(crate::cpus::parse(list, &online)?),
     }
-}
-
-static INTERRUPT: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
-    std::sync::OnceLock::new();
-
-/// Whether Ctrl-C stopped this process's work (the binary then exits with status 130, after
-/// printing what was measured until then).
-pub fn was_interrupted() -> bool {
-    INTERRUPT.get().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
-}
-
-/// The process-wide stop flag, set by Ctrl-C: runs drain and report, servers stop. A second
-/// Ctrl-C exits at once. (One flag for the process, since a handler can be installed only once.)
-pub fn interrupted() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    INTERRUPT
-        .get_or_init(|| {
-            let flag = Arc::new(AtomicBool::new(false));
-            let set = flag.clone();
-            let _ = ctrlc::set_handler(move || {
-                if set.swap(true, Ordering::Relaxed) {
-                    std::process::exit(130);
-                }
-            });
-            flag
-        })
-        .clone()
 }

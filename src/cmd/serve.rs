@@ -2,9 +2,11 @@
 //! tally. [`start`] is also how `compare` and `sweep` start the built-in servers they measure.
 
 use super::{LimitArgs, ServeArgs, parse_cores};
+use crate::engine::ServerHandle;
 use crate::engine::serve_conn::ServerLimits;
-use crate::engine::{EngineKind, ServerHandle, ServerTally};
+use crate::plan::EngineKind;
 use crate::protocol::{self, Listener, Server, ServerOptions};
+use crate::stats::ServerTally;
 use anyhow::{Context, Result, bail};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -23,7 +25,7 @@ pub struct Started {
     /// Per server asked for, in order: the target URLs of its listeners.
     pub urls: Vec<Vec<String>>,
     /// Their TLS, when they serve it (its certificate, for clients to trust).
-    pub tls: Option<crate::tls::ServerTls>,
+    pub tls: Option<crate::tls::options::ServerTls>,
 }
 
 /// Start `servers` (each on its address) on `cores`, one engine for all; they run until
@@ -45,7 +47,7 @@ pub fn start(
         match &tls {
             // Every listener's codec behind the TLS layer, starting where the server says.
             Some(t) => listeners.extend(own.into_iter().zip(server.tls).map(|((addr, codec), start)| {
-                let at_accept = *start == crate::tls::TlsStart::AtConnect;
+                let at_accept = *start == crate::tls::options::TlsStart::AtConnect;
                 let wrapped: protocol::BoxedServer =
                     Box::new(crate::tls::TlsServer::new(codec, t.config.clone(), at_accept));
                 (addr, wrapped)
@@ -106,7 +108,7 @@ pub fn start_args(args: &ServeArgs, cores: &[usize]) -> Result<Started> {
         .and_then(|mut a| a.next())
         .with_context(|| format!("--listen '{listen}' is not an address: use e.g. 127.0.0.1:8080"))?;
     let engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
-    start(engine, &[(server, addr)], &args.options, cores, args.limits.limits()?, crate::plan::own_stop())
+    start(engine, &[(server, addr)], &args.options, cores, args.limits.limits()?, crate::run::own_stop())
 }
 
 pub fn main(args: &ServeArgs) -> Result<()> {
@@ -114,7 +116,7 @@ pub fn main(args: &ServeArgs) -> Result<()> {
     if args.duration == Some(Duration::ZERO) {
         bail!("--duration must be longer than zero");
     }
-    let interrupted = super::interrupted();
+    let interrupted = crate::interrupt::flag();
     let engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
     let mut started = start_args(args, &cores)?;
     let addrs: Vec<String> = started.handle.addrs.iter().map(ToString::to_string).collect();

@@ -6,8 +6,8 @@
 use super::{SweepArgs, parse_cores};
 use crate::clock::Instant;
 use crate::cpus::format as list_cores;
-use crate::engine::EngineKind;
 use crate::engine::serve_conn::ServerLimits;
+use crate::plan::EngineKind;
 use crate::plan::{self, Defaults, EngineArgs};
 use crate::protocol::{self, ServerOptions};
 use crate::report::sweep::{Step, SweepInfo};
@@ -206,7 +206,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         }
     };
     say(&table::header(&info));
-    let interrupted = super::interrupted();
+    let interrupted = crate::interrupt::flag();
     let server_engine = args.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
     let mut rows: Vec<Step> = Vec::new();
     for cpus in steps {
@@ -225,7 +225,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
                     &ServerOptions::default(),
                     &cpus,
                     ServerLimits::default(),
-                    plan::own_stop(),
+                    crate::run::own_stop(),
                 )?;
                 let url = started.urls[0][0].clone();
                 builtin = Some(started.handle);
@@ -248,7 +248,8 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         let watch_pid = own.as_ref().map(OwnServer::pid).or(args.watch_pid);
         let mut step_load = load.clone();
         step_load.cores = step_client.into_iter().take(load.shape.connections).collect();
-        let prepared = plan::prepare(step_load.aim(&url)?).with_context(|| format!("step {placement}"))?;
+        let prepared =
+            crate::run::prepare(step_load.aim(&url)?).with_context(|| format!("step {placement}"))?;
         let watcher = watch_pid.map(crate::watch::start).transpose()?;
         let result = prepared.run();
         let watched = watcher.map(crate::watch::Watcher::finish);

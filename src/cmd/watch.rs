@@ -50,7 +50,7 @@ pub fn main(args: &WatchArgs) -> Result<()> {
         }
     }
     let watcher = crate::watch::start(pid)?;
-    let interrupted = super::interrupted();
+    let interrupted = crate::interrupt::flag();
     let end = Instant::now() + args.duration;
     while Instant::now() < end && !interrupted.load(std::sync::atomic::Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50).min(end.saturating_duration_since(Instant::now())));

@@ -20,13 +20,14 @@ use crate::clock::Instant;
 use crate::outcome::ErrorClass;
 use crate::proto::{ClientCodec, Decoded, Outcome};
 use crate::stats::{CoreRecorder, SocketAudit, Traffic};
-use crate::tls::{Carried, ClientSession, ClientTls, TlsStart};
+use crate::tls::options::{ClientTls, TlsStart};
+use crate::tls::{Carried, ClientSession};
 use crate::workload::{Budget, Pacer, Window};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::RecvBuf;
+use crate::recv::RecvBuf;
 
 /// Pause after a failed connect or a failed connection before trying again, so that a dead
 /// server costs a bounded number of attempts per second.
@@ -343,7 +344,7 @@ impl<C: ClientCodec> Conn<C> {
     /// copies what arrived into it rather than reading into it, where thousands of
     /// connections handshaking at once would otherwise each hold a 4 KiB buffer.
     pub fn small_receive_buffer(mut self) -> Self {
-        self.recv = RecvBuf::bounded(SMALL_RECV_BUF, super::RECV_BUF_MAX);
+        self.recv = RecvBuf::bounded(SMALL_RECV_BUF, crate::recv::RECV_BUF_MAX);
         self
     }
 

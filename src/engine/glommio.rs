@@ -12,9 +12,10 @@ use super::sys::close_audit;
 use super::{
     Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, CoreStart, EngineError, REFUSE_WAIT,
 };
-use super::{SERVER_POLL, ServerHandle, ServerStart, ServerTally};
+use super::{SERVER_POLL, ServerHandle, ServerStart};
 use crate::clock::Instant;
 use crate::proto::{ClientCodec, ServerCodec};
+use crate::stats::ServerTally;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutorBuilder, Placement};

@@ -17,42 +17,15 @@ pub mod tokio_uring;
 pub mod uring;
 pub mod uring_server;
 
+use crate::plan::{ClientJob, EngineKind};
+use crate::stats::ServerTally;
 use crate::workload::Shape;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
-/// The I/O drivers there are. `--engine` names one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum EngineKind {
-    /// glommio: thread-per-core executor on io_uring (try-the-syscall-first sockets, io_uring poll).
-    Glommio,
-    /// tokio-uring: a current-thread tokio runtime with an io_uring driver; every read and
-    /// write an io_uring operation on an owned buffer.
-    TokioUring,
-    /// Raw io_uring (the `io-uring` crate): sends as SQEs, a multishot receive per socket on a
-    /// provided-buffer ring (servers: a multishot accept too), one `io_uring_enter` per loop
-    /// for all of a core's connections.
-    Uring,
-}
-
 impl EngineKind {
-    /// The generator's default: the engine that measured least CPU per request (README,
-    /// Engines; `tools/engines.sh`).
-    pub const DEFAULT_CLIENT: EngineKind = EngineKind::Uring;
-    /// The built-in servers' default, measured likewise (`tools/vs-peers.sh`, part 2b: CPU per
-    /// request at the same offered load).
-    pub const DEFAULT_SERVER: EngineKind = EngineKind::Uring;
-
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Glommio => "glommio",
-            EngineKind::TokioUring => "tokio-uring",
-            EngineKind::Uring => "uring",
-        }
-    }
-
     /// Raise the process limits this engine needs for `sockets` sockets on `threads` threads
     /// (open files; locked memory for glommio's registered buffers: io_uring's own rings are
     /// charged to the memory cgroup on the kernels these engines need), or say how. `bind`:
@@ -107,28 +80,6 @@ impl EngineKind {
     }
 }
 
-/// Everything an engine needs to drive the client side of a run.
-#[derive(Debug, Clone)]
-pub struct ClientJob {
-    /// The targets' addresses: connection i goes to `addrs[i % addrs.len()]`.
-    pub addrs: Vec<SocketAddr>,
-    /// CPUs to pin one engine thread each to.
-    pub cores: Vec<usize>,
-    pub shape: Shape,
-    /// The run's seed for the codecs' randomness (each connection's is derived from it).
-    pub seed: u64,
-    /// Set by Ctrl-C: connections stop sending, drain and close.
-    pub stop: Arc<AtomicBool>,
-    /// Operations completed so far per core, published a few times a second for the progress line.
-    pub progress: Arc<[AtomicU64]>,
-    /// When the measured window opens (a fresh one per run: see [`run_client_threads`]).
-    pub window: Arc<crate::workload::Window>,
-    /// Per target, its TLS set-up (`None`: plaintext); empty: none speaks TLS.
-    pub tls: Vec<Option<Arc<crate::tls::ClientTls>>>,
-    /// Source addresses, connection i from `bind[i % len]` (`uring` engine); empty: any.
-    pub bind: Vec<std::net::IpAddr>,
-}
-
 impl ClientJob {
     /// A core's recorder for this job: per target with several, with a time series when asked.
     pub fn recorder(&self, cpu: usize) -> crate::stats::CoreRecorder {
@@ -163,7 +114,7 @@ pub struct ClientRun {
     pub finished: crate::clock::Instant,
     pub cores: Vec<crate::stats::CoreRecorder>,
     /// The machine's network drops and retransmits over the run.
-    pub net: Option<sys::NetCounters>,
+    pub net: Option<crate::stats::NetCounters>,
 }
 
 impl ClientRun {
@@ -197,7 +148,7 @@ struct CpuReading {
     cpu: Duration,
     at: crate::clock::Instant,
     ops: u64,
-    net: Option<(sys::NetCounters, crate::clock::Instant)>,
+    net: Option<(crate::stats::NetCounters, crate::clock::Instant)>,
 }
 
 /// What every engine core keeps besides its connections, whatever drives them: its CPU clock,
@@ -250,7 +201,7 @@ impl CoreBooks {
         match self.latest.get() {
             None => {
                 if self.window.opened_at().is_some_and(|at| now >= at + self.warmup) {
-                    let net = sys::NetCounters::read().map(|n| (n, now));
+                    let net = sys::read_net_counters().map(|n| (n, now));
                     let reading = Some(CpuReading { cpu: sys::thread_cpu_time(), at: now, ops, net });
                     self.opened.set(reading);
                     self.latest.set(reading);
@@ -259,7 +210,7 @@ impl CoreBooks {
             Some(last) if ops != last.ops && now >= last.at + WINDOW_CPU_EVERY => {
                 let net = match last.net {
                     Some((_, at)) if now < at + WINDOW_NET_EVERY => last.net,
-                    _ => sys::NetCounters::read().map(|n| (n, now)).or(last.net),
+                    _ => sys::read_net_counters().map(|n| (n, now)).or(last.net),
                 };
                 self.latest.set(Some(CpuReading { cpu: sys::thread_cpu_time(), at: now, ops, net }));
             }
@@ -370,7 +321,7 @@ where
 {
     let start = Arc::new(std::sync::OnceLock::new());
     let job = &ClientJob { window: ClientJob::fresh_window(&job.shape), ..job.clone() };
-    let net = sys::NetCounters::read();
+    let net = sys::read_net_counters();
     let barrier = Arc::new(std::sync::Barrier::new(job.cores.len()));
     let cores = job.cores.len();
     let mut threads = Vec::new();
@@ -412,7 +363,7 @@ where
             .map(|at| at.saturating_duration_since(start)),
         finished,
         cores: ends.into_iter().map(|(rec, _)| rec).collect(),
-        net: net.zip(sys::NetCounters::read()).map(|(before, after)| after.since(before)),
+        net: net.zip(sys::read_net_counters()).map(|(before, after)| after.since(before)),
     })
 }
 
@@ -576,42 +527,6 @@ impl AsyncServerCore {
 pub const SERVER_POLL: Duration = Duration::from_millis(20);
 /// How long a refused connection is given to read its refusal before it is closed.
 pub const REFUSE_WAIT: Duration = Duration::from_secs(1);
-
-/// What one core of a built-in server counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ServerTally {
-    pub core: usize,
-    pub connections: u64,
-    pub requests: u64,
-    /// Messages published (NSQ sinks).
-    pub messages: u64,
-    pub rx: u64,
-    pub tx: u64,
-    /// Connections closed because the client was too slow (head, idle or write timeout).
-    pub timeouts: u64,
-    /// Connections refused at the connection limit.
-    pub refused: u64,
-    /// CPU time of the core's thread, and the wall time it served.
-    pub cpu: Duration,
-    pub wall: Duration,
-}
-
-impl ServerTally {
-    pub fn sum(tallies: &[ServerTally]) -> ServerTally {
-        tallies.iter().fold(ServerTally::default(), |a, t| ServerTally {
-            core: a.core,
-            connections: a.connections + t.connections,
-            requests: a.requests + t.requests,
-            messages: a.messages + t.messages,
-            rx: a.rx + t.rx,
-            tx: a.tx + t.tx,
-            timeouts: a.timeouts + t.timeouts,
-            refused: a.refused + t.refused,
-            cpu: a.cpu + t.cpu,
-            wall: a.wall.max(t.wall),
-        })
-    }
-}
 
 /// A running built-in server: its addresses, and how to stop it and collect its tally.
 pub struct ServerHandle {
@@ -819,143 +734,9 @@ impl EngineError {
     }
 }
 
-/// Initial per-connection receive buffer: small, since many connections must fit in little
-/// memory; it grows for larger messages.
-pub const RECV_BUF_INITIAL: usize = 4 * 1024;
-/// A single message (response head plus body, WebSocket frame) may grow the buffer to this.
-pub const RECV_BUF_MAX: usize = 80 * 1024 * 1024;
-
-/// A connection's receive buffer: `buf[start..end]` holds bytes read but not yet decoded. It
-/// is allocated at its first use, grows (doubling) for a large message up to its limit, and
-/// shrinks back to its initial size once emptied, so one large message does not pin memory for
-/// a connection's life; an idle connection gives it back whole ([`RecvBuf::release`]).
-#[derive(Debug)]
-pub struct RecvBuf {
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    initial: usize,
-    max: usize,
-}
-
-impl RecvBuf {
-    pub fn new() -> Self {
-        Self::bounded(RECV_BUF_INITIAL, RECV_BUF_MAX)
-    }
-    pub fn bounded(initial: usize, max: usize) -> Self {
-        RecvBuf { buf: Vec::new(), start: 0, end: 0, initial: initial.max(1), max: max.max(initial) }
-    }
-    /// Undecoded bytes.
-    pub fn data(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-    pub fn consume(&mut self, n: usize) {
-        self.start += n;
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-            self.shrink();
-        }
-    }
-    fn shrink(&mut self) {
-        if self.buf.len() > self.initial {
-            self.buf = vec![0; self.initial];
-        }
-    }
-    /// Give the memory back if nothing is held (a connection going idle); the next `spare`
-    /// allocates again.
-    pub fn release(&mut self) {
-        if self.start == self.end {
-            self.buf = Vec::new();
-            self.start = 0;
-            self.end = 0;
-        }
-    }
-    /// Free space to read into: compacts, or grows when full; `None` past the limit.
-    pub fn spare(&mut self) -> Option<&mut [u8]> {
-        if self.end == self.buf.len() {
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            } else if self.buf.is_empty() {
-                self.buf = vec![0; self.initial];
-            } else if self.buf.len() < self.max {
-                self.buf.resize((self.buf.len() * 2).min(self.max), 0);
-            } else {
-                return None;
-            }
-        }
-        Some(&mut self.buf[self.end..])
-    }
-    pub fn filled(&mut self, n: usize) {
-        self.end += n;
-    }
-    /// Copy `data` in (growing as needed); returns how much fitted under the limit.
-    pub fn append(&mut self, data: &[u8]) -> usize {
-        let mut done = 0;
-        while done < data.len() {
-            let Some(room) = self.spare() else { break };
-            let n = room.len().min(data.len() - done);
-            room[..n].copy_from_slice(&data[done..done + n]);
-            self.end += n;
-            done += n;
-        }
-        done
-    }
-    /// Forget everything (the connection ended); returns how many bytes were left undecoded.
-    pub fn reset(&mut self) -> usize {
-        let left = self.end - self.start;
-        self.start = 0;
-        self.end = 0;
-        self.shrink();
-        left
-    }
-    /// Bytes held now (the buffer's size, not its contents).
-    pub fn capacity(&self) -> usize {
-        self.buf.len()
-    }
-}
-
-impl Default for RecvBuf {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn recv_buf_compacts_then_grows() {
-        let mut b = RecvBuf::new();
-        let n = b.spare().unwrap().len();
-        b.filled(n);
-        b.consume(10);
-        assert_eq!(b.spare().unwrap().len(), 10);
-        b.filled(10);
-        assert_eq!(b.spare().unwrap().len(), RECV_BUF_INITIAL);
-        assert_eq!(b.data().len(), RECV_BUF_INITIAL);
-        assert_eq!(b.reset(), RECV_BUF_INITIAL);
-        assert!(b.data().is_empty());
-    }
-
-    #[test]
-    fn recv_buf_shrinks_back_after_a_large_message_and_stops_at_its_limit() {
-        let mut b = RecvBuf::bounded(4, 16);
-        for _ in 0..2 {
-            let n = b.spare().unwrap().len();
-            b.filled(n);
-        }
-        assert_eq!(b.capacity(), 8);
-        let n = b.spare().unwrap().len();
-        b.filled(n);
-        assert_eq!(b.capacity(), 16);
-        assert!(b.spare().is_none(), "a message over the limit");
-        b.consume(16);
-        assert_eq!(b.capacity(), 4);
-    }
 
     #[test]
     fn the_window_ends_with_the_last_operation_not_the_last_close() {

@@ -10,9 +10,10 @@
 //! client may stay silent for the idle timeout; a client that stops reading our answers gets
 //! the write timeout.
 
-use super::{RecvBuf, ServerTally};
 use crate::clock::Instant;
 use crate::proto::{Awaiting, ServerCodec};
+use crate::recv::RecvBuf;
+use crate::stats::ServerTally;
 use std::time::Duration;
 
 /// What a built-in server allows its clients, and how long it thinks; every one has a flag

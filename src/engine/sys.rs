@@ -1,6 +1,7 @@
 //! The few raw syscalls the engines need beside their I/O: the kernel's own byte counters of a
 //! closing socket (`TCP_INFO`, the send queue), a thread's CPU time, and resource limits.
 
+use crate::stats::NetCounters;
 use crate::stats::{Inexact, KernelSocket, SocketAudit};
 use std::os::fd::RawFd;
 use std::time::Duration;
@@ -195,54 +196,19 @@ impl ThreadClock {
     }
 }
 
-/// Machine-wide network counters that explain a latency tail on loopback: packets the kernel
-/// dropped at its per-CPU input backlog (`/proc/net/softnet_stat`, full at
-/// `net.core.netdev_max_backlog`), and TCP segments retransmitted (`/proc/net/snmp`) — on
-/// loopback nothing else drops a packet, and each drop costs its connection a retransmission
-/// timeout (200 ms at least).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NetCounters {
-    pub backlog_drops: u64,
-    pub retransmits: u64,
-}
-
-impl NetCounters {
-    /// The counters now (`None`: not readable here).
-    pub fn read() -> Option<NetCounters> {
-        let softnet = std::fs::read_to_string("/proc/net/softnet_stat").ok()?;
-        let backlog_drops = softnet
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(1).and_then(|d| u64::from_str_radix(d, 16).ok()))
-            .sum();
-        let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
-        let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
-        let (names, values) = (tcp.next()?, tcp.next()?);
-        let at = names.split_whitespace().position(|n| n == "RetransSegs")?;
-        let retransmits = values.split_whitespace().nth(at)?.parse().ok()?;
-        Some(NetCounters { backlog_drops, retransmits })
-    }
-
-    /// Each counter's smaller (`max`: larger) of two readings.
-    pub fn min(self, o: NetCounters) -> NetCounters {
-        NetCounters {
-            backlog_drops: self.backlog_drops.min(o.backlog_drops),
-            retransmits: self.retransmits.min(o.retransmits),
-        }
-    }
-    pub fn max(self, o: NetCounters) -> NetCounters {
-        NetCounters {
-            backlog_drops: self.backlog_drops.max(o.backlog_drops),
-            retransmits: self.retransmits.max(o.retransmits),
-        }
-    }
-
-    /// What happened between two readings.
-    pub fn since(self, before: NetCounters) -> NetCounters {
-        NetCounters {
-            backlog_drops: self.backlog_drops.saturating_sub(before.backlog_drops),
-            retransmits: self.retransmits.saturating_sub(before.retransmits),
-        }
-    }
+/// The machine's network counters now ([`NetCounters`]; `None`: not readable here).
+pub fn read_net_counters() -> Option<NetCounters> {
+    let softnet = std::fs::read_to_string("/proc/net/softnet_stat").ok()?;
+    let backlog_drops = softnet
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1).and_then(|d| u64::from_str_radix(d, 16).ok()))
+        .sum();
+    let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (tcp.next()?, tcp.next()?);
+    let at = names.split_whitespace().position(|n| n == "RetransSegs")?;
+    let retransmits = values.split_whitespace().nth(at)?.parse().ok()?;
+    Some(NetCounters { backlog_drops, retransmits })
 }
 
 /// A resource limit that could not be raised far enough.

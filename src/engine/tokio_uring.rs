@@ -11,10 +11,11 @@ use super::serve_conn::ServerConn;
 use super::serve_conn::{ServerLimits, busy_answer};
 use super::sys::close_audit;
 use super::{Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, EngineError, REFUSE_WAIT};
-use super::{CoreStart, SERVER_POLL, ServerStart, ServerTally};
+use super::{CoreStart, SERVER_POLL, ServerStart};
 use crate::clock::Instant;
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
+use crate::stats::ServerTally;
 use ::tokio_uring::buf::BoundedBuf;
 use ::tokio_uring::net::{TcpListener, TcpStream};
 use std::cell::RefCell;
@@ -119,7 +120,7 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
     let mut sent_fin = false;
     // tokio-uring owns the buffers while the kernel uses them; these travel to it and back.
     let mut wbuf: Vec<u8> = Vec::with_capacity(1024);
-    let mut rbuf: Vec<u8> = Vec::with_capacity(super::RECV_BUF_INITIAL);
+    let mut rbuf: Vec<u8> = Vec::with_capacity(crate::recv::RECV_BUF_INITIAL);
     for step in 0u64.. {
         // Some steps finish without waiting (a poll, a close): the other connections get
         // their turn now and then, whatever this one's machine asks.
@@ -184,7 +185,7 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
                     );
                     continue;
                 }
-                if rbuf.capacity() > 4 * room.max(super::RECV_BUF_INITIAL) {
+                if rbuf.capacity() > 4 * room.max(crate::recv::RECV_BUF_INITIAL) {
                     rbuf = Vec::new(); // given back after a large message
                 }
                 rbuf.clear();
@@ -218,7 +219,7 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
                         conn.read_failed(&timed_out(), &mut rec.borrow_mut());
                     }
                     Timed::Abandoned => {
-                        rbuf = Vec::with_capacity(super::RECV_BUF_INITIAL);
+                        rbuf = Vec::with_capacity(crate::recv::RECV_BUF_INITIAL);
                         conn.read_failed(&timed_out(), &mut rec.borrow_mut());
                     }
                 }

@@ -41,7 +41,7 @@ use std::time::Duration;
 /// Longest wait in `io_uring_enter`; also how often sleepers are looked at.
 const TICK: Duration = Duration::from_millis(5);
 /// A paced operation due sooner than this is waited for without sleeping (see `run_loop`).
-pub const SPIN: Duration = Duration::from_micros(30);
+pub const SPIN: Duration = crate::plan::URING_SPIN;
 /// Connections woken all at once (the window's opening, the run's end, Ctrl-C) that one loop
 /// drives at most (the rest wait for the next loops, in order): a window opening on a million
 /// connections would otherwise hold every answer and every send due behind a tenth of a

@@ -26,9 +26,10 @@
 use super::deadlines::Deadlines;
 use super::rings::{self, Layout, Owned, Rings, Sock, cancel, receive, sqe};
 use super::serve_conn::ServerConn;
-use super::{AsyncServerCore, ServerStart, ServerTally};
+use super::{AsyncServerCore, ServerStart};
 use crate::clock::Instant;
 use crate::proto::ServerCodec;
+use crate::stats::ServerTally;
 use io_uring::{cqueue, opcode, squeue, types};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};

@@ -7,7 +7,6 @@
 
 pub mod http1;
 pub mod nsq;
-pub mod props;
 pub mod sio;
 pub mod ws;
 

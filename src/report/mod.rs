@@ -50,26 +50,7 @@ pub fn finish_table<J: serde::Serialize>(
     Ok(())
 }
 
-/// What was run, for the report's header and JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunInfo {
-    pub target: String,
-    /// More targets sharing the connections round-robin (`bench URL URL …`).
-    pub also: Vec<String>,
-    /// A connection per operation (`--no-keepalive`).
-    pub per_connection: bool,
-    /// `http1`, `ws`, `nsq`, `nsq-http`.
-    pub protocol: &'static str,
-    pub engine: &'static str,
-    pub cores: Vec<usize>,
-    pub connections: usize,
-    pub depth: usize,
-    /// A paced load's interval between one connection's operations (`--interval`, or
-    /// `--rate` spread over the connections); `None`: a closed loop.
-    pub interval: Option<std::time::Duration>,
-    /// Messages each operation carries (an NSQ batch); 1 otherwise.
-    pub messages_per_op: u64,
-}
+pub use crate::plan::RunInfo;
 
 /// The progress line: on a terminal only, drawn from the counts the cores publish.
 pub struct Progress {

@@ -3,7 +3,7 @@
 //! server process is known.
 
 use super::{bytes, micros, si};
-use crate::engine::ServerTally;
+use crate::stats::ServerTally;
 use crate::stats::result::{RunResult, WatchResult};
 use crate::stats::{Report, imbalance_pct, ratio};
 use crate::watch::WatchReport;

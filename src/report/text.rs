@@ -298,7 +298,7 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
                 c.core,
                 100.0 * c.cpu_util(),
                 100.0 * c.spin_share(),
-                crate::engine::uring::SPIN.as_micros(),
+                info.spin.unwrap_or_default().as_micros(),
                 100.0 * c.work_util()
             );
         }

@@ -6,9 +6,13 @@
 //! them over with the class ([`Traffic`]) they belong to.
 
 pub mod encoded;
+mod net;
 pub mod result;
+mod server;
 mod tally;
 
+pub use net::NetCounters;
+pub use server::ServerTally;
 pub use tally::Tally;
 
 use crate::outcome::{Answer, AnswerCounts, ClassCounts, ErrorClass, Failure};
@@ -369,7 +373,7 @@ pub struct CoreRecorder {
     pub last_end: Option<crate::clock::Instant>,
     /// The machine's network counters at the window's opening and at its last operation (to
     /// within 100 ms): drops and retransmits inside the window, not the set-up's or close's.
-    pub window_net: Option<(crate::engine::sys::NetCounters, crate::engine::sys::NetCounters)>,
+    pub window_net: Option<(NetCounters, NetCounters)>,
     /// Per target, with several (empty with one: the totals are its figures).
     pub targets: Vec<TargetTally>,
     /// `--report-every`: the measured window cut into intervals.
@@ -699,7 +703,7 @@ pub struct Report {
     /// With `--repeat`: every run's summary; this report is the median one's.
     pub repeats: Option<Repeats>,
     /// The machine's network drops and retransmits during the run (`None`: not readable).
-    pub net: Option<crate::engine::sys::NetCounters>,
+    pub net: Option<NetCounters>,
     /// The connections made before the run to check each target (reachable; its TLS
     /// handshake agreed): on the wire like the run's, counted apart from its figures.
     pub preflight: Preflight,

@@ -7,9 +7,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use wirebench::cmd::{Cli, Command as Cmd, bench};
 use wirebench::engine::ServerHandle;
-#[allow(unused_imports)]
-pub use wirebench::engine::ServerTally;
 use wirebench::stats::Report;
+#[allow(unused_imports)]
+pub use wirebench::stats::ServerTally;
 
 /// The CPU the built-in servers run on in tests, and the one the generator uses: different
 /// CPUs where the machine has two or more.

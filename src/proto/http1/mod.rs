@@ -108,7 +108,7 @@ pub static PROTOCOL: Protocol = Protocol {
     name: "http1",
     schemes: &[
         Scheme { name: "http", default_port: 80, tls: None },
-        Scheme { name: "https", default_port: 443, tls: Some(crate::tls::TlsStart::AtConnect) },
+        Scheme { name: "https", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
     ],
     default_payload: 0,
     validate,
@@ -172,6 +172,6 @@ pub static SERVER: Server = Server {
     about: "HTTP/1.1 hello world: `Hello World` for GET, `OK` for a request with a body",
     default_listen: "127.0.0.1:8080",
     listeners: |addr, _, _| Ok(vec![(addr, Box::new(Http1Server::default()))]),
-    tls: &[crate::tls::TlsStart::AtConnect],
+    tls: &[crate::tls::options::TlsStart::AtConnect],
     urls: |addrs, tls| addrs.iter().map(|a| format!("http{}://{a}/", if tls { "s" } else { "" })).collect(),
 };

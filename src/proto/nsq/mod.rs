@@ -258,7 +258,7 @@ mod tests {
 
 use crate::plan::{LoadPlan, Payload};
 use crate::protocol::{CompareRow, Protocol, Scheme, Server, ServerOptions, Versus};
-use crate::tls::TlsStart;
+use crate::tls::options::TlsStart;
 use anyhow::bail;
 use std::net::{SocketAddr, ToSocketAddrs};
 

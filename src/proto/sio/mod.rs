@@ -183,7 +183,7 @@ pub static PROTOCOL: Protocol = Protocol {
     name: "sio",
     schemes: &[
         Scheme { name: "sio", default_port: 80, tls: None },
-        Scheme { name: "sios", default_port: 443, tls: Some(crate::tls::TlsStart::AtConnect) },
+        Scheme { name: "sios", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
     ],
     default_payload: 400,
     validate,
@@ -257,7 +257,7 @@ pub static SERVER: Server = Server {
     name: "sio",
     about: "Socket.IO (Engine.IO 4, or 3 with --eio 3): acknowledges every event with its arguments, emits --reply-event when asked, pings",
     default_listen: "127.0.0.1:3000",
-    tls: &[crate::tls::TlsStart::AtConnect],
+    tls: &[crate::tls::options::TlsStart::AtConnect],
     listeners: |addr, options: &ServerOptions, _| {
         let o = &options.sio;
         for (flag, value) in [("--ping-interval", o.ping_interval), ("--ping-timeout", o.ping_timeout)] {

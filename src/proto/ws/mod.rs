@@ -170,7 +170,7 @@ pub static PROTOCOL: Protocol = Protocol {
     name: "ws",
     schemes: &[
         Scheme { name: "ws", default_port: 80, tls: None },
-        Scheme { name: "wss", default_port: 443, tls: Some(crate::tls::TlsStart::AtConnect) },
+        Scheme { name: "wss", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
     ],
     default_payload: 400,
     validate: |_| Ok(()),
@@ -218,7 +218,7 @@ pub static SERVER: Server = Server {
     name: "ws",
     about: "WebSocket echo: validates the upgrade, echoes every data message with its opcode, answers ping, completes the close handshake",
     default_listen: "127.0.0.1:9001",
-    tls: &[crate::tls::TlsStart::AtConnect],
+    tls: &[crate::tls::options::TlsStart::AtConnect],
     listeners: |addr, options: &ServerOptions, _| {
         let max = options.ws.max_message.map_or(DEFAULT_MAX_MESSAGE, |m| m as usize);
         Ok(vec![(addr, Box::new(WsServer::new(max)))])

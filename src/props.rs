@@ -5,10 +5,10 @@
 //! the fuzz corpus (`tests/decoders_random.rs`); the cargo-fuzz targets in `fuzz/` check them on
 //! whatever the fuzzer finds. A violation panics, saying what differed.
 
-use super::{Awaiting, ClientCodec, Decoded, Outcome, ProtoError, ServerCodec};
 use crate::clock::Instant;
-use crate::engine::ServerTally;
 use crate::engine::serve_conn::{ServerConn, ServerLimits};
+use crate::proto::{self, Awaiting, ClientCodec, Decoded, Outcome, ProtoError, ServerCodec};
+use crate::stats::ServerTally;
 use std::time::Duration;
 
 /// What a client codec made of a stream from the server.
@@ -504,20 +504,20 @@ fn ws_answer(request: &[u8]) -> Vec<u8> {
     let key = text.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: ")).unwrap_or_default();
     format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
-        super::ws::accept_key(key.trim().as_bytes())
+        proto::ws::accept_key(key.trim().as_bytes())
     )
     .into_bytes()
 }
 
 fn nsq_answer(_: &[u8]) -> Vec<u8> {
     let mut ok = Vec::new();
-    super::nsq::write_frame(&mut ok, 0, b"OK");
+    proto::nsq::write_frame(&mut ok, 0, b"OK");
     ok
 }
 
 /// The prototypes the targets use.
-pub fn http1_client() -> super::http1::Http1Client {
-    super::http1::Http1Client::new(&super::http1::RequestSpec {
+pub fn http1_client() -> proto::http1::Http1Client {
+    proto::http1::Http1Client::new(&proto::http1::RequestSpec {
         method: "GET".into(),
         host: "h".into(),
         target: "/".into(),
@@ -526,40 +526,40 @@ pub fn http1_client() -> super::http1::Http1Client {
     })
 }
 
-pub fn ws_client() -> super::ws::WsClient {
-    super::ws::WsClient::new(super::ws::WsSpec {
+pub fn ws_client() -> proto::ws::WsClient {
+    proto::ws::WsClient::new(proto::ws::WsSpec {
         host: "h".into(),
         path: "/".into(),
         headers: vec![],
         message: b"hello".to_vec(),
         text: false,
-        expect: super::ws::Expect::Echo,
+        expect: proto::ws::Expect::Echo,
     })
 }
 
-pub fn sio_client() -> super::sio::SioClient {
-    super::sio::SioClient::new(super::sio::SioSpec {
+pub fn sio_client() -> proto::sio::SioClient {
+    proto::sio::SioClient::new(proto::sio::SioSpec {
         host: "h".into(),
         path: "/socket.io/?EIO=4&transport=websocket".into(),
         headers: vec![],
         namespace: "/".into(),
-        body: super::sio::event_body("message", b"\"hi\""),
+        body: proto::sio::event_body("message", b"\"hi\""),
         reply_event: None,
         eio: 4,
         depth: 4,
     })
 }
 
-pub fn sio_server() -> super::sio::SioServer {
+pub fn sio_server() -> proto::sio::SioServer {
     let handler =
-        super::sio::SioHandler::new(4, Duration::from_secs(25), Duration::from_secs(20), Some("r".into()));
-    super::sio::SioServer::with(handler, 1 << 16)
+        proto::sio::SioHandler::new(4, Duration::from_secs(25), Duration::from_secs(20), Some("r".into()));
+    proto::sio::SioServer::with(handler, 1 << 16)
 }
 
-pub fn nsq_client() -> super::nsq::NsqClient {
+pub fn nsq_client() -> proto::nsq::NsqClient {
     let spec =
-        super::nsq::PublishSpec { topic: "t".into(), message: b"m".to_vec(), batch: 1, defer_ms: None };
-    super::nsq::NsqClient::new(&spec, Some(br#"{"client_id":"fuzz"}"#))
+        proto::nsq::PublishSpec { topic: "t".into(), message: b"m".to_vec(), batch: 1, defer_ms: None };
+    proto::nsq::NsqClient::new(&spec, Some(br#"{"client_id":"fuzz"}"#))
 }
 
 /// A valid WebSocket upgrade request (what a fuzzed stream to the echo server may follow).
@@ -586,8 +586,8 @@ fn client_nsq(data: &[u8]) {
 pub fn sio_joined() -> Vec<u8> {
     let mut out = Vec::new();
     let open = br#"0{"sid":"s","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}"#;
-    super::ws::write_frame(&mut out, super::ws::OP_TEXT, open, None);
-    super::ws::write_frame(&mut out, super::ws::OP_TEXT, br#"40{"sid":"n"}"#, None);
+    proto::ws::write_frame(&mut out, proto::ws::OP_TEXT, open, None);
+    proto::ws::write_frame(&mut out, proto::ws::OP_TEXT, br#"40{"sid":"n"}"#, None);
     out
 }
 
@@ -616,28 +616,28 @@ fn with_prefix(prefix: &[u8], stream: &[u8], lead: bool) -> Vec<u8> {
 
 fn server_http1(data: &[u8]) {
     let (arrivals, stream, _) = server_input(data);
-    server_splits_agree(&super::http1::Http1Server::default(), &stream, &arrivals);
+    server_splits_agree(&proto::http1::Http1Server::default(), &stream, &arrivals);
 }
 
 fn server_ws(data: &[u8]) {
     let (arrivals, stream, lead) = server_input(data);
     let stream = with_prefix(WS_UPGRADE, &stream, lead);
-    server_splits_agree(&super::ws::WsServer::new(1 << 20), &stream, &arrivals);
+    server_splits_agree(&proto::ws::WsServer::new(1 << 20), &stream, &arrivals);
 }
 
 /// The NSQ sinks' limits in the fuzz targets: nsqd's defaults (1 MiB messages, 5 MiB bodies),
 /// so that streams past a batch are valid ones too.
-fn fuzz_sink_limits() -> super::nsq::SinkLimits {
-    super::nsq::SinkLimits::default()
+fn fuzz_sink_limits() -> proto::nsq::SinkLimits {
+    proto::nsq::SinkLimits::default()
 }
 
 fn server_nsq(data: &[u8]) {
     let (arrivals, stream, lead) = server_input(data);
-    let stream = with_prefix(super::nsq::MAGIC_V2, &stream, lead);
-    server_splits_agree(&super::nsq::NsqServer::new(fuzz_sink_limits()), &stream, &arrivals);
+    let stream = with_prefix(proto::nsq::MAGIC_V2, &stream, lead);
+    server_splits_agree(&proto::nsq::NsqServer::new(fuzz_sink_limits()), &stream, &arrivals);
 }
 
 fn server_nsq_http(data: &[u8]) {
     let (arrivals, stream, _) = server_input(data);
-    server_splits_agree(&super::nsq::NsqHttpServer::new(fuzz_sink_limits()), &stream, &arrivals);
+    server_splits_agree(&proto::nsq::NsqHttpServer::new(fuzz_sink_limits()), &stream, &arrivals);
 }

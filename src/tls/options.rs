@@ -1,0 +1,240 @@
+//! TLS set-up as data and configuration, below everything that names it (plans, targets,
+//! the protocols' registry entries): when a URL's connections speak TLS, the client's options
+//! (`--ca`, `--insecure`, `--tls-version`, `--tls-resume`) and the rustls configuration made
+//! from them, and a built-in server's (`--tls`, `--cert`/`--key`, or a certificate made at
+//! start).
+
+use anyhow::{Context, Result, bail};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// When a URL's connections speak TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsStart {
+    /// From the first byte (`https://`, `wss://`, `sios://`, `nsq+https://`).
+    AtConnect,
+    /// When the protocol's own handshake says so (nsqd's `tls_v1` after `IDENTIFY`).
+    InHandshake,
+}
+
+/// The TLS versions a client offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TlsVersion {
+    #[value(name = "1.2")]
+    V12,
+    #[value(name = "1.3")]
+    V13,
+}
+
+/// The client's TLS options, shared by every command that generates load.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TlsArgs {
+    /// TLS: offer only this version (default: 1.3 and 1.2; the server picks).
+    #[arg(long, value_enum, value_name = "1.2|1.3")]
+    pub tls_version: Option<TlsVersion>,
+    /// TLS: trust the certificates in this PEM file (the server's own, or its CA), besides the
+    /// system's (/etc/ssl/certs).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// TLS: accept any certificate for any name (still a real handshake and real records;
+    /// only the check of who signed it is skipped).
+    #[arg(long)]
+    pub insecure: bool,
+    /// TLS: resume sessions on reconnect (tickets or session ids, as the server offers); most
+    /// useful with --no-keepalive. Default: every connection's handshake is a full one.
+    #[arg(long)]
+    pub tls_resume: bool,
+    /// Certificates trusted besides the files (DER): `compare` trusts the built-in servers'
+    /// certificate it made.
+    #[arg(skip)]
+    pub trust: Vec<Vec<u8>>,
+}
+
+impl TlsArgs {
+    /// Flags given that only TLS targets use.
+    pub fn given(&self) -> bool {
+        self.tls_version.is_some() || self.ca.is_some() || self.insecure || self.tls_resume
+    }
+}
+
+/// What a client connection needs to start TLS with one target.
+#[derive(Debug, Clone)]
+pub struct ClientTls {
+    pub config: Arc<rustls::ClientConfig>,
+    /// The name checked in the certificate and sent as SNI (none for an IP address).
+    pub name: ServerName<'static>,
+    pub start: TlsStart,
+}
+
+impl ClientTls {
+    /// A new TLS client session for one connection.
+    pub fn session(&self) -> Result<rustls::ClientConnection, rustls::Error> {
+        let mut conn = rustls::ClientConnection::new(self.config.clone(), self.name.clone())?;
+        // The connection machine drains what rustls holds after every call: no limit needed.
+        conn.set_buffer_limit(None);
+        Ok(conn)
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn versions(v: Option<TlsVersion>) -> Vec<&'static rustls::SupportedProtocolVersion> {
+    match v {
+        Some(TlsVersion::V12) => vec![&rustls::version::TLS12],
+        Some(TlsVersion::V13) => vec![&rustls::version::TLS13],
+        None => vec![&rustls::version::TLS13, &rustls::version::TLS12],
+    }
+}
+
+/// Where Debian, Fedora and Alpine keep the system's trusted certificates.
+const SYSTEM_ROOTS: [&str; 3] =
+    ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
+
+/// The client configuration for one target: `alpn` is the protocol named in ALPN
+/// (`http/1.1`), or none.
+pub fn client_config(args: &TlsArgs, alpn: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>> {
+    let mut roots = rustls::RootCertStore::empty();
+    if let Some(path) = SYSTEM_ROOTS.iter().find(|p| std::path::Path::new(p).exists()) {
+        let certs = CertificateDer::pem_file_iter(path).into_iter().flatten().flatten();
+        roots.add_parsable_certificates(certs);
+    }
+    if let Some(path) = &args.ca {
+        let certs: Vec<_> = CertificateDer::pem_file_iter(path)
+            .with_context(|| format!("cannot read --ca {}", path.display()))?
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("--ca {} is not a PEM certificate file", path.display()))?;
+        if certs.is_empty() {
+            bail!("--ca {} holds no certificate (expected PEM: -----BEGIN CERTIFICATE-----)", path.display());
+        }
+        let (_, refused) = roots.add_parsable_certificates(certs);
+        if refused > 0 {
+            bail!("--ca {}: {refused} certificate(s) could not be used", path.display());
+        }
+    }
+    roots.add_parsable_certificates(args.trust.iter().map(|der| CertificateDer::from(der.clone())));
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&versions(args.tls_version))
+        .context("TLS versions")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    if args.insecure {
+        config.dangerous().set_certificate_verifier(Arc::new(AnyCertificate(provider())));
+    }
+    config.alpn_protocols = alpn.map(|a| vec![a.to_vec()]).unwrap_or_default();
+    if !args.tls_resume {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
+    Ok(Arc::new(config))
+}
+
+/// The name to check in the server's certificate: the URL's host.
+pub fn server_name(host: &str) -> Result<ServerName<'static>> {
+    ServerName::try_from(host.to_string())
+        .map_err(|_| anyhow::anyhow!("'{host}' is not a valid TLS server name"))
+}
+
+/// `--insecure`: any certificate is accepted; the handshake's signatures are still checked (so
+/// the handshake costs what a verified one does, less the chain).
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A built-in server's TLS options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeTlsArgs {
+    /// Serve TLS (https, wss, sios, nsq+https; the nsq sink also upgrades its TCP side on
+    /// `IDENTIFY` `tls_v1` as nsqd does). Without --cert/--key, a self-signed certificate for
+    /// localhost, 127.0.0.1 and ::1 is made at start and written beside the server's output.
+    #[arg(long)]
+    pub tls: bool,
+    /// The certificate chain (PEM) to serve; with --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Serve only this TLS version (default both).
+    #[arg(long = "serve-tls-version", value_enum, value_name = "1.2|1.3")]
+    pub version: Option<TlsVersion>,
+}
+
+/// A server's TLS: its configuration, and its certificate (to trust it, or write it out).
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    pub config: Arc<rustls::ServerConfig>,
+    pub cert_der: Vec<u8>,
+    pub cert_pem: String,
+}
+
+impl ServeTlsArgs {
+    /// The server's TLS, or `None` without `--tls`/`--cert`.
+    pub fn server(&self) -> Result<Option<ServerTls>> {
+        let (chain, key, pem) = match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+                    .with_context(|| format!("cannot read --cert {}", cert.display()))?
+                    .collect::<Result<_, _>>()
+                    .with_context(|| format!("--cert {} is not a PEM certificate file", cert.display()))?;
+                if chain.is_empty() {
+                    bail!("--cert {} holds no certificate", cert.display());
+                }
+                let key = PrivateKeyDer::from_pem_file(key)
+                    .with_context(|| format!("--key {} holds no PEM private key", key.display()))?;
+                let pem = std::fs::read_to_string(cert)?;
+                (chain, key, pem)
+            }
+            _ if self.tls => {
+                let names = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+                let made = rcgen::generate_simple_self_signed(names).context("making a certificate")?;
+                let key = PrivateKeyDer::try_from(made.signing_key.serialize_der())
+                    .map_err(|e| anyhow::anyhow!("the key just made: {e}"))?;
+                (vec![made.cert.der().clone()], key, made.cert.pem())
+            }
+            _ => return Ok(None),
+        };
+        let cert_der = chain[0].to_vec();
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&versions(self.version))
+            .context("TLS versions")?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .context("the certificate and key do not make a TLS identity")?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Some(ServerTls { config: Arc::new(config), cert_der, cert_pem: pem }))
+    }
+}
