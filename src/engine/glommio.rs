@@ -108,7 +108,7 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
                 };
                 match result {
                     Ok(n) => conn.read(n, Instant::now(), &mut ctx.rec.borrow_mut()),
-                    Err(e) => conn.read_failed(&e, &mut ctx.rec.borrow_mut()),
+                    Err(e) => conn.read_failed(&e, Instant::now(), &mut ctx.rec.borrow_mut()),
                 }
             }
             (Want::Poll, Some(s)) => {
@@ -122,9 +122,11 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
             (Want::Close, None) => conn.closed(0, None, Instant::now(), &mut ctx.rec.borrow_mut()),
             // Writes and reads always follow a connect; a machine asking otherwise is a bug,
             // reported as a failed read rather than a panic.
-            (Want::Write(_) | Want::Read(_) | Want::Poll, None) => {
-                conn.read_failed(&std::io::Error::other("no connection"), &mut ctx.rec.borrow_mut())
-            }
+            (Want::Write(_) | Want::Read(_) | Want::Poll, None) => conn.read_failed(
+                &std::io::Error::other("no connection"),
+                Instant::now(),
+                &mut ctx.rec.borrow_mut(),
+            ),
         }
     }
 }

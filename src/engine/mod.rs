@@ -422,7 +422,7 @@ pub fn poll_socket<C: crate::proto::ClientCodec>(
     rec: &mut crate::stats::CoreRecorder,
 ) {
     let Some(buf) = conn.read_buf() else {
-        return conn.read_failed(&std::io::Error::other("message larger than the receive limit"), rec);
+        return conn.read_failed(&std::io::Error::other("message larger than the receive limit"), now, rec);
     };
     // SAFETY: `buf` is writable for its length; `fd` is the connection's open socket.
     let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
@@ -431,7 +431,7 @@ pub fn poll_socket<C: crate::proto::ClientCodec>(
         Err(_) => match std::io::Error::last_os_error() {
             e if e.kind() == std::io::ErrorKind::WouldBlock => conn.polled(now),
             e if e.kind() == std::io::ErrorKind::Interrupted => conn.polled(now),
-            e => conn.read_failed(&e, rec),
+            e => conn.read_failed(&e, now, rec),
         },
     }
 }

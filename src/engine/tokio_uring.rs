@@ -181,6 +181,7 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
                 if room == 0 {
                     conn.read_failed(
                         &io::Error::other("message larger than the receive limit"),
+                        Instant::now(),
                         &mut rec.borrow_mut(),
                     );
                     continue;
@@ -204,7 +205,7 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
                                 }
                                 conn.read(n, Instant::now(), &mut rec.borrow_mut());
                             }
-                            Err(e) => conn.read_failed(&e, &mut rec.borrow_mut()),
+                            Err(e) => conn.read_failed(&e, Instant::now(), &mut rec.borrow_mut()),
                         }
                     }
                     Timed::Stopped((result, buf)) => {
@@ -216,11 +217,11 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
                             dst[..n].copy_from_slice(&rbuf[..n]);
                             conn.read_after_giving_up(n);
                         }
-                        conn.read_failed(&timed_out(), &mut rec.borrow_mut());
+                        conn.read_failed(&timed_out(), Instant::now(), &mut rec.borrow_mut());
                     }
                     Timed::Abandoned => {
                         rbuf = Vec::with_capacity(crate::recv::RECV_BUF_INITIAL);
-                        conn.read_failed(&timed_out(), &mut rec.borrow_mut());
+                        conn.read_failed(&timed_out(), Instant::now(), &mut rec.borrow_mut());
                     }
                 }
             }
@@ -234,7 +235,7 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
             }
             (Want::Close, None) => conn.closed(0, None, Instant::now(), &mut rec.borrow_mut()),
             (Want::Write(_) | Want::Read(_) | Want::Poll, None) => {
-                conn.read_failed(&io::Error::other("no connection"), &mut rec.borrow_mut())
+                conn.read_failed(&io::Error::other("no connection"), Instant::now(), &mut rec.borrow_mut())
             }
         }
     }

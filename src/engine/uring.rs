@@ -371,7 +371,7 @@ fn run_loop<C: ClientCodec>(
                 && now >= deadline
             {
                 slot.reading = None;
-                slot.conn.read_failed(&io::Error::new(io::ErrorKind::TimedOut, "timed out"), rec);
+                slot.conn.read_failed(&io::Error::new(io::ErrorKind::TimedOut, "timed out"), now, rec);
                 ready.push(i);
             }
             if let Some((kind, deadline)) = slot.busy
@@ -651,13 +651,15 @@ fn drive<C: ClientCodec>(
                 } else if let Some(end) = slot.end.take() {
                     match end {
                         0 => slot.conn.read(0, now, rec),
-                        e if e == -libc::EMSGSIZE => slot
-                            .conn
-                            .read_failed(&io::Error::other("message larger than the receive limit"), rec),
-                        e => slot.conn.read_failed(&io::Error::from_raw_os_error(-e), rec),
+                        e if e == -libc::EMSGSIZE => slot.conn.read_failed(
+                            &io::Error::other("message larger than the receive limit"),
+                            now,
+                            rec,
+                        ),
+                        e => slot.conn.read_failed(&io::Error::from_raw_os_error(-e), now, rec),
                     }
                 } else if slot.sock.is_none() {
-                    slot.conn.read_failed(&io::Error::other("no connection"), rec);
+                    slot.conn.read_failed(&io::Error::other("no connection"), now, rec);
                 } else if let Want::Read(timeout) = want {
                     slot.reading = Some(now + timeout);
                     timers.deadlines.ensure(i, now + timeout, &mut slot.timer);

@@ -24,7 +24,8 @@ pub enum Decoded {
 /// What one whole message from the server meant to the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// It completed the oldest operation in flight, successfully.
+    /// It completed an operation in flight, successfully: the oldest, or the one the codec
+    /// names ([`ClientCodec::answers_op`]).
     Op,
     /// It completed the oldest operation in flight, but the server said the operation failed
     /// (an HTTP status >= 400, an NSQ `E_*` frame): the operation failed with the failure's class.
@@ -129,6 +130,19 @@ pub trait ClientCodec: Clone {
     fn decode_handshake(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError>;
     /// Append one operation.
     fn encode_op(&mut self, out: &mut Vec<u8>);
+    /// The id of the operation just appended by [`encode_op`](Self::encode_op), when answers
+    /// may come in another order than the requests (an HTTP/2 stream id): the answers then
+    /// name the operation they complete ([`answers_op`](Self::answers_op)). `None`: answers
+    /// come in order, each completing the oldest operation in flight.
+    fn op_id(&self) -> Option<u64> {
+        None
+    }
+    /// The operation the message just decoded by [`decode_op`](Self::decode_op) completes or
+    /// belongs to ([`Outcome::Op`], [`Outcome::OpFailed`], [`Outcome::OpPart`]), by the id
+    /// [`op_id`](Self::op_id) gave it; `None`: the oldest in flight.
+    fn answers_op(&self) -> Option<u64> {
+        None
+    }
     /// Decode one message from the server; control replies (pong, NOP) are appended to `out`.
     fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError>;
     /// The peer closed the connection; `input` holds what was left undecoded. A protocol whose

@@ -1,0 +1,238 @@
+//! The operation ledger of one connection: what is in flight, which bytes each operation has
+//! written and read, and how each one ends. An operation is found by the id its codec gave it
+//! ([`crate::proto::ClientCodec::op_id`]: an HTTP/2 stream, a Socket.IO ack id), so answers may
+//! complete them in any order; a codec that answers in order gives none, and its answers
+//! complete the oldest ([`Ledger::complete`] with `None`).
+//!
+//! The bytes a write moved belong to the operations in the order they were queued
+//! ([`Ledger::written`]), each of its own length; an operation answered before all of it was
+//! written (a server may answer early) keeps the rest of its bytes from going to another.
+
+use crate::clock::Instant;
+use crate::stats::Traffic;
+use std::collections::VecDeque;
+
+/// An operation sent and not yet answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlight {
+    /// The codec's name for it (`None`: answered in order).
+    pub id: Option<u64>,
+    /// When the workload meant it to go (latency is measured from here)…
+    pub intended: Instant,
+    /// …and when it went (the uncorrected latency of paced workloads, and where its answer's
+    /// timeout counts from).
+    pub sent: Instant,
+    pub traffic: Traffic,
+    /// Its encoded length (on the wire: with TLS, its record), and how much of it the socket
+    /// has taken so far.
+    pub tx_len: u64,
+    pub tx_written: u64,
+    /// Its plaintext, and its answer's so far, with TLS (else 0).
+    pub tx_plain: u64,
+    pub rx_plain: u64,
+    /// Bytes of its answer received so far (parts of it: WebSocket fragments, HTTP/2 frames).
+    pub rx: u64,
+    /// When its last byte was written, and when the first byte of its answer arrived.
+    pub written: Option<Instant>,
+    pub first_byte: Option<Instant>,
+    /// Its place in the order operations were queued (the ledger's own).
+    seq: u64,
+}
+
+impl InFlight {
+    pub fn new(id: Option<u64>, intended: Instant, sent: Instant, traffic: Traffic, tx_len: u64) -> InFlight {
+        InFlight {
+            id,
+            intended,
+            sent,
+            traffic,
+            tx_len,
+            tx_written: 0,
+            tx_plain: 0,
+            rx_plain: 0,
+            rx: 0,
+            written: None,
+            first_byte: None,
+            seq: 0,
+        }
+    }
+}
+
+/// The operations of one connection in flight, in the order they were queued.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    ops: VecDeque<InFlight>,
+    /// Operations' bytes not yet written, in the order they were queued: (its `seq`, bytes
+    /// left). An operation answered meanwhile keeps its entry: its bytes are still its own.
+    unwritten: VecDeque<(u64, u64)>,
+    next_seq: u64,
+    /// Measured operations in flight.
+    measured: u64,
+}
+
+impl Ledger {
+    pub fn with_capacity(depth: usize) -> Ledger {
+        Ledger {
+            ops: VecDeque::with_capacity(depth),
+            unwritten: VecDeque::with_capacity(depth),
+            ..Ledger::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Measured operations in flight.
+    pub fn measured(&self) -> u64 {
+        self.measured
+    }
+
+    /// The oldest operation in flight.
+    pub fn oldest(&self) -> Option<&InFlight> {
+        self.ops.front()
+    }
+
+    /// A new operation, its bytes queued after every other's.
+    pub fn push(&mut self, mut op: InFlight) {
+        op.seq = self.next_seq;
+        self.next_seq += 1;
+        if op.traffic == Traffic::Op {
+            self.measured += 1;
+        }
+        if op.tx_len > 0 {
+            self.unwritten.push_back((op.seq, op.tx_len));
+        }
+        self.ops.push_back(op);
+    }
+
+    /// Where operation `id` is (`None`: the oldest).
+    fn position(&self, id: Option<u64>) -> Option<usize> {
+        match id {
+            None => (!self.ops.is_empty()).then_some(0),
+            Some(id) => self.ops.iter().position(|op| op.id == Some(id)),
+        }
+    }
+
+    /// The operation `id` (`None`: the oldest), to add a part of its answer to.
+    pub fn get_mut(&mut self, id: Option<u64>) -> Option<&mut InFlight> {
+        let at = self.position(id)?;
+        self.ops.get_mut(at)
+    }
+
+    /// The operation `id` (`None`: the oldest) is answered: out of the ledger.
+    pub fn complete(&mut self, id: Option<u64>) -> Option<InFlight> {
+        let op = self.ops.remove(self.position(id)?)?;
+        if op.traffic == Traffic::Op {
+            self.measured -= 1;
+        }
+        Some(op)
+    }
+
+    /// `n` bytes of operations were written (their class's bytes, in the order queued): each
+    /// operation's share is counted, and an operation written whole is stamped `now`.
+    pub fn written(&mut self, n: u64, now: Instant) {
+        let mut left = n;
+        while left > 0
+            && let Some((seq, rest)) = self.unwritten.front_mut()
+        {
+            let take = left.min(*rest);
+            *rest -= take;
+            left -= take;
+            let whole = *rest == 0;
+            let seq = *seq;
+            if whole {
+                self.unwritten.pop_front();
+            }
+            // In flight still (it may have been answered already): queued in order, so found
+            // by its place.
+            if let Ok(at) = self.ops.binary_search_by_key(&seq, |op| op.seq) {
+                let op = &mut self.ops[at];
+                op.tx_written += take;
+                if whole {
+                    op.written = Some(now);
+                }
+            }
+        }
+    }
+
+    /// The connection ended: every operation still in flight, to fail.
+    pub fn drain(&mut self) -> impl Iterator<Item = InFlight> + '_ {
+        self.measured = 0;
+        self.unwritten.clear();
+        self.ops.drain(..)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn op(id: Option<u64>, len: u64, at: Instant) -> InFlight {
+        InFlight::new(id, at, at, Traffic::Op, len)
+    }
+
+    #[test]
+    fn in_order_answers_complete_the_oldest() {
+        let t = Instant::now();
+        let mut l = Ledger::default();
+        l.push(op(None, 10, t));
+        l.push(op(None, 20, t + Duration::from_millis(1)));
+        l.written(30, t);
+        assert_eq!(l.complete(None).map(|o| (o.tx_len, o.tx_written)), Some((10, 10)));
+        assert_eq!(l.complete(None).map(|o| (o.tx_len, o.tx_written)), Some((20, 20)));
+        assert_eq!(l.complete(None), None);
+        assert_eq!(l.measured(), 0);
+    }
+
+    /// Answers by id complete their own operation, whatever their order.
+    #[test]
+    fn answers_by_id_complete_their_own_in_any_order() {
+        let t = Instant::now();
+        let mut l = Ledger::default();
+        for id in [1, 3, 5] {
+            l.push(op(Some(id), 10, t));
+        }
+        assert_eq!(l.measured(), 3);
+        l.written(30, t);
+        assert_eq!(l.complete(Some(3)).map(|o| o.id), Some(Some(3)));
+        assert_eq!(l.complete(Some(7)), None, "no such operation");
+        l.get_mut(Some(5)).unwrap().rx += 4;
+        assert_eq!(l.complete(Some(5)).map(|o| o.rx), Some(4));
+        assert_eq!(l.complete(Some(1)).map(|o| o.id), Some(Some(1)));
+        assert!(l.is_empty());
+        assert_eq!(l.measured(), 0);
+    }
+
+    /// Written bytes go to the operations in the order they were queued, each stamped once
+    /// whole; an operation answered before it was written whole keeps its bytes from going
+    /// to the next one.
+    #[test]
+    fn written_bytes_follow_the_queue_even_past_an_early_answer() {
+        let t = Instant::now();
+        let later = t + Duration::from_millis(5);
+        let mut l = Ledger::default();
+        for id in [1, 2, 3] {
+            l.push(op(Some(id), 100, t));
+        }
+        l.written(150, t);
+        assert_eq!(l.get_mut(Some(1)).unwrap().written, Some(t));
+        assert_eq!(l.get_mut(Some(2)).unwrap().tx_written, 50);
+        // 3 answered before a byte of it went: 50 more of 2, then 3's 100 are its own.
+        assert_eq!(l.complete(Some(3)).map(|o| o.tx_written), Some(0));
+        l.written(50, later);
+        assert_eq!(l.get_mut(Some(2)).unwrap().written, Some(later));
+        l.push(op(Some(4), 10, t));
+        l.written(100, later);
+        assert_eq!(l.get_mut(Some(4)).unwrap().tx_written, 0, "3's bytes are not 4's");
+        l.written(10, later);
+        assert_eq!(l.get_mut(Some(4)).unwrap().written, Some(later));
+        assert_eq!(l.complete(Some(2)).map(|o| o.tx_written), Some(100));
+        assert_eq!(l.drain().count(), 2);
+    }
+}

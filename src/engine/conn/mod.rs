@@ -1,0 +1,896 @@
+//! One client connection's life as a state machine, shared by every engine (quinn-proto's
+//! split, one level up): it decides what the socket should do next ([`Want`]) and digests what
+//! the socket did (`connected`, `wrote`, `read`, …), driving the codec, the workload's pacer and
+//! the core's recorder. An engine only performs the I/O it is asked for and reports the
+//! results, with the time: the machine never reads a clock.
+//!
+//! Life of a connection: connect → handshake (written, answer decoded) → running (batches of
+//! operations written, responses decoded, control replies written) → goodbye (WebSocket Close,
+//! bounded wait) → close (the engine reads the kernel's counts, then closes) → reconnect, pause
+//! and retry after a failure, or done.
+//!
+//! `Conn` composes its parts, each with its own tests: the operation ledger (what is in
+//! flight, answered in any order: [`ledger`]), the bytes to send by class ([`send`]), what
+//! carries them, the socket or TLS ([`carrier`]), the workload's schedule and the run's window
+//! ([`schedule`]), and its clocks: timeouts and heartbeats ([`timing`]).
+//!
+//! **Every operation ends once, here.** An operation sent is answered (completed, or refused by
+//! the server: a failure of the refusal's class) or it is lost with its connection: each one in
+//! flight when a connection ends fails with the class of that end (`closed` when the peer
+//! closed, `read`, `write`, `timeout`, `protocol`). So `sent = completed + failed` in every
+//! engine, and a failed operation's bytes move out of the operation class into `failed`.
+//! `-n N` asks for N answered operations: lost ones are sent again.
+
+use crate::clock::Instant;
+use crate::outcome::ErrorClass;
+use crate::proto::ClientCodec;
+use crate::recv::RecvBuf;
+use crate::stats::{CoreRecorder, SocketAudit, Traffic};
+use crate::tls::options::ClientTls;
+use crate::workload::{Budget, Pacer, Window};
+use std::sync::Arc;
+use std::time::Duration;
+
+mod answers;
+mod carrier;
+mod ledger;
+mod schedule;
+mod send;
+mod timing;
+
+use carrier::Carrier;
+use ledger::{InFlight, Ledger};
+use schedule::Schedule;
+use send::SendQueue;
+use timing::{Heartbeat, Timeouts};
+
+/// Pause after a failed connect or a failed connection before trying again, so that a dead
+/// server costs a bounded number of attempts per second.
+pub const RETRY_PAUSE: Duration = Duration::from_millis(20);
+/// How long a failed write waits for the server's last words (an NSQ error frame, an HTTP 413).
+pub const SALVAGE_WAIT: Duration = Duration::from_millis(100);
+/// Once the run is over, how long connects, writes and answers to operations still in flight
+/// are waited for; after that they count as timeouts.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+/// How long a connection waits for the answer to its goodbye, and how many reads at most.
+pub const GOODBYE_WAIT: Duration = Duration::from_secs(1);
+const GOODBYE_READS: u32 = 16;
+/// With `-n`, a connection gives up after this many connections in a row in which the server
+/// answered nothing (refused connects included): `-n` counts answered operations, and a server
+/// that never answers must not hold the run until its time limit.
+pub const GIVE_UP_AFTER: u32 = 20;
+
+/// The first receive buffer of [`Conn::small_receive_buffer`]: a handshake's answer fits.
+const SMALL_RECV_BUF: usize = 512;
+
+/// A connection that will idle at least this long gives its buffers back first (shorter
+/// waits keep them: allocating per operation would cost more than it saves).
+pub const IDLE_RELEASE: Duration = Duration::from_millis(100);
+/// A connection that sat idle this long looks at its socket before it sends again: the
+/// server may have closed it meanwhile (an idle timeout), and an operation sent on it would
+/// fail as `closed` where a reconnect was all it needed.
+pub const LOOK_BEFORE_SENDING_AFTER: Duration = Duration::from_millis(100);
+
+/// Spreads the seeds of connections and of their successive sockets (the golden ratio's bits).
+pub const SEED_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// What the engine should do next with this connection's socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// Open a connection within this time, then call `connected` or `connect_failed`.
+    Connect(Duration),
+    /// Write `to_write()` (or part of it) within this time, then call `wrote` or `write_failed`.
+    Write(Duration),
+    /// Read into `read_buf()` with this timeout, then call `read` or `read_failed`.
+    Read(Duration),
+    /// Nothing to do until then (a paced workload, a retry pause); then ask again.
+    Sleep(Instant),
+    /// Read what the socket holds now without waiting ([`super::poll_socket`]): between paced
+    /// operations, for messages the server sends unprompted that need an answer in time
+    /// (Engine.IO 4's pings, nsqd's heartbeats), and before sending on a connection that sat
+    /// idle (the server may have closed it). Then call `read`, `polled` (nothing there) or
+    /// `read_failed`.
+    Poll,
+    /// Read the socket's counts for the audit ([`super::sys::close_audit`]), close it, then
+    /// call `closed`.
+    Close,
+    /// This connection's work is over.
+    Done,
+}
+
+/// How a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum End {
+    /// The run is over for this connection.
+    Done,
+    /// The peer closed, as a server may (HTTP `Connection: close`, a WebSocket Close, nsqd
+    /// after an error frame, an idle keep-alive connection): connect again. Operations still in
+    /// flight fail as `closed`.
+    PeerClosed,
+    /// The connection failed: counted once under the class, and every operation in flight
+    /// fails with it.
+    Failed(ErrorClass, String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Connecting,
+    /// The TLS handshake (at connect, or the protocol's upgrade mid-handshake).
+    Tls,
+    Handshake,
+    Running,
+    /// A write failed: one bounded read for the server's answer; else end as given.
+    Salvage(End),
+    Goodbye(u32),
+    Closing(End),
+    Retry(Instant),
+    Done,
+}
+
+/// What one connection (one socket) carried, for its audit.
+#[derive(Debug, Clone, Copy, Default)]
+struct Life {
+    tx: u64,
+    rx: u64,
+    /// The server answered at least one operation on it.
+    answered: bool,
+    /// Operations sent on it (a connection per operation sends one).
+    ops_sent: u64,
+}
+
+/// One connection, across its reconnects.
+pub struct Conn<C> {
+    prototype: C,
+    codec: C,
+    schedule: Schedule,
+    depth: usize,
+    timeouts: Timeouts,
+    beat: Heartbeat,
+    /// Protocol bytes received and not yet decoded, and how many of the socket's bytes are
+    /// not decoded yet ([`Conn::arrived`]).
+    recv: RecvBuf,
+    unread: usize,
+    send: SendQueue,
+    carrier: Carrier,
+    /// The codec's control replies of one decoding pass (pongs, NOPs).
+    control: Vec<u8>,
+    ledger: Ledger,
+    /// Measured operations answered (toward the budget's quota).
+    answered: u64,
+    life: Life,
+    /// Connections in a row in which the server answered nothing.
+    futile: u32,
+    /// This connection's seed for the codec's randomness, and how many sockets it has had.
+    seed: u64,
+    lives: u64,
+    /// When the current connect began, and when the connection opened (its set-up phases).
+    connect_started: Instant,
+    connected_at: Instant,
+    /// Since when the connection could take another operation (set up, with room under
+    /// `depth`): an operation due before then waited for its connection, not the generator.
+    room_since: Instant,
+    phase: Phase,
+    /// A connection per operation (`--no-keepalive`).
+    per_op: bool,
+    /// The first connect waits for this instant (`--connect-rate`).
+    not_before: Instant,
+    /// Which of the run's targets it loads.
+    target: usize,
+    /// The engine wakes this connection when the window opens, and when its core's last
+    /// measured operation in flight after the run's end has ended (it need not look).
+    woken_by_engine: bool,
+}
+
+impl<C: ClientCodec> Conn<C> {
+    pub fn new(
+        prototype: &C,
+        pacer: Pacer,
+        budget: Budget,
+        depth: usize,
+        timeout: Duration,
+        seed: u64,
+    ) -> Self {
+        let mut codec = prototype.clone();
+        codec.seed(seed);
+        let start = budget.measure_from;
+        Conn {
+            prototype: prototype.clone(),
+            codec,
+            schedule: Schedule::new(pacer, budget),
+            depth,
+            timeouts: Timeouts::new(timeout, budget.deadline, false),
+            beat: Heartbeat::new(start),
+            recv: RecvBuf::new(),
+            unread: 0,
+            send: SendQueue::default(),
+            carrier: Carrier::default(),
+            control: Vec::new(),
+            ledger: Ledger::with_capacity(depth),
+            answered: 0,
+            life: Life::default(),
+            futile: 0,
+            seed,
+            lives: 0,
+            connect_started: start,
+            connected_at: start,
+            room_since: start,
+            phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
+            per_op: false,
+            not_before: start,
+            target: 0,
+            woken_by_engine: false,
+        }
+    }
+
+    /// Speak TLS with the target ([`crate::tls`]), from the connect or when the protocol asks.
+    pub fn with_tls(mut self, tls: Option<Arc<ClientTls>>) -> Self {
+        self.carrier = Carrier::new(tls);
+        self
+    }
+
+    /// Load target `target` of the run's (their addresses are the engine's).
+    pub fn on_target(mut self, target: usize) -> Self {
+        self.target = target;
+        self
+    }
+
+    /// Which of the run's targets it loads.
+    pub fn target(&self) -> usize {
+        self.target
+    }
+
+    /// Open the first connection no earlier than `at` (`--connect-rate`).
+    pub fn first_connect_at(mut self, at: Instant) -> Self {
+        self.not_before = at;
+        self
+    }
+
+    /// Measure from when `window` opens (every connection set up) plus `warmup`, for
+    /// `duration`; until then every operation waits.
+    pub fn measured_once_set_up(
+        mut self,
+        window: Arc<Window>,
+        start: (Instant, Instant),
+        warmup: Duration,
+        duration: Duration,
+    ) -> Self {
+        self.schedule.open_with(window, start, warmup, duration);
+        self.bound_timeouts();
+        self
+    }
+
+    /// The engine wakes this connection when the window opens: while it waits it looks only
+    /// once a second (a safety net), not at the others' pace — with tens of thousands of
+    /// connections waiting, looking costs more than the set-ups it waits for. And at the end
+    /// of a timed run it says its goodbye only once no measured operation of its core is in
+    /// flight ([`Conn::next`] lingers; the engine wakes it when the last one has ended), so
+    /// that a million goodbyes and closes do not crowd the run's last answers: on loopback a
+    /// burst of them overflows the kernel's backlog, and an answer caught in it is
+    /// retransmitted hundreds of milliseconds, or seconds, later.
+    pub fn woken_by_the_engine(mut self) -> Self {
+        self.woken_by_engine = true;
+        self
+    }
+
+    /// Start the receive buffer small (it grows for larger messages): for an engine that
+    /// copies what arrived into it rather than reading into it, where thousands of
+    /// connections handshaking at once would otherwise each hold a 4 KiB buffer.
+    pub fn small_receive_buffer(mut self) -> Self {
+        self.recv = RecvBuf::bounded(SMALL_RECV_BUF, crate::recv::RECV_BUF_MAX);
+        self
+    }
+
+    /// Open a connection per operation: connect, set up, one operation, close; the connect
+    /// waits for the operation's time and is timed as part of it.
+    pub fn one_op_per_connection(mut self) -> Self {
+        self.per_op = true;
+        self
+    }
+
+    /// The timeouts follow the run's end (expected, while the window is shut).
+    fn bound_timeouts(&mut self) {
+        let (end, expected) = self.schedule.run_end();
+        self.timeouts.set_run_end(end, expected);
+    }
+
+    /// Measured operations answered or in flight (toward the quota).
+    fn in_or_done(&self) -> u64 {
+        self.answered + self.ledger.measured()
+    }
+
+    /// No new operation may be sent (deadline, quota or Ctrl-C).
+    fn stopped(&self, now: Instant, stopping: bool) -> bool {
+        self.schedule.stopped(now, stopping, self.in_or_done())
+    }
+
+    /// Done with a timed run while measured operations of its core are still in flight (and
+    /// its engine wakes it when they have ended): it waits before its goodbye.
+    fn lingers(&self, now: Instant, stopping: bool, rec: &CoreRecorder) -> bool {
+        let deadline = self.schedule.budget().deadline;
+        self.woken_by_engine
+            && !stopping
+            && !self.per_op
+            && self.schedule.budget().ops.is_none()
+            && now >= deadline
+            && now < deadline + DRAIN_LIMIT
+            && rec.in_flight() > 0
+    }
+
+    /// With a quota, a server that answers nothing ends this connection's work.
+    fn gave_up(&self) -> bool {
+        self.schedule.budget().ops.is_some() && self.futile >= GIVE_UP_AFTER
+    }
+
+    fn silent_at(&self) -> Option<Instant> {
+        self.beat.silent_at(self.codec.silence_limit())
+    }
+
+    /// Bytes to write now.
+    pub fn to_write(&self) -> &[u8] {
+        self.send.pending()
+    }
+
+    /// Where to read into; `None` when a message outgrew the receive limit (the next `next()`
+    /// will fail the connection).
+    pub fn read_buf(&mut self) -> Option<&mut [u8]> {
+        self.carrier.in_buf(&mut self.recv).spare()
+    }
+
+    /// Bytes the application has read on the current socket (the audit compares them).
+    pub fn socket_rx(&self) -> u64 {
+        self.life.rx
+    }
+
+    fn close(&mut self, end: End) {
+        self.phase = Phase::Closing(end);
+    }
+
+    fn fail(&mut self, class: ErrorClass, message: impl Into<String>) {
+        self.close(End::Failed(class, message.into()));
+    }
+
+    /// Queue the bytes appended to `send` from `from` on as class `traffic` (sealed, with
+    /// TLS); returns their length on the wire.
+    fn queue(&mut self, from: usize, traffic: Traffic, rec: &mut CoreRecorder) -> u64 {
+        self.carrier.seal(&mut self.send, from, traffic, rec)
+    }
+
+    /// Queue `bytes` as class `traffic`.
+    fn queue_bytes(&mut self, bytes: &[u8], traffic: Traffic, rec: &mut CoreRecorder) {
+        let from = self.send.len();
+        self.send.buf().extend_from_slice(bytes);
+        self.queue(from, traffic, rec);
+    }
+
+    /// What to do next; `stopping` is Ctrl-C (no new operation; drain, close).
+    pub fn next(&mut self, now: Instant, stopping: bool, rec: &mut CoreRecorder) -> Want {
+        if self.schedule.refresh(now) {
+            self.bound_timeouts();
+        }
+        loop {
+            if let Some(want) = self.next_outside_running(now, stopping, rec) {
+                return want;
+            }
+            // An idle connection looks at its socket before it sends again: a server that
+            // closed it meanwhile (its idle timeout) is a reconnect, not a failed operation.
+            if self.ledger.is_empty()
+                && now >= self.beat.last_look + LOOK_BEFORE_SENDING_AFTER
+                && !self.stopped(now, stopping)
+                && !self.schedule.waiting()
+                && self.schedule.due(now) <= now
+            {
+                self.beat.last_look = now;
+                return Want::Poll;
+            }
+            // The protocol's own heartbeat goes out when due, between batches.
+            if !self.stopped(now, stopping) && self.beat.due(self.codec.heartbeat_interval(), now) {
+                self.send.clear();
+                self.codec.heartbeat(self.send.buf());
+                self.queue(0, Traffic::Control, rec);
+                if !self.send.is_empty() {
+                    return Want::Write(self.timeouts.io(now));
+                }
+            }
+            if self.send_batch(now, stopping, rec) {
+                return Want::Write(self.timeouts.io(now));
+            }
+            if let Some(op) = self.ledger.oldest() {
+                return Want::Read(self.timeouts.answer(now, op.sent, self.silent_at()));
+            }
+            if self.stopped(now, stopping) {
+                self.schedule.close(now, self.in_or_done(), rec);
+            }
+            if self.stopped(now, stopping) || (self.per_op && self.life.ops_sent > 0) {
+                // A timed run's end: the core's last answers first (see `woken_by_the_engine`);
+                // they end within DRAIN_LIMIT, answered or timed out.
+                if self.lingers(now, stopping, rec) {
+                    return Want::Sleep(self.schedule.budget().deadline + DRAIN_LIMIT);
+                }
+                self.say_goodbye(rec);
+                continue;
+            }
+            return self.idle(now);
+        }
+    }
+
+    /// What every phase but running asks for (`None`: running, decide there).
+    fn next_outside_running(&mut self, now: Instant, stopping: bool, rec: &mut CoreRecorder) -> Option<Want> {
+        let io = self.timeouts.io(now);
+        Some(match &self.phase {
+            Phase::Done => Want::Done,
+            // Replies queued before closing (a WebSocket close's echo) go out first.
+            Phase::Closing(_) if self.send.has_pending() => Want::Write(io),
+            Phase::Closing(_) => Want::Close,
+            Phase::Idle | Phase::Retry(_) if self.stopped(now, stopping) || self.gave_up() => {
+                if self.gave_up() {
+                    rec.sample(|| format!("gave up: {GIVE_UP_AFTER} connections in a row got no answer"));
+                }
+                self.schedule.close(now, self.in_or_done(), rec);
+                self.phase = Phase::Done;
+                Want::Done
+            }
+            Phase::Retry(at) if now < *at => Want::Sleep(*at),
+            Phase::Idle if self.lives == 0 && now < self.not_before => Want::Sleep(self.not_before),
+            // A connection per operation opens when its operation is due.
+            Phase::Idle if self.per_op && self.schedule.due(now) > now => Want::Sleep(self.schedule.due(now)),
+            Phase::Idle | Phase::Retry(_) => {
+                self.phase = Phase::Connecting;
+                self.connect_started = now;
+                Want::Connect(io)
+            }
+            Phase::Connecting => Want::Connect(io),
+            _ if self.send.has_pending() => Want::Write(io),
+            Phase::Tls | Phase::Handshake => Want::Read(self.timeouts.set_up(now, self.connected_at)),
+            Phase::Salvage(_) => Want::Read(SALVAGE_WAIT),
+            Phase::Goodbye(_) => Want::Read(GOODBYE_WAIT.min(io)),
+            Phase::Running => return None,
+        })
+    }
+
+    /// Queue what the workload allows now, as one batch of one traffic class (warm-up or
+    /// measured); `true` when something is to be written.
+    fn send_batch(&mut self, now: Instant, stopping: bool, rec: &mut CoreRecorder) -> bool {
+        self.send.clear();
+        let mut batch = None;
+        while self.ledger.len() < self.depth
+            && !self.schedule.waiting()
+            && !self.stopped(now, stopping)
+            && (!self.per_op || self.life.ops_sent == 0)
+        {
+            // With a connection per operation, its time began before the connect.
+            let due = self.schedule.due(now);
+            let intended = if self.per_op { due.min(self.connect_started) } else { due };
+            if intended > now {
+                break; // paced workloads: not yet due
+            }
+            let traffic = self.schedule.traffic(intended);
+            if batch.is_some_and(|t| t != traffic) {
+                break;
+            }
+            batch = Some(traffic);
+            if traffic == Traffic::Op && self.schedule.paced() {
+                if self.room_since <= intended {
+                    let start = if self.per_op { self.connect_started } else { now };
+                    rec.record_lag(start.saturating_duration_since(intended));
+                } else {
+                    rec.due_while_busy += 1;
+                }
+            }
+            self.schedule.taken();
+            self.life.ops_sent += 1;
+            let before = self.send.len();
+            self.codec.encode_op(self.send.buf());
+            let plain = (self.send.len() - before) as u64;
+            // With TLS, a record per operation.
+            let tx_len = self.queue(before, traffic, rec);
+            let mut op = InFlight::new(self.codec.op_id(), intended, now, traffic, tx_len);
+            op.tx_plain = if self.carrier.active() { plain } else { 0 };
+            self.ledger.push(op);
+            if traffic == Traffic::Op {
+                rec.sent += 1;
+                rec.target_sent(self.target);
+            }
+        }
+        batch.is_some()
+    }
+
+    /// The run is over for this connection (or its one operation is done): the protocol's
+    /// goodbye if it has one, TLS's after it, then close.
+    fn say_goodbye(&mut self, rec: &mut CoreRecorder) {
+        let awaited = self.codec.goodbye(self.send.buf());
+        self.queue(0, Traffic::Control, rec);
+        self.carrier.goodbye(&mut self.send, rec);
+        if awaited {
+            self.phase = Phase::Goodbye(0);
+        } else {
+            self.close(End::Done);
+        }
+    }
+
+    /// Nothing in flight and nothing due yet (a paced workload, or the window still shut):
+    /// wait for its time, or for the protocol's next heartbeat, looking at the socket
+    /// meanwhile as often as the server's unprompted messages need an answer.
+    fn idle(&mut self, now: Instant) -> Want {
+        let waiting = self.schedule.window_wait(now, self.woken_by_engine);
+        let due = waiting.unwrap_or_else(|| self.schedule.due(now));
+        let wake = self.beat.next_beat.map_or(due, |beat| beat.min(due)).min(self.schedule.budget().deadline);
+        if wake <= now {
+            return Want::Read(self.timeouts.read(now, self.silent_at()));
+        }
+        // (Waiting for the window counts as idle: the others may take long to set up.)
+        if waiting.is_some() || wake.saturating_duration_since(now) >= IDLE_RELEASE {
+            self.release_buffers();
+        }
+        match self.beat.next_look(self.codec.answer_within()) {
+            Some(look) if look <= now => {
+                self.beat.last_look = now;
+                Want::Poll
+            }
+            Some(look) => Want::Sleep(wake.min(look)),
+            None => Want::Sleep(wake),
+        }
+    }
+
+    pub fn connected(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        rec.connects += 1;
+        if self.schedule.timing_set_up(now) {
+            rec.phases.connect(now.saturating_duration_since(self.connect_started));
+        }
+        self.connected_at = now;
+        self.life = Life::default();
+        self.beat.heard(now);
+        self.send.clear();
+        self.carrier.end();
+        if self.carrier.at_connect() {
+            return self.start_tls(now, rec);
+        }
+        self.begin_set_up(now, rec);
+    }
+
+    /// Start TLS on this socket: the ClientHello goes out.
+    fn start_tls(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        match self.carrier.start(now) {
+            Ok(()) => {
+                self.phase = Phase::Tls;
+                self.carrier.flush(&mut self.send, rec);
+            }
+            Err(e) => self.fail(ErrorClass::Tls, e),
+        }
+    }
+
+    /// The TLS handshake is over: count it, then the protocol's own set-up (from the connect)
+    /// or the rest of it (an upgrade).
+    fn tls_established(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        let Some(started) = self.carrier.established(rec) else { return };
+        if self.schedule.timing_set_up(now) {
+            rec.phases.tls(now.saturating_duration_since(started));
+        }
+        if self.carrier.at_connect() {
+            self.connected_at = now;
+            self.begin_set_up(now, rec);
+        } else {
+            self.phase = Phase::Handshake;
+            // Bytes of the handshake's next step may have come with the last record.
+            self.decode_handshake(now, rec);
+        }
+    }
+
+    /// An idle connection holds no buffer: a push-style load of many mostly silent connections
+    /// costs little more than their state (an engine that reads with provided buffers, as
+    /// `uring` does, needs none to wait for an answer either).
+    fn release_buffers(&mut self) {
+        self.send.release();
+        self.control = Vec::new();
+        if self.unread == 0 {
+            self.recv.release();
+            self.carrier.release();
+        }
+    }
+
+    /// The protocol's set-up: its handshake goes out (or it has none, and runs at once).
+    fn begin_set_up(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        let from = self.send.len();
+        self.codec.handshake(self.send.buf());
+        let written = self.queue(from, Traffic::Handshake, rec);
+        self.phase = Phase::Handshake;
+        if written == 0 {
+            self.phase = Phase::Running;
+            self.set_up(now);
+        } else {
+            // A codec whose handshake needs no answer is done at once.
+            self.decode_handshake(now, rec);
+        }
+    }
+
+    pub fn connect_failed(&mut self, error: &std::io::Error, now: Instant, rec: &mut CoreRecorder) {
+        let class = if error.kind() == std::io::ErrorKind::TimedOut {
+            ErrorClass::Timeout
+        } else {
+            ErrorClass::Connect
+        };
+        rec.conn_error(class, || format!("connect: {}", io_text(error)));
+        self.schedule.settle(now);
+        self.futile += 1;
+        self.phase = Phase::Retry(now + RETRY_PAUSE);
+    }
+
+    pub fn wrote(&mut self, n: usize, now: Instant, rec: &mut CoreRecorder) {
+        if n == 0 {
+            let zero = std::io::Error::new(std::io::ErrorKind::WriteZero, "wrote 0 bytes");
+            return self.write_failed(&zero, rec);
+        }
+        self.life.tx += n as u64;
+        let ledger = &mut self.ledger;
+        self.send.wrote(n, |traffic, bytes| {
+            rec.tx.add(traffic, bytes);
+            if matches!(traffic, Traffic::Op | Traffic::WarmupOp) {
+                ledger.written(bytes, now);
+            }
+        });
+    }
+
+    pub fn write_failed(&mut self, error: &std::io::Error, _rec: &mut CoreRecorder) {
+        let class = if error.kind() == std::io::ErrorKind::TimedOut {
+            ErrorClass::Timeout
+        } else {
+            ErrorClass::Write
+        };
+        let end = End::Failed(
+            class,
+            if class == ErrorClass::Timeout { "write timed out".into() } else { io_text(error) },
+        );
+        self.send.clear();
+        self.phase = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            // The server closed on us: it often said why first. Read what is there, briefly.
+            Phase::Running if class == ErrorClass::Write => Phase::Salvage(end),
+            Phase::Goodbye(_) => Phase::Closing(End::Done),
+            // A best-effort flush before closing: the reason for closing stands.
+            Phase::Closing(first) => Phase::Closing(first),
+            _ => Phase::Closing(end),
+        };
+    }
+
+    pub fn read_failed(&mut self, error: &std::io::Error, now: Instant, _rec: &mut CoreRecorder) {
+        let timed_out = error.kind() == std::io::ErrorKind::TimedOut;
+        let silent = timed_out && self.silent_at().is_some_and(|at| now >= at);
+        let end = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Salvage(end) => end,
+            Phase::Goodbye(_) => End::Done,
+            Phase::Handshake if timed_out => {
+                End::Failed(ErrorClass::Timeout, "no answer to the handshake within the timeout".into())
+            }
+            Phase::Tls if timed_out => {
+                End::Failed(ErrorClass::Timeout, "no answer to the TLS handshake within the timeout".into())
+            }
+            Phase::Running if silent => End::Failed(
+                ErrorClass::Timeout,
+                "the server stayed silent longer than its heartbeat allows (ping interval + timeout)".into(),
+            ),
+            _ if timed_out => End::Failed(ErrorClass::Timeout, "no response within the timeout".into()),
+            _ => End::Failed(ErrorClass::Read, io_text(error)),
+        };
+        self.close(end);
+    }
+
+    /// A [`Want::Poll`] found nothing to read.
+    pub fn polled(&mut self, now: Instant) {
+        self.beat.last_look = now;
+    }
+
+    /// `n` bytes arrived in `read_buf()` (0: the server closed its side).
+    pub fn read(&mut self, n: usize, now: Instant, rec: &mut CoreRecorder) {
+        if n == 0 {
+            return self.eof(now, rec);
+        }
+        self.fill(n);
+        self.take_arrived(now, rec);
+    }
+
+    /// `n` bytes were written into `read_buf()`: they are the socket's (counted for the
+    /// audit), not decoded yet.
+    fn fill(&mut self, n: usize) {
+        self.carrier.in_buf(&mut self.recv).filled(n);
+        self.count_in(n);
+    }
+
+    /// `n` bytes came off the socket into the receive buffer, not decoded yet.
+    fn count_in(&mut self, n: usize) {
+        self.life.rx += n as u64;
+        self.unread += n;
+    }
+
+    /// Bytes that came before the machine asked for them (an engine whose receive is always
+    /// armed: multishot): kept, and decoded at the next [`take_arrived`](Self::take_arrived)
+    /// — never while a write may still be reading the send buffer. `false`: past the
+    /// receive limit (what fitted was kept).
+    pub fn arrived(&mut self, data: &[u8]) -> bool {
+        let n = self.carrier.in_buf(&mut self.recv).append(data);
+        self.count_in(n);
+        n == data.len()
+    }
+
+    /// Bytes arrived that are not decoded yet.
+    pub fn has_arrived(&self) -> bool {
+        self.unread > 0
+    }
+
+    /// Decode what arrived (by [`read`](Self::read) or [`arrived`](Self::arrived)).
+    pub fn take_arrived(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        if std::mem::take(&mut self.unread) == 0 {
+            return;
+        }
+        self.beat.heard(now);
+        match self.carrier.received(&mut self.recv, rec) {
+            Some(Ok(opened)) => {
+                self.carrier.flush(&mut self.send, rec);
+                if opened.plain > 0 {
+                    self.first_byte(now);
+                }
+                if self.phase == Phase::Tls {
+                    if !self.carrier.handshaking() {
+                        self.tls_established(now, rec);
+                    }
+                    return;
+                }
+            }
+            Some(Err(e)) => {
+                let class = if self.phase == Phase::Tls { "TLS handshake" } else { "TLS" };
+                return self.fail(ErrorClass::Tls, format!("{class}: {e}"));
+            }
+            None => self.first_byte(now),
+        }
+        match self.phase.clone() {
+            Phase::Handshake => self.decode_handshake(now, rec),
+            Phase::Running => {
+                self.decode_ops(now, rec);
+            }
+            Phase::Salvage(end) => {
+                self.phase = Phase::Running;
+                let answered = self.decode_ops(now, rec);
+                if self.phase == Phase::Running {
+                    // Only an answer to an operation explains the failed write (a heartbeat
+                    // that happened to arrive does not).
+                    self.close(if answered > 0 { End::PeerClosed } else { end });
+                }
+            }
+            Phase::Goodbye(reads) => self.read_goodbye(reads, rec),
+            _ => {}
+        }
+    }
+
+    /// `n` bytes arrived in `read_buf()` after the connection had given up on its read (an
+    /// engine that could not cancel the read in time): kept undecoded, counted when it closes.
+    pub fn read_after_giving_up(&mut self, n: usize) {
+        self.fill(n);
+        self.unread = 0;
+    }
+
+    /// The connection is set up: it has room from now (a connection per operation had it
+    /// since its last one closed; its own set-up is part of its operation's time).
+    fn set_up(&mut self, now: Instant) {
+        self.schedule.settle(now);
+        if !self.per_op {
+            self.room_since = now;
+        }
+    }
+
+    /// Bytes arrived for the oldest operation in flight: the first byte of its answer, unless
+    /// an earlier read brought it.
+    fn first_byte(&mut self, now: Instant) {
+        if let Some(op) = self.ledger.get_mut(None)
+            && op.first_byte.is_none()
+        {
+            op.first_byte = Some(now);
+        }
+    }
+
+    /// The engine read the socket's counts and closed it. `drained`: bytes it read off the
+    /// socket while closing (they arrived after the connection stopped decoding); `audit`:
+    /// the kernel's counts (`None`: there was no socket).
+    pub fn closed(&mut self, drained: u64, audit: Option<SocketAudit>, now: Instant, rec: &mut CoreRecorder) {
+        let end = match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Closing(end) => end,
+            _ => End::PeerClosed,
+        };
+        // Every operation still in flight ends here, with the class of the connection's end.
+        let class = match &end {
+            End::Failed(class, _) => *class,
+            End::Done | End::PeerClosed => ErrorClass::Closed,
+        };
+        let mut lost = 0;
+        for op in self.ledger.drain() {
+            if op.traffic == Traffic::Op {
+                file_as_failed(&op, rec);
+                lost += 1;
+            }
+        }
+        rec.ops_failed(class, lost);
+        rec.series_errors(self.schedule.budget().measure_from, now, lost);
+        if lost > 0 && class == ErrorClass::Closed {
+            rec.sample(|| "closed: the server closed the connection with operations in flight".into());
+        }
+        self.account_leftover(drained, lost > 0, audit, rec);
+        if !self.life.answered {
+            self.futile += 1;
+        }
+        // A connection per operation that carried its operation ends as planned, whoever
+        // closed it (the server may, after `Connection: close`).
+        // A first try that ended before its set-up was done (a refused upgrade, a server that
+        // closed) counts as settled: the window does not wait for its retries.
+        self.schedule.settle(now);
+        let cycled = self.per_op && lost == 0 && self.life.ops_sent > 0;
+        if cycled {
+            self.room_since = now;
+        }
+        self.life = Life::default();
+        self.beat.next_beat = None;
+        self.unread = 0;
+        self.send.clear();
+        self.control.clear();
+        if let Some(code) = self.codec.close_code() {
+            rec.answers.add(crate::outcome::Answer::Close(code), 1);
+        }
+        self.codec = self.prototype.clone();
+        self.lives += 1;
+        self.codec.seed(self.seed ^ self.lives.wrapping_mul(SEED_STEP));
+        self.phase = match end {
+            End::Done | End::PeerClosed if cycled => Phase::Idle,
+            End::Done => Phase::Done,
+            End::PeerClosed => {
+                rec.reconnects += 1;
+                Phase::Idle
+            }
+            End::Failed(class, message) => {
+                rec.conn_error(class, || message);
+                Phase::Retry(now + RETRY_PAUSE)
+            }
+        };
+    }
+
+    /// Bytes that never made a whole message (part of a lost answer, or control), the
+    /// engine's drained ones, and the socket's audit.
+    fn account_leftover(
+        &mut self,
+        drained: u64,
+        lost: bool,
+        audit: Option<SocketAudit>,
+        rec: &mut CoreRecorder,
+    ) {
+        let leftover_class = if lost { Traffic::Failed } else { Traffic::Control };
+        let plain_left = self.recv.reset() as u64;
+        let leftover = match self.carrier.end() {
+            Some(wire_left) => {
+                rec.tls.plain_rx.add(leftover_class, plain_left);
+                wire_left
+            }
+            None => plain_left,
+        } + drained;
+        rec.rx.add(leftover_class, leftover);
+        self.life.rx += drained;
+        if let Some(audit) = audit {
+            rec.audit.add(self.life.tx, self.life.rx, audit);
+        }
+    }
+}
+
+/// A measured operation failed: what it wrote and read so far is `failed` traffic.
+fn file_as_failed(op: &InFlight, rec: &mut CoreRecorder) {
+    rec.tx.move_bytes(Traffic::Op, Traffic::Failed, op.tx_written);
+    rec.rx.move_bytes(Traffic::Op, Traffic::Failed, op.rx);
+    rec.tls.plain_tx.move_bytes(Traffic::Op, Traffic::Failed, op.tx_plain);
+    rec.tls.plain_rx.move_bytes(Traffic::Op, Traffic::Failed, op.rx_plain);
+}
+
+pub fn io_text(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+        std::io::ErrorKind::ConnectionReset => "connection reset by the server".into(),
+        std::io::ErrorKind::TimedOut => "timed out".into(),
+        std::io::ErrorKind::BrokenPipe => "broken pipe (the server closed)".into(),
+        _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+//! The bytes a connection has to write, and the traffic class of each run of them: what a
+//! write took is counted under the classes it carried, in order ([`SendQueue::wrote`]).
+
+use crate::stats::Traffic;
+use std::collections::VecDeque;
+
+/// Bytes to write (on the wire: records, with TLS), what of them went, and the class of each
+/// run of them.
+#[derive(Debug, Default)]
+pub struct SendQueue {
+    bytes: Vec<u8>,
+    sent: usize,
+    classes: VecDeque<(Traffic, usize)>,
+}
+
+impl SendQueue {
+    /// What is left to write.
+    pub fn pending(&self) -> &[u8] {
+        &self.bytes[self.sent..]
+    }
+
+    /// Something is left to write.
+    pub fn has_pending(&self) -> bool {
+        self.sent < self.bytes.len()
+    }
+
+    /// The buffer to append to: bytes appended from [`len`](Self::len) on are then tagged
+    /// with [`tag`](Self::tag).
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// `bytes[from..]` is of class `traffic`; returns its length.
+    pub fn tag(&mut self, from: usize, traffic: Traffic) -> u64 {
+        let len = self.bytes.len() - from;
+        match self.classes.back_mut() {
+            Some((last, n)) if *last == traffic => *n += len,
+            _ if len > 0 => self.classes.push_back((traffic, len)),
+            _ => {}
+        }
+        len as u64
+    }
+
+    /// Forget everything (written, or the connection ended).
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.sent = 0;
+        self.classes.clear();
+    }
+
+    /// Give the memory back (an idle connection), if nothing is left to write.
+    pub fn release(&mut self) {
+        if !self.has_pending() {
+            self.bytes = Vec::new();
+            self.classes = VecDeque::new();
+        }
+    }
+
+    /// `n` bytes went: `each(class, bytes)` for every run of a class they carried, in order;
+    /// bytes past the classes (none, unless a bug) as `control`. The queue empties once all
+    /// went.
+    pub fn wrote(&mut self, n: usize, mut each: impl FnMut(Traffic, u64)) {
+        let mut left = n;
+        while left > 0
+            && let Some((traffic, len)) = self.classes.front_mut()
+        {
+            let take = left.min(*len);
+            let traffic = *traffic;
+            *len -= take;
+            left -= take;
+            if *len == 0 {
+                self.classes.pop_front();
+            }
+            each(traffic, take as u64);
+        }
+        if left > 0 {
+            each(Traffic::Control, left as u64);
+        }
+        self.sent += n;
+        if self.sent >= self.bytes.len() {
+            self.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_is_counted_under_the_classes_it_carried() {
+        let mut q = SendQueue::default();
+        q.buf().extend_from_slice(b"hello");
+        q.tag(0, Traffic::Handshake);
+        let from = q.len();
+        q.buf().extend_from_slice(b"GET GET ");
+        q.tag(from, Traffic::Op);
+        let mut seen = Vec::new();
+        q.wrote(7, |t, n| seen.push((t, n)));
+        assert_eq!(seen, [(Traffic::Handshake, 5), (Traffic::Op, 2)]);
+        assert_eq!(q.pending(), b"T GET ");
+        seen.clear();
+        q.wrote(6, |t, n| seen.push((t, n)));
+        assert_eq!(seen, [(Traffic::Op, 6)]);
+        assert!(q.is_empty() && !q.has_pending());
+    }
+}
