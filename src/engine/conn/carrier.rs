@@ -21,26 +21,31 @@ pub struct Carrier {
 }
 
 impl Carrier {
+    #[inline]
     pub fn new(tls: Option<Arc<ClientTls>>) -> Carrier {
         Carrier { tls, session: None }
     }
 
     /// TLS starts at the connect (`https://`), not when the protocol asks (`tls_v1`).
+    #[inline]
     pub fn at_connect(&self) -> bool {
         self.tls.as_ref().is_some_and(|t| t.start == TlsStart::AtConnect)
     }
 
     /// The current socket speaks TLS.
+    #[inline]
     pub fn active(&self) -> bool {
         self.session.is_some()
     }
 
     /// TLS's handshake is under way.
+    #[inline]
     pub fn handshaking(&self) -> bool {
         self.session.as_ref().is_some_and(|s| s.conn.is_handshaking())
     }
 
     /// Start TLS on this socket (its ClientHello is then flushed).
+    #[inline]
     pub fn start(&mut self, now: Instant) -> Result<(), String> {
         let Some(tls) = &self.tls else {
             return Err("the protocol asked for TLS, and the URL set up none".into());
@@ -50,11 +55,13 @@ impl Carrier {
     }
 
     /// The socket is gone: its session too. Returns the wire bytes it held unconsumed.
+    #[inline]
     pub fn end(&mut self) -> Option<u64> {
         self.session.take().map(|mut s| s.leftover())
     }
 
     /// Where the socket's bytes land: the session's ciphertext buffer, or the protocol's.
+    #[inline]
     pub fn in_buf<'a>(&'a mut self, plain: &'a mut RecvBuf) -> &'a mut RecvBuf {
         match &mut self.session {
             Some(session) => &mut session.wire_in,
@@ -63,6 +70,7 @@ impl Carrier {
     }
 
     /// Ciphertext arrived: open whole records into `plain`; TLS's own bytes counted.
+    #[inline]
     pub fn received(
         &mut self,
         plain: &mut RecvBuf,
@@ -78,6 +86,7 @@ impl Carrier {
     /// The bytes appended to `send` from `from` on are plaintext of class `traffic`: with
     /// TLS, sealed into records in their place (plaintext and records counted). Returns
     /// their length on the wire.
+    #[inline]
     pub fn seal(
         &mut self,
         send: &mut SendQueue,
@@ -100,6 +109,7 @@ impl Carrier {
     }
 
     /// Queue what the TLS session has to send (handshake messages, alerts) as `tls` bytes.
+    #[inline]
     pub fn flush(&mut self, send: &mut SendQueue, rec: &mut CoreRecorder) {
         if let Some(session) = &mut self.session {
             let from = send.len();
@@ -114,6 +124,7 @@ impl Carrier {
     }
 
     /// TLS's goodbye (`close_notify`), queued.
+    #[inline]
     pub fn goodbye(&mut self, send: &mut SendQueue, rec: &mut CoreRecorder) {
         if let Some(session) = &mut self.session {
             session.conn.send_close_notify();
@@ -122,6 +133,7 @@ impl Carrier {
     }
 
     /// The handshake is over: counted (full or resumed, with its bytes). Returns when it began.
+    #[inline]
     pub fn established(&mut self, rec: &mut CoreRecorder) -> Option<Instant> {
         let session = self.session.as_mut()?;
         session.in_handshake = false;
@@ -136,6 +148,7 @@ impl Carrier {
     }
 
     /// The wire bytes that carried `plain` consumed bytes.
+    #[inline]
     pub fn carried(&mut self, plain: usize) -> Carried {
         match &mut self.session {
             Some(session) => session.carried(plain),
@@ -145,6 +158,7 @@ impl Carrier {
 
     /// Count received bytes the protocol consumed as `traffic` (wire, and with TLS plaintext
     /// and records).
+    #[inline]
     pub fn count_rx(&self, traffic: Traffic, c: Carried, rec: &mut CoreRecorder) {
         rec.rx.add(traffic, c.wire);
         if self.session.is_some() {
@@ -154,6 +168,7 @@ impl Carrier {
     }
 
     /// An idle connection gives its ciphertext buffer back.
+    #[inline]
     pub fn release(&mut self) {
         if let Some(session) = &mut self.session {
             session.wire_in.release();

@@ -40,6 +40,7 @@ pub struct InFlight {
 }
 
 impl InFlight {
+    #[inline]
     pub fn new(id: Option<u64>, intended: Instant, sent: Instant, traffic: Traffic, tx_len: u64) -> InFlight {
         InFlight {
             id,
@@ -62,55 +63,57 @@ impl InFlight {
 #[derive(Debug, Default)]
 pub struct Ledger {
     ops: VecDeque<InFlight>,
-    /// Operations' bytes not yet written, in the order they were queued: (its `seq`, bytes
-    /// left). An operation answered meanwhile keeps its entry: its bytes are still its own.
-    unwritten: VecDeque<(u64, u64)>,
+    /// The operation whose bytes a write carries next (its `seq`): the queue's order.
+    cursor: u64,
+    /// Operations answered before they were written whole: (their `seq`, bytes left), in
+    /// order. Their bytes are still theirs when they go.
+    answered_early: VecDeque<(u64, u64)>,
     next_seq: u64,
     /// Measured operations in flight.
     measured: u64,
 }
 
 impl Ledger {
+    #[inline]
     pub fn with_capacity(depth: usize) -> Ledger {
-        Ledger {
-            ops: VecDeque::with_capacity(depth),
-            unwritten: VecDeque::with_capacity(depth),
-            ..Ledger::default()
-        }
+        Ledger { ops: VecDeque::with_capacity(depth), ..Ledger::default() }
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.ops.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
 
     /// Measured operations in flight.
+    #[inline]
     pub fn measured(&self) -> u64 {
         self.measured
     }
 
     /// The oldest operation in flight.
+    #[inline]
     pub fn oldest(&self) -> Option<&InFlight> {
         self.ops.front()
     }
 
     /// A new operation, its bytes queued after every other's.
+    #[inline]
     pub fn push(&mut self, mut op: InFlight) {
         op.seq = self.next_seq;
         self.next_seq += 1;
         if op.traffic == Traffic::Op {
             self.measured += 1;
         }
-        if op.tx_len > 0 {
-            self.unwritten.push_back((op.seq, op.tx_len));
-        }
         self.ops.push_back(op);
     }
 
     /// Where operation `id` is (`None`: the oldest).
+    #[inline]
     fn position(&self, id: Option<u64>) -> Option<usize> {
         match id {
             None => (!self.ops.is_empty()).then_some(0),
@@ -118,52 +121,92 @@ impl Ledger {
         }
     }
 
+    /// Where the operation queued as `seq` is, if still in flight: first where it would be
+    /// with no answer out of order.
+    #[inline]
+    fn find(&self, seq: u64) -> Option<usize> {
+        let guess = usize::try_from(seq.checked_sub(self.ops.front()?.seq)?).ok()?;
+        match self.ops.get(guess) {
+            Some(op) if op.seq == seq => Some(guess),
+            _ => self.ops.binary_search_by_key(&seq, |op| op.seq).ok(),
+        }
+    }
+
     /// The operation `id` (`None`: the oldest), to add a part of its answer to.
+    #[inline]
     pub fn get_mut(&mut self, id: Option<u64>) -> Option<&mut InFlight> {
         let at = self.position(id)?;
         self.ops.get_mut(at)
     }
 
     /// The operation `id` (`None`: the oldest) is answered: out of the ledger.
+    #[inline]
     pub fn complete(&mut self, id: Option<u64>) -> Option<InFlight> {
-        let op = self.ops.remove(self.position(id)?)?;
+        let op = match self.position(id)? {
+            0 => self.ops.pop_front()?,
+            at => self.ops.remove(at)?,
+        };
         if op.traffic == Traffic::Op {
             self.measured -= 1;
+        }
+        if op.tx_written < op.tx_len {
+            // Answered early (rare): its bytes still go, in their place.
+            let at = self.answered_early.partition_point(|(seq, _)| *seq < op.seq);
+            self.answered_early.insert(at, (op.seq, op.tx_len - op.tx_written));
         }
         Some(op)
     }
 
     /// `n` bytes of operations were written (their class's bytes, in the order queued): each
     /// operation's share is counted, and an operation written whole is stamped `now`.
+    #[inline]
     pub fn written(&mut self, n: u64, now: Instant) {
         let mut left = n;
-        while left > 0
-            && let Some((seq, rest)) = self.unwritten.front_mut()
+        // The common case: the oldest operation in flight is the one being written.
+        if let Some(op) = self.ops.front_mut()
+            && op.seq == self.cursor
+            && left <= op.tx_len - op.tx_written
         {
-            let take = left.min(*rest);
-            *rest -= take;
-            left -= take;
-            let whole = *rest == 0;
-            let seq = *seq;
-            if whole {
-                self.unwritten.pop_front();
+            op.tx_written += left;
+            if op.tx_written == op.tx_len {
+                op.written = Some(now);
+                self.cursor += 1;
             }
-            // In flight still (it may have been answered already): queued in order, so found
-            // by its place.
-            if let Ok(at) = self.ops.binary_search_by_key(&seq, |op| op.seq) {
+            return;
+        }
+        while left > 0 && self.cursor < self.next_seq {
+            let seq = self.cursor;
+            if let Some(at) = self.find(seq) {
                 let op = &mut self.ops[at];
+                let take = left.min(op.tx_len - op.tx_written);
                 op.tx_written += take;
-                if whole {
+                left -= take;
+                if op.tx_written == op.tx_len {
                     op.written = Some(now);
+                    self.cursor += 1;
                 }
+            } else if let Some((early, rest)) = self.answered_early.front_mut()
+                && *early == seq
+            {
+                let take = left.min(*rest);
+                *rest -= take;
+                left -= take;
+                if *rest == 0 {
+                    self.answered_early.pop_front();
+                    self.cursor += 1;
+                }
+            } else {
+                self.cursor += 1; // written whole and answered already
             }
         }
     }
 
     /// The connection ended: every operation still in flight, to fail.
+    #[inline]
     pub fn drain(&mut self) -> impl Iterator<Item = InFlight> + '_ {
         self.measured = 0;
-        self.unwritten.clear();
+        self.cursor = self.next_seq;
+        self.answered_early.clear();
         self.ops.drain(..)
     }
 }
@@ -173,6 +216,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    #[inline]
     fn op(id: Option<u64>, len: u64, at: Instant) -> InFlight {
         InFlight::new(id, at, at, Traffic::Op, len)
     }

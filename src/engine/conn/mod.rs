@@ -365,7 +365,7 @@ impl<C: ClientCodec> Conn<C> {
 
     /// What to do next; `stopping` is Ctrl-C (no new operation; drain, close).
     pub fn next(&mut self, now: Instant, stopping: bool, rec: &mut CoreRecorder) -> Want {
-        if self.schedule.refresh(now) {
+        if self.schedule.waiting() && self.schedule.refresh(now) {
             self.bound_timeouts();
         }
         loop {
@@ -384,7 +384,10 @@ impl<C: ClientCodec> Conn<C> {
                 return Want::Poll;
             }
             // The protocol's own heartbeat goes out when due, between batches.
-            if !self.stopped(now, stopping) && self.beat.due(self.codec.heartbeat_interval(), now) {
+            if self.beat.next_beat.is_some_and(|due| now >= due)
+                && !self.stopped(now, stopping)
+                && self.beat.due(self.codec.heartbeat_interval(), now)
+            {
                 self.send.clear();
                 self.codec.heartbeat(self.send.buf());
                 self.queue(0, Traffic::Control, rec);
@@ -416,6 +419,9 @@ impl<C: ClientCodec> Conn<C> {
 
     /// What every phase but running asks for (`None`: running, decide there).
     fn next_outside_running(&mut self, now: Instant, stopping: bool, rec: &mut CoreRecorder) -> Option<Want> {
+        if matches!(self.phase, Phase::Running) && !self.send.has_pending() {
+            return None;
+        }
         let io = self.timeouts.io(now);
         Some(match &self.phase {
             Phase::Done => Want::Done,
@@ -727,7 +733,7 @@ impl<C: ClientCodec> Conn<C> {
                 if opened.plain > 0 {
                     self.first_byte(now);
                 }
-                if self.phase == Phase::Tls {
+                if matches!(self.phase, Phase::Tls) {
                     if !self.carrier.handshaking() {
                         self.tls_established(now, rec);
                     }
@@ -735,7 +741,7 @@ impl<C: ClientCodec> Conn<C> {
                 }
             }
             Some(Err(e)) => {
-                let class = if self.phase == Phase::Tls { "TLS handshake" } else { "TLS" };
+                let class = if matches!(self.phase, Phase::Tls) { "TLS handshake" } else { "TLS" };
                 return self.fail(ErrorClass::Tls, format!("{class}: {e}"));
             }
             None => self.first_byte(now),
@@ -748,7 +754,7 @@ impl<C: ClientCodec> Conn<C> {
             Phase::Salvage(end) => {
                 self.phase = Phase::Running;
                 let answered = self.decode_ops(now, rec);
-                if self.phase == Phase::Running {
+                if matches!(self.phase, Phase::Running) {
                     // Only an answer to an operation explains the failed write (a heartbeat
                     // that happened to arrive does not).
                     self.close(if answered > 0 { End::PeerClosed } else { end });

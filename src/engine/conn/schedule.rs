@@ -35,12 +35,14 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    #[inline]
     pub fn new(pacer: Pacer, budget: Budget) -> Schedule {
         Schedule { pacer, budget, pending: None, settled: false, closed: false }
     }
 
     /// Measure from when `window` opens (every connection set up) plus `warmup`, for
     /// `duration`; until then every operation waits.
+    #[inline]
     pub fn open_with(
         &mut self,
         window: Arc<Window>,
@@ -57,6 +59,7 @@ impl Schedule {
     }
 
     /// The run's end, and whether it is only expected (the window is shut).
+    #[inline]
     pub fn run_end(&self) -> (Instant, bool) {
         match &self.pending {
             Some(p) => (p.expected_end, true),
@@ -65,6 +68,7 @@ impl Schedule {
     }
 
     /// Once the window opened, the budget is known: `true` when it just did.
+    #[inline]
     pub fn refresh(&mut self, now: Instant) -> bool {
         let Some(p) = &self.pending else { return false };
         let Some(opened) = p.window.opened(now, p.start) else { return false };
@@ -76,11 +80,13 @@ impl Schedule {
     }
 
     /// The window is still shut.
+    #[inline]
     pub fn waiting(&self) -> bool {
         self.pending.is_some()
     }
 
     /// Tell the window this connection is set up or failed its first try (once).
+    #[inline]
     pub fn settle(&mut self, now: Instant) {
         if !std::mem::replace(&mut self.settled, true)
             && let Some(p) = &self.pending
@@ -91,36 +97,43 @@ impl Schedule {
 
     /// Set-ups are timed in the measured window, and before it while it waits for them (not
     /// during a warm-up).
+    #[inline]
     pub fn timing_set_up(&self, now: Instant) -> bool {
         self.pending.is_some() || now >= self.budget.measure_from
     }
 
+    #[inline]
     pub fn budget(&self) -> &Budget {
         &self.budget
     }
 
     /// No new operation may be sent (the run's end, the quota given `in_or_done` measured
     /// operations answered or in flight, or Ctrl-C).
+    #[inline]
     pub fn stopped(&self, now: Instant, stopping: bool, in_or_done: u64) -> bool {
         now >= self.budget.deadline || stopping || self.budget.ops.is_some_and(|n| in_or_done >= n)
     }
 
     /// The intended send time of the next operation.
+    #[inline]
     pub fn due(&mut self, now: Instant) -> Instant {
         self.pacer.due(now)
     }
 
     /// The operation that was due has been sent.
+    #[inline]
     pub fn taken(&mut self) {
         self.pacer.taken();
     }
 
+    #[inline]
     pub fn paced(&self) -> bool {
         self.pacer.paced()
     }
 
     /// The class of an operation intended at `intended`: warm-up before the window, else
     /// measured.
+    #[inline]
     pub fn traffic(&self, intended: Instant) -> Traffic {
         if intended < self.budget.measure_from { Traffic::WarmupOp } else { Traffic::Op }
     }
@@ -128,6 +141,7 @@ impl Schedule {
     /// When a connection set up before the others looks again while the window is shut:
     /// until the last one is expected, then as often as the others' pace of settling says
     /// (or, woken by the engine at the opening, once a second). `None`: the window is open.
+    #[inline]
     pub fn window_wait(&self, now: Instant, woken_by_engine: bool) -> Option<Instant> {
         let p = self.pending.as_ref()?;
         Some(match woken_by_engine {
@@ -139,6 +153,7 @@ impl Schedule {
     /// The connection sends no more: a paced schedule's operations that came due before the
     /// run's end (or Ctrl-C) and were never sent are counted, once. wrk2 leaves them out, and a
     /// server that stalls at the end of a run then hides thousands.
+    #[inline]
     pub fn close(&mut self, now: Instant, in_or_done: u64, rec: &mut CoreRecorder) {
         if std::mem::replace(&mut self.closed, true) || self.pending.is_some() {
             return;

@@ -15,30 +15,36 @@ pub struct SendQueue {
 
 impl SendQueue {
     /// What is left to write.
+    #[inline]
     pub fn pending(&self) -> &[u8] {
         &self.bytes[self.sent..]
     }
 
     /// Something is left to write.
+    #[inline]
     pub fn has_pending(&self) -> bool {
         self.sent < self.bytes.len()
     }
 
     /// The buffer to append to: bytes appended from [`len`](Self::len) on are then tagged
     /// with [`tag`](Self::tag).
+    #[inline]
     pub fn buf(&mut self) -> &mut Vec<u8> {
         &mut self.bytes
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
 
     /// `bytes[from..]` is of class `traffic`; returns its length.
+    #[inline]
     pub fn tag(&mut self, from: usize, traffic: Traffic) -> u64 {
         let len = self.bytes.len() - from;
         match self.classes.back_mut() {
@@ -50,6 +56,7 @@ impl SendQueue {
     }
 
     /// Forget everything (written, or the connection ended).
+    #[inline]
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.sent = 0;
@@ -57,6 +64,7 @@ impl SendQueue {
     }
 
     /// Give the memory back (an idle connection), if nothing is left to write.
+    #[inline]
     pub fn release(&mut self) {
         if !self.has_pending() {
             self.bytes = Vec::new();
@@ -67,6 +75,7 @@ impl SendQueue {
     /// `n` bytes went: `each(class, bytes)` for every run of a class they carried, in order;
     /// bytes past the classes (none, unless a bug) as `control`. The queue empties once all
     /// went.
+    #[inline]
     pub fn wrote(&mut self, n: usize, mut each: impl FnMut(Traffic, u64)) {
         let mut left = n;
         while left > 0

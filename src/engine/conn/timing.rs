@@ -26,6 +26,7 @@ pub struct Timeouts {
 }
 
 impl Timeouts {
+    #[inline]
     pub fn new(timeout: Duration, run_end: Instant, expected: bool) -> Timeouts {
         let mut t = Timeouts { timeout, drain_end: run_end, expected, full_until: None };
         t.set_run_end(run_end, expected);
@@ -33,6 +34,7 @@ impl Timeouts {
     }
 
     /// The run ends at `run_end` (expected: the window is still shut).
+    #[inline]
     pub fn set_run_end(&mut self, run_end: Instant, expected: bool) {
         self.drain_end = run_end + DRAIN_LIMIT;
         self.expected = expected;
@@ -44,6 +46,7 @@ impl Timeouts {
     }
 
     /// A connect or write (see the type's comment).
+    #[inline]
     pub fn io(&self, now: Instant) -> Duration {
         if self.full_until.is_some_and(|until| now <= until) {
             return self.timeout;
@@ -54,6 +57,7 @@ impl Timeouts {
     }
 
     /// A read, no longer than the protocol lets the server stay silent (until `silent`).
+    #[inline]
     pub fn read(&self, now: Instant, silent: Option<Instant>) -> Duration {
         let io = self.io(now);
         match silent {
@@ -65,6 +69,7 @@ impl Timeouts {
     /// A read for the answer to an operation sent at `sent`: due within the timeout of its
     /// send however it trickles in (each read used to get the whole timeout afresh, so a
     /// server sending a byte a second never timed out).
+    #[inline]
     pub fn answer(&self, now: Instant, sent: Instant, silent: Option<Instant>) -> Duration {
         let left = (sent + self.timeout).saturating_duration_since(now).max(MIN_WAIT);
         self.read(now, silent).min(left)
@@ -72,6 +77,7 @@ impl Timeouts {
 
     /// A read during the set-up (TLS, the protocol's handshake): done within the timeout of
     /// the connect.
+    #[inline]
     pub fn set_up(&self, now: Instant, connected: Instant) -> Duration {
         let left = (connected + self.timeout).saturating_duration_since(now).max(MIN_WAIT);
         self.io(now).min(left)
@@ -89,27 +95,32 @@ pub struct Heartbeat {
 }
 
 impl Heartbeat {
+    #[inline]
     pub fn new(now: Instant) -> Heartbeat {
         Heartbeat { next_beat: None, last_rx: now, last_look: now }
     }
 
     /// Bytes came in (or the connection opened): the server spoke, and the socket was looked at.
+    #[inline]
     pub fn heard(&mut self, now: Instant) {
         self.last_rx = now;
         self.last_look = now;
     }
 
     /// When the server will have been silent longer than `limit` allows.
+    #[inline]
     pub fn silent_at(&self, limit: Option<Duration>) -> Option<Instant> {
         limit.map(|limit| self.last_rx + limit)
     }
 
     /// A heartbeat every `interval` from now on (`None`: none).
+    #[inline]
     pub fn start(&mut self, interval: Option<Duration>, now: Instant) {
         self.next_beat = interval.map(|i| now + i);
     }
 
     /// Whether a heartbeat is due; if so the next is scheduled an interval on.
+    #[inline]
     pub fn due(&mut self, interval: Option<Duration>, now: Instant) -> bool {
         match (self.next_beat, interval) {
             (Some(due), Some(interval)) if now >= due => {
@@ -123,6 +134,7 @@ impl Heartbeat {
     /// When an idle connection should look at its socket next, for messages the server sends
     /// unprompted that need an answer `within` (twice as often, at least a millisecond apart:
     /// a server announcing 0 had it look without end).
+    #[inline]
     pub fn next_look(&self, within: Option<Duration>) -> Option<Instant> {
         within.map(|w| self.last_look + (w / 2).max(MIN_WAIT))
     }
