@@ -33,10 +33,12 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     if let (Some(path), Some(series)) = (&args.hlog, &report.series) {
         report::write_hlog(path, series, report.elapsed, &label)?;
     }
+    let mut result = report::json::bench(&info, &report, Some(label));
+    result.server_watch = watched.as_ref().map(crate::stats::result::WatchResult::of);
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
-        report::out(&report::text::render(&info, &report));
+        report::out(&report::text::render(&info, &result));
         if args.latency {
-            report::out(&report::text::spectrum(&report));
+            report::out(&report::text::spectrum(&result.histograms.latency));
         }
         if let Some(w) = &watched {
             report::out(&report::text::render_watch(w));
@@ -50,8 +52,6 @@ pub fn main(args: &BenchArgs) -> Result<()> {
         anyhow::bail!("every connection failed its TLS set-up: {why}");
     }
     if let Some(path) = &args.json {
-        let mut result = report::json::bench(&info, &report, Some(label));
-        result.server_watch = watched.as_ref().map(crate::stats::result::WatchResult::of);
         report::json::write(path, &result)?;
     }
     Ok(())

@@ -126,10 +126,11 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         let context = || where_.clone();
         let prepared = crate::run::prepare(planned.plan).with_context(context)?;
         let (run_info, report) = prepared.run().with_context(context)?;
+        let result = crate::report::json::bench(&run_info, &report, Some(planned.label.clone()));
         let row = Row {
             label: planned.label,
             info: run_info,
-            report,
+            result,
             payload,
             payload_crossings: planned.payload_crossings,
             versus: planned.versus,

@@ -1,11 +1,12 @@
 //! The comparison table: one row per protocol, per message, then the HTTP-vs-TCP ratios.
-//! Every figure is derived from a bench [`Report`]; the wire estimate adds the IP and TCP
+//! Every figure is derived from a run's [`RunResult`]; the wire estimate adds the IP and TCP
 //! headers of the segments the kernel counted (`TCP_INFO`), at a header size stated in the output.
 
 use super::{RunInfo, micros, si};
 use crate::cpus::format as list_cores;
+use crate::stats::ratio;
 use crate::stats::result::RunResult;
-use crate::stats::{Report, ratio};
+use crate::stats::result::class_total;
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -38,7 +39,8 @@ pub struct CompareInfo {
 pub struct Row {
     pub label: String,
     pub info: RunInfo,
-    pub report: Report,
+    /// Its run's result (`label`: the row's name).
+    pub result: RunResult,
     /// Payload bytes of one message, and how many times each message's payload crosses the
     /// wire (1: a publish; 2: an echo, which sends it back).
     pub payload: usize,
@@ -50,17 +52,17 @@ pub struct Row {
 
 impl Row {
     pub fn messages(&self) -> f64 {
-        (self.report.ops * self.info.messages_per_op) as f64
+        (self.result.ops * self.result.messages_per_op) as f64
     }
     pub fn tx_per_msg(&self) -> f64 {
-        ratio(self.report.tx.op as f64, self.messages())
+        ratio(self.result.bytes.op_tx as f64, self.messages())
     }
     pub fn rx_per_msg(&self) -> f64 {
-        ratio(self.report.rx.op as f64, self.messages())
+        ratio(self.result.bytes.op_rx as f64, self.messages())
     }
     /// Whether any message completed: without one there is no per-message figure to show.
     pub fn has_result(&self) -> bool {
-        self.report.ops > 0
+        self.result.ops > 0
     }
     /// Payload bytes per message, both ways (an echo carries it twice).
     pub fn payload_bytes(&self) -> f64 {
@@ -76,7 +78,7 @@ impl Row {
     }
     /// Segments both ways per message, over the connections' whole lives (set-up included).
     pub fn segs_per_msg(&self) -> f64 {
-        ratio((self.report.audit.kernel.segs_out + self.report.audit.kernel.segs_in) as f64, self.messages())
+        ratio((self.result.audit.segs_out + self.result.audit.segs_in) as f64, self.messages())
     }
     pub fn header_bytes(&self) -> f64 {
         if self.ipv6 { HEADER_BYTES_V6 } else { HEADER_BYTES_V4 }
@@ -86,46 +88,43 @@ impl Row {
         self.tx_per_msg() + self.rx_per_msg() + self.segs_per_msg() * self.header_bytes()
     }
     pub fn msgs_per_sec(&self) -> f64 {
-        self.report.ops_per_sec() * self.info.messages_per_op as f64
+        self.result.messages_per_sec
     }
     pub fn secs_per_study(&self) -> f64 {
         ratio(STUDY_MESSAGES, self.msgs_per_sec())
     }
     pub fn cpu_us_per_msg(&self) -> f64 {
-        ratio(self.report.cpu_us_per_op(), self.info.messages_per_op as f64)
+        ratio(self.result.cpu_us_per_op, self.result.messages_per_op as f64)
     }
     /// Per new connection (`--no-keepalive`: one connection per operation): bytes both ways
     /// of every class (set-up, the operation, goodbye), segments, and the wire estimate.
     pub fn per_connection(&self) -> Option<PerConnection> {
-        let r = &self.report;
+        let r = &self.result;
         let conns = r.connects as f64;
         if r.connects == 0 || r.ops == 0 {
             return None;
         }
         let per = |n: u64| n as f64 / conns;
-        let bytes = per(r.tx.total() + r.rx.total());
-        let segs = per(r.audit.kernel.segs_out + r.audit.kernel.segs_in);
-        let mean_ms = |h: &hdrhistogram::Histogram<u64>| if h.is_empty() { 0.0 } else { h.mean() / 1e6 };
+        let bytes = per(r.bytes.tx + r.bytes.rx);
+        let segs = per(r.audit.segs_out + r.audit.segs_in);
+        let mean_ms = |s: Option<crate::stats::result::Spread>| s.map_or(0.0, |s| s.mean / 1e3);
         Some(PerConnection {
             // With TLS, its handshake (and tickets, alerts) is part of the set-up.
-            setup: (per(r.tx.handshake + r.tx.tls), per(r.rx.handshake + r.rx.tls)),
-            op: (
-                self.tx_per_msg() * self.info.messages_per_op as f64,
-                self.rx_per_msg() * self.info.messages_per_op as f64,
-            ),
-            close: (per(r.tx.control), per(r.rx.control)),
+            setup: (per(r.bytes.handshake_tx + r.bytes.tls_tx), per(r.bytes.handshake_rx + r.bytes.tls_rx)),
+            op: (self.tx_per_msg() * r.messages_per_op as f64, self.rx_per_msg() * r.messages_per_op as f64),
+            close: (per(r.bytes.control_tx), per(r.bytes.control_rx)),
             bytes,
             segs,
             wire: bytes + segs * self.header_bytes(),
-            connect_ms: mean_ms(&r.phases.connect),
-            setup_ms: mean_ms(&r.phases.handshake) + mean_ms(&r.phases.tls),
-            first_op_ms: mean_ms(&r.latency),
+            connect_ms: mean_ms(r.phases_us.connect),
+            setup_ms: mean_ms(r.phases_us.handshake) + mean_ms(r.phases_us.tls),
+            first_op_ms: mean_ms(r.phases_us.total),
         })
     }
 
     pub fn handshake(&self) -> (f64, f64) {
-        let conns = self.report.connects.max(1) as f64;
-        (self.report.tx.handshake as f64 / conns, self.report.rx.handshake as f64 / conns)
+        let conns = self.result.connects.max(1) as f64;
+        (self.result.bytes.handshake_tx as f64 / conns, self.result.bytes.handshake_rx as f64 / conns)
     }
 }
 
@@ -167,24 +166,25 @@ protocol                  wire tx/rx per msg    plaintext tx/rx   TLS tx/rx   re
             let _ = writeln!(s, "{:<25} no result", t.label);
             continue;
         }
-        let r = &t.report;
-        let msgs = (r.ops * t.info.messages_per_op).max(1) as f64;
+        let r = &t.result;
+        let Some(tls) = &r.tls else { continue };
+        let msgs = (r.ops * r.messages_per_op).max(1) as f64;
         let per_msg = |n: u64| n as f64 / msgs;
-        let conns = (r.tls.full.count + r.tls.resumed.count).max(1) as f64;
+        let conns = (tls.full.count + tls.resumed.count).max(1) as f64;
         let _ = writeln!(
             s,
             "{:<25} {:>8.1} / {:<8.1}  {:>7.1} / {:<7.1} {:>5.1} / {:<5.1} {:>4.2} / {:<4.2} {:>7.0} / {:<7.0}   {:>6.2}us ({:.2}x)",
             t.label,
             t.tx_per_msg(),
             t.rx_per_msg(),
-            per_msg(r.tls.plain_tx.op),
-            per_msg(r.tls.plain_rx.op),
-            t.tx_per_msg() - per_msg(r.tls.plain_tx.op),
-            t.rx_per_msg() - per_msg(r.tls.plain_rx.op),
-            r.tls.records_tx.op as f64 / r.ops.max(1) as f64,
-            r.tls.records_rx.op as f64 / r.ops.max(1) as f64,
-            (r.tls.full.tx + r.tls.resumed.tx) as f64 / conns,
-            (r.tls.full.rx + r.tls.resumed.rx) as f64 / conns,
+            per_msg(tls.plain_tx.op),
+            per_msg(tls.plain_rx.op),
+            t.tx_per_msg() - per_msg(tls.plain_tx.op),
+            t.rx_per_msg() - per_msg(tls.plain_rx.op),
+            tls.records_tx.op as f64 / r.ops.max(1) as f64,
+            tls.records_rx.op as f64 / r.ops.max(1) as f64,
+            (tls.full.tx + tls.resumed.tx) as f64 / conns,
+            (tls.full.rx + tls.resumed.rx) as f64 / conns,
             t.cpu_us_per_msg(),
             ratio(t.cpu_us_per_msg(), p.cpu_us_per_msg()),
         );
@@ -264,9 +264,9 @@ pub fn line(r: &Row) -> String {
         return format!(
             "{:<20} no result: no message completed ({} failed, {} connection errors)  audit {}",
             r.label,
-            r.report.failed.total(),
-            r.report.conn_errors.total(),
-            if r.report.audit_matches() { "match" } else { "DIFFER" }
+            class_total(&r.result.failed),
+            class_total(&r.result.connection_errors),
+            if r.result.audit.matches { "match" } else { "DIFFER" }
         );
     }
     format!(
@@ -280,11 +280,11 @@ pub fn line(r: &Row) -> String {
         r.wire_per_msg(),
         si(r.msgs_per_sec()),
         r.secs_per_study(),
-        micros(r.report.latency_us(0.5)),
-        micros(r.report.latency_us(0.99)),
+        micros(r.result.latency_us.p50),
+        micros(r.result.latency_us.p99),
         r.cpu_us_per_msg(),
-        r.report.errors_total(),
-        if r.report.audit_matches() { "match" } else { "DIFFER" }
+        r.result.errors(),
+        if r.result.audit.matches { "match" } else { "DIFFER" }
     )
 }
 
@@ -344,13 +344,13 @@ pub fn footer(rows: &[Row]) -> String {
         "wire/msg = tx + rx + segments × {:.0} B (IPv4 20 + TCP 20 + timestamps 12; no link layer on loopback); segments from TCP_INFO, set-up included",
         HEADER_BYTES_V4
     );
-    for r in rows.iter().filter(|r| r.report.errors_total() > 0) {
+    for r in rows.iter().filter(|r| r.result.errors() > 0) {
         let _ = writeln!(
             s,
             "{}: {} errors, e.g. {}",
             r.label,
-            r.report.errors_total(),
-            r.report.error_samples.join("; ")
+            r.result.errors(),
+            r.result.error_samples.join("; ")
         );
     }
     s
@@ -498,12 +498,65 @@ pub fn json(info: &CompareInfo, rows: &[Row]) -> CompareResult {
         header_bytes_per_segment: HEADER_BYTES_V4,
         rows: rows
             .iter()
-            .map(|r| CompareRowResult {
-                result: super::json::bench(&r.info, &r.report, Some(r.label.clone())),
-                derived: r.derived(),
-            })
+            .map(|r| CompareRowResult { result: r.result.clone(), derived: r.derived() })
             .collect(),
         http_vs_tcp: versus.first().and_then(|v| v.ratios),
         versus,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::result::fixtures;
+
+    fn row(label: &str, result: RunResult, payload: usize, crossings: u8) -> Row {
+        let info = RunInfo {
+            target: result.target.clone(),
+            also: vec![],
+            per_connection: false,
+            protocol: "http1",
+            engine: "uring",
+            cores: vec![0],
+            connections: 4,
+            depth: 1,
+            interval: None,
+            messages_per_op: 1,
+            spin: None,
+        };
+        Row {
+            label: label.into(),
+            info,
+            result,
+            payload,
+            payload_crossings: crossings,
+            versus: None,
+            ipv6: false,
+        }
+    }
+
+    /// A fixed result in, the exact row and footer out.
+    #[test]
+    fn a_row_and_its_footer_are_exactly_these() {
+        let r = row("HTTP/1.1 POST", fixtures::run("a", 1000, 20_000, 2), 40, 1);
+        assert_eq!(
+            line(&r),
+            "HTTP/1.1 POST          100.0     50.0       40    275.0%      0.00     150.0        500    199.88s   20.5us   21.0us  20.00us       3  match"
+        );
+        assert_eq!(
+            footer(std::slice::from_ref(&r)),
+            "\nhandshake per connection (apart from the per-message bytes): HTTP/1.1 POST tx 2 rx 0;\n\
+payload = the message's payload bytes both ways (an echo carries it twice); overhead = (tx + rx − payload) / payload\n\
+wire/msg = tx + rx + segments × 52 B (IPv4 20 + TCP 20 + timestamps 12; no link layer on loopback); segments from TCP_INFO, set-up included\n\
+HTTP/1.1 POST: 3 errors, e.g. status: HTTP 503; connect: connect: refused\n"
+        );
+        // A row with nothing completed says so, with its failures and the audit.
+        let mut empty = fixtures::run("b", 0, 1, 1);
+        empty.ops = 0;
+        let none = row("WebSocket binary", empty, 40, 2);
+        assert_eq!(
+            line(&none),
+            "WebSocket binary     no result: no message completed (2 failed, 1 connection errors)  audit match"
+        );
     }
 }

@@ -1,9 +1,12 @@
 //! The text summary, in the spirit of wrk and ab: what ran, throughput, latency, bytes per
-//! operation, totals, errors by class, a per-core table, and the kernel audit line.
+//! operation, totals, errors by class, a per-core table, and the kernel audit line. It reads
+//! a [`RunResult`] (what `--json` writes, and what `merge` makes), a section per function.
 
 use super::{RunInfo, bytes, micros, si};
 use crate::cpus::format as list_cores;
-use crate::stats::Report;
+use crate::outcome::ErrorClass;
+use crate::stats::ratio;
+use crate::stats::result::{CoreResult, Hist, RunResult, Spread};
 use std::fmt::Write;
 
 /// Steal above this share of a run flags its timings.
@@ -11,111 +14,137 @@ const STOLEN_CORE: f64 = 0.02;
 /// An engine thread this busy may be what limits the run.
 pub const BUSY_CORE: f64 = 0.90;
 
-pub fn render(info: &RunInfo, r: &Report) -> String {
+/// The whole summary of a run.
+pub fn render(info: &RunInfo, r: &RunResult) -> String {
     let mut s = String::new();
-    let secs = r.elapsed.as_secs_f64();
-    let _ = writeln!(
-        s,
-        "{} {} — {} engine on CPU {}, {} connection{}, depth {}{}, {:.2}s measured",
-        info.protocol,
-        if info.also.is_empty() {
-            info.target.clone()
-        } else {
-            format!("{} and {} more (round-robin)", info.target, info.also.len())
-        },
-        info.engine,
-        list_cores(&info.cores),
-        info.connections,
-        if info.connections == 1 { "" } else { "s" },
-        info.depth,
+    s += &header(info, r);
+    s += &throughput(r);
+    s += &latency(r);
+    s += &phases(r);
+    s += &traffic(r);
+    s += &outcomes(r);
+    s += &cores(info, r);
+    s += &audit(r);
+    if let Some(series) = &r.series {
+        s += &series_table(series);
+    }
+    if let Some(rep) = &r.repeat {
+        s += &repeats(rep);
+    }
+    s
+}
+
+/// What ran, and the window measured.
+fn header(info: &RunInfo, r: &RunResult) -> String {
+    let targets = match r.targets.as_ref().map_or(0, |t| t.len().saturating_sub(1)) {
+        0 => r.target.clone(),
+        more => format!("{} and {more} more (round-robin)", r.target),
+    };
+    format!(
+        "{} {} — {} engine on CPU {}, {} connection{}, depth {}{}, {:.2}s measured\n",
+        r.protocol,
+        targets,
+        r.engine,
+        list_cores(&r.cores),
+        r.connections,
+        if r.connections == 1 { "" } else { "s" },
+        r.depth,
         info.interval.map(|i| format!(", one op every {i:?} per connection")).unwrap_or_default(),
-        secs
-    );
+        r.duration_s
+    )
+}
+
+/// Operations, per target, messages.
+fn throughput(r: &RunResult) -> String {
+    let mut s = String::new();
+    let failed = r.failed.get("total").copied().unwrap_or(0);
     let _ = writeln!(
         s,
         "  ops         {} completed in {:.2}s = {} ops/s  (sent {} = {} completed + {} failed)",
         r.ops,
-        secs,
-        si(r.ops_per_sec()),
+        r.duration_s,
+        si(r.ops_per_sec),
         r.sent,
         r.ops,
-        r.failed.total()
+        failed
     );
-    if !r.targets.is_empty() {
+    if let Some(targets) = &r.targets {
         let _ = writeln!(
             s,
             "  per target  {:<40} {:>10} {:>7} {:>8} {:>10} {:>10}",
             "url", "completed", "share", "failed", "p50", "p99"
         );
-        for (url, t) in std::iter::once(&info.target).chain(&info.also).zip(&r.targets) {
-            let q = |q: f64| {
-                micros(if t.latency.is_empty() { 0.0 } else { t.latency.value_at_quantile(q) as f64 / 1e3 })
-            };
+        for t in targets {
             let _ = writeln!(
                 s,
                 "              {:<40} {:>10} {:>6.1}% {:>8} {:>10} {:>10}",
-                url,
+                t.url,
                 t.ops,
-                100.0 * crate::stats::ratio(t.ops as f64, r.ops as f64),
-                t.failed(),
-                q(0.5),
-                q(0.99)
+                100.0 * ratio(t.ops as f64, r.ops as f64),
+                t.failed,
+                micros(t.latency_us.p50),
+                micros(t.latency_us.p99)
             );
         }
     }
-    if !r.accounted() {
+    if !r.accounted {
         let _ = writeln!(
             s,
             "  WARNING     {} operation(s) sent ended neither completed nor failed: a wirebench bug, please report it",
-            r.sent as i128 - (r.ops + r.failed.total()) as i128
+            r.sent as i128 - (r.ops + failed) as i128
         );
     }
-    if info.messages_per_op > 1 {
+    if r.messages_per_op > 1 {
         let _ = writeln!(
             s,
             "  messages    {} ({} per op) = {} msg/s",
-            r.ops * info.messages_per_op,
-            info.messages_per_op,
-            si(r.ops_per_sec() * info.messages_per_op as f64)
+            r.messages,
+            r.messages_per_op,
+            si(r.messages_per_sec)
         );
     }
-    if r.latency.is_empty() {
+    s
+}
+
+/// The latency line, the uncorrected one, the schedule's lag and what it never sent.
+fn latency(r: &RunResult) -> String {
+    let mut s = String::new();
+    let l = &r.latency_us;
+    if l.count == 0 {
         let _ = writeln!(s, "  latency     (no operation completed)");
     } else {
         let _ = writeln!(
             s,
             "  latency     min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
-            micros(r.latency.min() as f64 / 1e3),
-            micros(r.latency.mean() / 1e3),
-            micros(r.latency_us(0.5)),
-            micros(r.latency_us(0.9)),
-            micros(r.latency_us(0.99)),
-            micros(r.latency_us(0.999)),
-            micros(r.latency.max() as f64 / 1e3),
+            micros(l.min),
+            micros(l.mean),
+            micros(l.p50),
+            micros(l.p90),
+            micros(l.p99),
+            micros(l.p999),
+            micros(l.max),
         );
     }
-    if !r.latency_uncorrected.is_empty() {
-        let h = &r.latency_uncorrected;
+    if let Some(h) = &r.latency_uncorrected_us {
         let _ = writeln!(
             s,
             "  uncorrected p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (from the actual send; the line above counts from when each op was due)",
-            micros(h.value_at_quantile(0.5) as f64 / 1e3),
-            micros(h.value_at_quantile(0.9) as f64 / 1e3),
-            micros(h.value_at_quantile(0.99) as f64 / 1e3),
-            micros(h.value_at_quantile(0.999) as f64 / 1e3),
-            micros(h.max() as f64 / 1e3),
+            micros(h.p50),
+            micros(h.p90),
+            micros(h.p99),
+            micros(h.p999),
+            micros(h.max),
         );
     }
-    if !r.schedule_lag.is_empty() || r.due_while_busy > 0 {
-        let h = &r.schedule_lag;
-        let q = |q: f64| micros(if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 });
+    if r.schedule_lag_us.is_some() || r.due_while_busy > 0 {
+        let h = r.schedule_lag_us.unwrap_or_default();
         let _ = writeln!(
             s,
             "  sched lag   p50 {}  p99 {}  p99.9 {}  max {}  (how late the generator sent ops due on a free connection; {} more came due on a busy one)",
-            q(0.5),
-            q(0.99),
-            q(0.999),
-            micros(h.max() as f64 / 1e3),
+            micros(h.p50),
+            micros(h.p99),
+            micros(h.p999),
+            micros(h.max),
             r.due_while_busy,
         );
     }
@@ -126,75 +155,173 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
             r.due_unsent,
         );
     }
-    s.push_str(&phases(r));
+    s
+}
+
+/// Milliseconds from µs, as ab prints its tables.
+fn ms(us: f64) -> String {
+    format!("{:.3}", us / 1e3)
+}
+
+/// ab's "Connection Times (ms)" table, a row per phase that was measured, and its "served
+/// within" percentiles of the total.
+fn phases(r: &RunResult) -> String {
+    let mut s = String::new();
+    let p = &r.phases_us;
+    if r.latency_us.count == 0 {
+        return s;
+    }
+    let rows = [
+        ("connect", p.connect, "per connection"),
+        ("tls", p.tls, "TLS handshake, per connection"),
+        ("handshake", p.handshake, "per connection"),
+        ("waiting", p.waiting, "written to first byte"),
+        ("processing", p.processing, "sent to last byte"),
+        ("total", p.total, "due to last byte"),
+    ];
+    let _ = writeln!(s, "  phases (ms)        min      mean   [+/-sd]    median       max");
+    for (name, spread, what) in rows {
+        let Some(h): Option<Spread> = spread else { continue };
+        let _ = writeln!(
+            s,
+            "    {name:<11} {:>9} {:>9} {:>9} {:>9} {:>9}  ({what}, {} samples)",
+            ms(h.min),
+            ms(h.mean),
+            ms(h.sd),
+            ms(h.p50),
+            ms(h.max),
+            h.count
+        );
+    }
+    let total = &r.histograms.latency.0;
+    let within: Vec<String> = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 100.0]
+        .iter()
+        .map(|pct| format!("{pct:.0}% {}", ms(total.value_at_percentile(*pct) as f64 / 1e3)))
+        .collect();
+    let _ = writeln!(s, "  served in   {} (ms, of the total)", within.join("  "));
+    s
+}
+
+/// Bytes per operation, transfer, the pre-flight, TLS, the other classes, connections.
+fn traffic(r: &RunResult) -> String {
+    let mut s = String::new();
+    let b = &r.bytes;
+    let secs = r.duration_s.max(1e-9);
     let _ = writeln!(
         s,
         "  bytes/op    tx {:.2}  rx {:.2}  (bytes of completed operations / completed)",
-        r.tx_per_op(),
-        r.rx_per_op()
+        b.tx_per_op, b.rx_per_op
     );
     let _ = writeln!(
         s,
         "  transfer    tx {} ({}/s)  rx {} ({}/s) in the measured window",
-        bytes(r.tx.op as f64),
-        bytes(r.tx.op as f64 / secs.max(1e-9)),
-        bytes(r.rx.op as f64),
-        bytes(r.rx.op as f64 / secs.max(1e-9)),
+        bytes(b.op_tx as f64),
+        bytes(b.op_tx as f64 / secs),
+        bytes(b.op_rx as f64),
+        bytes(b.op_rx as f64 / secs),
     );
-    if r.preflight.connections > 0 {
+    let pre = &r.preflight;
+    if pre.connections > 0 {
         let _ = writeln!(
             s,
             "  pre-flight  {} connection{} before the run to check the target: tx {} rx {} (not in the figures above)",
-            r.preflight.connections,
-            if r.preflight.connections == 1 { "" } else { "s" },
-            bytes(r.preflight.tx as f64),
-            bytes(r.preflight.rx as f64),
+            pre.connections,
+            if pre.connections == 1 { "" } else { "s" },
+            bytes(pre.tx as f64),
+            bytes(pre.rx as f64),
         );
     }
-    if r.tls.used() {
-        s += &tls_lines(r);
+    if let Some(tls) = &r.tls {
+        s += &tls_lines(r, tls);
     }
     let _ = writeln!(
         s,
         "  other bytes handshake tx {} rx {}  control tx {} rx {}  warm-up tx {} rx {}  failed ops tx {} rx {}{}",
-        r.tx.handshake,
-        r.rx.handshake,
-        r.tx.control,
-        r.rx.control,
-        r.tx.warmup_op,
-        r.rx.warmup_op,
-        r.tx.failed,
-        r.rx.failed,
-        if r.tls.used() { format!("  tls tx {} rx {}", r.tx.tls, r.rx.tls) } else { String::new() }
+        b.handshake_tx,
+        b.handshake_rx,
+        b.control_tx,
+        b.control_rx,
+        b.warmup_tx,
+        b.warmup_rx,
+        b.failed_tx,
+        b.failed_rx,
+        if r.tls.is_some() { format!("  tls tx {} rx {}", b.tls_tx, b.tls_rx) } else { String::new() }
     );
     let _ = write!(s, "  connections {} opened, {} reconnects", r.connects, r.reconnects);
-    match r.set_up_in {
-        Some(d) => {
+    match r.set_up_in_s {
+        Some(secs) => {
             let _ = writeln!(
                 s,
                 "; the measured window began {} after the start (every connection set up, or failed its first try)",
-                micros(d.as_secs_f64() * 1e6)
+                micros(secs * 1e6)
             );
         }
         None => s.push('\n'),
     }
-    if !r.answers.is_empty() {
-        let all: Vec<String> = r.answers.sorted().iter().map(|(a, n)| format!("{a}: {n}")).collect();
-        let odd = r.answers.unsuccessful();
+    s
+}
+
+/// What TLS cost: per operation the wire beside the plaintext and the records, and the
+/// handshakes (full, resumed) with their bytes each.
+fn tls_lines(r: &RunResult, t: &crate::stats::result::TlsResult) -> String {
+    let per = |n: u64| ratio(n as f64, r.ops as f64);
+    let p = &t.per_op;
+    let mut s = format!(
+        "  tls/op      tx {:.2} = plaintext {:.2} + {:.2} TLS  rx {:.2} = {:.2} + {:.2}  records tx {:.2} rx {:.2}\n",
+        per(r.bytes.op_tx),
+        p.plain_tx,
+        p.overhead_tx,
+        per(r.bytes.op_rx),
+        p.plain_rx,
+        p.overhead_rx,
+        p.records_tx,
+        p.records_rx,
+    );
+    let each = |h: &crate::stats::result::HandshakeResult| {
+        format!("{} (tx {:.0} rx {:.0} B each)", h.count, h.tx_each, h.rx_each)
+    };
+    let _ = writeln!(
+        s,
+        "  tls hands   full {}  resumed {}; TLS's own records in all (handshakes, tickets, alerts): tx {} rx {} B",
+        each(&t.full),
+        each(&t.resumed),
+        r.bytes.tls_tx,
+        r.bytes.tls_rx
+    );
+    s
+}
+
+/// Answers in the protocol's words, errors by class, refusals, samples.
+fn outcomes(r: &RunResult) -> String {
+    let mut s = String::new();
+    if !r.status_counts.is_empty() {
+        let all: Vec<String> = r.status_counts.iter().map(|(a, n)| format!("{a}: {n}")).collect();
+        let odd = r.not_successful;
         let note = if odd > 0 { format!("  ({odd} not successful)") } else { String::new() };
         let _ = writeln!(s, "  answers     {}{note}", all.join(", "));
     }
-    let classes = |counts: &crate::outcome::ClassCounts| {
-        counts.nonzero().map(|(c, n)| format!("{} {n}", c.name())).collect::<Vec<_>>().join(", ")
+    // In the classes' own order (connect first, TLS last), the nonzero ones.
+    let classes = |counts: &std::collections::BTreeMap<String, u64>| {
+        ErrorClass::ALL
+            .iter()
+            .filter_map(|c| counts.get(c.name()).filter(|n| **n > 0).map(|n| format!("{} {n}", c.name())))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    if r.errors_total() == 0 {
+    let total = |counts: &std::collections::BTreeMap<String, u64>| counts.get("total").copied().unwrap_or(0);
+    if r.errors() == 0 {
         let _ = writeln!(s, "  errors      none");
     } else {
-        if r.failed.total() > 0 {
-            let _ = writeln!(s, "  failed ops  {} ({})", r.failed.total(), classes(&r.failed));
+        if total(&r.failed) > 0 {
+            let _ = writeln!(s, "  failed ops  {} ({})", total(&r.failed), classes(&r.failed));
         }
-        if r.conn_errors.total() > 0 {
-            let _ = writeln!(s, "  conn errors {} ({})", r.conn_errors.total(), classes(&r.conn_errors));
+        if total(&r.connection_errors) > 0 {
+            let _ = writeln!(
+                s,
+                "  conn errors {} ({})",
+                total(&r.connection_errors),
+                classes(&r.connection_errors)
+            );
         }
         if !r.failures.is_empty() {
             let f: Vec<String> = r.failures.iter().map(|(f, n)| format!("{f} ×{n}")).collect();
@@ -204,207 +331,138 @@ pub fn render(info: &RunInfo, r: &Report) -> String {
     for sample in &r.error_samples {
         let _ = writeln!(s, "              e.g. {sample}");
     }
+    s
+}
+
+/// Share of the wall time a core spent working (spinning for a paced send left out).
+fn work_util(c: &CoreResult) -> f64 {
+    ratio((c.cpu_s - c.spin_s).max(0.0), c.wall_s)
+}
+
+/// The per-core table, and what its figures warn of (steal, a busy generator).
+fn cores(info: &RunInfo, r: &RunResult) -> String {
+    let mut s = String::new();
     let _ = writeln!(s, "  per core    cpu  ops         share   busy   cpu/op");
     for c in &r.per_core {
         let _ = writeln!(
             s,
-            "              {:>3}  {:<10}  {:>5.1}%  {:>4.0}%  {:.2}us",
+            "              {:>3}  {:<10}  {:>5.1}%  {:>4.0}%  {:.2}us{}",
             c.core,
             c.ops,
-            100.0 * crate::stats::ratio(c.ops as f64, r.ops as f64),
-            100.0 * c.cpu_util(),
-            c.cpu_us_per_op()
+            100.0 * ratio(c.ops as f64, r.ops as f64),
+            100.0 * c.cpu_util,
+            c.cpu_us_per_op,
+            c.run.as_ref().map(|run| format!("  ({run})")).unwrap_or_default()
         );
     }
     if r.per_core.len() > 1 {
-        let _ = writeln!(s, "              imbalance {:.1}% ((max − min) / mean ops)", r.imbalance_pct());
+        let _ = writeln!(s, "              imbalance {:.1}% ((max − min) / mean ops)", r.imbalance_pct);
     }
-    let a = &r.audit;
-    let verdict = if !a.matches() {
-        format!(
-            "DIFFER by tx {:+} rx {:+}",
-            a.kernel.tx as i128 - a.app_tx as i128,
-            a.kernel.rx as i128 - a.app_rx as i128
-        )
-    } else if !r.bytes_on_closed_sockets() {
-        format!(
-            "match, but tx {} rx {} bytes were on sockets never closed",
-            r.tx.total() as i128 - (a.app_tx + a.inexact_tx) as i128,
-            r.rx.total() as i128 - (a.app_rx + a.inexact_rx) as i128
-        )
-    } else {
-        "match".to_string()
-    };
-    let _ = writeln!(
-        s,
-        "  audit       app tx {} rx {}  kernel tx {} rx {} (TCP_INFO at close, {} sockets, segs out {} in {}{}): {}",
-        a.app_tx,
-        a.app_rx,
-        a.kernel.tx,
-        a.kernel.rx,
-        a.sockets,
-        a.kernel.segs_out,
-        a.kernel.segs_in,
-        if a.kernel.unacked > 0 {
-            format!(", {} B written never acknowledged", a.kernel.unacked)
-        } else {
-            String::new()
-        },
-        verdict
-    );
-    if a.inexact_sockets() > 0 {
-        let reasons: Vec<String> = a.inexact.iter().map(|(k, n)| format!("{} {n}", k.name())).collect();
-        let _ = writeln!(
-            s,
-            "              not checkable: {} socket(s) ({}), app tx {} rx {} on them, set apart",
-            a.inexact_sockets(),
-            reasons.join(", "),
-            a.inexact_tx,
-            a.inexact_rx
-        );
-    }
-    if let Some(net) = r.net.filter(|n| n.backlog_drops > 0 || n.retransmits > 0) {
-        let window = r.window_net.map(|(a, b)| b.since(a)).unwrap_or(net);
-        let _ = writeln!(
-            s,
-            "  note        the kernel dropped {} packets at its input backlog (net.core.netdev_max_backlog) and retransmitted {} TCP segments in the measured window, {} and {} in the whole run with set-up and close (machine-wide; {} retransmits on these connections): an answer caught in that waits a retransmission timeout, 200 ms or more; on loopback it means a CPU too busy to run its softirqs",
-            window.backlog_drops,
-            window.retransmits,
-            net.backlog_drops,
-            net.retransmits,
-            r.audit.kernel.retrans
-        );
-    }
-    for c in r.per_core.iter().filter(|c| c.steal_share().is_some_and(|s| s >= STOLEN_CORE)) {
+    s += &kernel_note(r);
+    for c in r.per_core.iter().filter(|c| c.steal_pct.is_some_and(|p| p >= 100.0 * STOLEN_CORE)) {
         let _ = writeln!(
             s,
             "  warning     the hypervisor took {:.0}% of engine CPU {}'s time during the run (steal): latencies and lag include those pauses; rerun on a quieter host",
-            100.0 * c.steal_share().unwrap_or(0.0),
+            c.steal_pct.unwrap_or(0.0),
             c.core,
         );
     }
-    for c in r.per_core.iter().filter(|c| c.cpu_util() >= BUSY_CORE) {
-        if c.work_util() >= BUSY_CORE {
+    for c in r.per_core.iter().filter(|c| c.cpu_util >= BUSY_CORE) {
+        if work_util(c) >= BUSY_CORE {
             let _ = writeln!(
                 s,
                 "  warning     engine CPU {} was {:.0}% busy: the generator may be the bottleneck; give it more cores with --cores",
                 c.core,
-                100.0 * c.cpu_util()
+                100.0 * c.cpu_util
             );
         } else {
             let _ = writeln!(
                 s,
                 "  note        engine CPU {} was {:.0}% busy, {:.0} points of it awake for paced sends due within {}us (a sleep would wake them late): working {:.0}%, not a bottleneck",
                 c.core,
-                100.0 * c.cpu_util(),
-                100.0 * c.spin_share(),
+                100.0 * c.cpu_util,
+                c.spin_pct,
                 info.spin.unwrap_or_default().as_micros(),
-                100.0 * c.work_util()
+                100.0 * work_util(c)
             );
         }
     }
-    if let Some(series) = &r.series {
-        s.push_str(&series_table(series, r.elapsed));
-    }
-    if let Some(rep) = &r.repeats {
-        s.push_str(&repeats(rep));
-    }
     s
 }
 
-/// What TLS cost: per operation the wire beside the plaintext and the records, and the
-/// handshakes (full, resumed) with their bytes each.
-fn tls_lines(r: &Report) -> String {
-    let t = &r.tls;
-    let per = |n: u64| crate::stats::ratio(n as f64, r.ops as f64);
-    let mut s = format!(
-        "  tls/op      tx {:.2} = plaintext {:.2} + {:.2} TLS  rx {:.2} = {:.2} + {:.2}  records tx {:.2} rx {:.2}\n",
-        per(r.tx.op),
-        per(t.plain_tx.op),
-        per(r.tx.op.saturating_sub(t.plain_tx.op)),
-        per(r.rx.op),
-        per(t.plain_rx.op),
-        per(r.rx.op.saturating_sub(t.plain_rx.op)),
-        per(t.records_tx.op),
-        per(t.records_rx.op),
-    );
-    let each = |h: &crate::stats::Handshakes| {
-        let n = h.count.max(1) as f64;
-        format!("{} (tx {:.0} rx {:.0} B each)", h.count, h.tx as f64 / n, h.rx as f64 / n)
+/// Drops and retransmits the machine saw: an answer caught in one waits 200 ms or more.
+fn kernel_note(r: &RunResult) -> String {
+    let Some(net) = r.kernel_net.filter(|n| n.backlog_drops > 0 || n.retransmits > 0) else {
+        return String::new();
+    };
+    let (drops, retrans) =
+        net.window.map_or((net.backlog_drops, net.retransmits), |w| (w.backlog_drops, w.retransmits));
+    format!(
+        "  note        the kernel dropped {drops} packets at its input backlog (net.core.netdev_max_backlog) and retransmitted {retrans} TCP segments in the measured window, {} and {} in the whole run with set-up and close (machine-wide; {} retransmits on these connections): an answer caught in that waits a retransmission timeout, 200 ms or more; on loopback it means a CPU too busy to run its softirqs\n",
+        net.backlog_drops, net.retransmits, r.audit.retransmits
+    )
+}
+
+/// The kernel's counts against ours, and what could not be checked.
+fn audit(r: &RunResult) -> String {
+    let mut s = String::new();
+    let a = &r.audit;
+    let closed = r.bytes.tx == a.app_tx + a.inexact_tx && r.bytes.rx == a.app_rx + a.inexact_rx;
+    let verdict = if !(a.app_tx == a.kernel_tx && a.app_rx == a.kernel_rx) {
+        format!(
+            "DIFFER by tx {:+} rx {:+}",
+            a.kernel_tx as i128 - a.app_tx as i128,
+            a.kernel_rx as i128 - a.app_rx as i128
+        )
+    } else if !closed {
+        format!(
+            "match, but tx {} rx {} bytes were on sockets never closed",
+            r.bytes.tx as i128 - (a.app_tx + a.inexact_tx) as i128,
+            r.bytes.rx as i128 - (a.app_rx + a.inexact_rx) as i128
+        )
+    } else {
+        "match".to_string()
+    };
+    let unacked = match a.kernel_unacked {
+        0 => String::new(),
+        n => format!(", {n} B written never acknowledged"),
     };
     let _ = writeln!(
         s,
-        "  tls hands   full {}  resumed {}; TLS's own records in all (handshakes, tickets, alerts): tx {} rx {} B",
-        each(&t.full),
-        each(&t.resumed),
-        r.tx.tls,
-        r.rx.tls
+        "  audit       app tx {} rx {}  kernel tx {} rx {} (TCP_INFO at close, {} sockets, segs out {} in {}{unacked}): {verdict}",
+        a.app_tx, a.app_rx, a.kernel_tx, a.kernel_rx, a.sockets, a.segs_out, a.segs_in,
     );
-    s
-}
-
-/// Milliseconds from a histogram's nanoseconds, as ab prints its tables (with µs precision).
-fn ms(ns: f64) -> String {
-    format!("{:.3}", ns / 1e6)
-}
-
-/// ab's "Connection Times (ms)" table, a row per phase that was measured, and its "served
-/// within" percentiles of the total.
-fn phases(r: &Report) -> String {
-    let mut s = String::new();
-    let p = &r.phases;
-    let rows = [
-        ("connect", &p.connect, "per connection"),
-        ("tls", &p.tls, "TLS handshake, per connection"),
-        ("handshake", &p.handshake, "per connection"),
-        ("waiting", &p.waiting, "written to first byte"),
-        ("processing", &p.processing, "sent to last byte"),
-        ("total", &r.latency, "due to last byte"),
-    ];
-    if r.latency.is_empty() {
-        return s;
-    }
-    let _ = writeln!(s, "  phases (ms)        min      mean   [+/-sd]    median       max");
-    for (name, h, what) in rows.iter().filter(|(_, h, _)| !h.is_empty()) {
+    let inexact: u64 = a.inexact.values().sum();
+    if inexact > 0 {
+        let reasons: Vec<String> = a.inexact.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(
             s,
-            "    {name:<11} {:>9} {:>9} {:>9} {:>9} {:>9}  ({what}, {} samples)",
-            ms(h.min() as f64),
-            ms(h.mean()),
-            ms(h.stdev()),
-            ms(h.value_at_quantile(0.5) as f64),
-            ms(h.max() as f64),
-            h.len()
+            "              not checkable: {inexact} socket(s) ({}), app tx {} rx {} on them, set apart",
+            reasons.join(", "),
+            a.inexact_tx,
+            a.inexact_rx
         );
     }
-    let within: Vec<String> = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 100.0]
-        .iter()
-        .map(|pct| format!("{pct:.0}% {}", ms(r.latency.value_at_percentile(*pct) as f64)))
-        .collect();
-    let _ = writeln!(s, "  served in   {} (ms, of the total)", within.join("  "));
     s
 }
 
 /// `--latency`: the full percentile spectrum of the total latency, as wrk2 prints it.
-pub fn spectrum(r: &Report) -> String {
-    let mut s = String::from(
-        "  latency spectrum (total, from when each operation was due)
-",
-    );
+pub fn spectrum(latency: &Hist) -> String {
+    let mut s = String::from("  latency spectrum (total, from when each operation was due)\n");
     let _ = writeln!(
         s,
         "  {:>12} {:>12} {:>12} {:>18}",
         "Value(ms)", "Percentile", "TotalCount", "1/(1-Percentile)"
     );
     let mut total = 0;
-    for v in r.latency.iter_quantiles(5) {
+    for v in latency.0.iter_quantiles(5) {
         total += v.count_since_last_iteration();
         let q = v.quantile_iterated_to();
         let inverse = if q < 1.0 { format!("{:.2}", 1.0 / (1.0 - q)) } else { "inf".into() };
         let _ = writeln!(
             s,
             "  {:>12} {:>12.6} {:>12} {:>18}",
-            ms(v.value_iterated_to() as f64),
+            ms(v.value_iterated_to() as f64 / 1e3),
             q,
             total,
             inverse
@@ -434,14 +492,13 @@ pub fn render_watch(w: &crate::watch::WatchReport) -> String {
 }
 
 /// `--repeat`: a line per run, then the median, min, max and spread of ops/s and p99.
-fn repeats(rep: &crate::stats::Repeats) -> String {
-    use crate::stats::Spread;
+fn repeats(rep: &crate::stats::result::RepeatResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "  runs        {} back to back; the figures above are run {}'s, the median by ops/s",
         rep.runs.len(),
-        rep.median + 1
+        rep.median_run
     );
     for (i, run) in rep.runs.iter().enumerate() {
         let _ = writeln!(
@@ -455,8 +512,7 @@ fn repeats(rep: &crate::stats::Repeats) -> String {
             run.errors
         );
     }
-    let ops = Spread::of(&rep.runs.iter().map(|r| r.ops_per_sec).collect::<Vec<_>>());
-    let p99 = Spread::of(&rep.runs.iter().map(|r| r.p99_us).collect::<Vec<_>>());
+    let (ops, p99) = (&rep.ops_per_sec, &rep.p99_us);
     let _ = writeln!(
         s,
         "  over runs   ops/s median {} min {} max {} spread {:.1}%   p99 median {} min {} max {} spread {:.1}%",
@@ -474,28 +530,24 @@ fn repeats(rep: &crate::stats::Repeats) -> String {
 
 /// `--report-every`: a line per interval of the measured window (the last one as long as
 /// the window lasted into it).
-fn series_table(series: &crate::stats::Series, elapsed: std::time::Duration) -> String {
+fn series_table(series: &crate::stats::result::SeriesResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "  intervals   {:>8} {:>8} {:>9} {:>10} {:>7} {:>9} {:>9}",
         "from s", "to s", "ops", "ops/s", "errors", "p50", "p99"
     );
-    for (i, iv) in series.intervals.iter().enumerate() {
-        let q = |q: f64| {
-            micros(if iv.latency.is_empty() { 0.0 } else { iv.latency.value_at_quantile(q) as f64 / 1e3 })
-        };
-        let (from, to) = series.span(i, elapsed);
+    for iv in &series.intervals {
         let _ = writeln!(
             s,
             "              {:>8.2} {:>8.2} {:>9} {:>10} {:>7} {:>9} {:>9}",
-            from,
-            to,
+            iv.from_s,
+            iv.to_s,
             iv.ops,
-            si(iv.ops as f64 / (to - from).max(1e-9)),
+            si(iv.ops as f64 / (iv.to_s - iv.from_s).max(1e-9)),
             iv.errors,
-            q(0.5),
-            q(0.99)
+            micros(iv.p50_us.unwrap_or(0.0)),
+            micros(iv.p99_us.unwrap_or(0.0))
         );
     }
     if let Some(b) = &series.beyond {
@@ -508,4 +560,73 @@ fn series_table(series: &crate::stats::Series, elapsed: std::time::Duration) -> 
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::result::fixtures;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            target: "http://t/".into(),
+            also: vec![],
+            per_connection: false,
+            protocol: "http1",
+            engine: "uring",
+            cores: vec![0],
+            connections: 4,
+            depth: 1,
+            interval: None,
+            messages_per_op: 1,
+            spin: Some(std::time::Duration::from_micros(30)),
+        }
+    }
+
+    /// A fixed result in, the exact text out: every line a user reads.
+    #[test]
+    fn a_runs_summary_is_exactly_this() {
+        let r = fixtures::run("host-a", 1000, 20_000, 2);
+        let expected = "\
+http1 http://t/ — uring engine on CPU 0, 4 connections, depth 1, 2.00s measured
+  ops         1000 completed in 2.00s = 500 ops/s  (sent 1002 = 1000 completed + 2 failed)
+  latency     min 20.0us  mean 20.5us  p50 20.5us  p90 20.9us  p99 21.0us  p99.9 21.0us  max 21.0us
+  phases (ms)        min      mean   [+/-sd]    median       max
+    total           0.020     0.021     0.000     0.021     0.021  (due to last byte, 1000 samples)
+  served in   50% 0.021  66% 0.021  75% 0.021  80% 0.021  90% 0.021  95% 0.021  98% 0.021  99% 0.021  100% 0.021 (ms, of the total)
+  bytes/op    tx 100.00  rx 50.00  (bytes of completed operations / completed)
+  transfer    tx 97.66 KiB (48.86 KiB/s)  rx 48.83 KiB (24.43 KiB/s) in the measured window
+  other bytes handshake tx 7 rx 0  control tx 0 rx 0  warm-up tx 0 rx 0  failed ops tx 0 rx 0
+  connections 3 opened, 0 reconnects
+  answers     200: 1000
+  failed ops  2 (timeout 1, status 1)
+  conn errors 1 (connect 1)
+              refused: HTTP 503 ×1
+              e.g. status: HTTP 503
+              e.g. connect: connect: refused
+  per core    cpu  ops         share   busy   cpu/op
+                0  1000        100.0%     1%  20.00us
+  audit       app tx 100007 rx 50000  kernel tx 100007 rx 50000 (TCP_INFO at close, 1 sockets, segs out 0 in 0): match
+  intervals     from s     to s       ops      ops/s  errors       p50       p99
+                  0.00     1.00      1000       1000       0    20.6us    21.0us
+";
+        assert_eq!(render(&info(), &r), expected);
+    }
+
+    /// A merged result reads like a run: every run's core, the totals.
+    #[test]
+    fn a_merged_result_is_summed_in_the_summary() {
+        let (a, b) = (fixtures::run("host-a", 1000, 20_000, 2), fixtures::run("host-b", 3000, 40_000, 2));
+        let m = RunResult::merge_all([&a, &b]).unwrap();
+        let text = render(&info(), &m);
+        assert!(
+            text.contains(
+                "  ops         4000 completed in 2.00s = 2001 ops/s  (sent 4004 = 4000 completed + 4 failed)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("                0  1000         25.0%     1%  20.00us  (host-a)\n                0  3000         75.0%     1%  6.67us  (host-b)\n"), "{text}");
+        assert!(text.contains("imbalance 100.0%"), "{text}");
+        assert!(text.contains("audit       app tx 400014 rx 200000  kernel tx 400014 rx 200000 (TCP_INFO at close, 2 sockets"), "{text}");
+    }
 }
