@@ -5,13 +5,17 @@
 //! numbers were produced: the engine counts bytes where its syscalls returned them and hands
 //! them over with the class ([`Traffic`]) they belong to.
 
+mod audit;
 pub mod encoded;
 mod net;
 pub mod result;
+mod series;
 mod server;
 mod tally;
 
+pub use audit::{Audit, Inexact, KernelSocket, SocketAudit};
 pub use net::NetCounters;
+pub use series::{Interval, MAX_INTERVALS, Series};
 pub use server::ServerTally;
 pub use tally::Tally;
 
@@ -128,111 +132,6 @@ impl TlsTally {
             a.tx += b.tx;
             a.rx += b.rx;
         }
-    }
-}
-
-/// Why a socket's bytes could not be checked against the kernel's count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Inexact {
-    /// `TCP_INFO` could not be read.
-    Unreadable,
-    /// Bytes kept arriving while the socket was being closed, so no snapshot of the kernel's
-    /// counters matched what had been read.
-    Unsettled,
-    /// The engine failed and its sockets were abandoned without a snapshot.
-    Abandoned,
-}
-
-impl Inexact {
-    pub const ALL: [Inexact; 3] = [Inexact::Unreadable, Inexact::Unsettled, Inexact::Abandoned];
-    pub fn name(self) -> &'static str {
-        match self {
-            Inexact::Unreadable => "unreadable",
-            Inexact::Unsettled => "unsettled",
-            Inexact::Abandoned => "abandoned",
-        }
-    }
-}
-
-/// What the kernel counted for one socket, read (`TCP_INFO`) just before it was closed, in
-/// application bytes: the SYN and a received FIN are taken off.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KernelSocket {
-    /// Bytes written into the socket: acknowledged by the peer, plus still queued.
-    pub tx: u64,
-    /// Of `tx`, bytes not yet acknowledged when the socket closed (a peer that stopped reading).
-    pub unacked: u64,
-    pub rx: u64,
-    pub segs_out: u64,
-    pub segs_in: u64,
-    /// Segments the kernel sent again (`tcpi_total_retrans`): on loopback, each one a packet
-    /// dropped at a full input backlog, and an answer late by a retransmission timeout.
-    pub retrans: u64,
-}
-
-/// The kernel's counts for one closing socket, or why there are none.
-pub type SocketAudit = Result<KernelSocket, Inexact>;
-
-/// The cross-check of the application's byte counts against the kernel's, over every socket.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Audit {
-    /// Sockets whose counts were read.
-    pub sockets: u64,
-    /// The application's bytes on those sockets…
-    pub app_tx: u64,
-    pub app_rx: u64,
-    /// …and the kernel's.
-    pub kernel: KernelSocket,
-    /// Sockets that could not be checked, by reason, and the application's bytes on them.
-    pub inexact: BTreeMap<Inexact, u64>,
-    pub inexact_tx: u64,
-    pub inexact_rx: u64,
-}
-
-impl Audit {
-    /// Add one closed socket: the application's bytes on it and the kernel's view.
-    pub fn add(&mut self, app_tx: u64, app_rx: u64, socket: SocketAudit) {
-        match socket {
-            Ok(k) => {
-                self.sockets += 1;
-                self.app_tx += app_tx;
-                self.app_rx += app_rx;
-                self.kernel.tx += k.tx;
-                self.kernel.unacked += k.unacked;
-                self.kernel.rx += k.rx;
-                self.kernel.segs_out += k.segs_out;
-                self.kernel.segs_in += k.segs_in;
-                self.kernel.retrans += k.retrans;
-            }
-            Err(reason) => {
-                *self.inexact.entry(reason).or_default() += 1;
-                self.inexact_tx += app_tx;
-                self.inexact_rx += app_rx;
-            }
-        }
-    }
-    /// The kernel's counts equal the application's on every socket that could be read.
-    pub fn matches(&self) -> bool {
-        self.app_tx == self.kernel.tx && self.app_rx == self.kernel.rx
-    }
-    pub fn inexact_sockets(&self) -> u64 {
-        self.inexact.values().sum()
-    }
-    fn merge(&mut self, o: &Audit) {
-        self.sockets += o.sockets;
-        self.app_tx += o.app_tx;
-        self.app_rx += o.app_rx;
-        self.kernel.tx += o.kernel.tx;
-        self.kernel.unacked += o.kernel.unacked;
-        self.kernel.rx += o.kernel.rx;
-        self.kernel.segs_out += o.kernel.segs_out;
-        self.kernel.retrans += o.kernel.retrans;
-        self.kernel.segs_in += o.kernel.segs_in;
-        for (k, v) in &o.inexact {
-            *self.inexact.entry(*k).or_default() += v;
-        }
-        self.inexact_tx += o.inexact_tx;
-        self.inexact_rx += o.inexact_rx;
     }
 }
 
@@ -378,95 +277,6 @@ pub struct CoreRecorder {
     pub targets: Vec<TargetTally>,
     /// `--report-every`: the measured window cut into intervals.
     pub series: Option<Series>,
-}
-
-/// A run cut into intervals of `every` from the start of its measured window
-/// (`--report-every`): operations completed, operations failed, and their latency.
-#[derive(Debug, Clone)]
-pub struct Series {
-    pub every: Duration,
-    /// The start of the measured window (known once a measured operation ends).
-    pub from: Option<crate::clock::Instant>,
-    pub intervals: Vec<Interval>,
-    /// Operations that ended after the last interval a series keeps ([`MAX_INTERVALS`]): a
-    /// `-n` run longer than they cover. Counted, not given a width they did not have.
-    pub beyond: Option<Interval>,
-}
-
-/// One interval of a [`Series`].
-#[derive(Debug, Clone)]
-pub struct Interval {
-    pub ops: u64,
-    pub errors: u64,
-    pub latency: Histogram<u64>,
-}
-
-impl Interval {
-    fn new() -> Interval {
-        // Two significant digits: a series holds many of these (~36 KiB each).
-        let latency = Histogram::new_with_bounds(1, MAX_LATENCY_NS, 2).expect("static histogram bounds");
-        Interval { ops: 0, errors: 0, latency }
-    }
-
-    fn merge(&mut self, o: &Interval) {
-        self.ops += o.ops;
-        self.errors += o.errors;
-        self.latency.add(&o.latency).expect("same histogram bounds");
-    }
-}
-
-/// Most intervals a series keeps, each with its latency histogram of ~36 KiB per core: an
-/// hour of seconds, or 36 s of 10 ms, at most ~130 MiB per core. A timed run that would cut
-/// into more is refused (`--report-every`); a `-n` run that outlasts them counts the rest
-/// apart ([`Series::beyond`]). (Before, a series kept 86,400, about 3 GiB per core, and
-/// folded what came after into the last, reported as one interval wide.)
-pub const MAX_INTERVALS: usize = 3_600;
-/// Intervals kept past [`MAX_INTERVALS`] for what ends after a timed run's last one: its
-/// answers in flight at the end are waited for up to a second (at 10 ms, 100 intervals).
-const DRAIN_INTERVALS: usize = 128;
-
-impl Series {
-    pub fn new(every: Duration) -> Series {
-        Series { every, from: None, intervals: Vec::new(), beyond: None }
-    }
-
-    /// The interval holding instant `at` of a window that began at `from`.
-    fn at(&mut self, from: crate::clock::Instant, at: crate::clock::Instant) -> &mut Interval {
-        let from = *self.from.get_or_insert(from);
-        let index = at.saturating_duration_since(from).as_nanos() / self.every.as_nanos().max(1);
-        if index >= (MAX_INTERVALS + DRAIN_INTERVALS) as u128 {
-            return self.beyond.get_or_insert_with(Interval::new);
-        }
-        while self.intervals.len() <= index as usize {
-            self.intervals.push(Interval::new());
-        }
-        &mut self.intervals[index as usize]
-    }
-
-    fn merge(&mut self, o: &Series) {
-        self.from = match (self.from, o.from) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        for (i, b) in o.intervals.iter().enumerate() {
-            match self.intervals.get_mut(i) {
-                Some(a) => a.merge(b),
-                None => self.intervals.push(b.clone()),
-            }
-        }
-        if let Some(b) = &o.beyond {
-            self.beyond.get_or_insert_with(Interval::new).merge(b);
-        }
-    }
-
-    /// Where interval `i` begins and ends in the window, s: the last one ends with the window
-    /// (`elapsed`), not a whole interval later.
-    pub fn span(&self, i: usize, elapsed: Duration) -> (f64, f64) {
-        let every = self.every.as_secs_f64();
-        let from = i as f64 * every;
-        let to = (from + every).min(elapsed.as_secs_f64().max(from));
-        (from, to)
-    }
 }
 
 /// One target's share of a run with several (`bench URL URL …`): its measured operations

@@ -1,0 +1,199 @@
+//! Results added together ([`RunResult::merge`]): every field named, so one added later and
+//! not merged does not compile.
+
+use super::*;
+
+impl RunResult {
+    /// This result as a line of a merged result's `runs` (a merged one: its own lines).
+    fn lines(&self) -> Vec<RunLine> {
+        if self.kind == Kind::Merge {
+            return self.runs.clone();
+        }
+        vec![RunLine {
+            label: self.label.clone().unwrap_or_else(|| self.target.clone()),
+            ops: self.ops,
+            ops_per_sec: self.ops_per_sec,
+            latency_us: self.latency_us,
+            errors: self.errors(),
+            audit_match: self.audit.matches,
+        }]
+    }
+
+    /// Add `other` to this result: runs of one load from several hosts, side by side. Every
+    /// field is named here: counts and histograms add, the window is the longest, the lists
+    /// are joined; what cannot be added is said.
+    pub fn merge(&mut self, other: &RunResult) {
+        let runs = [self.lines(), other.lines()].concat();
+        let own_label = self.label.clone();
+        let RunResult {
+            kind: _,
+            label: _,
+            // The load must be one (checked by the caller unless forced): the first's.
+            target: _,
+            targets,
+            protocol: _,
+            engine,
+            cores,
+            connections,
+            depth,
+            duration_s,
+            sent,
+            ops,
+            failed,
+            accounted: _,
+            ops_per_sec: _,
+            messages_per_op: _,
+            messages: _,
+            messages_per_sec: _,
+            connection_errors,
+            failures,
+            phases_us: _,
+            status_counts,
+            not_successful,
+            error_samples,
+            connects,
+            reconnects,
+            set_up_in_s,
+            repeat: _,
+            due_while_busy,
+            due_unsent,
+            tls,
+            bytes,
+            latency_us: _,
+            latency_uncorrected_us: _,
+            schedule_lag_us: _,
+            preflight,
+            histograms,
+            series,
+            cpu_us_per_op: _,
+            imbalance_pct: _,
+            per_core,
+            kernel_net,
+            audit,
+            server_watch,
+            runs: _,
+        } = other;
+        if self.kind == Kind::Bench {
+            // The first run's cores carry its label from now on.
+            for c in &mut self.per_core {
+                c.run = c.run.take().or_else(|| own_label.clone());
+            }
+        }
+        self.kind = Kind::Merge;
+        self.label = None;
+        self.runs = runs;
+        if let Some(theirs) = targets {
+            let ours = self.targets.get_or_insert_with(Vec::new);
+            for t in theirs {
+                match ours.iter_mut().find(|o| o.url == t.url) {
+                    Some(o) => {
+                        o.sent += t.sent;
+                        o.ops += t.ops;
+                        o.histogram.add(&t.histogram);
+                    }
+                    None => ours.push(t.clone()),
+                }
+            }
+        }
+        if &self.engine != engine && !self.engine.split('+').any(|e| e == engine) {
+            self.engine = format!("{}+{engine}", self.engine);
+        }
+        for c in cores {
+            if !self.cores.contains(c) {
+                self.cores.push(*c);
+            }
+        }
+        self.cores.sort_unstable();
+        self.connections += connections;
+        self.depth = self.depth.max(*depth);
+        self.duration_s = self.duration_s.max(*duration_s);
+        self.sent += sent;
+        self.ops += ops;
+        add_counts(&mut self.failed, failed);
+        add_counts(&mut self.connection_errors, connection_errors);
+        add_counts(&mut self.failures, failures);
+        add_counts(&mut self.status_counts, status_counts);
+        self.not_successful += not_successful;
+        for s in error_samples {
+            if self.error_samples.len() < MAX_ERROR_SAMPLES && !self.error_samples.contains(s) {
+                self.error_samples.push(s.clone());
+            }
+        }
+        self.connects += connects;
+        self.reconnects += reconnects;
+        self.set_up_in_s = match (self.set_up_in_s, set_up_in_s) {
+            (Some(a), Some(b)) => Some(a.max(*b)),
+            (a, b) => a.or(*b),
+        };
+        // A merged result is not a repeat: its runs are in `runs`.
+        self.repeat = None;
+        self.due_while_busy += due_while_busy;
+        self.due_unsent += due_unsent;
+        match (&mut self.tls, tls) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a @ None, Some(b)) => *a = Some(*b),
+            _ => {}
+        }
+        self.bytes.merge(bytes);
+        self.preflight.connections += preflight.connections;
+        self.preflight.tx += preflight.tx;
+        self.preflight.rx += preflight.rx;
+        let Histograms {
+            latency,
+            latency_uncorrected,
+            schedule_lag,
+            connect,
+            tls,
+            handshake,
+            waiting,
+            processing,
+        } = histograms;
+        let h = &mut self.histograms;
+        h.latency.add(latency);
+        h.latency_uncorrected.add(latency_uncorrected);
+        h.schedule_lag.add(schedule_lag);
+        h.connect.add(connect);
+        h.tls.add(tls);
+        h.handshake.add(handshake);
+        h.waiting.add(waiting);
+        h.processing.add(processing);
+        match (&mut self.series, series) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a @ None, Some(b)) => *a = Some(b.clone()),
+            _ => {}
+        }
+        let label = other.label.clone();
+        self.per_core.extend(
+            per_core.iter().map(|c| CoreResult { run: c.run.clone().or_else(|| label.clone()), ..c.clone() }),
+        );
+        self.kernel_net = match (self.kernel_net, kernel_net) {
+            (Some(a), Some(b)) => Some(KernelNet {
+                backlog_drops: a.backlog_drops + b.backlog_drops,
+                retransmits: a.retransmits + b.retransmits,
+                window: match (a.window, b.window) {
+                    (Some(x), Some(y)) => Some(NetWindow {
+                        backlog_drops: x.backlog_drops + y.backlog_drops,
+                        retransmits: x.retransmits + y.retransmits,
+                    }),
+                    (x, y) => x.or(y),
+                },
+            }),
+            (a, b) => a.or(*b),
+        };
+        self.audit.merge(audit);
+        if self.server_watch.is_none() {
+            self.server_watch = server_watch.clone();
+        }
+        self.derive();
+    }
+
+    /// `results` added together, in order (`None`: there were none).
+    pub fn merge_all<'a>(results: impl IntoIterator<Item = &'a RunResult>) -> Option<RunResult> {
+        let mut results = results.into_iter();
+        let mut total = results.next()?.clone();
+        for r in results {
+            total.merge(r);
+        }
+        Some(total)
+    }
+}

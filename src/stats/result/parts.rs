@@ -1,0 +1,584 @@
+//! The parts of a result: bytes by class, TLS, the series, cores, the audit, repeats, the
+//! server watched; each with how it is derived from its counts and how it merges.
+
+use super::{Hist, add_counts, r3};
+use crate::stats::{Audit, ByteSplit, Handshakes, Series, ratio};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One target's share of a run with several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TargetResult {
+    pub url: String,
+    pub sent: u64,
+    pub ops: u64,
+    /// Derived: sent − ops, and the latency's percentiles.
+    #[serde(default)]
+    pub failed: u64,
+    #[serde(default)]
+    pub latency_us: Spread,
+    pub histogram: Hist,
+}
+
+/// count, min, mean, standard deviation, percentiles and max of a histogram, µs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Spread {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub sd: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(h: &Hist) -> Spread {
+        let h = &h.0;
+        if h.is_empty() {
+            return Spread::default();
+        }
+        let us = |ns: f64| r3(ns / 1e3);
+        Spread {
+            count: h.len(),
+            min: us(h.min() as f64),
+            mean: us(h.mean()),
+            sd: us(h.stdev()),
+            p50: us(h.value_at_quantile(0.5) as f64),
+            p90: us(h.value_at_quantile(0.9) as f64),
+            p99: us(h.value_at_quantile(0.99) as f64),
+            p999: us(h.value_at_quantile(0.999) as f64),
+            max: us(h.max() as f64),
+        }
+    }
+
+    pub(super) fn of_nonempty(h: &Hist) -> Option<Spread> {
+        (!h.0.is_empty()).then(|| Spread::of(h))
+    }
+}
+
+/// Each phase of an operation's time, and of a connection's set-up (`None`: not recorded).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhasesUs {
+    pub connect: Option<Spread>,
+    pub tls: Option<Spread>,
+    pub handshake: Option<Spread>,
+    pub waiting: Option<Spread>,
+    pub processing: Option<Spread>,
+    pub total: Option<Spread>,
+}
+
+/// Every histogram of a run whole (ns).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Histograms {
+    pub latency: Hist,
+    pub latency_uncorrected: Hist,
+    pub schedule_lag: Hist,
+    pub connect: Hist,
+    pub tls: Hist,
+    pub handshake: Hist,
+    pub waiting: Hist,
+    pub processing: Hist,
+}
+
+/// Bytes on the wire by class, both ways (`tx`/`rx` and per operation derived).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Bytes {
+    /// Derived: everything, warm-up included.
+    #[serde(default)]
+    pub tx: u64,
+    #[serde(default)]
+    pub rx: u64,
+    pub op_tx: u64,
+    pub op_rx: u64,
+    pub warmup_tx: u64,
+    pub warmup_rx: u64,
+    pub handshake_tx: u64,
+    pub handshake_rx: u64,
+    pub control_tx: u64,
+    pub control_rx: u64,
+    pub failed_tx: u64,
+    pub failed_rx: u64,
+    pub tls_tx: u64,
+    pub tls_rx: u64,
+    /// Derived: bytes of completed operations per completed operation.
+    #[serde(default)]
+    pub tx_per_op: f64,
+    #[serde(default)]
+    pub rx_per_op: f64,
+}
+
+impl Bytes {
+    pub(super) fn of(tx: &ByteSplit, rx: &ByteSplit) -> Bytes {
+        Bytes {
+            op_tx: tx.op,
+            op_rx: rx.op,
+            warmup_tx: tx.warmup_op,
+            warmup_rx: rx.warmup_op,
+            handshake_tx: tx.handshake,
+            handshake_rx: rx.handshake,
+            control_tx: tx.control,
+            control_rx: rx.control,
+            failed_tx: tx.failed,
+            failed_rx: rx.failed,
+            tls_tx: tx.tls,
+            tls_rx: rx.tls,
+            ..Bytes::default()
+        }
+    }
+
+    pub(super) fn derive(&mut self, ops: u64) {
+        self.tx =
+            self.op_tx + self.warmup_tx + self.handshake_tx + self.control_tx + self.failed_tx + self.tls_tx;
+        self.rx =
+            self.op_rx + self.warmup_rx + self.handshake_rx + self.control_rx + self.failed_rx + self.tls_rx;
+        self.tx_per_op = r3(ratio(self.op_tx as f64, ops as f64));
+        self.rx_per_op = r3(ratio(self.op_rx as f64, ops as f64));
+    }
+
+    pub(super) fn merge(&mut self, o: &Bytes) {
+        let Bytes {
+            tx: _,
+            rx: _,
+            op_tx,
+            op_rx,
+            warmup_tx,
+            warmup_rx,
+            handshake_tx,
+            handshake_rx,
+            control_tx,
+            control_rx,
+            failed_tx,
+            failed_rx,
+            tls_tx,
+            tls_rx,
+            tx_per_op: _,
+            rx_per_op: _,
+        } = *o;
+        self.op_tx += op_tx;
+        self.op_rx += op_rx;
+        self.warmup_tx += warmup_tx;
+        self.warmup_rx += warmup_rx;
+        self.handshake_tx += handshake_tx;
+        self.handshake_rx += handshake_rx;
+        self.control_tx += control_tx;
+        self.control_rx += control_rx;
+        self.failed_tx += failed_tx;
+        self.failed_rx += failed_rx;
+        self.tls_tx += tls_tx;
+        self.tls_rx += tls_rx;
+    }
+}
+
+/// Bytes in one direction by class (the plaintext or records inside TLS).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Split {
+    pub handshake: u64,
+    pub op: u64,
+    pub warmup_op: u64,
+    pub failed: u64,
+    pub control: u64,
+    pub tls: u64,
+}
+
+impl From<ByteSplit> for Split {
+    fn from(b: ByteSplit) -> Split {
+        let ByteSplit { handshake, op, warmup_op, failed, control, tls } = b;
+        Split { handshake, op, warmup_op, failed, control, tls }
+    }
+}
+
+impl Split {
+    pub(super) fn merge(&mut self, o: &Split) {
+        let Split { handshake, op, warmup_op, failed, control, tls } = *o;
+        self.handshake += handshake;
+        self.op += op;
+        self.warmup_op += warmup_op;
+        self.failed += failed;
+        self.control += control;
+        self.tls += tls;
+    }
+}
+
+/// TLS handshakes of one kind and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HandshakeResult {
+    pub count: u64,
+    pub tx: u64,
+    pub rx: u64,
+    /// Derived: per handshake.
+    #[serde(default)]
+    pub tx_each: f64,
+    #[serde(default)]
+    pub rx_each: f64,
+}
+
+impl HandshakeResult {
+    pub(super) fn of(h: &Handshakes) -> HandshakeResult {
+        HandshakeResult { count: h.count, tx: h.tx, rx: h.rx, ..HandshakeResult::default() }
+    }
+    pub(super) fn derive(&mut self) {
+        self.tx_each = r3(ratio(self.tx as f64, self.count as f64));
+        self.rx_each = r3(ratio(self.rx as f64, self.count as f64));
+    }
+    pub(super) fn merge(&mut self, o: &HandshakeResult) {
+        let HandshakeResult { count, tx, rx, tx_each: _, rx_each: _ } = *o;
+        self.count += count;
+        self.tx += tx;
+        self.rx += rx;
+    }
+}
+
+/// TLS beside the wire's bytes (`bytes` holds the wire's): the plaintext by class, the records
+/// by the class of what they carry, and the handshakes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TlsResult {
+    pub plain_tx: Split,
+    pub plain_rx: Split,
+    pub records_tx: Split,
+    pub records_rx: Split,
+    pub full: HandshakeResult,
+    pub resumed: HandshakeResult,
+    /// Derived: per completed operation.
+    #[serde(default)]
+    pub per_op: TlsPerOp,
+}
+
+/// TLS per completed operation: the plaintext, what the records added, and the records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TlsPerOp {
+    pub plain_tx: f64,
+    pub plain_rx: f64,
+    pub overhead_tx: f64,
+    pub overhead_rx: f64,
+    pub records_tx: f64,
+    pub records_rx: f64,
+}
+
+impl TlsResult {
+    pub(super) fn derive(&mut self, ops: u64, bytes: &Bytes) {
+        let per = |n: u64| r3(ratio(n as f64, ops as f64));
+        self.full.derive();
+        self.resumed.derive();
+        self.per_op = TlsPerOp {
+            plain_tx: per(self.plain_tx.op),
+            plain_rx: per(self.plain_rx.op),
+            overhead_tx: per(bytes.op_tx.saturating_sub(self.plain_tx.op)),
+            overhead_rx: per(bytes.op_rx.saturating_sub(self.plain_rx.op)),
+            records_tx: per(self.records_tx.op),
+            records_rx: per(self.records_rx.op),
+        };
+    }
+    pub(super) fn merge(&mut self, o: &TlsResult) {
+        let TlsResult { plain_tx, plain_rx, records_tx, records_rx, full, resumed, per_op: _ } = o;
+        self.plain_tx.merge(plain_tx);
+        self.plain_rx.merge(plain_rx);
+        self.records_tx.merge(records_tx);
+        self.records_rx.merge(records_rx);
+        self.full.merge(full);
+        self.resumed.merge(resumed);
+    }
+}
+
+/// `--report-every`: the window cut into intervals of `every_s`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SeriesResult {
+    pub every_s: f64,
+    pub intervals: Vec<IntervalResult>,
+    /// Operations after the last interval kept.
+    pub beyond: Option<Beyond>,
+}
+
+/// One interval: where it lies in the window (the last one ends with the window), its
+/// operations, errors and latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IntervalResult {
+    /// Derived: from the interval's index and the window's length.
+    #[serde(default)]
+    pub from_s: f64,
+    #[serde(default)]
+    pub to_s: f64,
+    pub ops: u64,
+    pub errors: u64,
+    /// Derived from the histogram; `None` when the interval saw no operation complete.
+    #[serde(default)]
+    pub p50_us: Option<f64>,
+    #[serde(default)]
+    pub p99_us: Option<f64>,
+    pub histogram: Hist,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Beyond {
+    pub ops: u64,
+    pub errors: u64,
+}
+
+impl SeriesResult {
+    pub(super) fn of(s: &Series) -> SeriesResult {
+        SeriesResult {
+            every_s: s.every.as_secs_f64(),
+            intervals: s
+                .intervals
+                .iter()
+                .map(|iv| IntervalResult {
+                    from_s: 0.0,
+                    to_s: 0.0,
+                    ops: iv.ops,
+                    errors: iv.errors,
+                    p50_us: None,
+                    p99_us: None,
+                    histogram: Hist(iv.latency.clone()),
+                })
+                .collect(),
+            beyond: s.beyond.as_ref().map(|b| Beyond { ops: b.ops, errors: b.errors }),
+        }
+    }
+
+    pub(super) fn derive(&mut self, duration_s: f64) {
+        let every = self.every_s;
+        for (i, iv) in self.intervals.iter_mut().enumerate() {
+            let from = i as f64 * every;
+            iv.from_s = r3(from);
+            iv.to_s = r3((from + every).min(duration_s.max(from)));
+            let nonempty = !iv.histogram.0.is_empty();
+            iv.p50_us = nonempty.then(|| r3(iv.histogram.us(0.5)));
+            iv.p99_us = nonempty.then(|| r3(iv.histogram.us(0.99)));
+        }
+    }
+
+    /// Interval by interval (the runs' windows are taken to start together: `--start-at`).
+    pub(super) fn merge(&mut self, o: &SeriesResult) {
+        let SeriesResult { every_s, intervals, beyond } = o;
+        // Intervals of different lengths do not line up: kept as the first's.
+        if (every_s - self.every_s).abs() > 1e-9 {
+            return;
+        }
+        for (i, b) in intervals.iter().enumerate() {
+            match self.intervals.get_mut(i) {
+                Some(a) => {
+                    let IntervalResult { from_s: _, to_s: _, ops, errors, p50_us: _, p99_us: _, histogram } =
+                        b;
+                    a.ops += ops;
+                    a.errors += errors;
+                    a.histogram.add(histogram);
+                }
+                None => self.intervals.push(b.clone()),
+            }
+        }
+        if let Some(b) = beyond {
+            let a = self.beyond.get_or_insert_with(Beyond::default);
+            a.ops += b.ops;
+            a.errors += b.errors;
+        }
+    }
+}
+
+/// One engine core's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CoreResult {
+    /// The run it belongs to (merged results; `None` in a run's own).
+    #[serde(default)]
+    pub run: Option<String>,
+    pub core: usize,
+    pub ops: u64,
+    /// CPU time the engine thread used in the window, its wall time, the hypervisor's steal
+    /// and the time it stayed awake for paced sends, s.
+    pub cpu_s: f64,
+    pub wall_s: f64,
+    pub steal_s: Option<f64>,
+    pub spin_s: f64,
+    /// Derived.
+    #[serde(default)]
+    pub cpu_util: f64,
+    #[serde(default)]
+    pub cpu_us_per_op: f64,
+    #[serde(default)]
+    pub steal_pct: Option<f64>,
+    #[serde(default)]
+    pub spin_pct: f64,
+}
+
+impl CoreResult {
+    pub(super) fn derive(&mut self) {
+        self.cpu_util = r3(ratio(self.cpu_s, self.wall_s));
+        self.cpu_us_per_op = r3(ratio(self.cpu_s * 1e6, self.ops as f64));
+        self.steal_pct = self.steal_s.map(|s| r3(100.0 * ratio(s, self.wall_s)));
+        self.spin_pct = r3(100.0 * ratio(self.spin_s, self.wall_s));
+    }
+}
+
+/// The machine's network drops and retransmits: over the run, and inside its window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelNet {
+    pub backlog_drops: u64,
+    pub retransmits: u64,
+    pub window: Option<NetWindow>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NetWindow {
+    pub backlog_drops: u64,
+    pub retransmits: u64,
+}
+
+/// The application's byte counts against the kernel's, over every socket.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditResult {
+    pub app_tx: u64,
+    pub app_rx: u64,
+    pub kernel_tx: u64,
+    pub kernel_rx: u64,
+    pub kernel_unacked: u64,
+    pub segs_out: u64,
+    pub segs_in: u64,
+    pub retransmits: u64,
+    pub sockets: u64,
+    /// Sockets that could not be checked, by reason, and the application's bytes on them.
+    pub inexact: BTreeMap<String, u64>,
+    pub inexact_tx: u64,
+    pub inexact_rx: u64,
+    /// Derived: the kernel's counts equal the application's on every socket read, and every
+    /// byte counted was on a socket closed and looked at.
+    #[serde(rename = "match", default)]
+    pub matches: bool,
+}
+
+impl AuditResult {
+    pub(super) fn of(a: &Audit) -> AuditResult {
+        AuditResult {
+            app_tx: a.app_tx,
+            app_rx: a.app_rx,
+            kernel_tx: a.kernel.tx,
+            kernel_rx: a.kernel.rx,
+            kernel_unacked: a.kernel.unacked,
+            segs_out: a.kernel.segs_out,
+            segs_in: a.kernel.segs_in,
+            retransmits: a.kernel.retrans,
+            sockets: a.sockets,
+            inexact: a.inexact.iter().map(|(k, n)| (k.name().to_string(), *n)).collect(),
+            inexact_tx: a.inexact_tx,
+            inexact_rx: a.inexact_rx,
+            matches: false,
+        }
+    }
+
+    pub(super) fn derive(&mut self, bytes: &Bytes) {
+        self.matches = self.app_tx == self.kernel_tx
+            && self.app_rx == self.kernel_rx
+            && bytes.tx == self.app_tx + self.inexact_tx
+            && bytes.rx == self.app_rx + self.inexact_rx;
+    }
+
+    pub(super) fn merge(&mut self, o: &AuditResult) {
+        let AuditResult {
+            app_tx,
+            app_rx,
+            kernel_tx,
+            kernel_rx,
+            kernel_unacked,
+            segs_out,
+            segs_in,
+            retransmits,
+            sockets,
+            inexact,
+            inexact_tx,
+            inexact_rx,
+            matches: _,
+        } = o;
+        self.app_tx += app_tx;
+        self.app_rx += app_rx;
+        self.kernel_tx += kernel_tx;
+        self.kernel_rx += kernel_rx;
+        self.kernel_unacked += kernel_unacked;
+        self.segs_out += segs_out;
+        self.segs_in += segs_in;
+        self.retransmits += retransmits;
+        self.sockets += sockets;
+        add_counts(&mut self.inexact, inexact);
+        self.inexact_tx += inexact_tx;
+        self.inexact_rx += inexact_rx;
+    }
+}
+
+/// `--repeat`: each run's line, which one the result is, and the spread of ops/s and p99.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RepeatResult {
+    pub runs: Vec<RepeatRun>,
+    /// 1-based.
+    pub median_run: usize,
+    pub ops_per_sec: RepeatSpread,
+    pub p99_us: RepeatSpread,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RepeatRun {
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub errors: u64,
+    pub cpu_us_per_op: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RepeatSpread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub spread_pct: f64,
+}
+
+/// A server's CPU and memory over a run (`--watch-pid`, `watch --json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WatchResult {
+    pub pid: u32,
+    pub samples: usize,
+    pub cpu_pct: MinMeanMax,
+    pub rss_kib: MinMeanMax,
+    /// Mean CPU % per CPU.
+    pub per_cpu_pct: BTreeMap<String, f64>,
+    /// Peak RSS / the machine's memory, % (`watch`; `None` where MemTotal is unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_pct: Option<f64>,
+}
+
+/// What `watch --json` writes: `kind` says so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WatchFile {
+    pub kind: WatchKind,
+    pub duration_s: f64,
+    #[serde(flatten)]
+    pub watch: WatchResult,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WatchKind {
+    Watch,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MinMeanMax {
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl WatchResult {
+    pub fn of(w: &crate::watch::WatchReport) -> WatchResult {
+        let spread =
+            |s: crate::watch::Spread| MinMeanMax { min: r3(s.min), mean: r3(s.mean), max: r3(s.max) };
+        WatchResult {
+            pid: w.pid,
+            samples: w.samples,
+            cpu_pct: spread(w.cpu_pct),
+            rss_kib: spread(w.rss_kib),
+            per_cpu_pct: w.per_cpu_pct.iter().map(|(c, p)| (c.to_string(), r3(*p))).collect(),
+            mem_pct: None,
+        }
+    }
+}
