@@ -290,25 +290,8 @@ pub struct LoadPlan {
     pub load: Load,
 }
 
-/// Check the load options (pure): `online` is the CPUs this process may use.
-pub fn validate_load(
-    args: &LoadArgs,
-    engine: &EngineArgs,
-    defaults: &Defaults,
-    online: &[usize],
-) -> Result<Load> {
-    let connections = args.connections.unwrap_or(defaults.connections);
-    if connections == 0 || connections > MAX_CONNECTIONS {
-        bail!("--connections must be between 1 and {MAX_CONNECTIONS}");
-    }
-    if args.depth == 0 || args.depth > MAX_DEPTH {
-        bail!("--depth must be between 1 and {MAX_DEPTH}");
-    }
-    if let Some(rate) = args.connect_rate
-        && !(rate.is_finite() && (0.001..=10_000_000.0).contains(&rate))
-    {
-        bail!("--connect-rate must be between 0.001 and 10000000 connections per second");
-    }
+/// `--report-every`: at least 10 ms, and no more intervals than a series keeps.
+fn check_report_every(args: &LoadArgs) -> Result<()> {
     if args.report_every.is_some_and(|d| d < Duration::from_millis(10)) {
         bail!("--report-every must be at least 10ms");
     }
@@ -324,25 +307,13 @@ pub fn validate_load(
             );
         }
     }
-    if !(1..=MAX_REPEAT).contains(&args.repeat) {
-        bail!("--repeat must be between 1 and {MAX_REPEAT}");
-    }
-    if args.no_keepalive && args.depth > 1 {
-        bail!("--no-keepalive sends one operation per connection: --depth {} cannot apply", args.depth);
-    }
-    let ops = args.ops.or(defaults.ops);
-    if ops == Some(0) {
-        bail!("-n/--ops must be at least 1");
-    }
-    if args.duration == Some(Duration::ZERO) || args.timeout.is_zero() {
-        bail!("durations must be longer than zero");
-    }
-    let duration = match (args.duration, args.ops) {
-        (Some(d), _) => d,
-        (None, Some(_)) => defaults.duration_with_ops,
-        (None, None) => defaults.duration,
-    };
-    let workload = match (args.rate, args.interval) {
+    Ok(())
+}
+
+/// How operations are paced: `--interval` per connection, `--rate` over all of them, or a
+/// closed loop.
+fn workload(args: &LoadArgs, connections: usize) -> Result<Workload> {
+    Ok(match (args.rate, args.interval) {
         (_, Some(interval)) if interval.is_zero() || interval > MAX_INTERVAL => {
             bail!("--interval must be longer than zero and at most {MAX_INTERVAL:?}")
         }
@@ -362,15 +333,23 @@ pub fn validate_load(
         (Some(r), None) => {
             bail!("--rate {r}: give operations per second, more than 0 and at most {MAX_RATE:e}")
         }
-    };
-    let payload = match (args.size, &args.body_file) {
+    })
+}
+
+/// What each operation carries: `--size` bytes, or a file's.
+fn payload(args: &LoadArgs) -> Result<Option<Payload>> {
+    Ok(match (args.size, &args.body_file) {
         (Some(n), _) if n > MAX_PAYLOAD => {
             bail!("--size {n} is larger than the {} MiB a message may be here", MAX_PAYLOAD >> 20)
         }
         (Some(n), _) => Some(Payload::Size(n)),
         (None, Some(path)) => Some(Payload::File(path.clone())),
         (None, None) => None,
-    };
+    })
+}
+
+/// `-H 'Name: value'`, each checked.
+fn headers(args: &LoadArgs) -> Result<Vec<(String, String)>> {
     let mut headers = Vec::new();
     for h in &args.headers {
         let (name, value) = h
@@ -382,6 +361,50 @@ pub fn validate_load(
         }
         headers.push((name.trim().to_string(), value.trim().to_string()));
     }
+    Ok(headers)
+}
+
+/// Check the load options (pure): `online` is the CPUs this process may use.
+pub fn validate_load(
+    args: &LoadArgs,
+    engine: &EngineArgs,
+    defaults: &Defaults,
+    online: &[usize],
+) -> Result<Load> {
+    let connections = args.connections.unwrap_or(defaults.connections);
+    if connections == 0 || connections > MAX_CONNECTIONS {
+        bail!("--connections must be between 1 and {MAX_CONNECTIONS}");
+    }
+    if args.depth == 0 || args.depth > MAX_DEPTH {
+        bail!("--depth must be between 1 and {MAX_DEPTH}");
+    }
+    if let Some(rate) = args.connect_rate
+        && !(rate.is_finite() && (0.001..=10_000_000.0).contains(&rate))
+    {
+        bail!("--connect-rate must be between 0.001 and 10000000 connections per second");
+    }
+    check_report_every(args)?;
+    if !(1..=MAX_REPEAT).contains(&args.repeat) {
+        bail!("--repeat must be between 1 and {MAX_REPEAT}");
+    }
+    if args.no_keepalive && args.depth > 1 {
+        bail!("--no-keepalive sends one operation per connection: --depth {} cannot apply", args.depth);
+    }
+    let ops = args.ops.or(defaults.ops);
+    if ops == Some(0) {
+        bail!("-n/--ops must be at least 1");
+    }
+    if args.duration == Some(Duration::ZERO) || args.timeout.is_zero() {
+        bail!("durations must be longer than zero");
+    }
+    let duration = match (args.duration, args.ops) {
+        (Some(d), _) => d,
+        (None, Some(_)) => defaults.duration_with_ops,
+        (None, None) => defaults.duration,
+    };
+    let workload = workload(args, connections)?;
+    let payload = payload(args)?;
+    let headers = headers(args)?;
     let mut cores = match &engine.cores {
         Some(list) => crate::cpus::parse(list, online)?,
         None => online.to_vec(),

@@ -40,60 +40,19 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         None => COMPARE_PAYLOAD,
     };
     let interrupted = crate::interrupt::flag();
-    // The built-in servers, unless targets were given.
-    let server_engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
-    let mut servers = None;
-    let mut tls_servers = None;
     if args.tls && !args.urls.is_empty() {
         anyhow::bail!(
             "--tls starts the built-in servers over TLS; with your own targets, give TLS URLs (https://, wss://, nsq://…?tls=1)"
         );
     }
-    let urls: Vec<String> = if args.urls.is_empty() {
-        let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("literal address");
-        let all: Vec<_> = protocol::SERVERS.iter().map(|s| (*s, any)).collect();
-        let started = super::serve::start(
-            server_engine,
-            &all,
-            &ServerOptions::default(),
-            &server_cores,
-            ServerLimits::default(),
-            crate::run::own_stop(),
-        )?;
-        let mut urls = started.urls.concat();
-        servers = Some(started.handle);
-        if args.tls {
-            // The same servers over TLS, on the same cores; the client trusts their certificate.
-            let mut options = ServerOptions::default();
-            options.tls.tls = true;
-            let started = super::serve::start(
-                server_engine,
-                &all,
-                &options,
-                &server_cores,
-                ServerLimits::default(),
-                crate::run::own_stop(),
-            )?;
-            urls.extend(started.urls.concat());
-            load.tls.trust = started.tls.iter().map(|t| t.cert_der.clone()).collect();
-            tls_servers = Some(started.handle);
-        }
-        urls
+    // The built-in servers, unless targets were given.
+    let server_engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
+    let (urls, mut servers) = if args.urls.is_empty() {
+        start_servers(server_engine, &server_cores, args.tls, &mut load)?
     } else {
-        args.urls.clone()
+        (args.urls.clone(), Vec::new())
     };
-    let mut rows_planned = Vec::new();
-    for url in &urls {
-        let plan = load.aim(url)?;
-        let mut rows = (plan.protocol.compare_rows)(&plan);
-        if plan.target.tls.is_some() {
-            for row in &mut rows {
-                row.label += table::TLS_MARK;
-                row.versus = None; // the versus ratios compare transports in plaintext
-            }
-        }
-        rows_planned.extend(rows);
-    }
+    let rows_planned = planned_rows(&urls, &load)?;
     let same_cpu = client_cores.iter().any(|c| server_cores.contains(c));
     let info = CompareInfo {
         payload,
@@ -101,13 +60,13 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         depth: load.shape.depth,
         messages: load.shape.ops.unwrap_or(0),
         duration: load.shape.duration,
-        engine: match &servers {
-            Some(_) => format!("{} generator, {} servers", load.engine.name(), server_engine.name()),
-            None => format!("{} generator", load.engine.name()),
+        engine: match servers.is_empty() {
+            false => format!("{} generator, {} servers", load.engine.name(), server_engine.name()),
+            true => format!("{} generator", load.engine.name()),
         },
         client_cores: client_cores.clone(),
-        server_cores: servers.as_ref().map(|_| server_cores.clone()),
-        shared_cpu: same_cpu && servers.is_some(),
+        server_cores: (!servers.is_empty()).then(|| server_cores.clone()),
+        shared_cpu: same_cpu && !servers.is_empty(),
     };
     // With `--json -` stdout carries the JSON alone.
     let human = args.json.as_deref() != Some(std::path::Path::new("-"));
@@ -139,11 +98,11 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         say(&table::line(&row));
         rows.push(row);
         // A built-in server that lost a core would make every later row a measurement of it.
-        for handle in [&mut servers, &mut tls_servers].into_iter().flatten() {
+        for handle in &mut servers {
             handle.check().context("a built-in server stopped serving")?;
         }
     }
-    for handle in [servers, tls_servers].into_iter().flatten() {
+    for handle in servers {
         handle.stop()?;
     }
     let mut footer = table::footer(&rows);
@@ -160,4 +119,49 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         args.svg.as_deref(),
         || report::svg::compare(&info, &rows),
     )
+}
+
+/// Every built-in server on `cores` (and again over TLS, whose certificate the load then
+/// trusts): their URLs, and their handles to stop them.
+fn start_servers(
+    engine: EngineKind,
+    cores: &[usize],
+    tls: bool,
+    load: &mut plan::Load,
+) -> Result<(Vec<String>, Vec<crate::engine::ServerHandle>)> {
+    let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("literal address");
+    let all: Vec<_> = protocol::SERVERS.iter().map(|s| (*s, any)).collect();
+    let start = |options: &ServerOptions| {
+        super::serve::start(engine, &all, options, cores, ServerLimits::default(), crate::run::own_stop())
+    };
+    let started = start(&ServerOptions::default())?;
+    let mut urls = started.urls.concat();
+    let mut handles = vec![started.handle];
+    if tls {
+        // The same servers over TLS, on the same cores; the client trusts their certificate.
+        let mut options = ServerOptions::default();
+        options.tls.tls = true;
+        let started = start(&options)?;
+        urls.extend(started.urls.concat());
+        load.tls.trust = started.tls.iter().map(|t| t.cert_der.clone()).collect();
+        handles.push(started.handle);
+    }
+    Ok((urls, handles))
+}
+
+/// The rows every URL's protocol has (its own `compare_rows`), TLS rows marked.
+fn planned_rows(urls: &[String], load: &plan::Load) -> Result<Vec<crate::protocol::CompareRow>> {
+    let mut rows_planned = Vec::new();
+    for url in urls {
+        let plan = load.aim(url)?;
+        let mut rows = (plan.protocol.compare_rows)(&plan);
+        if plan.target.tls.is_some() {
+            for row in &mut rows {
+                row.label += table::TLS_MARK;
+                row.versus = None; // the versus ratios compare transports in plaintext
+            }
+        }
+        rows_planned.extend(rows);
+    }
+    Ok(rows_planned)
 }

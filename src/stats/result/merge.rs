@@ -24,7 +24,6 @@ impl RunResult {
     /// are joined; what cannot be added is said.
     pub fn merge(&mut self, other: &RunResult) {
         let runs = [self.lines(), other.lines()].concat();
-        let own_label = self.label.clone();
         let RunResult {
             kind: _,
             label: _,
@@ -73,39 +72,12 @@ impl RunResult {
             server_watch,
             runs: _,
         } = other;
-        if self.kind == Kind::Bench {
-            // The first run's cores carry its label from now on.
-            for c in &mut self.per_core {
-                c.run = c.run.take().or_else(|| own_label.clone());
-            }
-        }
+        self.label_cores_once_merged();
         self.kind = Kind::Merge;
         self.label = None;
         self.runs = runs;
-        if let Some(theirs) = targets {
-            let ours = self.targets.get_or_insert_with(Vec::new);
-            for t in theirs {
-                match ours.iter_mut().find(|o| o.url == t.url) {
-                    Some(o) => {
-                        o.sent += t.sent;
-                        o.ops += t.ops;
-                        o.histogram.add(&t.histogram);
-                    }
-                    None => ours.push(t.clone()),
-                }
-            }
-        }
-        if &self.engine != engine && !self.engine.split('+').any(|e| e == engine) {
-            self.engine = format!("{}+{engine}", self.engine);
-        }
-        for c in cores {
-            if !self.cores.contains(c) {
-                self.cores.push(*c);
-            }
-        }
-        self.cores.sort_unstable();
-        self.connections += connections;
-        self.depth = self.depth.max(*depth);
+        merge_targets(&mut self.targets, targets.as_deref());
+        self.merge_load(engine, cores, *connections, *depth);
         self.duration_s = self.duration_s.max(*duration_s);
         self.sent += sent;
         self.ops += ops;
@@ -138,25 +110,7 @@ impl RunResult {
         self.preflight.connections += preflight.connections;
         self.preflight.tx += preflight.tx;
         self.preflight.rx += preflight.rx;
-        let Histograms {
-            latency,
-            latency_uncorrected,
-            schedule_lag,
-            connect,
-            tls,
-            handshake,
-            waiting,
-            processing,
-        } = histograms;
-        let h = &mut self.histograms;
-        h.latency.add(latency);
-        h.latency_uncorrected.add(latency_uncorrected);
-        h.schedule_lag.add(schedule_lag);
-        h.connect.add(connect);
-        h.tls.add(tls);
-        h.handshake.add(handshake);
-        h.waiting.add(waiting);
-        h.processing.add(processing);
+        self.histograms.merge(histograms);
         match (&mut self.series, series) {
             (Some(a), Some(b)) => a.merge(b),
             (a @ None, Some(b)) => *a = Some(b.clone()),
@@ -166,25 +120,37 @@ impl RunResult {
         self.per_core.extend(
             per_core.iter().map(|c| CoreResult { run: c.run.clone().or_else(|| label.clone()), ..c.clone() }),
         );
-        self.kernel_net = match (self.kernel_net, kernel_net) {
-            (Some(a), Some(b)) => Some(KernelNet {
-                backlog_drops: a.backlog_drops + b.backlog_drops,
-                retransmits: a.retransmits + b.retransmits,
-                window: match (a.window, b.window) {
-                    (Some(x), Some(y)) => Some(NetWindow {
-                        backlog_drops: x.backlog_drops + y.backlog_drops,
-                        retransmits: x.retransmits + y.retransmits,
-                    }),
-                    (x, y) => x.or(y),
-                },
-            }),
-            (a, b) => a.or(*b),
-        };
+        self.kernel_net = KernelNet::merged(self.kernel_net, *kernel_net);
         self.audit.merge(audit);
         if self.server_watch.is_none() {
             self.server_watch = server_watch.clone();
         }
         self.derive();
+    }
+
+    /// A run's cores carry its label once it is merged with others.
+    fn label_cores_once_merged(&mut self) {
+        if self.kind == Kind::Bench {
+            let own = self.label.clone();
+            for c in &mut self.per_core {
+                c.run = c.run.take().or_else(|| own.clone());
+            }
+        }
+    }
+
+    /// What ran, of several runs: the engines named, the CPUs joined, the connections added.
+    fn merge_load(&mut self, engine: &str, cores: &[usize], connections: usize, depth: usize) {
+        if self.engine != engine && !self.engine.split('+').any(|e| e == engine) {
+            self.engine = format!("{}+{engine}", self.engine);
+        }
+        for c in cores {
+            if !self.cores.contains(c) {
+                self.cores.push(*c);
+            }
+        }
+        self.cores.sort_unstable();
+        self.connections += connections;
+        self.depth = self.depth.max(depth);
     }
 
     /// `results` added together, in order (`None`: there were none).
@@ -195,5 +161,21 @@ impl RunResult {
             total.merge(r);
         }
         Some(total)
+    }
+}
+
+/// Targets by URL: the same one's counts and histogram added, a new one joined.
+fn merge_targets(ours: &mut Option<Vec<TargetResult>>, theirs: Option<&[TargetResult]>) {
+    let Some(theirs) = theirs else { return };
+    let ours = ours.get_or_insert_with(Vec::new);
+    for t in theirs {
+        match ours.iter_mut().find(|o| o.url == t.url) {
+            Some(o) => {
+                o.sent += t.sent;
+                o.ops += t.ops;
+                o.histogram.add(&t.histogram);
+            }
+            None => ours.push(t.clone()),
+        }
     }
 }

@@ -24,7 +24,7 @@ pub fn r3(v: f64) -> f64 {
 
 /// A time in seconds to the microsecond: what a result keeps of a duration it derives from,
 /// so that the figures derived from it are the same in the file and after reading it back.
-fn secs(d: std::time::Duration) -> f64 {
+pub(super) fn secs(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e6
 }
 
@@ -240,44 +240,8 @@ impl RunResult {
                 })
                 .collect()
         });
-        let repeat = r.repeats.as_ref().map(|rep| {
-            let spread = |values: Vec<f64>| {
-                let s = super::Spread::of(&values);
-                RepeatSpread {
-                    median: r3(s.median),
-                    min: r3(s.min),
-                    max: r3(s.max),
-                    spread_pct: r3(s.spread_pct),
-                }
-            };
-            RepeatResult {
-                runs: rep
-                    .runs
-                    .iter()
-                    .map(|x| RepeatRun {
-                        ops: x.ops,
-                        ops_per_sec: r3(x.ops_per_sec),
-                        p50_us: r3(x.p50_us),
-                        p99_us: r3(x.p99_us),
-                        errors: x.errors,
-                        cpu_us_per_op: r3(x.cpu_us_per_op),
-                    })
-                    .collect(),
-                median_run: rep.median + 1,
-                ops_per_sec: spread(rep.runs.iter().map(|x| x.ops_per_sec).collect()),
-                p99_us: spread(rep.runs.iter().map(|x| x.p99_us).collect()),
-            }
-        });
-        let t = &r.tls;
-        let tls = t.used().then(|| TlsResult {
-            plain_tx: t.plain_tx.into(),
-            plain_rx: t.plain_rx.into(),
-            records_tx: t.records_tx.into(),
-            records_rx: t.records_rx.into(),
-            full: HandshakeResult::of(&t.full),
-            resumed: HandshakeResult::of(&t.resumed),
-            per_op: TlsPerOp::default(),
-        });
+        let repeat = r.repeats.as_ref().map(RepeatResult::of);
+        let tls = r.tls.used().then(|| TlsResult::of(&r.tls));
         let mut result = RunResult {
             kind: Kind::Bench,
             label: ran.label.clone(),
@@ -328,23 +292,7 @@ impl RunResult {
             series: r.series.as_ref().map(SeriesResult::of),
             cpu_us_per_op: 0.0,
             imbalance_pct: 0.0,
-            per_core: r
-                .per_core
-                .iter()
-                .map(|c| CoreResult {
-                    run: None,
-                    core: c.core,
-                    ops: c.ops,
-                    cpu_s: secs(c.cpu),
-                    wall_s: secs(c.wall),
-                    steal_s: c.steal.map(secs),
-                    spin_s: secs(c.spin),
-                    cpu_util: 0.0,
-                    cpu_us_per_op: 0.0,
-                    steal_pct: None,
-                    spin_pct: 0.0,
-                })
-                .collect(),
+            per_core: r.per_core.iter().map(CoreResult::of).collect(),
             kernel_net: r.net.map(|n| KernelNet {
                 backlog_drops: n.backlog_drops,
                 retransmits: n.retransmits,

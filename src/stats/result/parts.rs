@@ -84,6 +84,30 @@ pub struct Histograms {
     pub processing: Hist,
 }
 
+impl Histograms {
+    /// Every histogram added to its twin.
+    pub(super) fn merge(&mut self, o: &Histograms) {
+        let Histograms {
+            latency,
+            latency_uncorrected,
+            schedule_lag,
+            connect,
+            tls,
+            handshake,
+            waiting,
+            processing,
+        } = o;
+        self.latency.add(latency);
+        self.latency_uncorrected.add(latency_uncorrected);
+        self.schedule_lag.add(schedule_lag);
+        self.connect.add(connect);
+        self.tls.add(tls);
+        self.handshake.add(handshake);
+        self.waiting.add(waiting);
+        self.processing.add(processing);
+    }
+}
+
 /// Bytes on the wire by class, both ways (`tx`/`rx` and per operation derived).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Bytes {
@@ -259,6 +283,18 @@ pub struct TlsPerOp {
 }
 
 impl TlsResult {
+    pub(super) fn of(t: &crate::stats::TlsTally) -> TlsResult {
+        TlsResult {
+            plain_tx: t.plain_tx.into(),
+            plain_rx: t.plain_rx.into(),
+            records_tx: t.records_tx.into(),
+            records_rx: t.records_rx.into(),
+            full: HandshakeResult::of(&t.full),
+            resumed: HandshakeResult::of(&t.resumed),
+            per_op: TlsPerOp::default(),
+        }
+    }
+
     pub(super) fn derive(&mut self, ops: u64, bytes: &Bytes) {
         let per = |n: u64| r3(ratio(n as f64, ops as f64));
         self.full.derive();
@@ -403,6 +439,22 @@ pub struct CoreResult {
 }
 
 impl CoreResult {
+    pub(super) fn of(c: &crate::stats::CoreSummary) -> CoreResult {
+        CoreResult {
+            run: None,
+            core: c.core,
+            ops: c.ops,
+            cpu_s: super::secs(c.cpu),
+            wall_s: super::secs(c.wall),
+            steal_s: c.steal.map(super::secs),
+            spin_s: super::secs(c.spin),
+            cpu_util: 0.0,
+            cpu_us_per_op: 0.0,
+            steal_pct: None,
+            spin_pct: 0.0,
+        }
+    }
+
     pub(super) fn derive(&mut self) {
         self.cpu_util = r3(ratio(self.cpu_s, self.wall_s));
         self.cpu_us_per_op = r3(ratio(self.cpu_s * 1e6, self.ops as f64));
@@ -417,6 +469,26 @@ pub struct KernelNet {
     pub backlog_drops: u64,
     pub retransmits: u64,
     pub window: Option<NetWindow>,
+}
+
+impl KernelNet {
+    /// Two machines' counters, summed.
+    pub(super) fn merged(a: Option<KernelNet>, b: Option<KernelNet>) -> Option<KernelNet> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(KernelNet {
+                backlog_drops: a.backlog_drops + b.backlog_drops,
+                retransmits: a.retransmits + b.retransmits,
+                window: match (a.window, b.window) {
+                    (Some(x), Some(y)) => Some(NetWindow {
+                        backlog_drops: x.backlog_drops + y.backlog_drops,
+                        retransmits: x.retransmits + y.retransmits,
+                    }),
+                    (x, y) => x.or(y),
+                },
+            }),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -512,6 +584,37 @@ pub struct RepeatResult {
     pub median_run: usize,
     pub ops_per_sec: RepeatSpread,
     pub p99_us: RepeatSpread,
+}
+
+impl RepeatResult {
+    pub(super) fn of(rep: &crate::stats::Repeats) -> RepeatResult {
+        let spread = |values: Vec<f64>| {
+            let s = crate::stats::Spread::of(&values);
+            RepeatSpread {
+                median: r3(s.median),
+                min: r3(s.min),
+                max: r3(s.max),
+                spread_pct: r3(s.spread_pct),
+            }
+        };
+        RepeatResult {
+            runs: rep
+                .runs
+                .iter()
+                .map(|x| RepeatRun {
+                    ops: x.ops,
+                    ops_per_sec: r3(x.ops_per_sec),
+                    p50_us: r3(x.p50_us),
+                    p99_us: r3(x.p99_us),
+                    errors: x.errors,
+                    cpu_us_per_op: r3(x.cpu_us_per_op),
+                })
+                .collect(),
+            median_run: rep.median + 1,
+            ops_per_sec: spread(rep.runs.iter().map(|x| x.ops_per_sec).collect()),
+            p99_us: spread(rep.runs.iter().map(|x| x.p99_us).collect()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
