@@ -199,13 +199,14 @@ struct Held<S> {
     busy: Vec<Vec<u8>>,
 }
 
+/// A core's loop until the stop flag is set: each turn waits for completions (or the next
+/// deadline), handles them, then settles every connection something happened to.
 fn serve<S: ServerCodec>(
     rings: &mut Rings,
     start: &ServerStart<S>,
     core: &std::rc::Rc<AsyncServerCore>,
     held: &mut Held<S>,
 ) -> io::Result<()> {
-    let Held { slots, drain, busy } = held;
     let direct = rings.layout().direct;
     let per_ring = rings.layout().per_ring;
     let listeners = start.listeners.len();
@@ -214,7 +215,7 @@ fn serve<S: ServerCodec>(
     // listen backlog rather than growing rings without end).
     let max_rings =
         start.limits.max_conns.saturating_add(2 * ACCEPTS_AHEAD * listeners + 1024).div_ceil(per_ring).max(1);
-    let mut places = if direct {
+    let places = if direct {
         Places::Direct { free: vec![(0..per_ring as u32).rev().collect()], in_flight: vec![0; listeners] }
     } else {
         for (l, (listener, _)) in start.listeners.iter().enumerate() {
@@ -222,244 +223,313 @@ fn serve<S: ServerCodec>(
         }
         Places::Plain { free: Vec::new() }
     };
-    let mut completions: Vec<rings::Completion> = Vec::new();
-    let mut touched: Vec<usize> = Vec::new();
-    // Connections with whole requests left after a batch and nothing to write: next turn.
-    let mut again: Vec<usize> = Vec::new();
-    let mut held = Timers::new();
-    let mut deadlines = Deadlines::new();
-    let mut unix = (super::unix_secs(), Instant::now());
+    let mut core_loop = Loop {
+        rings,
+        start,
+        core,
+        held,
+        places,
+        per_ring,
+        max_rings,
+        completions: Vec::new(),
+        touched: Vec::new(),
+        again: Vec::new(),
+        timers: Timers::new(),
+        deadlines: Deadlines::new(),
+        unix: (super::unix_secs(), Instant::now()),
+    };
     while !start.stop.load(Ordering::Relaxed) {
-        if let Places::Direct { free, in_flight } = &mut places {
-            accept_ahead(rings, start, free, in_flight, per_ring, max_rings)?;
+        core_loop.turn()?;
+    }
+    Ok(())
+}
+
+/// A core's loop state: its rings, what they point into, and the connections to look at.
+struct Loop<'a, S> {
+    rings: &'a mut Rings,
+    start: &'a ServerStart<S>,
+    core: &'a std::rc::Rc<AsyncServerCore>,
+    held: &'a mut Held<S>,
+    places: Places,
+    per_ring: usize,
+    max_rings: usize,
+    completions: Vec<rings::Completion>,
+    /// Connections something happened to this turn.
+    touched: Vec<usize>,
+    /// Connections with whole requests left after a batch and nothing to write: next turn.
+    again: Vec<usize>,
+    timers: Timers,
+    deadlines: Deadlines,
+    /// The Unix time in seconds (for `Date` headers), read again every 100 ms.
+    unix: (u64, Instant),
+}
+
+impl<S: ServerCodec> Loop<'_, S> {
+    fn turn(&mut self) -> io::Result<()> {
+        if let Places::Direct { free, in_flight } = &mut self.places {
+            accept_ahead(self.rings, self.start, free, in_flight, self.per_ring, self.max_rings)?;
         }
         // One completion wakes the loop. Tried and dropped: io_uring's min-wait coalescing
         // (sleep until 64 completions, or 20-50 µs once one is in): 11.2-11.8 µs per request
         // at 40,000/s against 8.7-9.9 without it, the timer's wake-ups costing more than the
         // ones they saved.
         let before = Instant::now();
-        let wait = held
+        let wait = self
+            .timers
             .peek()
             .map_or(TICK, |std::cmp::Reverse((until, _))| until.saturating_duration_since(before).min(TICK))
-            .min(deadlines.wait(before, TICK));
-        rings.enter(usize::from(again.is_empty()), if again.is_empty() { wait } else { Duration::ZERO })?;
+            .min(self.deadlines.wait(before, TICK));
+        let idle = self.again.is_empty();
+        self.rings.enter(usize::from(idle), if idle { wait } else { Duration::ZERO })?;
         let now = Instant::now();
-        if now.duration_since(unix.1) >= Duration::from_millis(100) {
-            unix = (super::unix_secs(), now);
+        if now.duration_since(self.unix.1) >= Duration::from_millis(100) {
+            self.unix = (super::unix_secs(), now);
         }
+        let mut completions = std::mem::take(&mut self.completions);
         completions.clear();
-        rings.reap(&mut completions)?;
-        touched.append(&mut again);
-        let mut tally = core.tally.borrow_mut();
+        self.rings.reap(&mut completions)?;
+        self.touched.append(&mut self.again);
+        let core = self.core;
         for &(data, result, flags) in &completions {
             let (i, kind) = ((data >> KIND_BITS) as usize, data & ((1 << KIND_BITS) - 1));
             match kind {
-                OP_ACCEPT => {
-                    // Plain: `i` is the listener, its multishot accept goes on. Direct: `i`
-                    // is the slot set aside times the listeners, plus the listener.
-                    let (l, placed) = match &mut places {
-                        Places::Plain { free } => {
-                            if !cqueue::more(flags) {
-                                // Ended (out of descriptors, say): armed again after a pause.
-                                std::thread::sleep(Duration::from_millis(1));
-                                rings.push(0, &accept_many(start.listeners[i].0.as_raw_fd(), i))?;
-                            }
-                            if result < 0 {
-                                continue;
-                            }
-                            let index = free.pop().unwrap_or(slots.len());
-                            (i, (index, Sock::Fd(result)))
-                        }
-                        Places::Direct { free, in_flight } => {
-                            let (index, l) = (i / listeners, i % listeners);
-                            in_flight[l] -= 1;
-                            if result < 0 {
-                                free[index / per_ring].push((index % per_ring) as u32);
-                                if result != -libc::ECANCELED {
-                                    // Failing (out of memory, say): tried again after a pause.
-                                    std::thread::sleep(Duration::from_millis(1));
-                                }
-                                continue;
-                            }
-                            (l, (index, rings.fixed(index)))
-                        }
-                    };
-                    let (index, sock) = placed;
-                    let prototype = &start.listeners[l].1;
-                    // Admission and the codec's seed keep their own books in the tally.
-                    drop(tally);
-                    let admitted = core.admit().map(|a| (a, core.codec(prototype)));
-                    tally = core.tally.borrow_mut();
-                    let Some((admitted, codec)) = admitted else {
-                        refuse(rings, &mut places, sock, index, &busy[l], drain, per_ring)?;
-                        continue;
-                    };
-                    let slot = Slot {
-                        conn: ServerConn::new(codec, core.limits, now),
-                        sock,
-                        _admitted: admitted,
-                        armed: false,
-                        sending: None,
-                        send_cancelled: false,
-                        ended: false,
-                        closing: false,
-                        paused: false,
-                        timer: None,
-                    };
-                    if index >= slots.len() {
-                        slots.resize_with(index + 1, || None);
-                    }
-                    let slot = slots[index].insert(slot);
-                    arm(rings, slot, index)?;
-                    deadlines.ensure(index, slot.next_look(), &mut slot.timer);
-                }
-                OP_RECV => {
-                    let Some(slot) = slots.get_mut(i).and_then(Option::as_mut) else { continue };
-                    if !cqueue::more(flags) {
-                        slot.armed = false;
-                    }
-                    if let Some(bid) = cqueue::buffer_select(flags) {
-                        let bufs = rings.bufs(i);
-                        let data = bufs.data(bid, result.max(0) as usize);
-                        // Answered where it lies when the connection is free to answer;
-                        // kept for later while a send or a held answer is pending.
-                        let free = slot.sending.is_none() && !slot.held(now) && !slot.conn.closing();
-                        let fits = if free {
-                            slot.conn.serve_from(data, now, unix.0, &mut tally)
-                        } else {
-                            slot.conn.arrived(data, &mut tally)
-                        };
-                        if free {
-                            time_hold(slot, i, &mut held, now);
-                        }
-                        slot.ended |= result > 0 && !fits;
-                        bufs.give_back(bid);
-                        // Answers wait and a pile of requests behind them: stop reading
-                        // until they are written (the kernel's buffer, then TCP, hold the
-                        // rest back), as nginx does.
-                        if !free && slot.conn.unanswered() >= PILE_LIMIT && slot.armed && !slot.paused {
-                            slot.paused = true;
-                            rings.push(i, &cancel(user_data(i, OP_RECV), user_data(i, OP_QUIET)))?;
-                        }
-                    }
-                    match result {
-                        1.. => {}
-                        e if e == -libc::ENOBUFS => {}
-                        e if e == -libc::ECANCELED && slot.paused && !slot.closing => {}
-                        _ => slot.ended = true, // 0: the client closed; else an error or our cancel
-                    }
-                    if !slot.armed && !slot.ended && !slot.closing && !slot.paused {
-                        arm(rings, slot, i)?;
-                    }
-                    touched.push(i);
-                }
-                OP_CLOSED => free_place(&mut places, i, (i % per_ring) as u32, per_ring),
-                OP_SEND => {
-                    let Some(slot) = slots.get_mut(i).and_then(Option::as_mut) else { continue };
-                    let Some((off, deadline)) = slot.sending.take() else { continue };
-                    if slot.send_cancelled {
-                        tally.timeouts += 1;
-                        slot.ended = true;
-                    } else if result <= 0 || slot.ended {
-                        slot.ended = true;
-                    } else if off + result as usize >= slot.conn.to_write().len() {
-                        slot.conn.written(now, &mut tally);
-                    } else {
-                        slot.sending = Some((off + result as usize, deadline));
-                        send(rings, slot, i)?;
-                    }
-                    touched.push(i);
-                }
+                OP_ACCEPT => self.accepted(i, result, flags, now)?,
+                OP_RECV => self.received(i, result, flags, now, &mut core.tally.borrow_mut())?,
+                OP_CLOSED => free_place(&mut self.places, i, (i % self.per_ring) as u32, self.per_ring),
+                OP_SEND => self.sent(i, result, now, &mut core.tally.borrow_mut())?,
                 _ => {}
             }
         }
-        while let Some(std::cmp::Reverse((until, i))) = held.peek().copied() {
+        self.completions = completions;
+        let mut tally = core.tally.borrow_mut();
+        self.due(now, &mut tally)?;
+        // Every connection something happened to: answer, send, or close.
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.sort_unstable();
+        touched.dedup();
+        for i in touched.drain(..) {
+            self.settle(i, now, &mut tally)?;
+        }
+        self.touched = touched;
+        Ok(())
+    }
+
+    /// An accept completed: the connection is admitted and armed, or refused.
+    fn accepted(&mut self, i: usize, result: i32, flags: u32, now: Instant) -> io::Result<()> {
+        let (start, per_ring) = (self.start, self.per_ring);
+        // Plain: `i` is the listener, its multishot accept goes on. Direct: `i` is the slot
+        // set aside times the listeners, plus the listener.
+        let (l, index, sock) = match &mut self.places {
+            Places::Plain { free } => {
+                if !cqueue::more(flags) {
+                    // Ended (out of descriptors, say): armed again after a pause.
+                    std::thread::sleep(Duration::from_millis(1));
+                    self.rings.push(0, &accept_many(start.listeners[i].0.as_raw_fd(), i))?;
+                }
+                if result < 0 {
+                    return Ok(());
+                }
+                (i, free.pop().unwrap_or(self.held.slots.len()), Sock::Fd(result))
+            }
+            Places::Direct { free, in_flight } => {
+                let listeners = start.listeners.len();
+                let (index, l) = (i / listeners, i % listeners);
+                in_flight[l] -= 1;
+                if result < 0 {
+                    free[index / per_ring].push((index % per_ring) as u32);
+                    if result != -libc::ECANCELED {
+                        // Failing (out of memory, say): tried again after a pause.
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    return Ok(());
+                }
+                (l, index, self.rings.fixed(index))
+            }
+        };
+        let prototype = &start.listeners[l].1;
+        let Some(admitted) = self.core.admit() else {
+            let Held { drain, busy, .. } = &mut *self.held;
+            return refuse(self.rings, &mut self.places, sock, index, &busy[l], drain, per_ring);
+        };
+        let slot = Slot {
+            conn: ServerConn::new(self.core.codec(prototype), self.core.limits, now),
+            sock,
+            _admitted: admitted,
+            armed: false,
+            sending: None,
+            send_cancelled: false,
+            ended: false,
+            closing: false,
+            paused: false,
+            timer: None,
+        };
+        let slots = &mut self.held.slots;
+        if index >= slots.len() {
+            slots.resize_with(index + 1, || None);
+        }
+        let slot = slots[index].insert(slot);
+        arm(self.rings, slot, index)?;
+        self.deadlines.ensure(index, slot.next_look(), &mut slot.timer);
+        Ok(())
+    }
+
+    /// Bytes (or the end) arrived on connection `i`.
+    fn received(
+        &mut self,
+        i: usize,
+        result: i32,
+        flags: u32,
+        now: Instant,
+        tally: &mut ServerTally,
+    ) -> io::Result<()> {
+        let Some(slot) = self.held.slots.get_mut(i).and_then(Option::as_mut) else { return Ok(()) };
+        if !cqueue::more(flags) {
+            slot.armed = false;
+        }
+        if let Some(bid) = cqueue::buffer_select(flags) {
+            let bufs = self.rings.bufs(i);
+            let data = bufs.data(bid, result.max(0) as usize);
+            // Answered where it lies when the connection is free to answer; kept for later
+            // while a send or a held answer is pending.
+            let free = slot.sending.is_none() && !slot.held(now) && !slot.conn.closing();
+            let fits = if free {
+                slot.conn.serve_from(data, now, self.unix.0, tally)
+            } else {
+                slot.conn.arrived(data, tally)
+            };
+            if free {
+                time_hold(slot, i, &mut self.timers, now);
+            }
+            slot.ended |= result > 0 && !fits;
+            bufs.give_back(bid);
+            // Answers wait and a pile of requests behind them: stop reading until they are
+            // written (the kernel's buffer, then TCP, hold the rest back), as nginx does.
+            if !free && slot.conn.unanswered() >= PILE_LIMIT && slot.armed && !slot.paused {
+                slot.paused = true;
+                self.rings.push(i, &cancel(user_data(i, OP_RECV), user_data(i, OP_QUIET)))?;
+            }
+        }
+        match result {
+            1.. => {}
+            e if e == -libc::ENOBUFS => {}
+            e if e == -libc::ECANCELED && slot.paused && !slot.closing => {}
+            _ => slot.ended = true, // 0: the client closed; else an error or our cancel
+        }
+        if !slot.armed && !slot.ended && !slot.closing && !slot.paused {
+            arm(self.rings, slot, i)?;
+        }
+        self.touched.push(i);
+        Ok(())
+    }
+
+    /// A send on connection `i` completed: done, more to send, or the connection is over.
+    fn sent(&mut self, i: usize, result: i32, now: Instant, tally: &mut ServerTally) -> io::Result<()> {
+        let Some(slot) = self.held.slots.get_mut(i).and_then(Option::as_mut) else { return Ok(()) };
+        let Some((off, deadline)) = slot.sending.take() else { return Ok(()) };
+        if slot.send_cancelled {
+            tally.timeouts += 1;
+            slot.ended = true;
+        } else if result <= 0 || slot.ended {
+            slot.ended = true;
+        } else if off + result as usize >= slot.conn.to_write().len() {
+            slot.conn.written(now, tally);
+        } else {
+            slot.sending = Some((off + result as usize, deadline));
+            send(self.rings, slot, i)?;
+        }
+        self.touched.push(i);
+        Ok(())
+    }
+
+    /// Held answers and deadlines that came up: a send past its own is stopped, a client past
+    /// its head, idle or heartbeat deadline is told so, an idle connection gives its buffers
+    /// back.
+    fn due(&mut self, now: Instant, tally: &mut ServerTally) -> io::Result<()> {
+        while let Some(std::cmp::Reverse((until, i))) = self.timers.peek().copied() {
             if until > now {
                 break;
             }
-            held.pop();
-            touched.push(i);
+            self.timers.pop();
+            self.touched.push(i);
         }
-        // Deadlines that came up: a send past its own is stopped, a client past its head,
-        // idle or heartbeat deadline is told so, an idle connection gives its buffers back.
-        while let Some((at, i)) = deadlines.pop_due(now) {
-            let Some(slot) = slots.get_mut(i).and_then(Option::as_mut) else { continue };
+        while let Some((at, i)) = self.deadlines.pop_due(now) {
+            let Some(slot) = self.held.slots.get_mut(i).and_then(Option::as_mut) else { continue };
             Deadlines::came_up(at, &mut slot.timer);
             match slot.sending {
                 Some((_, deadline)) if now >= deadline && !slot.send_cancelled => {
                     slot.send_cancelled = true;
-                    stop_socket(rings, slot.sock, i)?;
+                    stop_socket(self.rings, slot.sock, i)?;
                 }
                 Some(_) => {}
                 None if slot.held(now) => {}
                 None if now >= slot.conn.deadline() && !slot.ended => {
-                    slot.conn.deadline_passed(now, &mut tally);
-                    touched.push(i);
+                    slot.conn.deadline_passed(now, tally);
+                    self.touched.push(i);
                 }
                 None => slot.conn.release_if_idle(now),
             }
             // What is not due yet is looked at when it is; what is due now went to `touched`
             // (or waits on its held answer), which enters it again once handled.
             if !slot.send_cancelled && slot.next_look() > now {
-                deadlines.ensure(i, slot.next_look(), &mut slot.timer);
+                self.deadlines.ensure(i, slot.next_look(), &mut slot.timer);
             }
         }
-        // Every connection something happened to: answer, send, or close.
-        touched.sort_unstable();
-        touched.dedup();
-        for i in touched.drain(..) {
-            let Some(slot) = slots.get_mut(i).and_then(Option::as_mut) else { continue };
-            if slot.sending.is_some() {
-                // Its completion comes back here; a connection that is over does not wait
-                // for a send the client may never let finish.
-                if slot.ended && !slot.send_cancelled {
-                    slot.send_cancelled = true;
-                    stop_socket(rings, slot.sock, i)?;
-                }
-                continue;
-            }
-            if !slot.ended && !slot.held(now) && slot.conn.has_arrived() && !slot.conn.closing() {
-                let more = slot.conn.serve_arrived(now, unix.0, &mut tally);
-                time_hold(slot, i, &mut held, now);
-                if more && slot.conn.to_write().is_empty() {
-                    again.push(i); // answered nothing to write: the next batch next turn
-                }
-            }
-            // Reading goes on once the pile is below its limit, or nothing waits to be
-            // written (a request larger than the limit must be read whole to be answered).
-            let waiting = !slot.conn.to_write().is_empty() || slot.held(now);
-            if slot.paused && (slot.conn.unanswered() < PILE_LIMIT || !waiting) {
-                slot.paused = false;
-                if !slot.armed && !slot.ended && !slot.closing {
-                    arm(rings, slot, i)?;
-                }
-            }
-            if slot.held(now) {
-                continue;
-            }
-            if !slot.ended && !slot.conn.to_write().is_empty() {
-                slot.sending = Some((0, now + slot.conn.write_timeout()));
-                send(rings, slot, i)?;
-                deadlines.ensure(i, slot.next_look(), &mut slot.timer);
-                continue;
-            }
-            if slot.ended || slot.conn.closing() {
-                if slot.armed {
-                    if !slot.closing {
-                        slot.closing = true;
-                        rings.push(i, &cancel(user_data(i, OP_RECV), user_data(i, OP_QUIET)))?;
-                    }
-                    continue;
-                }
-                let slot = slots[i].take().expect("present");
-                close(rings, &mut places, slot.sock, i, drain, per_ring)?;
-                continue;
-            }
-            // Its deadlines moved with what happened (a later one costs nothing).
-            deadlines.ensure(i, slot.next_look(), &mut slot.timer);
-        }
+        Ok(())
     }
-    Ok(())
+
+    /// Connection `i` after what happened to it: answer what arrived, send, or close.
+    fn settle(&mut self, i: usize, now: Instant, tally: &mut ServerTally) -> io::Result<()> {
+        let Some(slot) = self.held.slots.get_mut(i).and_then(Option::as_mut) else { return Ok(()) };
+        if slot.sending.is_some() {
+            // Its completion comes back here; a connection that is over does not wait for a
+            // send the client may never let finish.
+            if slot.ended && !slot.send_cancelled {
+                slot.send_cancelled = true;
+                stop_socket(self.rings, slot.sock, i)?;
+            }
+            return Ok(());
+        }
+        if !slot.ended && !slot.held(now) && slot.conn.has_arrived() && !slot.conn.closing() {
+            let more = slot.conn.serve_arrived(now, self.unix.0, tally);
+            time_hold(slot, i, &mut self.timers, now);
+            if more && slot.conn.to_write().is_empty() {
+                self.again.push(i); // answered nothing to write: the next batch next turn
+            }
+        }
+        // Reading goes on once the pile is below its limit, or nothing waits to be written
+        // (a request larger than the limit must be read whole to be answered).
+        let waiting = !slot.conn.to_write().is_empty() || slot.held(now);
+        if slot.paused && (slot.conn.unanswered() < PILE_LIMIT || !waiting) {
+            slot.paused = false;
+            if !slot.armed && !slot.ended && !slot.closing {
+                arm(self.rings, slot, i)?;
+            }
+        }
+        if slot.held(now) {
+            return Ok(());
+        }
+        if !slot.ended && !slot.conn.to_write().is_empty() {
+            slot.sending = Some((0, now + slot.conn.write_timeout()));
+            send(self.rings, slot, i)?;
+            self.deadlines.ensure(i, slot.next_look(), &mut slot.timer);
+            return Ok(());
+        }
+        if slot.ended || slot.conn.closing() {
+            if slot.armed {
+                if !slot.closing {
+                    slot.closing = true;
+                    self.rings.push(i, &cancel(user_data(i, OP_RECV), user_data(i, OP_QUIET)))?;
+                }
+                return Ok(());
+            }
+            let slot = self.held.slots[i].take().expect("present");
+            let drain = &mut self.held.drain;
+            return close(self.rings, &mut self.places, slot.sock, i, drain, self.per_ring);
+        }
+        // Its deadlines moved with what happened (a later one costs nothing).
+        self.deadlines.ensure(i, slot.next_look(), &mut slot.timer);
+        Ok(())
+    }
 }
 
 /// A plain core's multishot accept on listener `l`.
