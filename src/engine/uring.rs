@@ -201,7 +201,6 @@ fn client_core<C: ClientCodec>(
 }
 
 /// Drive every slot until all are done. Returns early only when a ring fails.
-#[allow(clippy::too_many_arguments)]
 fn run_loop<C: ClientCodec>(
     rings: &mut Rings,
     slots: &mut [Slot<C>],
@@ -211,181 +210,431 @@ fn run_loop<C: ClientCodec>(
     rec: &mut CoreRecorder,
     start: Instant,
 ) -> io::Result<()> {
-    // The connections set up before the others sleep until the window opens: woken here;
-    // those done at the end of a timed run, once the core's last answers are in.
-    let mut window_open = false;
-    let mut run_end: Option<Instant> = None;
-    let mut drained = false;
-    let mut stopped = false;
-    // Connections an event moved or whose sleep is over (all of them driven each loop), and
-    // those woken all at once (`BACKLOG_PER_LOOP` each loop).
-    let mut ready: Vec<usize> = Vec::new();
-    let mut backlog: std::collections::VecDeque<usize> = (0..slots.len()).collect();
-    let mut remaining = slots.len();
-    // The sleepers' heap sized for every connection at once (the window's opening puts them
-    // all in): growing a heap of a million entries stalls the loop while it copies.
-    let mut timers = Timers { sleepers: BinaryHeap::with_capacity(slots.len()), deadlines: Deadlines::new() };
-    // One clock read per loop, taken after the wait: on a machine whose clock has no vDSO fast
-    // path each read is a syscall. The connections driven at the top of the next loop use it.
-    let mut now = Instant::now();
-    let mut round: u64 = 0;
-    let mut completions: Vec<rings::Completion> = Vec::with_capacity(slots.len().min(1 << 16) + 64);
+    let n = slots.len();
+    let mut driver = Driver {
+        rings,
+        slots,
+        addrs,
+        rec,
+        ready: Vec::new(),
+        backlog: (0..n).collect(),
+        remaining: n,
+        // The sleepers' heap sized for every connection at once (the window's opening puts
+        // them all in): growing a heap of a million entries stalls the loop while it copies.
+        timers: Timers { sleepers: BinaryHeap::with_capacity(n), deadlines: Deadlines::new() },
+        now: Instant::now(),
+        round: 0,
+        completions: Vec::with_capacity(n.min(1 << 16) + 64),
+    };
+    let mut wakes = Wakes::default();
     loop {
         let stopping = job.stop.load(Ordering::Relaxed);
-        let drove = !ready.is_empty() || !backlog.is_empty();
-        let woken = backlog.len().min(BACKLOG_PER_LOOP);
-        for i in ready.drain(..).chain(backlog.drain(..woken)) {
-            let done = slots[i].done;
-            drive(rings, slots, addrs, &mut timers, i, (now, round), stopping, rec)?;
-            if slots[i].done && !done {
-                remaining -= 1;
-            }
-        }
-        if remaining == 0 {
+        let drove = driver.drive_ready(stopping)?;
+        if driver.remaining == 0 {
             return Ok(());
         }
-        // Wake for the next tick, or sooner for a paced connection's next operation or a
-        // deadline.
-        let wait = if backlog.is_empty() { TICK } else { Duration::ZERO };
-        let wait = timers
+        let submitted = driver.wait(drove)?;
+        let mut completions = std::mem::take(&mut driver.completions);
+        for &(data, result, flags) in &completions {
+            driver.completed(data, result, flags, submitted)?;
+        }
+        completions.clear();
+        driver.completions = completions;
+        if wakes.all_now(job, start, driver.now, driver.rec.in_flight()) {
+            // Every connection, in order (a paced schedule's order too): draining a heap of a
+            // million one by one took the loop a third of a second. A connection that had
+            // something else to do meanwhile finds it again when driven.
+            driver.timers.sleepers.clear();
+            driver.backlog.clear();
+            driver.backlog.extend(0..driver.slots.len());
+        }
+        driver.due()?;
+        books.publish(driver.now, driver.rec.ops);
+    }
+}
+
+/// The moments every sleeping connection is woken at once, each once: Ctrl-C (so they
+/// notice), the measured window's opening (those set up before the others sleep until it),
+/// and the end of a timed run once the core's last answers are in (so they finish).
+#[derive(Default)]
+struct Wakes {
+    stopped: bool,
+    window_open: bool,
+    run_end: Option<Instant>,
+    drained: bool,
+}
+
+impl Wakes {
+    /// Whether one of those moments came with this loop.
+    fn all_now(&mut self, job: &ClientJob, start: Instant, now: Instant, in_flight: u64) -> bool {
+        let mut wake_all = false;
+        if !self.stopped && job.stop.load(Ordering::Relaxed) {
+            self.stopped = true;
+            wake_all = true;
+        }
+        if !self.window_open
+            && let Some(opened) = job.window.opened(now, start)
+        {
+            self.window_open = true;
+            wake_all = true;
+            self.run_end = Some(opened + job.shape.warmup + job.shape.duration);
+        }
+        if !self.drained && self.run_end.is_some_and(|end| now >= end) && in_flight == 0 {
+            self.drained = true;
+            wake_all = true;
+        }
+        wake_all
+    }
+}
+
+/// A core's loop state: its rings and connections, and which of them to drive next.
+struct Driver<'a, C> {
+    rings: &'a mut Rings,
+    slots: &'a mut [Slot<C>],
+    addrs: &'a Addrs,
+    rec: &'a mut CoreRecorder,
+    /// Connections an event moved or whose sleep is over (all of them driven each loop).
+    ready: Vec<usize>,
+    /// Connections woken all at once (`BACKLOG_PER_LOOP` driven each loop).
+    backlog: std::collections::VecDeque<usize>,
+    /// Connections not done yet.
+    remaining: usize,
+    timers: Timers,
+    /// One clock read per loop, taken after the wait: on a machine whose clock has no vDSO
+    /// fast path each read is a syscall. The connections driven at the top of the next loop
+    /// use it.
+    now: Instant,
+    round: u64,
+    completions: Vec<rings::Completion>,
+}
+
+impl<C: ClientCodec> Driver<'_, C> {
+    /// Drive the ready connections and the next part of the backlog; whether there were any.
+    fn drive_ready(&mut self, stopping: bool) -> io::Result<bool> {
+        let drove = !self.ready.is_empty() || !self.backlog.is_empty();
+        let woken = self.backlog.len().min(BACKLOG_PER_LOOP);
+        // A drive adds nothing to `ready` (only completions and timers do).
+        let mut ready = std::mem::take(&mut self.ready);
+        for &i in &ready {
+            self.drive_counted(i, stopping)?;
+        }
+        ready.clear();
+        self.ready = ready;
+        for _ in 0..woken {
+            let Some(i) = self.backlog.pop_front() else { break };
+            self.drive_counted(i, stopping)?;
+        }
+        Ok(drove)
+    }
+
+    fn drive_counted(&mut self, i: usize, stopping: bool) -> io::Result<()> {
+        let done = self.slots[i].done;
+        self.drive(i, stopping)?;
+        if self.slots[i].done && !done {
+            self.remaining -= 1;
+        }
+        Ok(())
+    }
+
+    /// Submit what the drives pushed and wait for completions: until the next tick, or sooner
+    /// for a paced connection's next operation or a deadline. Returns when the submit was.
+    fn wait(&mut self, drove: bool) -> io::Result<Instant> {
+        let now = self.now;
+        let wait = if self.backlog.is_empty() { TICK } else { Duration::ZERO };
+        let wait = self
+            .timers
             .sleepers
             .peek()
             .map_or(wait, |Reverse((until, _))| until.saturating_duration_since(now).min(wait))
-            .min(timers.deadlines.wait(now, wait));
+            .min(self.timers.deadlines.wait(now, wait));
         // A sleep and its wake-up cost more CPU than a short spin (tens of µs on a VM), and
         // the wake comes late: a paced operation due within SPIN is waited for awake.
-        let want = if wait < SPIN && !rings.ready_now() { 0 } else { 1 };
+        let want = if wait < SPIN && !self.rings.ready_now() { 0 } else { 1 };
         // A send that fits the socket buffer is issued inline by the submit, before the wait:
         // when its completion comes back from that same call, the bytes left at `submitted`,
         // not when this thread woke to read the completion. Stamped at the wake instead, a
         // wake delayed by the host shortened the answer's `waiting` (to 0 in a batch that
         // also carries the answer).
-        round += 1;
+        self.round += 1;
         let submitted = Instant::now();
-        rings.enter(want, wait)?;
+        self.rings.enter(want, wait)?;
         let woke = Instant::now();
-        completions.clear();
-        rings.reap(&mut completions)?;
+        self.completions.clear();
+        self.rings.reap(&mut self.completions)?;
         // A spin that found nothing: awake by choice, not load (the report tells them apart).
-        if want == 0 && !drove && completions.is_empty() {
-            rec.spin += woke.saturating_duration_since(now);
+        if want == 0 && !drove && self.completions.is_empty() {
+            self.rec.spin += woke.saturating_duration_since(now);
         }
-        now = woke;
-        for &(data, result, flags) in &completions {
-            let (i, kind) = ((data >> KIND_BITS) as usize, data & ((1 << KIND_BITS) - 1));
-            let slot = &mut slots[i];
-            match kind {
-                OP_QUIET => continue,
-                OP_RECV => {
-                    received(rings, slot, i, result, flags, &mut ready)?;
-                    continue;
-                }
-                OP_SOCKET | OP_BIND => {
-                    // Its connect comes back cancelled, and fails with this.
-                    slot.setup_failed.get_or_insert((kind, result));
-                    continue;
-                }
-                OP_INSTALL => {
-                    installed(rings, slot, i, result, now, rec)?;
-                    ready.push(i);
-                    continue;
-                }
-                _ => {}
+        self.now = woke;
+        Ok(submitted)
+    }
+
+    /// One completion: its connection told, and driven next if it can move.
+    fn completed(&mut self, data: u64, result: i32, flags: u32, submitted: Instant) -> io::Result<()> {
+        let (i, kind) = ((data >> KIND_BITS) as usize, data & ((1 << KIND_BITS) - 1));
+        let (now, rings, rec) = (self.now, &mut *self.rings, &mut *self.rec);
+        let slot = &mut self.slots[i];
+        match kind {
+            OP_QUIET => return Ok(()),
+            OP_RECV => return received(rings, slot, i, result, flags, &mut self.ready),
+            OP_SOCKET | OP_BIND => {
+                // Its connect comes back cancelled, and fails with this.
+                slot.setup_failed.get_or_insert((kind, result));
+                return Ok(());
             }
-            let cancelled = std::mem::take(&mut slot.cancelled);
-            slot.busy = None;
-            let error = |r: i32| {
-                if cancelled && r == -libc::ECANCELED {
-                    io::Error::new(io::ErrorKind::TimedOut, "timed out")
-                } else {
-                    io::Error::from_raw_os_error(-r)
-                }
-            };
-            match kind {
-                OP_CONNECT if result >= 0 => {
-                    arm(rings, slot, i)?;
-                    slot.conn.connected(now, rec)
-                }
-                OP_CONNECT => {
-                    let e = match slot.setup_failed.take() {
-                        Some((step, errno)) if !cancelled => setup_error(step, errno, slot.source, addrs),
-                        _ => error(result),
-                    };
-                    match slot.sock.take() {
-                        Some(Sock::Fixed(index)) => rings.push(i, &close_fixed(index, i))?,
-                        // SAFETY: our socket, no operation in flight on it.
-                        Some(Sock::Fd(fd)) => unsafe {
-                            libc::close(fd);
-                        },
-                        None => {}
-                    }
-                    slot.conn.connect_failed(&e, now, rec)
-                }
-                OP_SEND if result >= 0 => {
-                    let wrote_at = if slot.send_round == round { submitted } else { now };
-                    slot.conn.wrote(result as usize, wrote_at, rec)
-                }
-                _ => slot.conn.write_failed(&error(result), rec),
+            OP_INSTALL => {
+                installed(rings, slot, i, result, now, rec)?;
+                self.ready.push(i);
+                return Ok(());
             }
-            ready.push(i);
+            _ => {}
         }
-        // Sleepers whose time has come (all of them on Ctrl-C, so they notice, and when the
-        // measured window opens).
-        let mut wake_all = false;
-        if !stopped && job.stop.load(Ordering::Relaxed) {
-            stopped = true;
-            wake_all = true; // once: Ctrl-C
+        let cancelled = std::mem::take(&mut slot.cancelled);
+        slot.busy = None;
+        let error = |r: i32| {
+            if cancelled && r == -libc::ECANCELED {
+                io::Error::new(io::ErrorKind::TimedOut, "timed out")
+            } else {
+                io::Error::from_raw_os_error(-r)
+            }
+        };
+        match kind {
+            OP_CONNECT if result >= 0 => {
+                arm(rings, slot, i)?;
+                slot.conn.connected(now, rec)
+            }
+            OP_CONNECT => {
+                let e = match slot.setup_failed.take() {
+                    Some((step, errno)) if !cancelled => setup_error(step, errno, slot.source, self.addrs),
+                    _ => error(result),
+                };
+                match slot.sock.take() {
+                    Some(Sock::Fixed(index)) => rings.push(i, &close_fixed(index, i))?,
+                    // SAFETY: our socket, no operation in flight on it.
+                    Some(Sock::Fd(fd)) => unsafe {
+                        libc::close(fd);
+                    },
+                    None => {}
+                }
+                slot.conn.connect_failed(&e, now, rec)
+            }
+            OP_SEND if result >= 0 => {
+                let wrote_at = if slot.send_round == self.round { submitted } else { now };
+                slot.conn.wrote(result as usize, wrote_at, rec)
+            }
+            _ => slot.conn.write_failed(&error(result), rec),
         }
-        if !window_open && let Some(opened) = job.window.opened(now, start) {
-            window_open = true;
-            wake_all = true; // once
-            run_end = Some(opened + job.shape.warmup + job.shape.duration);
-        }
-        if !drained && run_end.is_some_and(|end| now >= end) && rec.in_flight() == 0 {
-            drained = true;
-            wake_all = true; // once: the run's last answers are in
-        }
-        if wake_all {
-            // Every connection, in order (a paced schedule's order too): draining a heap of a
-            // million one by one took the loop a third of a second. A connection that had
-            // something else to do meanwhile finds it again when driven.
-            timers.sleepers.clear();
-            backlog.clear();
-            backlog.extend(0..slots.len());
-        }
-        // Sleepers whose time has come go first, ahead of any backlog: a paced send due now
-        // does not wait for a million connections to be woken.
-        while let Some(Reverse((until, i))) = timers.sleepers.peek().copied() {
+        self.ready.push(i);
+        Ok(())
+    }
+
+    /// Sleepers whose time has come, ahead of any backlog (a paced send due now does not wait
+    /// for a million connections to be woken); deadlines that came up: a read past its
+    /// deadline fails, a connect or send past its own is cancelled; what is not due yet is
+    /// looked at again when it is.
+    fn due(&mut self) -> io::Result<()> {
+        let now = self.now;
+        while let Some(Reverse((until, i))) = self.timers.sleepers.peek().copied() {
             if until > now {
                 break;
             }
-            timers.sleepers.pop();
-            ready.push(i);
+            self.timers.sleepers.pop();
+            self.ready.push(i);
         }
-        // Deadlines that came up: a read past its deadline fails, a connect or send past its
-        // own is cancelled; what is not due yet is looked at again when it is.
-        while let Some((at, i)) = timers.deadlines.pop_due(now) {
-            let slot = &mut slots[i];
+        while let Some((at, i)) = self.timers.deadlines.pop_due(now) {
+            let slot = &mut self.slots[i];
             Deadlines::came_up(at, &mut slot.timer);
             if let Some(deadline) = slot.reading
                 && now >= deadline
             {
                 slot.reading = None;
-                slot.conn.read_failed(&io::Error::new(io::ErrorKind::TimedOut, "timed out"), now, rec);
-                ready.push(i);
+                slot.conn.read_failed(&io::Error::new(io::ErrorKind::TimedOut, "timed out"), now, self.rec);
+                self.ready.push(i);
             }
             if let Some((kind, deadline)) = slot.busy
                 && now >= deadline
                 && !slot.cancelled
             {
                 slot.cancelled = true;
-                rings.push(i, &cancel(user_data(i, kind), user_data(i, OP_QUIET)))?;
+                self.rings.push(i, &cancel(user_data(i, kind), user_data(i, OP_QUIET)))?;
             }
             if let Some(next) = slot.deadline().filter(|next| *next > now) {
-                timers.deadlines.ensure(i, next, &mut slot.timer);
+                self.timers.deadlines.ensure(i, next, &mut slot.timer);
             }
         }
-        books.publish(now, rec.ops);
+        Ok(())
+    }
+
+    /// Ask slot `i`'s machine what to do until it is waiting on an operation, asleep or done.
+    fn drive(&mut self, i: usize, stopping: bool) -> io::Result<()> {
+        let now = self.now;
+        {
+            let slot = &self.slots[i];
+            // Woken twice in one batch (two completions): the first wake already acted.
+            if slot.busy.is_some() || slot.reading.is_some() || slot.installing {
+                return Ok(());
+            }
+        }
+        // Bounded: a machine that kept asking for steps that finish at once would hold the
+        // loop; past this many it is looked at again in the next loop.
+        for _ in 0..MAX_STEPS {
+            let slot = &mut self.slots[i];
+            match slot.conn.next(now, stopping, self.rec) {
+                Want::Done => {
+                    slot.done = true;
+                    return Ok(());
+                }
+                Want::Sleep(until) => {
+                    self.timers.sleepers.push(Reverse((until, i)));
+                    return Ok(());
+                }
+                Want::Connect(timeout) => {
+                    if self.connect(i, timeout)? {
+                        return Ok(());
+                    }
+                }
+                Want::Write(timeout) => {
+                    let Some(sock) = slot.sock else {
+                        slot.conn.write_failed(&io::Error::other("no connection"), self.rec);
+                        continue;
+                    };
+                    let buf = slot.conn.to_write();
+                    let (ptr, len) = (buf.as_ptr(), buf.len().min(u32::MAX as usize) as u32);
+                    let sqe = sqe!(sock, |s| opcode::Send::new(s, ptr, len)
+                        .flags(libc::MSG_NOSIGNAL)
+                        .build()
+                        .user_data(user_data(i, OP_SEND)));
+                    slot.busy = Some((OP_SEND, now + timeout));
+                    self.timers.deadlines.ensure(i, now + timeout, &mut slot.timer);
+                    slot.send_round = self.round + 1; // submitted by the next enter
+                    return self.rings.push(i, &sqe);
+                }
+                // What arrived goes in first, then how the stream ended; a poll that finds
+                // neither is done, a read waits (its receive is armed already).
+                want @ (Want::Read(_) | Want::Poll) => {
+                    if slot.conn.has_arrived() {
+                        slot.conn.take_arrived(now, self.rec);
+                    } else if let Some(end) = slot.end.take() {
+                        let e = match end {
+                            0 => {
+                                slot.conn.read(0, now, self.rec);
+                                continue;
+                            }
+                            e if e == -libc::EMSGSIZE => {
+                                io::Error::other("message larger than the receive limit")
+                            }
+                            e => io::Error::from_raw_os_error(-e),
+                        };
+                        slot.conn.read_failed(&e, now, self.rec);
+                    } else if slot.sock.is_none() {
+                        slot.conn.read_failed(&io::Error::other("no connection"), now, self.rec);
+                    } else if let Want::Read(timeout) = want {
+                        slot.reading = Some(now + timeout);
+                        self.timers.deadlines.ensure(i, now + timeout, &mut slot.timer);
+                        return Ok(());
+                    } else {
+                        slot.conn.polled(now);
+                    }
+                }
+                Want::Close if slot.armed => {
+                    if !slot.closing {
+                        slot.closing = true;
+                        self.rings.push(i, &cancel(user_data(i, OP_RECV), user_data(i, OP_QUIET)))?;
+                    }
+                    return Ok(());
+                }
+                Want::Close => {
+                    if self.close(i)? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        self.timers.sleepers.push(Reverse((now, i)));
+        Ok(())
+    }
+
+    /// Slot `i`'s machine asks for a connection: a socket made (by the ring's SQEs for a
+    /// direct one) and its connect pushed. Whether it now waits (false: making the socket
+    /// failed, the machine was told, and goes on).
+    fn connect(&mut self, i: usize, timeout: Duration) -> io::Result<bool> {
+        let now = self.now;
+        let slot = &mut self.slots[i];
+        let target = &self.addrs.targets[slot.conn.target()];
+        let source = slot.source.map(|s| &self.addrs.sources[s as usize]);
+        slot.end = None;
+        slot.setup_failed = None;
+        slot.busy = Some((OP_CONNECT, now + timeout));
+        self.timers.deadlines.ensure(i, now + timeout, &mut slot.timer);
+        if self.rings.layout().direct {
+            let sock = self.rings.fixed(i);
+            let Sock::Fixed(index) = sock else { unreachable!("a direct layout's socket") };
+            slot.sock = Some(sock);
+            self.rings.push_chain(i, &direct_connect(i, index, target, source))?;
+            return Ok(true);
+        }
+        let socket = socket2::Socket::new(
+            socket2::Domain::from(i32::from(target.family())),
+            socket2::Type::STREAM.nonblocking().cloexec(),
+            None,
+        )
+        .and_then(|socket| {
+            let _ = socket.set_tcp_nodelay(true);
+            match source {
+                Some(source) => bind_source(&socket, source).map(|_| socket).map_err(|e| {
+                    let ip = source.as_socket().map(|s| s.ip().to_string()).unwrap_or_default();
+                    io::Error::new(e.kind(), format!("binding the source address {ip}: {e}"))
+                }),
+                None => Ok(socket),
+            }
+        });
+        let socket = match socket {
+            Ok(s) => s,
+            Err(e) => {
+                slot.busy = None;
+                slot.conn.connect_failed(&e, now, self.rec);
+                return Ok(false);
+            }
+        };
+        let fd = socket.into_raw_fd();
+        slot.sock = Some(Sock::Fd(fd));
+        let sqe = opcode::Connect::new(types::Fd(fd), target.as_ptr().cast(), target.len())
+            .build()
+            .user_data(user_data(i, OP_CONNECT));
+        self.rings.push(i, &sqe)?;
+        Ok(true)
+    }
+
+    /// Slot `i`'s machine asks to close and its receive has ended: the socket audited and
+    /// closed, the machine told. Whether it now waits (true: a direct socket is first handed
+    /// back as a file for the audit, [`OP_INSTALL`]).
+    fn close(&mut self, i: usize) -> io::Result<bool> {
+        let slot = &mut self.slots[i];
+        slot.closing = false;
+        slot.end = None;
+        let audit = match slot.sock {
+            // The audit reads the counts through a file: the ring hands one back first.
+            Some(Sock::Fixed(index)) => {
+                slot.installing = true;
+                let sqe = opcode::FixedFdInstall::new(types::Fixed(index), 0)
+                    .build()
+                    .user_data(user_data(i, OP_INSTALL));
+                self.rings.push(i, &sqe)?;
+                return Ok(true);
+            }
+            Some(Sock::Fd(fd)) => {
+                let audit = close_audit(fd, slot.conn.socket_rx(), false);
+                // SAFETY: our socket; no operation is in flight on it (we only get here
+                // between operations).
+                unsafe { libc::close(fd) };
+                Some(audit)
+            }
+            None => None,
+        };
+        slot.sock = None;
+        let drained = audit.as_ref().map_or(0, |(n, _)| *n);
+        slot.conn.closed(drained, audit.map(|(_, a)| a), self.now, self.rec);
+        Ok(false)
     }
 }
 
@@ -553,157 +802,6 @@ fn installed<C: ClientCodec>(
 
 fn user_data(slot: usize, kind: u64) -> u64 {
     ((slot as u64) << KIND_BITS) | kind
-}
-
-/// Ask slot `i`'s machine what to do until it is waiting on an operation, asleep or done.
-#[allow(clippy::too_many_arguments)]
-fn drive<C: ClientCodec>(
-    rings: &mut Rings,
-    slots: &mut [Slot<C>],
-    addrs: &Addrs,
-    timers: &mut Timers,
-    i: usize,
-    (now, round): (Instant, u64),
-    stopping: bool,
-    rec: &mut CoreRecorder,
-) -> io::Result<()> {
-    let slot = &mut slots[i];
-    // Woken twice in one batch (two completions): the first wake already acted.
-    if slot.busy.is_some() || slot.reading.is_some() || slot.installing {
-        return Ok(());
-    }
-    // Bounded: a machine that kept asking for steps that finish at once would hold the loop;
-    // past this many it is looked at again in the next loop.
-    for _ in 0..MAX_STEPS {
-        match slot.conn.next(now, stopping, rec) {
-            Want::Done => {
-                slot.done = true;
-                return Ok(());
-            }
-            Want::Sleep(until) => {
-                timers.sleepers.push(Reverse((until, i)));
-                return Ok(());
-            }
-            Want::Connect(timeout) => {
-                let target = &addrs.targets[slot.conn.target()];
-                let source = slot.source.map(|s| &addrs.sources[s as usize]);
-                slot.end = None;
-                slot.setup_failed = None;
-                slot.busy = Some((OP_CONNECT, now + timeout));
-                timers.deadlines.ensure(i, now + timeout, &mut slot.timer);
-                if rings.layout().direct {
-                    let sock = rings.fixed(i);
-                    let Sock::Fixed(index) = sock else { unreachable!("a direct layout's socket") };
-                    slot.sock = Some(sock);
-                    return rings.push_chain(i, &direct_connect(i, index, target, source));
-                }
-                let socket = socket2::Socket::new(
-                    socket2::Domain::from(i32::from(target.family())),
-                    socket2::Type::STREAM.nonblocking().cloexec(),
-                    None,
-                )
-                .and_then(|socket| {
-                    let _ = socket.set_tcp_nodelay(true);
-                    match source {
-                        Some(source) => bind_source(&socket, source).map(|_| socket).map_err(|e| {
-                            let ip = source.as_socket().map(|s| s.ip().to_string()).unwrap_or_default();
-                            io::Error::new(e.kind(), format!("binding the source address {ip}: {e}"))
-                        }),
-                        None => Ok(socket),
-                    }
-                });
-                let socket = match socket {
-                    Ok(s) => s,
-                    Err(e) => {
-                        slot.busy = None;
-                        slot.conn.connect_failed(&e, now, rec);
-                        continue;
-                    }
-                };
-                let fd = socket.into_raw_fd();
-                slot.sock = Some(Sock::Fd(fd));
-                let sqe = opcode::Connect::new(types::Fd(fd), target.as_ptr().cast(), target.len())
-                    .build()
-                    .user_data(user_data(i, OP_CONNECT));
-                return rings.push(i, &sqe);
-            }
-            Want::Write(timeout) => {
-                let Some(sock) = slot.sock else {
-                    slot.conn.write_failed(&io::Error::other("no connection"), rec);
-                    continue;
-                };
-                let buf = slot.conn.to_write();
-                let (ptr, len) = (buf.as_ptr(), buf.len().min(u32::MAX as usize) as u32);
-                let sqe = sqe!(sock, |s| opcode::Send::new(s, ptr, len)
-                    .flags(libc::MSG_NOSIGNAL)
-                    .build()
-                    .user_data(user_data(i, OP_SEND)));
-                slot.busy = Some((OP_SEND, now + timeout));
-                timers.deadlines.ensure(i, now + timeout, &mut slot.timer);
-                slot.send_round = round + 1; // submitted by the next enter
-                return rings.push(i, &sqe);
-            }
-            // What arrived goes in first, then how the stream ended; a poll that finds
-            // neither is done, a read waits (its receive is armed already).
-            want @ (Want::Read(_) | Want::Poll) => {
-                if slot.conn.has_arrived() {
-                    slot.conn.take_arrived(now, rec);
-                } else if let Some(end) = slot.end.take() {
-                    match end {
-                        0 => slot.conn.read(0, now, rec),
-                        e if e == -libc::EMSGSIZE => slot.conn.read_failed(
-                            &io::Error::other("message larger than the receive limit"),
-                            now,
-                            rec,
-                        ),
-                        e => slot.conn.read_failed(&io::Error::from_raw_os_error(-e), now, rec),
-                    }
-                } else if slot.sock.is_none() {
-                    slot.conn.read_failed(&io::Error::other("no connection"), now, rec);
-                } else if let Want::Read(timeout) = want {
-                    slot.reading = Some(now + timeout);
-                    timers.deadlines.ensure(i, now + timeout, &mut slot.timer);
-                    return Ok(());
-                } else {
-                    slot.conn.polled(now);
-                }
-            }
-            Want::Close if slot.armed => {
-                if !slot.closing {
-                    slot.closing = true;
-                    rings.push(i, &cancel(user_data(i, OP_RECV), user_data(i, OP_QUIET)))?;
-                }
-                return Ok(());
-            }
-            Want::Close => {
-                slot.closing = false;
-                slot.end = None;
-                let audit = match slot.sock {
-                    // The audit reads the counts through a file: the ring hands one back first.
-                    Some(Sock::Fixed(index)) => {
-                        slot.installing = true;
-                        let sqe = opcode::FixedFdInstall::new(types::Fixed(index), 0)
-                            .build()
-                            .user_data(user_data(i, OP_INSTALL));
-                        return rings.push(i, &sqe);
-                    }
-                    Some(Sock::Fd(fd)) => {
-                        let audit = close_audit(fd, slot.conn.socket_rx(), false);
-                        // SAFETY: our socket; no operation is in flight on it (we only get
-                        // here between operations).
-                        unsafe { libc::close(fd) };
-                        Some(audit)
-                    }
-                    None => None,
-                };
-                slot.sock = None;
-                let drained = audit.as_ref().map_or(0, |(n, _)| *n);
-                slot.conn.closed(drained, audit.map(|(_, a)| a), now, rec);
-            }
-        }
-    }
-    timers.sleepers.push(Reverse((now, i)));
-    Ok(())
 }
 
 /// The loop failed: the plain sockets still open are closed (the rings then end whatever
