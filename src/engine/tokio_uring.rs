@@ -149,82 +149,9 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
                 tokio::time::sleep(until.saturating_duration_since(Instant::now())).await
             }
             (Want::Write(timeout), Some(s)) => {
-                wbuf.clear();
-                wbuf.extend_from_slice(conn.to_write());
-                let write = s.write(std::mem::take(&mut wbuf)).submit();
-                let stop = || sent_fin = s.shutdown(std::net::Shutdown::Write).is_ok();
-                let timed = uncancellable(timeout, write, stop).await;
-                let mut rec = rec.borrow_mut();
-                match timed {
-                    Timed::Done((result, buf)) => {
-                        wbuf = buf;
-                        match result {
-                            Ok(n) => conn.wrote(n, Instant::now(), &mut rec),
-                            Err(e) => conn.write_failed(&e, &mut rec),
-                        }
-                    }
-                    Timed::Stopped((result, buf)) => {
-                        wbuf = buf;
-                        if let Ok(n @ 1..) = result {
-                            conn.wrote(n, Instant::now(), &mut rec);
-                        }
-                        conn.write_failed(&timed_out(), &mut rec);
-                    }
-                    Timed::Abandoned => {
-                        wbuf = Vec::with_capacity(1024);
-                        conn.write_failed(&timed_out(), &mut rec);
-                    }
-                }
+                write(s, &mut conn, &mut wbuf, timeout, &mut sent_fin, rec).await
             }
-            (Want::Read(timeout), Some(s)) => {
-                let room = conn.read_buf().map_or(0, |b| b.len());
-                if room == 0 {
-                    conn.read_failed(
-                        &io::Error::other("message larger than the receive limit"),
-                        Instant::now(),
-                        &mut rec.borrow_mut(),
-                    );
-                    continue;
-                }
-                if rbuf.capacity() > 4 * room.max(crate::recv::RECV_BUF_INITIAL) {
-                    rbuf = Vec::new(); // given back after a large message
-                }
-                rbuf.clear();
-                rbuf.reserve(room);
-                let read = s.read(std::mem::take(&mut rbuf).slice(..room));
-                let stop = || {
-                    let _ = s.shutdown(std::net::Shutdown::Read);
-                };
-                match uncancellable(timeout, read, stop).await {
-                    Timed::Done((result, buf)) => {
-                        rbuf = buf.into_inner();
-                        match result {
-                            Ok(n) => {
-                                if let Some(dst) = conn.read_buf() {
-                                    dst[..n].copy_from_slice(&rbuf[..n]);
-                                }
-                                conn.read(n, Instant::now(), &mut rec.borrow_mut());
-                            }
-                            Err(e) => conn.read_failed(&e, Instant::now(), &mut rec.borrow_mut()),
-                        }
-                    }
-                    Timed::Stopped((result, buf)) => {
-                        // Bytes that came with the timeout: counted, not decoded.
-                        rbuf = buf.into_inner();
-                        if let Ok(n @ 1..) = result
-                            && let Some(dst) = conn.read_buf()
-                        {
-                            dst[..n].copy_from_slice(&rbuf[..n]);
-                            conn.read_after_giving_up(n);
-                        }
-                        conn.read_failed(&timed_out(), Instant::now(), &mut rec.borrow_mut());
-                    }
-                    Timed::Abandoned => {
-                        rbuf = Vec::with_capacity(crate::recv::RECV_BUF_INITIAL);
-                        conn.read_failed(&timed_out(), Instant::now(), &mut rec.borrow_mut());
-                    }
-                }
-            }
+            (Want::Read(timeout), Some(s)) => read(s, &mut conn, &mut rbuf, timeout, rec).await,
             (Want::Poll, Some(s)) => {
                 super::poll_socket(&mut conn, s.as_raw_fd(), Instant::now(), &mut rec.borrow_mut())
             }
@@ -237,6 +164,100 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
             (Want::Write(_) | Want::Read(_) | Want::Poll, None) => {
                 conn.read_failed(&io::Error::other("no connection"), Instant::now(), &mut rec.borrow_mut())
             }
+        }
+    }
+}
+
+/// The machine's bytes written, in one write given `timeout`; a write that does not finish in
+/// time is stopped by shutting the socket down for writing (`sent_fin`: its FIN is counted).
+/// (The recorder is borrowed only after the await, as in [`read`].)
+async fn write<C: ClientCodec>(
+    s: &TcpStream,
+    conn: &mut Conn<C>,
+    wbuf: &mut Vec<u8>,
+    timeout: Duration,
+    sent_fin: &mut bool,
+    rec: &std::cell::RefCell<CoreRecorder>,
+) {
+    wbuf.clear();
+    wbuf.extend_from_slice(conn.to_write());
+    let write = s.write(std::mem::take(wbuf)).submit();
+    let stop = || *sent_fin = s.shutdown(std::net::Shutdown::Write).is_ok();
+    let timed = uncancellable(timeout, write, stop).await;
+    let rec = &mut rec.borrow_mut();
+    match timed {
+        Timed::Done((result, buf)) => {
+            *wbuf = buf;
+            match result {
+                Ok(n) => conn.wrote(n, Instant::now(), rec),
+                Err(e) => conn.write_failed(&e, rec),
+            }
+        }
+        Timed::Stopped((result, buf)) => {
+            *wbuf = buf;
+            if let Ok(n @ 1..) = result {
+                conn.wrote(n, Instant::now(), rec);
+            }
+            conn.write_failed(&timed_out(), rec);
+        }
+        Timed::Abandoned => {
+            *wbuf = Vec::with_capacity(1024);
+            conn.write_failed(&timed_out(), rec);
+        }
+    }
+}
+
+/// One read into the machine's buffer, given `timeout`; a read that does not finish in time
+/// is stopped by shutting the socket down for reading. (The recorder is borrowed only after the
+/// await: the core's other connections use it meanwhile.)
+async fn read<C: ClientCodec>(
+    s: &TcpStream,
+    conn: &mut Conn<C>,
+    rbuf: &mut Vec<u8>,
+    timeout: Duration,
+    rec: &std::cell::RefCell<CoreRecorder>,
+) {
+    let room = conn.read_buf().map_or(0, |b| b.len());
+    if room == 0 {
+        let e = io::Error::other("message larger than the receive limit");
+        return conn.read_failed(&e, Instant::now(), &mut rec.borrow_mut());
+    }
+    if rbuf.capacity() > 4 * room.max(crate::recv::RECV_BUF_INITIAL) {
+        *rbuf = Vec::new(); // given back after a large message
+    }
+    rbuf.clear();
+    rbuf.reserve(room);
+    let read = s.read(std::mem::take(rbuf).slice(..room));
+    let stop = || {
+        let _ = s.shutdown(std::net::Shutdown::Read);
+    };
+    match uncancellable(timeout, read, stop).await {
+        Timed::Done((result, buf)) => {
+            *rbuf = buf.into_inner();
+            match result {
+                Ok(n) => {
+                    if let Some(dst) = conn.read_buf() {
+                        dst[..n].copy_from_slice(&rbuf[..n]);
+                    }
+                    conn.read(n, Instant::now(), &mut rec.borrow_mut());
+                }
+                Err(e) => conn.read_failed(&e, Instant::now(), &mut rec.borrow_mut()),
+            }
+        }
+        Timed::Stopped((result, buf)) => {
+            // Bytes that came with the timeout: counted, not decoded.
+            *rbuf = buf.into_inner();
+            if let Ok(n @ 1..) = result
+                && let Some(dst) = conn.read_buf()
+            {
+                dst[..n].copy_from_slice(&rbuf[..n]);
+                conn.read_after_giving_up(n);
+            }
+            conn.read_failed(&timed_out(), Instant::now(), &mut rec.borrow_mut());
+        }
+        Timed::Abandoned => {
+            *rbuf = Vec::with_capacity(crate::recv::RECV_BUF_INITIAL);
+            conn.read_failed(&timed_out(), Instant::now(), &mut rec.borrow_mut());
         }
     }
 }
