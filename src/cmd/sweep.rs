@@ -141,23 +141,9 @@ impl Drop for OwnServer {
 }
 
 pub fn main(args: &SweepArgs) -> Result<()> {
+    let server_mode = check_what_scales(args)?;
     let cpu_set = parse_cores(args.cpu_set.as_deref())?;
     let online = crate::cpus::online();
-    let server_mode = args.server_cores.is_some() || args.serve.is_some() || args.server_cmd.is_some();
-    if server_mode && args.server_cores.is_none() {
-        bail!("server sweeps need --server-cores, e.g. --server-cores 1,2,4");
-    }
-    if server_mode && args.serve.is_none() && args.server_cmd.is_none() {
-        bail!("--server-cores needs --serve KIND (built-in) or --server-cmd 'CMD' (your own server)");
-    }
-    if !server_mode && args.cores.is_none() {
-        bail!(
-            "say what to scale: --cores 1,2,4 (the generator) or --server-cores 1,2,4 with --serve or --server-cmd"
-        );
-    }
-    if args.serve.is_none() && args.url.is_none() {
-        bail!("a sweep needs a URL (or --serve KIND for a built-in server)");
-    }
     let client_cores = match &args.client_cores {
         Some(list) => parse_cores(Some(list))?,
         None => vec![online[0]],
@@ -207,20 +193,68 @@ pub fn main(args: &SweepArgs) -> Result<()> {
     };
     say(&table::header(&info));
     let interrupted = crate::interrupt::flag();
-    let server_engine = args.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
+    let step_of = StepOf { args, load: &load, builtin_server, server_mode, client_cores: &client_cores };
     let mut rows: Vec<Step> = Vec::new();
     for cpus in steps {
         if interrupted.load(Ordering::Relaxed) {
             break;
         }
-        let step_client = if server_mode { client_cores.clone() } else { cpus.clone() };
+        let step = step_of.run(cpus)?;
+        say(&table::line(&step, rows.first()));
+        rows.push(step);
+    }
+    report::finish_table(
+        &table::footer(&rows),
+        args.json.as_deref(),
+        || table::json(&info, &rows),
+        args.svg.as_deref(),
+        || report::svg::sweep(&info, &rows),
+    )
+}
+
+/// Whether the sweep scales a server (true) or the generator, refusing options that do not
+/// say one or the other whole.
+fn check_what_scales(args: &SweepArgs) -> Result<bool> {
+    let server_mode = args.server_cores.is_some() || args.serve.is_some() || args.server_cmd.is_some();
+    if server_mode && args.server_cores.is_none() {
+        bail!("server sweeps need --server-cores, e.g. --server-cores 1,2,4");
+    }
+    if server_mode && args.serve.is_none() && args.server_cmd.is_none() {
+        bail!("--server-cores needs --serve KIND (built-in) or --server-cmd 'CMD' (your own server)");
+    }
+    if !server_mode && args.cores.is_none() {
+        bail!(
+            "say what to scale: --cores 1,2,4 (the generator) or --server-cores 1,2,4 with --serve or --server-cmd"
+        );
+    }
+    if args.serve.is_none() && args.url.is_none() {
+        bail!("a sweep needs a URL (or --serve KIND for a built-in server)");
+    }
+    Ok(server_mode)
+}
+
+/// What every step shares: the load, and what is scaled.
+struct StepOf<'a> {
+    args: &'a SweepArgs,
+    load: &'a plan::Load,
+    builtin_server: Option<&'static protocol::Server>,
+    server_mode: bool,
+    client_cores: &'a [usize],
+}
+
+impl StepOf<'_> {
+    /// One step on `cpus`: its server started (built-in or the user's) when the sweep scales
+    /// one, the load run, the server stopped and its tallies kept.
+    fn run(&self, cpus: Vec<usize>) -> Result<Step> {
+        let args = self.args;
+        let step_client = if self.server_mode { self.client_cores.to_vec() } else { cpus.clone() };
         let mut builtin = None;
         let mut own = None;
-        let url = match (builtin_server, &args.server_cmd) {
-            (Some(server), _) if server_mode => {
+        let url = match (self.builtin_server, &args.server_cmd) {
+            (Some(server), _) if self.server_mode => {
                 let any: SocketAddr = "127.0.0.1:0".parse().expect("literal address");
                 let started = super::serve::start(
-                    server_engine,
+                    args.engine.unwrap_or(EngineKind::DEFAULT_SERVER),
                     &[(server, any)],
                     &ServerOptions::default(),
                     &cpus,
@@ -240,14 +274,14 @@ pub fn main(args: &SweepArgs) -> Result<()> {
             }
             _ => args.url.clone().unwrap_or_default(),
         };
-        let placement = if server_mode {
+        let placement = if self.server_mode {
             format!("server on CPU {}, generator on CPU {}", list_cores(&cpus), list_cores(&step_client))
         } else {
             format!("generator on CPU {}", list_cores(&cpus))
         };
         let watch_pid = own.as_ref().map(OwnServer::pid).or(args.watch_pid);
-        let mut step_load = load.clone();
-        step_load.cores = step_client.into_iter().take(load.shape.connections).collect();
+        let mut step_load = self.load.clone();
+        step_load.cores = step_client.into_iter().take(self.load.shape.connections).collect();
         let prepared =
             crate::run::prepare(step_load.aim(&url)?).with_context(|| format!("step {placement}"))?;
         let watcher = watch_pid.map(crate::watch::start).transpose()?;
@@ -256,17 +290,8 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         let tallies = builtin.map(|h| h.stop()).transpose()?;
         drop(own);
         let (info, report) = result.with_context(|| format!("step {placement}"))?;
-        let step = Step { info, cores: cpus.len(), placement, cpus, report, watched, server: tallies };
-        say(&table::line(&step, rows.first()));
-        rows.push(step);
+        Ok(Step { info, cores: cpus.len(), placement, cpus, report, watched, server: tallies })
     }
-    report::finish_table(
-        &table::footer(&rows),
-        args.json.as_deref(),
-        || table::json(&info, &rows),
-        args.svg.as_deref(),
-        || report::svg::sweep(&info, &rows),
-    )
 }
 
 #[cfg(test)]
