@@ -7,7 +7,8 @@
 
 use crate::clock::Instant;
 use crate::engine::serve_conn::{ServerConn, ServerLimits};
-use crate::proto::{self, Awaiting, ClientCodec, Decoded, Outcome, ProtoError, ServerCodec};
+use crate::outcome::ErrorClass;
+use crate::proto::{self, Awaiting, ClientCodec, CodecError, Decoded, Outcome, ServerCodec};
 use crate::stats::ServerTally;
 use std::time::Duration;
 
@@ -27,9 +28,22 @@ pub struct ClientTrace {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientEnd {
-    Error(ProtoError),
+    Error(Broke),
     PeerClosing,
-    Eof(Result<Option<(usize, Outcome)>, ProtoError>),
+    Eof(Result<Option<(usize, Outcome)>, Broke>),
+}
+
+/// A codec's error as the engine sees it: its class and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Broke {
+    pub class: ErrorClass,
+    pub text: String,
+}
+
+impl Broke {
+    fn of(e: impl CodecError) -> Broke {
+        Broke { class: e.class(), text: e.to_string() }
+    }
 }
 
 /// Where to cut `len` bytes, chosen by `seed` (a fuzzer's bytes): up to one cut per seed byte.
@@ -101,7 +115,7 @@ pub fn decode_client<C: ClientCodec>(
                     }
                 }
                 Err(e) => {
-                    trace.end = ClientEnd::Error(e);
+                    trace.end = ClientEnd::Error(Broke::of(e));
                     return trace;
                 }
             }
@@ -135,7 +149,7 @@ pub fn decode_client<C: ClientCodec>(
                 }
                 Err(e) => {
                     trace.replies = replies.len();
-                    trace.end = ClientEnd::Error(e);
+                    trace.end = ClientEnd::Error(Broke::of(e));
                     return trace;
                 }
             }
@@ -152,7 +166,7 @@ pub fn decode_client<C: ClientCodec>(
             assert!(consumed <= buf.len(), "at end of stream claimed {consumed} of {} bytes", buf.len());
             Ok(Some((consumed, outcome)))
         }
-        Err(e) => Err(e),
+        Err(e) => Err(Broke::of(e)),
     });
     trace
 }

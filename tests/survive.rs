@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wirebench::engine::serve_conn::ServerLimits;
 use wirebench::plan::EngineKind;
-use wirebench::proto::{ClientCodec, Decoded, Outcome, ProtoError, Served, ServerCodec};
+use wirebench::proto::{ClientCodec, CodecError, Decoded, Outcome, Served, ServerCodec};
 use wirebench::protocol::{SERVERS, ServerOptions};
 
 /// How long one answer may take (a megabyte on loopback takes milliseconds).
@@ -443,14 +443,16 @@ fn a_server_core_that_panics_is_seen_and_reported_with_its_message() {
 struct PanicsOnAnswer;
 
 impl ClientCodec for PanicsOnAnswer {
+    type Error = Malformed;
+
     fn handshake(&mut self, _out: &mut Vec<u8>) {}
-    fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         Ok(Decoded::Done { consumed: 0, outcome: Outcome::Op })
     }
     fn encode_op(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
     }
-    fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         assert!(input.is_empty(), "the test client's bug");
         Ok(Decoded::Partial)
     }
@@ -562,3 +564,10 @@ fn clients_that_pipeline_without_reading_cost_the_server_bounded_memory() {
         drop(server);
     }
 }
+
+/// The test codecs' one error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed test message")]
+struct Malformed;
+
+impl CodecError for Malformed {}

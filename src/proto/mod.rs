@@ -10,7 +10,7 @@ pub mod nsq;
 pub mod sio;
 pub mod ws;
 
-pub use crate::outcome::Failure;
+pub use crate::outcome::{ErrorClass, Failure};
 
 /// What a decoder made of the bytes it was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,74 +41,15 @@ pub enum Outcome {
     Handshaking,
 }
 
-/// The server broke the protocol: the connection cannot go on and is closed.
-/// Small and `Copy`; the engine counts it under `protocol` with its text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, thiserror::Error)]
-pub enum ProtoError {
-    #[error("malformed HTTP response head")]
-    BadResponseHead,
-    #[error("HTTP status outside 100-599")]
-    BadStatus,
-    #[error("HTTP response head larger than the limit")]
-    ResponseHeadTooLarge,
-    #[error("invalid Content-Length")]
-    BadContentLength,
-    #[error("malformed chunked body")]
-    BadChunk,
-    #[error("response body larger than the limit")]
-    BodyTooLarge,
-    #[error("response arrived with no request in flight")]
-    UnexpectedResponse,
-    #[error("connection closed in the middle of a response")]
-    TruncatedResponse,
-    #[error("malformed NSQ frame")]
-    BadFrame,
-    #[error("the server refused IDENTIFY")]
-    IdentifyRefused,
-    #[error(
-        "nsqd did not agree to tls_v1: is it started with --tls-cert and --tls-key (or `serve nsq --tls`)?"
-    )]
-    TlsRefused,
-    #[error("unexpected NSQ message frame (a publisher receives none)")]
-    UnexpectedMessage,
-    #[error("WebSocket upgrade refused: HTTP {0} instead of 101")]
-    UpgradeRefused(u16),
-    #[error(
-        "WebSocket upgrade without `Upgrade: websocket` / `Connection: Upgrade`, or with an extension not offered"
-    )]
-    BadUpgrade,
-    #[error("wrong Sec-WebSocket-Accept")]
-    BadAcceptKey,
-    #[error("WebSocket frame with reserved bits set")]
-    ReservedBits,
-    #[error("the server upgraded, then answered HTTP {0} inside the WebSocket stream")]
-    HttpAfterUpgrade(u16),
-    #[error("masked frame from the server")]
-    MaskedServerFrame,
-    #[error("WebSocket frame or message larger than the limit")]
-    FrameTooLarge,
-    #[error("fragmented or oversized WebSocket control frame")]
-    BadControlFrame,
-    #[error("WebSocket continuation out of place")]
-    BadFragment,
-    #[error("unknown WebSocket opcode")]
-    BadOpcode,
-    #[error("echoed message length differs from the message sent")]
-    EchoLength,
-    #[error("malformed Engine.IO or Socket.IO packet")]
-    BadSioPacket,
-    #[error("malformed JSON in a Socket.IO packet")]
-    BadJson,
-    #[error("acknowledgement with a wrong id (not the operation in flight)")]
-    WrongAckId,
-    #[error("the server refused the namespace (CONNECT_ERROR)")]
-    SioConnectError,
-    #[error("binary Socket.IO packets are not supported")]
-    BinaryPacket,
-    #[error("an event larger than the server's maxPayload")]
-    OversizePacket,
-    #[error("the server announced a heartbeat too short to keep")]
-    SioTiming,
+/// A protocol's own error type ([`ClientCodec::Error`], e.g. [`http1::Error`]): the server broke
+/// the protocol, and the connection cannot go on. The engine knows none of a protocol's
+/// variants: it counts the failure under the error's [`class`](CodecError::class), with its text.
+/// A protocol carried in another wraps the other's error (`ws::Error::Http`).
+pub trait CodecError: std::error::Error + Copy + Eq + Send + 'static {
+    /// The class the failure is counted under: `protocol` unless the protocol says otherwise.
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Protocol
+    }
 }
 
 /// The client role of a protocol: what the engine drives for every connection.
@@ -119,6 +60,8 @@ pub enum ProtoError {
 /// reads to [`decode_op`](Self::decode_op). Each codec value belongs to one connection; the engine
 /// makes one per connection by cloning a prototype built at start-up (encode once, send many).
 pub trait ClientCodec: Clone {
+    /// The protocol's own error.
+    type Error: CodecError;
     /// Seed the randomness the codec uses (WebSocket keys and masks). The engine seeds each
     /// connection's codec from the run's seed, so the same seed reproduces the same bytes.
     fn seed(&mut self, _seed: u64) {}
@@ -127,7 +70,7 @@ pub trait ClientCodec: Clone {
     /// Decode the server's answer to the handshake (not called when `handshake` wrote nothing):
     /// `Done` with [`Outcome::Handshaking`] for a step after which it goes on (replies appended
     /// to `out`, written as handshake bytes), with any other outcome when it is complete.
-    fn decode_handshake(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError>;
+    fn decode_handshake(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Self::Error>;
     /// Append one operation.
     fn encode_op(&mut self, out: &mut Vec<u8>);
     /// The id of the operation just appended by [`encode_op`](Self::encode_op), when answers
@@ -144,11 +87,12 @@ pub trait ClientCodec: Clone {
         None
     }
     /// Decode one message from the server; control replies (pong, NOP) are appended to `out`.
-    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError>;
+    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Self::Error>;
     /// The peer closed the connection; `input` holds what was left undecoded. A protocol whose
-    /// messages may end at end-of-stream (an HTTP body without a length) completes it here.
-    fn decode_eof(&mut self, input: &[u8]) -> Result<Decoded, ProtoError> {
-        if input.is_empty() { Ok(Decoded::Partial) } else { Err(ProtoError::TruncatedResponse) }
+    /// messages may end at end-of-stream (an HTTP body without a length) completes it here;
+    /// `Partial`: nothing to complete (the engine counts a message cut off by the close).
+    fn decode_eof(&mut self, _input: &[u8]) -> Result<Decoded, Self::Error> {
+        Ok(Decoded::Partial)
     }
     /// Whether the server asked, in the message just decoded, to close the connection after it
     /// (HTTP `Connection: close`). The engine reconnects and counts a reconnect.

@@ -6,7 +6,7 @@ use super::ledger::InFlight;
 use super::{Conn, End, GOODBYE_READS, Phase, file_as_failed};
 use crate::clock::Instant;
 use crate::outcome::ErrorClass;
-use crate::proto::{ClientCodec, Decoded, Outcome};
+use crate::proto::{ClientCodec, CodecError, Decoded, Outcome};
 use crate::stats::{CoreRecorder, Traffic};
 
 impl<C: ClientCodec> Conn<C> {
@@ -46,22 +46,22 @@ impl<C: ClientCodec> Conn<C> {
                 Ok(Decoded::Partial) if self.ledger.is_empty() && self.recv.data().is_empty() => {
                     End::PeerClosed
                 }
+                // Cut off in the middle of an answer: the peer closed on it.
+                Ok(Decoded::Partial) if !self.recv.data().is_empty() => {
+                    End::Failed(ErrorClass::Closed, "connection closed in the middle of a response".into())
+                }
                 Ok(Decoded::Partial) => End::Failed(
                     ErrorClass::Closed,
                     "server closed the connection with operations in flight".into(),
                 ),
-                // Cut off in the middle of an answer: the peer closed on it.
-                Err(e @ crate::proto::ProtoError::TruncatedResponse) => {
-                    End::Failed(ErrorClass::Closed, e.to_string())
-                }
-                Err(e) => End::Failed(ErrorClass::Protocol, e.to_string()),
+                Err(e) => End::Failed(e.class(), e.to_string()),
             },
         };
         self.close(end);
     }
 
     /// A codec's error, with the detail it may have kept (a server's own words).
-    fn error_text(&self, e: crate::proto::ProtoError) -> String {
+    fn error_text(&self, e: C::Error) -> String {
         match self.codec.error_detail() {
             Some(detail) => format!("{e}: {detail}"),
             None => e.to_string(),
@@ -104,12 +104,7 @@ impl<C: ClientCodec> Conn<C> {
                 }
                 Err(e) => {
                     let text = self.error_text(e);
-                    let class = if e == crate::proto::ProtoError::TlsRefused {
-                        ErrorClass::Tls
-                    } else {
-                        ErrorClass::Protocol
-                    };
-                    return self.fail(class, format!("handshake: {text}"));
+                    return self.fail(e.class(), format!("handshake: {text}"));
                 }
             }
         }

@@ -3,7 +3,7 @@
 use super::*;
 use crate::outcome::Failure;
 use crate::proto::http1::{Http1Client, RequestSpec};
-use crate::proto::{Decoded, Outcome, ProtoError};
+use crate::proto::{CodecError, Decoded, Outcome};
 use crate::stats::KernelSocket;
 use crate::workload::Workload;
 
@@ -168,14 +168,16 @@ fn a_failed_write_reads_the_servers_last_words() {
 #[derive(Clone)]
 struct Heartbeats;
 impl ClientCodec for Heartbeats {
+    type Error = Malformed;
+
     fn handshake(&mut self, _out: &mut Vec<u8>) {}
-    fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control })
     }
     fn encode_op(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"op");
     }
-    fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         Ok(match input.first() {
             None => Decoded::Partial,
             Some(b'h') => Decoded::Done { consumed: 1, outcome: Outcome::Control },
@@ -352,8 +354,10 @@ struct ById {
 }
 
 impl ClientCodec for ById {
+    type Error = Malformed;
+
     fn handshake(&mut self, _out: &mut Vec<u8>) {}
-    fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         Ok(Decoded::Partial)
     }
     fn encode_op(&mut self, out: &mut Vec<u8>) {
@@ -363,11 +367,11 @@ impl ClientCodec for ById {
     fn op_id(&self) -> Option<u64> {
         Some(self.next - 1)
     }
-    fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         let Some(end) = input.iter().position(|&b| b == b'\n') else { return Ok(Decoded::Partial) };
-        let line = std::str::from_utf8(&input[..end]).map_err(|_| ProtoError::BadFrame)?;
-        let (word, id) = line.split_once(' ').ok_or(ProtoError::BadFrame)?;
-        self.answered = Some(id.parse().map_err(|_| ProtoError::BadFrame)?);
+        let line = std::str::from_utf8(&input[..end]).map_err(|_| Malformed)?;
+        let (word, id) = line.split_once(' ').ok_or(Malformed)?;
+        self.answered = Some(id.parse().map_err(|_| Malformed)?);
         let outcome = if word == "part" { Outcome::OpPart } else { Outcome::Op };
         Ok(Decoded::Done { consumed: end + 1, outcome })
     }
@@ -419,3 +423,10 @@ fn operations_named_by_their_answers_complete_in_any_order() {
     close(&mut c, 5, later(1), &mut rec);
     assert_eq!((rec.ops, rec.failed.get(ErrorClass::Protocol)), (0, 1));
 }
+
+/// The test codecs' one error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed test message")]
+struct Malformed;
+
+impl CodecError for Malformed {}

@@ -2,10 +2,11 @@
 //! response decoder (Content-Length, chunked, or close-delimited bodies; informational answers
 //! are control messages; a status of 400 or more fails the operation).
 
+use super::Error;
 use super::head::{self, ChunkScan};
 use super::{Framing, MAX_RESPONSE_BODY, MAX_RESPONSE_HEAD, RequestSpec, encode_request};
 use crate::outcome::Answer;
-use crate::proto::{ClientCodec, Decoded, Failure, Outcome, ProtoError};
+use crate::proto::{ClientCodec, Decoded, Failure, Outcome};
 use std::sync::Arc;
 
 /// A response head already parsed while its body is still arriving.
@@ -51,7 +52,7 @@ impl Http1Client {
     }
 
     /// The head at the start of `input`, from the cache when it is byte-identical.
-    fn head_of(&mut self, input: &[u8]) -> Result<Option<Head>, ProtoError> {
+    fn head_of(&mut self, input: &[u8]) -> Result<Option<Head>, Error> {
         if let Some((head, closing)) = self.last
             && input.starts_with(&self.last_head)
         {
@@ -74,7 +75,7 @@ impl Http1Client {
         &self.request
     }
 
-    fn parse_head(&mut self, input: &[u8]) -> Result<Option<Head>, ProtoError> {
+    fn parse_head(&mut self, input: &[u8]) -> Result<Option<Head>, Error> {
         let head_method = self.head_method;
         let parsed = head::response_head(input, MAX_RESPONSE_HEAD, |h| {
             let no_body = head_method || h.status == 204 || h.status == 304 || h.status < 200;
@@ -84,7 +85,7 @@ impl Http1Client {
         let Some(((status, framing, close), len)) = parsed else { return Ok(None) };
         self.closing = close;
         let framing = match framing {
-            Framing::Length(n) if n > MAX_RESPONSE_BODY => return Err(ProtoError::BodyTooLarge),
+            Framing::Length(n) if n > MAX_RESPONSE_BODY => return Err(Error::BodyTooLarge),
             Framing::Chunked { .. } => Framing::Chunked { resume: len },
             other => other,
         };
@@ -93,9 +94,11 @@ impl Http1Client {
 }
 
 impl ClientCodec for Http1Client {
+    type Error = Error;
+
     fn handshake(&mut self, _out: &mut Vec<u8>) {}
 
-    fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Error> {
         Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control })
     }
 
@@ -103,7 +106,7 @@ impl ClientCodec for Http1Client {
         out.extend_from_slice(&self.request);
     }
 
-    fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Error> {
         if input.is_empty() && self.head.is_none() {
             // The usual call after the last whole response of a read: nothing to parse.
             return Ok(Decoded::Partial);
@@ -121,7 +124,7 @@ impl ClientCodec for Http1Client {
                 ChunkScan::End(end) => Some(end),
                 ChunkScan::Need(resume) => {
                     if resume - head.len > MAX_RESPONSE_BODY {
-                        return Err(ProtoError::BodyTooLarge);
+                        return Err(Error::BodyTooLarge);
                     }
                     self.head = Some(Head { framing: Framing::Chunked { resume }, ..head });
                     return Ok(Decoded::Partial);
@@ -129,7 +132,7 @@ impl ClientCodec for Http1Client {
             },
             Framing::UntilEof => {
                 if input.len() - head.len > MAX_RESPONSE_BODY {
-                    return Err(ProtoError::BodyTooLarge);
+                    return Err(Error::BodyTooLarge);
                 }
                 None
             }
@@ -147,13 +150,13 @@ impl ClientCodec for Http1Client {
         }
     }
 
-    fn decode_eof(&mut self, input: &[u8]) -> Result<Decoded, ProtoError> {
+    fn decode_eof(&mut self, input: &[u8]) -> Result<Decoded, Error> {
         if input.is_empty() {
             return Ok(Decoded::Partial);
         }
         let head = match self.head {
             Some(head) => head,
-            None => self.parse_head(input)?.ok_or(ProtoError::TruncatedResponse)?,
+            None => self.parse_head(input)?.ok_or(Error::TruncatedResponse)?,
         };
         match head.framing {
             Framing::UntilEof => {
@@ -162,7 +165,7 @@ impl ClientCodec for Http1Client {
                 self.status = head.status;
                 Ok(Decoded::Done { consumed: input.len(), outcome: outcome_of(head.status) })
             }
-            _ => Err(ProtoError::TruncatedResponse),
+            _ => Err(Error::TruncatedResponse),
         }
     }
 
@@ -218,7 +221,7 @@ mod tests {
         assert_eq!(req, b"GET /a?b=c HTTP/1.1\r\nHost: example\r\nX-A: 1\r\n\r\n");
     }
 
-    fn decode_all(client: &mut Http1Client, input: &[u8]) -> Result<Decoded, ProtoError> {
+    fn decode_all(client: &mut Http1Client, input: &[u8]) -> Result<Decoded, Error> {
         client.decode_op(input, &mut Vec::new())
     }
 
@@ -328,16 +331,16 @@ mod tests {
     #[test]
     fn garbage_is_a_protocol_error() {
         let mut c = Http1Client::new(&spec("GET", b""));
-        assert_eq!(decode_all(&mut c, b"SSH-2.0-OpenSSH\r\n\r\n"), Err(ProtoError::BadResponseHead));
+        assert_eq!(decode_all(&mut c, b"SSH-2.0-OpenSSH\r\n\r\n"), Err(Error::BadResponseHead));
         let r = b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n";
-        assert_eq!(decode_all(&mut c, r), Err(ProtoError::BadContentLength));
+        assert_eq!(decode_all(&mut c, r), Err(Error::BadContentLength));
         let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
-        assert_eq!(decode_all(&mut Http1Client::new(&spec("GET", b"")), r), Err(ProtoError::BadChunk));
+        assert_eq!(decode_all(&mut Http1Client::new(&spec("GET", b"")), r), Err(Error::BadChunk));
         let big = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &vec![b'a'; MAX_RESPONSE_HEAD]].concat();
-        assert_eq!(decode_all(&mut c, &big), Err(ProtoError::ResponseHeadTooLarge));
+        assert_eq!(decode_all(&mut c, &big), Err(Error::ResponseHeadTooLarge));
         assert_eq!(
             c.decode_eof(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab"),
-            Err(ProtoError::TruncatedResponse)
+            Err(Error::TruncatedResponse)
         );
     }
 
@@ -346,7 +349,7 @@ mod tests {
         for status in ["000", "099", "600", "999"] {
             let r = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n");
             let mut c = Http1Client::new(&spec("GET", b""));
-            assert_eq!(decode_all(&mut c, r.as_bytes()), Err(ProtoError::BadStatus), "{status}");
+            assert_eq!(decode_all(&mut c, r.as_bytes()), Err(Error::BadStatus), "{status}");
         }
     }
 
@@ -357,6 +360,6 @@ mod tests {
         while r.len() < 2 * MAX_TRAILERS {
             r.extend_from_slice(b"X-Trailer: value\r\n");
         }
-        assert_eq!(decode_all(&mut c, &r), Err(ProtoError::BadChunk));
+        assert_eq!(decode_all(&mut c, &r), Err(Error::BadChunk));
     }
 }

@@ -3,8 +3,8 @@
 //! and tokens, and chunked bodies walked incrementally. The WebSocket upgrade and nsqd's HTTP
 //! API use these rather than their own.
 
+use super::Error;
 use super::Framing;
-use crate::proto::ProtoError;
 
 /// Most headers a head may carry; httparse needs a fixed-size array.
 const MAX_HEADERS: usize = 64;
@@ -51,12 +51,13 @@ pub struct RequestHead<'h, 'b> {
 
 /// The response head at the start of `input`, given to `read`: what `read` made of it and the
 /// head's length, or `None` while it is still arriving. A head over `max` is refused whether it
-/// came whole or trickling in; a status outside 100–599 is not HTTP.
-pub fn response_head<'b, T>(
+/// came whole or trickling in; a status outside 100–599 is not HTTP. (`E`: the error of the
+/// protocol reading it, which holds HTTP's.)
+pub fn response_head<'b, T, E: From<Error>>(
     input: &'b [u8],
     max: usize,
-    read: impl for<'h> FnOnce(&ResponseHead<'h, 'b>) -> Result<T, ProtoError>,
-) -> Result<Option<(T, usize)>, ProtoError> {
+    read: impl for<'h> FnOnce(&ResponseHead<'h, 'b>) -> Result<T, E>,
+) -> Result<Option<(T, usize)>, E> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
     // Only the first `max` bytes are looked at: whatever lies past the limit cannot change
@@ -66,13 +67,13 @@ pub fn response_head<'b, T>(
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) if input.len() <= max => return Ok(None),
         Ok(httparse::Status::Partial) | Err(httparse::Error::TooManyHeaders) => {
-            return Err(ProtoError::ResponseHeadTooLarge);
+            return Err(Error::ResponseHeadTooLarge.into());
         }
-        Err(_) => return Err(ProtoError::BadResponseHead),
+        Err(_) => return Err(Error::BadResponseHead.into()),
     };
-    let status = response.code.ok_or(ProtoError::BadResponseHead)?;
+    let status = response.code.ok_or(Error::BadResponseHead)?;
     if !(100..=599).contains(&status) {
-        return Err(ProtoError::BadStatus);
+        return Err(Error::BadStatus.into());
     }
     let head = ResponseHead {
         status,
@@ -124,7 +125,7 @@ pub fn body_framing(
     head_len: usize,
     minor_version: u8,
     until_eof_allowed: bool,
-) -> Result<(Framing, bool), ProtoError> {
+) -> Result<(Framing, bool), Error> {
     let mut length: Option<usize> = None;
     let mut chunked = false;
     let mut close = minor_version == 0;
@@ -132,13 +133,13 @@ pub fn body_framing(
         if name.eq_ignore_ascii_case("content-length") {
             let n = parse_content_length(value)?;
             if length.is_some_and(|l| l != n) {
-                return Err(ProtoError::BadContentLength);
+                return Err(Error::BadContentLength);
             }
             length = Some(n);
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             chunked = last_token_is(value, b"chunked");
             if !chunked && !until_eof_allowed {
-                return Err(ProtoError::BadChunk);
+                return Err(Error::BadChunk);
             }
         } else if name.eq_ignore_ascii_case("connection") {
             if has_token(value, b"close") {
@@ -158,10 +159,10 @@ pub fn body_framing(
 }
 
 /// A `Content-Length` value: decimal digits only, at most 18 of them (no overflow).
-pub fn parse_content_length(value: &[u8]) -> Result<usize, ProtoError> {
+pub fn parse_content_length(value: &[u8]) -> Result<usize, Error> {
     let digits = value.trim_ascii();
     if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(ProtoError::BadContentLength);
+        return Err(Error::BadContentLength);
     }
     Ok(digits.iter().fold(0, |n, d| n * 10 + usize::from(d - b'0')))
 }
@@ -189,11 +190,11 @@ pub enum ChunkScan {
 
 /// Walk chunks from offset `from` of `buf`, none larger than `max_chunk`; bounded by the
 /// input's length. Resuming at the offset returned keeps the walk linear in the body's size.
-pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<ChunkScan, ProtoError> {
+pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<ChunkScan, Error> {
     loop {
         let Some(line_end) = find_crlf(&buf[from..]) else {
             return if buf.len() - from > MAX_CHUNK_LINE {
-                Err(ProtoError::BadChunk)
+                Err(Error::BadChunk)
             } else {
                 Ok(ChunkScan::Need(from))
             };
@@ -201,11 +202,11 @@ pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<Chu
         let line = &buf[from..from + line_end];
         let hex = line.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
         if hex.is_empty() || hex.len() > 15 {
-            return Err(ProtoError::BadChunk);
+            return Err(Error::BadChunk);
         }
         let mut size = 0usize;
         for &d in hex {
-            let v = (d as char).to_digit(16).ok_or(ProtoError::BadChunk)?;
+            let v = (d as char).to_digit(16).ok_or(Error::BadChunk)?;
             size = size * 16 + v as usize;
         }
         let data = from + line_end + 2;
@@ -214,11 +215,11 @@ pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<Chu
             let mut pos = data;
             loop {
                 if pos - data > MAX_TRAILERS {
-                    return Err(ProtoError::BadChunk);
+                    return Err(Error::BadChunk);
                 }
                 let Some(end) = find_crlf(&buf[pos..]) else {
                     if buf.len() - data > MAX_TRAILERS {
-                        return Err(ProtoError::BadChunk);
+                        return Err(Error::BadChunk);
                     }
                     return Ok(ChunkScan::Need(from));
                 };
@@ -229,13 +230,13 @@ pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<Chu
             }
         }
         if size > max_chunk {
-            return Err(ProtoError::BodyTooLarge);
+            return Err(Error::BodyTooLarge);
         }
         if buf.len() < data + size + 2 {
             return Ok(ChunkScan::Need(from));
         }
         if &buf[data + size..data + size + 2] != b"\r\n" {
-            return Err(ProtoError::BadChunk);
+            return Err(Error::BadChunk);
         }
         from = data + size + 2;
     }
@@ -295,8 +296,8 @@ mod tests {
         let head = b"HTTP/1.1 200 OK\r\nX: 0123456789\r\n\r\n";
         let read = |h: &ResponseHead<'_, '_>| Ok(h.status);
         assert_eq!(response_head(head, head.len(), read), Ok(Some((200, head.len()))));
-        assert_eq!(response_head(head, head.len() - 1, read), Err(ProtoError::ResponseHeadTooLarge));
-        assert_eq!(response_head(&head[..20], 19, read), Err(ProtoError::ResponseHeadTooLarge));
+        assert_eq!(response_head(head, head.len() - 1, read), Err(Error::ResponseHeadTooLarge));
+        assert_eq!(response_head(&head[..20], 19, read), Err(Error::ResponseHeadTooLarge));
         assert_eq!(response_head(&head[..20], 64, read), Ok(None));
     }
 
@@ -306,8 +307,8 @@ mod tests {
     fn what_lies_past_the_limit_does_not_change_the_verdict() {
         let stream = [vec![b'\n'; 100_000], b"HTTP/1.1 11\n".to_vec()].concat();
         let read = |h: &ResponseHead<'_, '_>| Ok(h.status);
-        assert_eq!(response_head(&stream, 64 * 1024, read), Err(ProtoError::ResponseHeadTooLarge));
-        assert_eq!(response_head(&stream[..70_000], 64 * 1024, read), Err(ProtoError::ResponseHeadTooLarge));
+        assert_eq!(response_head(&stream, 64 * 1024, read), Err(Error::ResponseHeadTooLarge));
+        assert_eq!(response_head(&stream[..70_000], 64 * 1024, read), Err(Error::ResponseHeadTooLarge));
         assert_eq!(response_head(&stream[..1000], 64 * 1024, read), Ok(None));
     }
 
@@ -327,6 +328,6 @@ mod tests {
         assert_eq!(scan_chunked(&body[..10], 0, 100), Ok(ChunkScan::Need(8)));
         assert_eq!(scan_chunked(body, 8, 100), Ok(ChunkScan::End(body.len())));
         assert_eq!(dechunk(body), b"abcde");
-        assert_eq!(scan_chunked(b"ff\r\n", 0, 16), Err(ProtoError::BodyTooLarge));
+        assert_eq!(scan_chunked(b"ff\r\n", 0, 16), Err(Error::BodyTooLarge));
     }
 }

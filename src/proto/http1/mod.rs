@@ -18,6 +18,36 @@ pub use server::{
     RequestLimits, RequestReader, parse_request, serve_requests,
 };
 
+/// How an HTTP/1.1 server broke the protocol (also what the protocols that speak HTTP for
+/// their handshake see of it: [`super::ws::Error::Http`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum Error {
+    #[error("malformed HTTP response head")]
+    BadResponseHead,
+    #[error("HTTP status outside 100-599")]
+    BadStatus,
+    #[error("HTTP response head larger than the limit")]
+    ResponseHeadTooLarge,
+    #[error("invalid Content-Length")]
+    BadContentLength,
+    #[error("malformed chunked body")]
+    BadChunk,
+    #[error("response body larger than the limit")]
+    BodyTooLarge,
+    #[error("connection closed in the middle of a response")]
+    TruncatedResponse,
+}
+
+impl super::CodecError for Error {
+    fn class(&self) -> crate::outcome::ErrorClass {
+        match self {
+            // Cut off by the peer's close: counted as the close it is.
+            Error::TruncatedResponse => crate::outcome::ErrorClass::Closed,
+            _ => crate::outcome::ErrorClass::Protocol,
+        }
+    }
+}
+
 /// A response head larger than this is treated as a broken server rather than buffered forever.
 pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 /// Response bodies are held whole in the connection's read buffer before they are accounted,

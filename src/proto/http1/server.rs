@@ -2,9 +2,10 @@
 //! (the hello-world server and nsqd's HTTP sink): keep-alive and pipelining, requests read
 //! incrementally as they arrive, refusals answered with 400/413/431 and a close.
 
+use super::Error;
 use super::head::{self, ChunkScan, HeadError};
 use super::{Framing, MAX_REQUEST_BODY, MAX_REQUEST_HEAD};
-use crate::proto::{Awaiting, ProtoError, Served, ServerCodec};
+use crate::proto::{Awaiting, Served, ServerCodec};
 
 /// The built-in server's answers, encoded once. `Hello World` is 11 bytes, as in the classic
 /// hello-world benchmarks; a request with a body (POST and the like) is answered `OK`.
@@ -230,7 +231,7 @@ pub fn parse_request<'a>(
                 reader.body = Some(PendingBody { framing: Framing::Chunked { resume }, ..pending });
                 return Ok(None);
             }
-            Err(ProtoError::BodyTooLarge) => return Err(Refusal::BodyTooLarge),
+            Err(Error::BodyTooLarge) => return Err(Refusal::BodyTooLarge),
             Err(_) => return Err(Refusal::BadRequest),
         },
         Framing::UntilEof => return Err(Refusal::BadRequest),

@@ -2,9 +2,10 @@
 //! once; `OK` completes an operation, an error frame refuses it (and nsqd closes), heartbeats
 //! are answered with `NOP`.
 
+use super::Error;
 use super::{FRAME_ERROR, FRAME_MESSAGE, FRAME_RESPONSE, HEARTBEAT, MAGIC_V2, NOP, PublishSpec};
 use super::{encode_identify, encode_publish, error_code, parse_frame};
-use crate::proto::{ClientCodec, Decoded, Failure, Outcome, ProtoError};
+use crate::proto::{ClientCodec, Decoded, Failure, Outcome};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,11 +69,13 @@ impl NsqClient {
 }
 
 impl ClientCodec for NsqClient {
+    type Error = Error;
+
     fn handshake(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.handshake);
     }
 
-    fn decode_handshake(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_handshake(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Error> {
         if !self.identify {
             return Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control });
         }
@@ -86,13 +89,13 @@ impl ClientCodec for NsqClient {
                     .and_then(|v| v.get("tls_v1").and_then(serde_json::Value::as_bool))
                     == Some(true);
                 if !agreed {
-                    return Err(ProtoError::TlsRefused);
+                    return Err(Error::TlsRefused);
                 }
                 self.upgrading = true;
                 Ok(Decoded::Done { consumed: len, outcome: Outcome::Handshaking })
             }
             Some((FRAME_RESPONSE, _, len)) => Ok(Decoded::Done { consumed: len, outcome: Outcome::Control }),
-            Some(_) => Err(ProtoError::IdentifyRefused),
+            Some(_) => Err(Error::IdentifyRefused),
         }
     }
 
@@ -100,7 +103,7 @@ impl ClientCodec for NsqClient {
         out.extend_from_slice(&self.publish);
     }
 
-    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
         let Some((frame_type, data, consumed)) = parse_frame(input)? else { return Ok(Decoded::Partial) };
         let outcome = match frame_type {
             FRAME_RESPONSE if data == HEARTBEAT => {
@@ -116,8 +119,8 @@ impl ClientCodec for NsqClient {
                 self.answer = error_code(data);
                 Outcome::OpFailed(Failure::Nsq(self.answer))
             }
-            FRAME_MESSAGE => return Err(ProtoError::UnexpectedMessage),
-            _ => return Err(ProtoError::BadFrame),
+            FRAME_MESSAGE => return Err(Error::UnexpectedMessage),
+            _ => return Err(Error::BadFrame),
         };
         Ok(Decoded::Done { consumed, outcome })
     }
@@ -174,7 +177,7 @@ mod tests {
                 outcome: Outcome::OpFailed(Failure::Nsq("E_BAD_TOPIC"))
             })
         );
-        assert_eq!(c.decode_op(b"\x00\x00\x00\x01\x00\x00\x00\x00", &mut out), Err(ProtoError::BadFrame));
+        assert_eq!(c.decode_op(b"\x00\x00\x00\x01\x00\x00\x00\x00", &mut out), Err(Error::BadFrame));
     }
 
     #[test]

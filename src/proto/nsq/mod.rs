@@ -17,9 +17,32 @@ pub use client::NsqClient;
 pub use http_sink::NsqHttpServer;
 pub use sink::NsqServer;
 
-use super::ProtoError;
 use super::http1::RequestSpec;
 use std::fmt::Write as _;
+
+/// How nsqd (or what answered as it) broke the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum Error {
+    #[error("malformed NSQ frame")]
+    BadFrame,
+    #[error("the server refused IDENTIFY")]
+    IdentifyRefused,
+    #[error(
+        "nsqd did not agree to tls_v1: is it started with --tls-cert and --tls-key (or `serve nsq --tls`)?"
+    )]
+    TlsRefused,
+    #[error("unexpected NSQ message frame (a publisher receives none)")]
+    UnexpectedMessage,
+}
+
+impl super::CodecError for Error {
+    fn class(&self) -> crate::outcome::ErrorClass {
+        match self {
+            Error::TlsRefused => crate::outcome::ErrorClass::Tls,
+            _ => crate::outcome::ErrorClass::Protocol,
+        }
+    }
+}
 
 pub const MAGIC_V2: &[u8; 4] = b"  V2";
 pub const FRAME_RESPONSE: u32 = 0;
@@ -133,13 +156,13 @@ impl std::fmt::Write for ByteWriter<'_> {
 pub type Frame<'a> = (u32, &'a [u8], usize);
 
 /// One whole frame at the start of `input`, if it has arrived.
-pub fn parse_frame(input: &[u8]) -> Result<Option<Frame<'_>>, ProtoError> {
+pub fn parse_frame(input: &[u8]) -> Result<Option<Frame<'_>>, Error> {
     if input.len() < 8 {
         return Ok(None);
     }
     let size = u32::from_be_bytes(input[..4].try_into().expect("4 bytes")) as usize;
     if !(4..=MAX_FRAME).contains(&size) {
-        return Err(ProtoError::BadFrame);
+        return Err(Error::BadFrame);
     }
     if input.len() < 4 + size {
         return Ok(None);

@@ -6,12 +6,13 @@
 //! Acknowledgement ids reuse the slots in flight (0 … depth − 1), so every operation has the
 //! same size; a socket.io client counts up instead, adding a byte at every power of ten.
 
+use super::Error;
 use super::{
     EIO_CLOSE, EIO_MESSAGE, EIO_NOOP, EIO_OPEN, EIO_PING, EIO_PONG, Open, nsp_part, parse_open, parse_packet,
 };
 use super::{SIO_ACK, SIO_CONNECT, SIO_CONNECT_ERROR, SIO_DISCONNECT, SIO_EVENT};
 use crate::proto::ws::{Frame, OP_TEXT, Session};
-use crate::proto::{ClientCodec, Decoded, Outcome, ProtoError};
+use crate::proto::{ClientCodec, Decoded, Outcome};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,8 +93,8 @@ impl SioClient {
 
     /// A server's Engine.IO packet during the handshake or the run: what it means, with the
     /// operation it completes (if any).
-    fn packet(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<Outcome, ProtoError> {
-        let (&kind, data) = payload.split_first().ok_or(ProtoError::BadSioPacket)?;
+    fn packet(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Result<Outcome, Error> {
+        let (&kind, data) = payload.split_first().ok_or(Error::BadSioPacket)?;
         match kind {
             EIO_PING => {
                 // Engine.IO 4's heartbeat; answered under 3 too. A ping's data comes back.
@@ -106,16 +107,16 @@ impl SioClient {
                 Ok(Outcome::Control)
             }
             EIO_MESSAGE => self.socketio(data),
-            EIO_OPEN => Err(ProtoError::BadSioPacket), // a second open packet
-            _ => Err(ProtoError::BadSioPacket),
+            EIO_OPEN => Err(Error::BadSioPacket), // a second open packet
+            _ => Err(Error::BadSioPacket),
         }
     }
 
-    fn socketio(&mut self, data: &[u8]) -> Result<Outcome, ProtoError> {
+    fn socketio(&mut self, data: &[u8]) -> Result<Outcome, Error> {
         let p = parse_packet(data)?;
         if p.kind == SIO_CONNECT_ERROR {
             self.detail = Some(String::from_utf8_lossy(p.data).into_owned());
-            return Err(ProtoError::SioConnectError);
+            return Err(Error::SioConnectError);
         }
         if p.nsp != self.spec.namespace {
             return Ok(Outcome::Control); // another namespace's traffic
@@ -127,18 +128,17 @@ impl SioClient {
                 Ok(Outcome::Control)
             }
             SIO_ACK if self.spec.reply_event.is_none() => {
-                serde_json::from_slice::<serde::de::IgnoredAny>(p.data).map_err(|_| ProtoError::BadJson)?;
+                serde_json::from_slice::<serde::de::IgnoredAny>(p.data).map_err(|_| Error::BadJson)?;
                 if p.id.is_none() || p.id != self.in_flight.front().copied() {
-                    return Err(ProtoError::WrongAckId);
+                    return Err(Error::WrongAckId);
                 }
                 self.in_flight.pop_front();
                 Ok(Outcome::Op)
             }
-            SIO_ACK => Err(ProtoError::WrongAckId), // we asked for none
+            SIO_ACK => Err(Error::WrongAckId), // we asked for none
             SIO_EVENT => {
-                let value: serde_json::Value =
-                    serde_json::from_slice(p.data).map_err(|_| ProtoError::BadJson)?;
-                let name = value.get(0).and_then(serde_json::Value::as_str).ok_or(ProtoError::BadJson)?;
+                let value: serde_json::Value = serde_json::from_slice(p.data).map_err(|_| Error::BadJson)?;
+                let name = value.get(0).and_then(serde_json::Value::as_str).ok_or(Error::BadJson)?;
                 match &self.spec.reply_event {
                     Some(reply) if reply == name && !self.in_flight.is_empty() => {
                         self.in_flight.pop_front();
@@ -147,12 +147,14 @@ impl SioClient {
                     _ => Ok(Outcome::Control), // an event of the server's own
                 }
             }
-            _ => Err(ProtoError::BadSioPacket),
+            _ => Err(Error::BadSioPacket),
         }
     }
 }
 
 impl ClientCodec for SioClient {
+    type Error = Error;
+
     fn seed(&mut self, seed: u64) {
         self.session.seed(seed);
     }
@@ -162,7 +164,7 @@ impl ClientCodec for SioClient {
         self.session.upgrade(&spec.host, &spec.path, &spec.headers, out);
     }
 
-    fn decode_handshake(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_handshake(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
         if self.stage == Stage::Upgrade {
             return Ok(match self.session.decode_upgrade(input)? {
                 None => Decoded::Partial,
@@ -173,7 +175,7 @@ impl ClientCodec for SioClient {
             });
         }
         let frame = self.session.frame(input, out).inspect_err(|e| {
-            if let ProtoError::HttpAfterUpgrade(_) = e {
+            if let crate::proto::ws::Error::HttpAfterUpgrade(_) = e {
                 let words = input.split(|&b| b == b'\n').next_back().unwrap_or_default();
                 let words = String::from_utf8_lossy(&words[..words.len().min(120)]);
                 self.detail = Some(format!(
@@ -187,15 +189,15 @@ impl ClientCodec for SioClient {
             Frame::Control | Frame::Part => {
                 return Ok(Decoded::Done { consumed, outcome: Outcome::Handshaking });
             }
-            Frame::Message { opcode, .. } if opcode != OP_TEXT => return Err(ProtoError::BinaryPacket),
+            Frame::Message { opcode, .. } if opcode != OP_TEXT => return Err(Error::BinaryPacket),
             Frame::Message { payload, .. } => payload.to_vec(),
         };
         let done = |outcome| Ok(Decoded::Done { consumed, outcome });
         match self.stage {
             Stage::Open => {
-                let (&kind, json) = payload.split_first().ok_or(ProtoError::BadSioPacket)?;
+                let (&kind, json) = payload.split_first().ok_or(Error::BadSioPacket)?;
                 if kind != EIO_OPEN {
-                    return Err(ProtoError::BadSioPacket);
+                    return Err(Error::BadSioPacket);
                 }
                 let open = parse_open(json)?;
                 if open.ping_interval < super::MIN_PING || open.ping_timeout < super::MIN_PING {
@@ -205,13 +207,13 @@ impl ClientCodec for SioClient {
                         open.ping_timeout.as_millis(),
                         super::MIN_PING.as_millis()
                     ));
-                    return Err(ProtoError::SioTiming);
+                    return Err(Error::SioTiming);
                 }
                 let largest = self.packet_len(Some(self.spec.depth.saturating_sub(1) as u64));
                 if open.max_payload.is_some_and(|max| largest as u64 > max) {
                     self.detail =
                         Some(format!("{largest} bytes > maxPayload {}", open.max_payload.unwrap_or(0)));
-                    return Err(ProtoError::OversizePacket);
+                    return Err(Error::OversizePacket);
                 }
                 self.open = Some(open);
                 self.stage = Stage::Connect;
@@ -230,7 +232,7 @@ impl ClientCodec for SioClient {
                     self.stage = Stage::Ready;
                     done(Outcome::Control)
                 }
-                _ if self.closing => Err(ProtoError::BadSioPacket),
+                _ if self.closing => Err(Error::BadSioPacket),
                 _ => done(Outcome::Handshaking),
             },
         }
@@ -252,14 +254,14 @@ impl ClientCodec for SioClient {
         self.send(out, &[b"42", nsp.as_bytes(), id.as_bytes(), &spec.body]);
     }
 
-    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
         let in_flight = !self.in_flight.is_empty();
         let Some((consumed, frame)) = self.session.frame(input, out)? else { return Ok(Decoded::Partial) };
         let outcome = match frame {
             Frame::Control => Outcome::Control,
             Frame::Part if in_flight => Outcome::OpPart,
             Frame::Part => Outcome::Control,
-            Frame::Message { opcode, .. } if opcode != OP_TEXT => return Err(ProtoError::BinaryPacket),
+            Frame::Message { opcode, .. } if opcode != OP_TEXT => return Err(Error::BinaryPacket),
             Frame::Message { payload, .. } => {
                 let payload = payload.to_vec();
                 self.packet(&payload, out)?

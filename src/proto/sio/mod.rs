@@ -18,7 +18,35 @@ mod tests;
 pub use client::{SioClient, SioSpec};
 pub use server::{SioHandler, SioServer};
 
-use super::ProtoError;
+/// How a Socket.IO server broke the protocol, in its packets or in the WebSocket under them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum Error {
+    #[error("malformed Engine.IO or Socket.IO packet")]
+    BadSioPacket,
+    #[error("malformed JSON in a Socket.IO packet")]
+    BadJson,
+    #[error("acknowledgement with a wrong id (not the operation in flight)")]
+    WrongAckId,
+    #[error("the server refused the namespace (CONNECT_ERROR)")]
+    SioConnectError,
+    #[error("binary Socket.IO packets are not supported")]
+    BinaryPacket,
+    #[error("an event larger than the server's maxPayload")]
+    OversizePacket,
+    #[error("the server announced a heartbeat too short to keep")]
+    SioTiming,
+    #[error(transparent)]
+    Ws(#[from] super::ws::Error),
+}
+
+impl super::CodecError for Error {
+    fn class(&self) -> crate::outcome::ErrorClass {
+        match self {
+            Error::Ws(e) => e.class(),
+            _ => crate::outcome::ErrorClass::Protocol,
+        }
+    }
+}
 
 pub const EIO_OPEN: u8 = b'0';
 pub const EIO_CLOSE: u8 = b'1';
@@ -51,23 +79,23 @@ pub struct Packet<'a> {
 }
 
 /// Parse the Socket.IO packet in an Engine.IO message's data (after the `4`).
-pub fn parse_packet(p: &[u8]) -> Result<Packet<'_>, ProtoError> {
-    let (&kind, mut rest) = p.split_first().ok_or(ProtoError::BadSioPacket)?;
+pub fn parse_packet(p: &[u8]) -> Result<Packet<'_>, Error> {
+    let (&kind, mut rest) = p.split_first().ok_or(Error::BadSioPacket)?;
     if !(b'0'..=b'6').contains(&kind) {
-        return Err(ProtoError::BadSioPacket);
+        return Err(Error::BadSioPacket);
     }
     if kind == SIO_BINARY_EVENT || kind == SIO_BINARY_ACK {
-        return Err(ProtoError::BinaryPacket);
+        return Err(Error::BinaryPacket);
     }
     let mut nsp = "/";
     if rest.first() == Some(&b'/') {
         let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
-        nsp = std::str::from_utf8(&rest[..end]).map_err(|_| ProtoError::BadSioPacket)?;
+        nsp = std::str::from_utf8(&rest[..end]).map_err(|_| Error::BadSioPacket)?;
         rest = rest.get(end + 1..).unwrap_or_default();
     }
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
     if digits > MAX_ID_DIGITS {
-        return Err(ProtoError::BadSioPacket);
+        return Err(Error::BadSioPacket);
     }
     let id = (digits > 0).then(|| rest[..digits].iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')));
     Ok(Packet { kind, nsp, id, data: &rest[digits..] })
@@ -100,9 +128,9 @@ pub struct Open {
 pub const MIN_PING: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Parse an open packet's JSON (after the `0`).
-pub fn parse_open(json: &[u8]) -> Result<Open, ProtoError> {
-    let v: serde_json::Value = serde_json::from_slice(json).map_err(|_| ProtoError::BadJson)?;
-    let ms = |name: &str| v.get(name).and_then(serde_json::Value::as_u64).ok_or(ProtoError::BadSioPacket);
+pub fn parse_open(json: &[u8]) -> Result<Open, Error> {
+    let v: serde_json::Value = serde_json::from_slice(json).map_err(|_| Error::BadJson)?;
+    let ms = |name: &str| v.get(name).and_then(serde_json::Value::as_u64).ok_or(Error::BadSioPacket);
     Ok(Open {
         ping_interval: std::time::Duration::from_millis(ms("pingInterval")?),
         ping_timeout: std::time::Duration::from_millis(ms("pingTimeout")?),

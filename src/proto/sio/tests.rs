@@ -205,16 +205,13 @@ fn every_packet_a_server_may_send_is_handled_or_refused_clearly() {
     assert_eq!(decode(&mut c, "6"), control("6"), "noop");
     assert_eq!(decode(&mut c, "42[\"news\",1]"), control("42[\"news\",1]"), "an event of the server's own");
     assert_eq!(decode(&mut c, "42/other,[\"x\"]"), control("42/other,[\"x\"]"), "another namespace");
-    assert_eq!(decode(&mut c, "431[\"x\"]"), Err(ProtoError::WrongAckId));
-    assert_eq!(decode(&mut c, "430[\"x\""), Err(ProtoError::BadJson));
-    assert_eq!(
-        decode(&mut c, "451-[\"x\",{\"_placeholder\":true,\"num\":0}]"),
-        Err(ProtoError::BinaryPacket)
-    );
-    assert_eq!(decode(&mut c, "9"), Err(ProtoError::BadSioPacket));
-    assert_eq!(decode(&mut c, "4x"), Err(ProtoError::BadSioPacket));
+    assert_eq!(decode(&mut c, "431[\"x\"]"), Err(Error::WrongAckId));
+    assert_eq!(decode(&mut c, "430[\"x\""), Err(Error::BadJson));
+    assert_eq!(decode(&mut c, "451-[\"x\",{\"_placeholder\":true,\"num\":0}]"), Err(Error::BinaryPacket));
+    assert_eq!(decode(&mut c, "9"), Err(Error::BadSioPacket));
+    assert_eq!(decode(&mut c, "4x"), Err(Error::BadSioPacket));
     let mut c2 = c.clone();
-    assert_eq!(decode(&mut c2, "44{\"message\":\"not authorized\"}"), Err(ProtoError::SioConnectError));
+    assert_eq!(decode(&mut c2, "44{\"message\":\"not authorized\"}"), Err(Error::SioConnectError));
     assert_eq!(c2.error_detail().as_deref(), Some("{\"message\":\"not authorized\"}"));
     let mut c3 = c.clone();
     assert_eq!(decode(&mut c3, "41"), control("41"));
@@ -232,7 +229,7 @@ fn an_event_over_the_servers_max_payload_is_refused_at_the_handshake() {
     let open = frame(
         "0{\"sid\":\"a\",\"upgrades\":[],\"pingInterval\":25000,\"pingTimeout\":20000,\"maxPayload\":1000}",
     );
-    assert_eq!(c.decode_handshake(&open, &mut Vec::new()), Err(ProtoError::OversizePacket));
+    assert_eq!(c.decode_handshake(&open, &mut Vec::new()), Err(Error::OversizePacket));
     assert!(c.error_detail().is_some_and(|d| d.contains("maxPayload 1000")));
 }
 
@@ -248,5 +245,18 @@ fn packets_parse_with_and_without_namespace_and_id() {
     assert_eq!((p.kind, p.nsp, p.id), (SIO_CONNECT, "/chat", None));
     let p = parse_packet(b"3[]").unwrap();
     assert_eq!((p.nsp, p.id), ("/", None));
-    assert_eq!(parse_packet(b"29999999999999999999[]"), Err(ProtoError::BadSioPacket), "an id too long");
+    assert_eq!(parse_packet(b"29999999999999999999[]"), Err(Error::BadSioPacket), "an id too long");
+}
+
+#[test]
+fn errors_carried_in_another_protocol_keep_their_class_and_words() {
+    use crate::outcome::ErrorClass;
+    use crate::proto::{CodecError, http1, ws};
+    let cut = Error::Ws(ws::Error::Http(http1::Error::TruncatedResponse));
+    assert_eq!(cut.class(), ErrorClass::Closed);
+    assert_eq!(cut.to_string(), "connection closed in the middle of a response");
+    let refused = Error::Ws(ws::Error::UpgradeRefused(404));
+    assert_eq!(refused.class(), ErrorClass::Protocol);
+    assert_eq!(refused.to_string(), "WebSocket upgrade refused: HTTP 404 instead of 101");
+    assert_eq!(crate::proto::nsq::Error::TlsRefused.class(), ErrorClass::Tls);
 }

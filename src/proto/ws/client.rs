@@ -1,12 +1,13 @@
 //! The WebSocket client: the checked upgrade, masked data frames (keys and masks from a
 //! seeded generator), and echo decoding with fragments, pings and closes.
 
+use super::Error;
 use super::{
     CLIENT_MAX_FRAME, CLOSE_NORMAL, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
 };
 use super::{accept_key, parse_head, write_frame};
 use crate::proto::http1::{self, RequestSpec};
-use crate::proto::{ClientCodec, Decoded, Outcome, ProtoError};
+use crate::proto::{ClientCodec, Decoded, Outcome};
 use base64::Engine as _;
 use std::sync::Arc;
 
@@ -100,11 +101,11 @@ impl Session {
     }
 
     /// The server's answer to the upgrade: its length once whole (`None` while it arrives).
-    pub fn decode_upgrade(&self, input: &[u8]) -> Result<Option<usize>, ProtoError> {
+    pub fn decode_upgrade(&self, input: &[u8]) -> Result<Option<usize>, Error> {
         let expected = self.expected_accept.as_bytes();
         let checked = http1::head::response_head(input, http1::MAX_RESPONSE_HEAD, |h| {
             if h.status != 101 {
-                return Err(ProtoError::UpgradeRefused(h.status));
+                return Err(Error::UpgradeRefused(h.status));
             }
             let upgrade =
                 h.fields.get("upgrade").is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"websocket"));
@@ -113,10 +114,10 @@ impl Session {
                 || !h.fields.has_token("connection", b"upgrade")
                 || h.fields.get("sec-websocket-extensions").is_some()
             {
-                return Err(ProtoError::BadUpgrade);
+                return Err(Error::BadUpgrade);
             }
             if h.fields.get("sec-websocket-accept").map(<[u8]>::trim_ascii) != Some(expected) {
-                return Err(ProtoError::BadAcceptKey);
+                return Err(Error::BadAcceptKey);
             }
             Ok(())
         })?;
@@ -135,33 +136,33 @@ impl Session {
         &'a mut self,
         input: &'a [u8],
         out: &mut Vec<u8>,
-    ) -> Result<Option<(usize, Frame<'a>)>, ProtoError> {
+    ) -> Result<Option<(usize, Frame<'a>)>, Error> {
         let Some(head) = parse_head(input) else { return Ok(None) };
         if head.rsv != 0 {
             // `H` of `HTTP/1.1 400 …` reads as a frame with reserved bits: a server that wrote an
             // HTTP answer after its 101 (socket.io 4 does, for an Engine.IO version it refuses).
             if let Some(status) = input.strip_prefix(b"HTTP/1.1 ").and_then(|s| s.get(..3)) {
                 let status = std::str::from_utf8(status).ok().and_then(|s| s.parse().ok());
-                return Err(ProtoError::HttpAfterUpgrade(status.unwrap_or(0)));
+                return Err(Error::HttpAfterUpgrade(status.unwrap_or(0)));
             }
-            return Err(ProtoError::ReservedBits);
+            return Err(Error::ReservedBits);
         }
         if head.mask.is_some() {
-            return Err(ProtoError::MaskedServerFrame);
+            return Err(Error::MaskedServerFrame);
         }
         if head.len > CLIENT_MAX_FRAME {
-            return Err(ProtoError::FrameTooLarge);
+            return Err(Error::FrameTooLarge);
         }
         if !matches!(head.opcode, OP_CONTINUATION | OP_TEXT | OP_BINARY | OP_CLOSE | OP_PING | OP_PONG) {
-            return Err(ProtoError::BadOpcode);
+            return Err(Error::BadOpcode);
         }
         if head.opcode >= 8 && (!head.fin || head.len > 125) {
-            return Err(ProtoError::BadControlFrame);
+            return Err(Error::BadControlFrame);
         }
         let is_data = matches!(head.opcode, OP_CONTINUATION | OP_TEXT | OP_BINARY);
         if is_data && self.received.saturating_add(head.len) > CLIENT_MAX_FRAME {
             // Endless fragments end at the message limit, before their bytes are awaited.
-            return Err(ProtoError::FrameTooLarge);
+            return Err(Error::FrameTooLarge);
         }
         let total = head.head_len + head.len as usize;
         if input.len() < total {
@@ -186,7 +187,7 @@ impl Session {
             }
             _ => {
                 if (head.opcode == OP_CONTINUATION) != self.in_message {
-                    return Err(ProtoError::BadFragment);
+                    return Err(Error::BadFragment);
                 }
                 if head.opcode != OP_CONTINUATION {
                     self.opcode = head.opcode;
@@ -273,6 +274,8 @@ impl WsClient {
 }
 
 impl ClientCodec for WsClient {
+    type Error = Error;
+
     fn seed(&mut self, seed: u64) {
         self.session.seed(seed);
     }
@@ -282,7 +285,7 @@ impl ClientCodec for WsClient {
         self.session.upgrade(&spec.host, &spec.path, &spec.headers, out);
     }
 
-    fn decode_handshake(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_handshake(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Error> {
         Ok(match self.session.decode_upgrade(input)? {
             None => Decoded::Partial,
             Some(len) => Decoded::Done { consumed: len, outcome: Outcome::Control },
@@ -294,7 +297,7 @@ impl ClientCodec for WsClient {
         self.session.send(out, opcode, &self.spec.message);
     }
 
-    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, ProtoError> {
+    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
         let expected = self.spec.message.len() as u64;
         let expect = self.spec.expect;
         let Some((consumed, frame)) = self.session.frame(input, out)? else { return Ok(Decoded::Partial) };
@@ -302,7 +305,7 @@ impl ClientCodec for WsClient {
             Frame::Control => Outcome::Control,
             Frame::Part => Outcome::OpPart,
             Frame::Message { len, .. } if expect == Expect::Echo && len != expected => {
-                return Err(ProtoError::EchoLength);
+                return Err(Error::EchoLength);
             }
             Frame::Message { .. } => Outcome::Op,
         };

@@ -18,6 +18,47 @@ pub use server::{Echo, Handler, Session as ServerSession, WsServer};
 use base64::Engine as _;
 use sha1::{Digest, Sha1};
 
+/// How a WebSocket server broke the protocol, in its upgrade (an HTTP exchange) or its frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum Error {
+    #[error("WebSocket upgrade refused: HTTP {0} instead of 101")]
+    UpgradeRefused(u16),
+    #[error(
+        "WebSocket upgrade without `Upgrade: websocket` / `Connection: Upgrade`, or with an extension not offered"
+    )]
+    BadUpgrade,
+    #[error("wrong Sec-WebSocket-Accept")]
+    BadAcceptKey,
+    #[error("WebSocket frame with reserved bits set")]
+    ReservedBits,
+    #[error("the server upgraded, then answered HTTP {0} inside the WebSocket stream")]
+    HttpAfterUpgrade(u16),
+    #[error("masked frame from the server")]
+    MaskedServerFrame,
+    #[error("WebSocket frame or message larger than the limit")]
+    FrameTooLarge,
+    #[error("fragmented or oversized WebSocket control frame")]
+    BadControlFrame,
+    #[error("WebSocket continuation out of place")]
+    BadFragment,
+    #[error("unknown WebSocket opcode")]
+    BadOpcode,
+    #[error("echoed message length differs from the message sent")]
+    EchoLength,
+    /// The upgrade's answer is not HTTP as it should be.
+    #[error(transparent)]
+    Http(#[from] super::http1::Error),
+}
+
+impl super::CodecError for Error {
+    fn class(&self) -> crate::outcome::ErrorClass {
+        match self {
+            Error::Http(e) => e.class(),
+            _ => crate::outcome::ErrorClass::Protocol,
+        }
+    }
+}
+
 const GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 pub const OP_CONTINUATION: u8 = 0x0;
 pub const OP_TEXT: u8 = 0x1;

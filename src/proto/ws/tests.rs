@@ -1,7 +1,7 @@
 //! The WebSocket codecs' byte vectors and exchanges, client and server together.
 
 use super::*;
-use crate::proto::{ClientCodec, Decoded, Outcome, ProtoError, ServerCodec};
+use crate::proto::{ClientCodec, Decoded, Outcome, ServerCodec};
 
 fn spec(size: usize) -> WsSpec {
     WsSpec {
@@ -158,21 +158,18 @@ fn client_refuses_bad_upgrades_and_frames() {
     c.handshake(&mut Vec::new());
     assert_eq!(
         c.decode_handshake(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", &mut Vec::new()),
-        Err(ProtoError::UpgradeRefused(200))
+        Err(Error::UpgradeRefused(200))
     );
     let wrong = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
-    assert_eq!(c.decode_handshake(wrong, &mut Vec::new()), Err(ProtoError::BadAcceptKey));
+    assert_eq!(c.decode_handshake(wrong, &mut Vec::new()), Err(Error::BadAcceptKey));
     let mut out = Vec::new();
-    assert_eq!(c.decode_op(&[0xC2, 0x00], &mut out), Err(ProtoError::ReservedBits));
+    assert_eq!(c.decode_op(&[0xC2, 0x00], &mut out), Err(Error::ReservedBits));
     let http = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 28\r\n\r\nUnsupported protocol version";
-    assert_eq!(c.decode_op(http, &mut out), Err(ProtoError::HttpAfterUpgrade(400)));
-    assert_eq!(
-        c.decode_op(&[0x82, 0x7f, 0xff, 0, 0, 0, 0, 0, 0, 0], &mut out),
-        Err(ProtoError::FrameTooLarge)
-    );
-    assert_eq!(c.decode_op(&[0x82, 0x02, b'a', b'b'], &mut out), Err(ProtoError::EchoLength));
-    assert_eq!(c.decode_op(&[0x89, 126, 0, 126], &mut out), Err(ProtoError::BadControlFrame));
-    assert_eq!(c.decode_op(&[0x83, 0], &mut out), Err(ProtoError::BadOpcode));
+    assert_eq!(c.decode_op(http, &mut out), Err(Error::HttpAfterUpgrade(400)));
+    assert_eq!(c.decode_op(&[0x82, 0x7f, 0xff, 0, 0, 0, 0, 0, 0, 0], &mut out), Err(Error::FrameTooLarge));
+    assert_eq!(c.decode_op(&[0x82, 0x02, b'a', b'b'], &mut out), Err(Error::EchoLength));
+    assert_eq!(c.decode_op(&[0x89, 126, 0, 126], &mut out), Err(Error::BadControlFrame));
+    assert_eq!(c.decode_op(&[0x83, 0], &mut out), Err(Error::BadOpcode));
 }
 
 #[test]
@@ -257,7 +254,7 @@ fn endless_fragments_end_at_the_clients_message_limit() {
     c2.session.in_message = true;
     c2.session.received = 2 * head.len;
     let next = [0x00, 0x7e, 0x00, 0x10];
-    assert_eq!(c2.decode_op(&next, &mut out), Err(ProtoError::FrameTooLarge));
+    assert_eq!(c2.decode_op(&next, &mut out), Err(Error::FrameTooLarge));
     let _ = c.decode_op(&first, &mut out);
 }
 
@@ -270,7 +267,7 @@ fn expect_any_takes_an_answer_in_the_servers_own_words() {
     let answer = [&[0x82, 8][..], b"re:hello"].concat();
     assert_eq!(c.decode_op(&answer, &mut out), Ok(Decoded::Done { consumed: 10, outcome: Outcome::Op }));
     let mut echo_only = WsClient::new(spec(5));
-    assert_eq!(echo_only.decode_op(&answer, &mut out), Err(ProtoError::EchoLength));
+    assert_eq!(echo_only.decode_op(&answer, &mut out), Err(Error::EchoLength));
 }
 
 #[test]
