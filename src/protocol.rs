@@ -9,11 +9,10 @@
 //! recipe, with the exact files, is in `docs/ARCHITECTURE.md`.
 
 use crate::plan::{LoadPlan, Prepared};
-use crate::proto::{Served, ServerCodec};
+use crate::proto::{Ask, Served, ServerCodec, Tell};
 use crate::proto::{http1, nsq, sio, ws};
 use crate::stats::Report;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 /// A URL scheme a protocol answers to, and the port it means when the URL names none.
 #[derive(Debug)]
@@ -203,13 +202,8 @@ pub type Listener = (SocketAddr, BoxedServer);
 /// What [`BoxedServer`] can do: a [`ServerCodec`], made object-safe.
 pub trait ServerObject: Send {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served;
-    fn set_unix_time(&mut self, secs: u64);
-    fn heartbeat_interval(&self) -> Option<Duration>;
-    fn heartbeat(&mut self, out: &mut Vec<u8>);
-    fn silence_limit(&self) -> Option<Duration>;
-    fn busy(&self, out: &mut Vec<u8>);
-    fn tls_established(&mut self, out: &mut Vec<u8>);
-    fn seed(&mut self, seed: u64);
+    fn ask(&self, question: Ask<'_>);
+    fn tell(&mut self, news: Tell<'_>);
     fn clone_box(&self) -> BoxedServer;
 }
 
@@ -217,26 +211,11 @@ impl<S: ServerCodec + Send + 'static> ServerObject for S {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
         ServerCodec::serve(self, input, out)
     }
-    fn set_unix_time(&mut self, secs: u64) {
-        ServerCodec::set_unix_time(self, secs)
+    fn ask(&self, question: Ask<'_>) {
+        ServerCodec::ask(self, question)
     }
-    fn heartbeat_interval(&self) -> Option<Duration> {
-        ServerCodec::heartbeat_interval(self)
-    }
-    fn heartbeat(&mut self, out: &mut Vec<u8>) {
-        ServerCodec::heartbeat(self, out)
-    }
-    fn silence_limit(&self) -> Option<Duration> {
-        ServerCodec::silence_limit(self)
-    }
-    fn busy(&self, out: &mut Vec<u8>) {
-        ServerCodec::busy(self, out)
-    }
-    fn tls_established(&mut self, out: &mut Vec<u8>) {
-        ServerCodec::tls_established(self, out)
-    }
-    fn seed(&mut self, seed: u64) {
-        ServerCodec::seed(self, seed)
+    fn tell(&mut self, news: Tell<'_>) {
+        ServerCodec::tell(self, news)
     }
     fn clone_box(&self) -> BoxedServer {
         Box::new(self.clone())
@@ -253,26 +232,11 @@ impl ServerCodec for BoxedServer {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
         self.as_mut().serve(input, out)
     }
-    fn set_unix_time(&mut self, secs: u64) {
-        self.as_mut().set_unix_time(secs)
+    fn ask(&self, question: Ask<'_>) {
+        self.as_ref().ask(question)
     }
-    fn heartbeat_interval(&self) -> Option<Duration> {
-        self.as_ref().heartbeat_interval()
-    }
-    fn heartbeat(&mut self, out: &mut Vec<u8>) {
-        self.as_mut().heartbeat(out)
-    }
-    fn silence_limit(&self) -> Option<Duration> {
-        self.as_ref().silence_limit()
-    }
-    fn busy(&self, out: &mut Vec<u8>) {
-        self.as_ref().busy(out)
-    }
-    fn tls_established(&mut self, out: &mut Vec<u8>) {
-        self.as_mut().tls_established(out)
-    }
-    fn seed(&mut self, seed: u64) {
-        self.as_mut().seed(seed)
+    fn tell(&mut self, news: Tell<'_>) {
+        self.as_mut().tell(news)
     }
 }
 

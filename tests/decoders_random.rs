@@ -6,7 +6,7 @@
 use wirebench::props::{
     self, Arrivals, How, TARGETS, client_splits_agree, decode_client, serve_stream, server_splits_agree,
 };
-use wirebench::proto::{Outcome, ServerCodec};
+use wirebench::proto::{Hooks as _, Outcome};
 
 struct Rng(u64);
 impl Rng {

@@ -507,7 +507,10 @@ impl AsyncServerCore {
     pub fn codec<S: crate::proto::ServerCodec>(&self, prototype: &S) -> S {
         let tally = self.tally.borrow();
         let mut codec = prototype.clone();
-        codec.seed(((tally.core as u64) << 40) ^ tally.connections.wrapping_mul(conn::SEED_STEP));
+        crate::proto::Hooks::seed(
+            &mut codec,
+            ((tally.core as u64) << 40) ^ tally.connections.wrapping_mul(conn::SEED_STEP),
+        );
         codec
     }
 

@@ -11,7 +11,7 @@
 //! the write timeout.
 
 use crate::clock::Instant;
-use crate::proto::{Awaiting, ServerCodec};
+use crate::proto::{Awaiting, Hooks, ServerCodec};
 use crate::recv::RecvBuf;
 use crate::stats::ServerTally;
 use std::time::Duration;

@@ -178,30 +178,76 @@ pub enum Awaiting {
 }
 
 /// The server role of a protocol: the built-in targets of `wirebench serve`.
+///
+/// Besides [`serve`](Self::serve), the engine asks a codec questions ([`Ask`]) and tells it
+/// things ([`Tell`]) — its hooks. They pass through one method each, so a codec that wraps
+/// another (TLS, the WebSocket session under Socket.IO, a boxed codec) hands on whatever it does
+/// not handle itself with one `_ => self.inner.ask(q)`: a hook added later reaches every
+/// wrapped codec without a line changed in the wrappers. [`Hooks`] names them for callers.
 pub trait ServerCodec: Clone {
-    /// Seed the randomness the codec uses (Socket.IO session ids), once per connection by the
-    /// engine.
-    fn seed(&mut self, _seed: u64) {}
     /// Answer every whole request at the start of `input`, appending the responses to `out`.
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served;
-    /// The wall-clock time in whole Unix seconds, given by the engine before each `serve` (for
-    /// HTTP `Date` headers: the codec itself never reads a clock).
-    fn set_unix_time(&mut self, _secs: u64) {}
-    /// How often the server speaks unprompted (nsqd's heartbeats); `None`: never.
-    fn heartbeat_interval(&self) -> Option<std::time::Duration> {
-        None
-    }
-    /// A heartbeat is due: append it to `out`.
-    fn heartbeat(&mut self, _out: &mut Vec<u8>) {}
-    /// How long the client may send nothing before the connection is closed (nsqd: two
-    /// heartbeat intervals); `None`: the server's idle timeout alone applies.
-    fn silence_limit(&self) -> Option<std::time::Duration> {
-        None
-    }
-    /// The server is at its connection limit: append what a refused client should read
-    /// before the connection is closed (an HTTP 503), or nothing.
-    fn busy(&self, _out: &mut Vec<u8>) {}
-    /// A TLS upgrade ([`Served::start_tls`]) finished its handshake: append what the server
-    /// says first over it (nsqd: `OK`).
-    fn tls_established(&mut self, _out: &mut Vec<u8>) {}
+    /// Answer a question in place; a question not answered keeps its default (`None`, nothing).
+    fn ask(&self, _question: Ask<'_>) {}
+    /// Hear what the engine says; what a codec has no use for it ignores.
+    fn tell(&mut self, _news: Tell<'_>) {}
 }
+
+/// What the engine asks a server codec ([`ServerCodec::ask`]): each answer written in place.
+#[derive(Debug)]
+pub enum Ask<'a> {
+    /// How often the server speaks unprompted (nsqd's heartbeats); left `None`: never.
+    HeartbeatInterval(&'a mut Option<std::time::Duration>),
+    /// How long the client may send nothing before the connection is closed (nsqd: two
+    /// heartbeat intervals); left `None`: the server's idle timeout alone applies.
+    SilenceLimit(&'a mut Option<std::time::Duration>),
+    /// The server is at its connection limit: append what a refused client should read before
+    /// the connection is closed (an HTTP 503), or nothing.
+    Busy(&'a mut Vec<u8>),
+}
+
+/// What the engine tells a server codec ([`ServerCodec::tell`]).
+#[derive(Debug)]
+pub enum Tell<'a> {
+    /// Seed the randomness the codec uses (Socket.IO session ids), once per connection.
+    Seed(u64),
+    /// The wall-clock time in whole Unix seconds, before each `serve` (for HTTP `Date`
+    /// headers: the codec itself never reads a clock).
+    UnixTime(u64),
+    /// A heartbeat is due: append it.
+    Heartbeat(&'a mut Vec<u8>),
+    /// A TLS upgrade ([`Served::start_tls`]) finished its handshake: append what the server says
+    /// first over it (nsqd: `OK`).
+    TlsEstablished(&'a mut Vec<u8>),
+}
+
+/// The hooks of [`ServerCodec`] by name (every codec has them; none can define them otherwise).
+pub trait Hooks: ServerCodec {
+    fn heartbeat_interval(&self) -> Option<std::time::Duration> {
+        let mut answer = None;
+        self.ask(Ask::HeartbeatInterval(&mut answer));
+        answer
+    }
+    fn silence_limit(&self) -> Option<std::time::Duration> {
+        let mut answer = None;
+        self.ask(Ask::SilenceLimit(&mut answer));
+        answer
+    }
+    fn busy(&self, out: &mut Vec<u8>) {
+        self.ask(Ask::Busy(out));
+    }
+    fn seed(&mut self, seed: u64) {
+        self.tell(Tell::Seed(seed));
+    }
+    fn set_unix_time(&mut self, secs: u64) {
+        self.tell(Tell::UnixTime(secs));
+    }
+    fn heartbeat(&mut self, out: &mut Vec<u8>) {
+        self.tell(Tell::Heartbeat(out));
+    }
+    fn tls_established(&mut self, out: &mut Vec<u8>) {
+        self.tell(Tell::TlsEstablished(out));
+    }
+}
+
+impl<S: ServerCodec> Hooks for S {}

@@ -16,7 +16,7 @@
 //! one-line explanations of handshake failures are here.
 
 pub mod options;
-use crate::proto::{Served, ServerCodec};
+use crate::proto::{Ask, Hooks, Served, ServerCodec, Tell};
 use options::ClientTls;
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -339,10 +339,6 @@ impl<S> TlsServer<S> {
 }
 
 impl<S: ServerCodec> ServerCodec for TlsServer<S> {
-    fn seed(&mut self, seed: u64) {
-        self.inner.seed(seed);
-    }
-
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
         if self.session.is_none() && !self.at_accept {
             // Plaintext until the protocol upgrades (its reply to the upgrade goes out plain).
@@ -403,28 +399,26 @@ impl<S: ServerCodec> ServerCodec for TlsServer<S> {
         served
     }
 
-    fn set_unix_time(&mut self, secs: u64) {
-        self.inner.set_unix_time(secs);
+    fn ask(&self, question: Ask<'_>) {
+        match question {
+            // A refused client is told nothing: a plaintext refusal would not be TLS.
+            Ask::Busy(_) => {}
+            question => self.inner.ask(question),
+        }
     }
-    fn heartbeat_interval(&self) -> Option<std::time::Duration> {
-        self.inner.heartbeat_interval()
-    }
-    fn heartbeat(&mut self, out: &mut Vec<u8>) {
-        match self.session.as_mut() {
-            Some(conn) if !conn.is_handshaking() => {
+
+    fn tell(&mut self, news: Tell<'_>) {
+        match (news, self.session.as_mut()) {
+            (Tell::Heartbeat(out), Some(conn)) if !conn.is_handshaking() => {
                 self.inner.heartbeat(&mut self.plain_out);
                 seal(conn, &self.plain_out, out);
                 self.plain_out.clear();
             }
             // Mid-handshake, a heartbeat would be plaintext in a TLS stream: it waits.
-            Some(_) => {}
-            None => self.inner.heartbeat(out),
+            (Tell::Heartbeat(_), Some(_)) => {}
+            (news, _) => self.inner.tell(news),
         }
     }
-    fn silence_limit(&self) -> Option<std::time::Duration> {
-        self.inner.silence_limit()
-    }
-    // A refused client is told nothing: a plaintext refusal would not be TLS.
 }
 
 #[cfg(test)]
@@ -545,5 +539,38 @@ mod tests {
         assert!(explain(&e).contains("--ca FILE"));
         let e = rustls::Error::AlertReceived(rustls::AlertDescription::ProtocolVersion);
         assert!(explain(&e).contains("--tls-version"));
+    }
+
+    /// The hooks reach a codec through every wrapper (a box, TLS, the WebSocket session under
+    /// Socket.IO) without each wrapper naming them; TLS keeps only the refusal to itself.
+    #[test]
+    fn hooks_pass_through_the_wrappers() {
+        use crate::proto::Hooks;
+        use crate::protocol::BoxedServer;
+        use std::time::Duration;
+        let server = ServeTlsArgs { tls: true, ..Default::default() }.server().unwrap().unwrap();
+        let tls = |codec: BoxedServer| -> BoxedServer {
+            Box::new(TlsServer::new(codec, server.config.clone(), true))
+        };
+        let nsq: BoxedServer = Box::new(crate::proto::nsq::NsqServer::new(Default::default()));
+        let handler =
+            crate::proto::sio::SioHandler::new(4, Duration::from_secs(25), Duration::from_secs(20), None);
+        let sio: BoxedServer = Box::new(crate::proto::sio::SioServer::with(handler, 1 << 20));
+        let http: BoxedServer = Box::new(crate::proto::http1::Http1Server::default());
+        for codec in [nsq.clone(), tls(nsq)] {
+            assert_eq!(codec.heartbeat_interval(), Some(Duration::from_secs(30)));
+            assert_eq!(codec.silence_limit(), Some(Duration::from_secs(60)));
+        }
+        // The session answers for Socket.IO's timing only once upgraded.
+        for codec in [sio.clone(), tls(sio)] {
+            assert_eq!(codec.heartbeat_interval(), None);
+        }
+        let busy = |codec: &BoxedServer| {
+            let mut out = Vec::new();
+            codec.busy(&mut out);
+            out
+        };
+        assert_eq!(busy(&http), crate::proto::http1::RESPONSE_BUSY);
+        assert_eq!(busy(&tls(http.clone())), b"", "a plaintext refusal is not TLS");
     }
 }

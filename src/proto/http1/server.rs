@@ -5,7 +5,7 @@
 use super::Error;
 use super::head::{self, ChunkScan, HeadError};
 use super::{Framing, MAX_REQUEST_BODY, MAX_REQUEST_HEAD};
-use crate::proto::{Awaiting, Served, ServerCodec};
+use crate::proto::{Ask, Awaiting, Served, ServerCodec};
 
 /// The built-in server's answers, encoded once. `Hello World` is 11 bytes, as in the classic
 /// hello-world benchmarks; a request with a body (POST and the like) is answered `OK`.
@@ -52,8 +52,10 @@ impl ServerCodec for Http1Server {
         })
     }
 
-    fn busy(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(RESPONSE_BUSY);
+    fn ask(&self, question: Ask<'_>) {
+        if let Ask::Busy(out) = question {
+            out.extend_from_slice(RESPONSE_BUSY);
+        }
     }
 }
 
@@ -259,6 +261,7 @@ pub fn parse_request<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::Hooks as _;
 
     fn serve(input: &[u8]) -> (Served, Vec<u8>) {
         let mut out = Vec::new();

@@ -4,7 +4,7 @@
 use super::sink::{MpubProgress, parse_mpub_body};
 use super::{ByteWriter, MAX_REQ_TIMEOUT_MS, SinkLimits, valid_topic};
 use crate::proto::http1::{self, Refusal, Request, RequestLimits};
-use crate::proto::{Served, ServerCodec};
+use crate::proto::{Ask, Served, ServerCodec, Tell};
 use std::fmt::Write as _;
 
 /// Go's request-head limit (`http.DefaultMaxHeaderBytes` plus its 4 KiB slack).
@@ -178,12 +178,16 @@ impl ServerCodec for NsqHttpServer {
         served
     }
 
-    fn busy(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(http1::RESPONSE_BUSY);
+    fn ask(&self, question: Ask<'_>) {
+        if let Ask::Busy(out) = question {
+            out.extend_from_slice(http1::RESPONSE_BUSY);
+        }
     }
 
-    fn set_unix_time(&mut self, secs: u64) {
-        if secs != self.date_secs {
+    fn tell(&mut self, news: Tell<'_>) {
+        if let Tell::UnixTime(secs) = news
+            && secs != self.date_secs
+        {
             self.date = http_date(secs);
             self.date_secs = secs;
         }
@@ -206,6 +210,7 @@ pub fn http_date(secs: u64) -> [u8; 29] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::Hooks as _;
 
     #[test]
     fn http_date_is_imf_fixdate() {

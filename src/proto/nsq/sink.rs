@@ -5,7 +5,7 @@
 
 use super::{DEFAULT_HEARTBEAT_MS, FRAME_ERROR, FRAME_RESPONSE, HEARTBEAT, MAGIC_V2, MAX_COMMAND_LINE};
 use super::{MAX_HEARTBEAT_MS, MAX_REQ_TIMEOUT_MS, SinkLimits, valid_topic, write_frame};
-use crate::proto::{Awaiting, Served, ServerCodec};
+use crate::proto::{Ask, Awaiting, Served, ServerCodec, Tell};
 use std::time::Duration;
 
 /// The TCP side of the sink: one value per connection.
@@ -348,22 +348,29 @@ impl ServerCodec for NsqServer {
         }
     }
 
-    fn heartbeat_interval(&self) -> Option<Duration> {
+    fn ask(&self, question: Ask<'_>) {
+        match question {
+            Ask::HeartbeatInterval(a) => *a = self.interval(),
+            // nsqd's read deadline: two heartbeat intervals without a byte from the client.
+            Ask::SilenceLimit(a) => *a = self.interval().map(|i| 2 * i),
+            Ask::Busy(_) => {}
+        }
+    }
+
+    fn tell(&mut self, news: Tell<'_>) {
+        match news {
+            Tell::Heartbeat(out) => write_frame(out, FRAME_RESPONSE, HEARTBEAT),
+            // nsqd's first words over TLS.
+            Tell::TlsEstablished(out) => write_frame(out, FRAME_RESPONSE, b"OK"),
+            Tell::Seed(_) | Tell::UnixTime(_) => {}
+        }
+    }
+}
+
+impl NsqServer {
+    /// The heartbeat interval agreed in `IDENTIFY` (or the default); none when it is 0.
+    fn interval(&self) -> Option<Duration> {
         (self.heartbeat_ms > 0).then(|| Duration::from_millis(self.heartbeat_ms as u64))
-    }
-
-    fn heartbeat(&mut self, out: &mut Vec<u8>) {
-        write_frame(out, FRAME_RESPONSE, HEARTBEAT);
-    }
-
-    fn tls_established(&mut self, out: &mut Vec<u8>) {
-        // nsqd's first words over TLS.
-        write_frame(out, FRAME_RESPONSE, b"OK");
-    }
-
-    fn silence_limit(&self) -> Option<Duration> {
-        // nsqd's read deadline: two heartbeat intervals without a byte from the client.
-        self.heartbeat_interval().map(|i| 2 * i)
     }
 }
 
@@ -371,6 +378,7 @@ impl ServerCodec for NsqServer {
 mod tests {
     use super::super::{PublishSpec, encode_identify, encode_publish};
     use super::*;
+    use crate::proto::Hooks as _;
 
     fn spec(batch: usize) -> PublishSpec {
         PublishSpec { topic: "test".into(), message: vec![b'x'; 400], batch, defer_ms: None }

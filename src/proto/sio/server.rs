@@ -9,6 +9,7 @@ use super::{DEFAULT_PATH, nsp_part, parse_packet};
 use super::{EIO_CLOSE, EIO_MESSAGE, EIO_NOOP, EIO_PING, EIO_PONG, SIO_CONNECT, SIO_DISCONNECT, SIO_EVENT};
 use crate::proto::ws::{CLOSE_PROTOCOL_ERROR, OP_TEXT};
 use crate::proto::ws::{Handler, ServerSession};
+use crate::proto::{Ask, Tell};
 use std::time::Duration;
 
 /// The largest WebSocket message the server reads (socket.io's default `maxHttpBufferSize`).
@@ -166,19 +167,19 @@ impl Handler for SioHandler {
         self.closing
     }
 
-    fn heartbeat_interval(&self) -> Option<Duration> {
-        (self.eio >= 4).then_some(self.ping_interval)
+    fn ask(&self, question: Ask<'_>) {
+        match question {
+            Ask::HeartbeatInterval(a) => *a = (self.eio >= 4).then_some(self.ping_interval),
+            Ask::SilenceLimit(a) => *a = Some(self.ping_interval + self.ping_timeout),
+            Ask::Busy(_) => {}
+        }
     }
 
-    fn heartbeat(&mut self, out: &mut Vec<u8>) {
-        Self::send(out, &[b"2"]);
-    }
-
-    fn silence_limit(&self) -> Option<Duration> {
-        Some(self.ping_interval + self.ping_timeout)
-    }
-
-    fn seed(&mut self, seed: u64) {
-        self.rng = fastrand::Rng::with_seed(seed);
+    fn tell(&mut self, news: Tell<'_>) {
+        match news {
+            Tell::Heartbeat(out) => Self::send(out, &[b"2"]),
+            Tell::Seed(seed) => self.rng = fastrand::Rng::with_seed(seed),
+            Tell::UnixTime(_) | Tell::TlsEstablished(_) => {}
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::proto::ws::{OP_TEXT, parse_head};
-use crate::proto::{ClientCodec, Decoded, Outcome, ServerCodec};
+use crate::proto::{ClientCodec, Decoded, Hooks as _, Outcome, ServerCodec};
 use std::time::Duration;
 
 fn spec(eio: u8, namespace: &str, reply: Option<&str>) -> SioSpec {

@@ -7,9 +7,8 @@
 use super::{CLOSE_INVALID_DATA, CLOSE_PROTOCOL_ERROR, CLOSE_TOO_BIG, OP_BINARY, OP_CLOSE, OP_CONTINUATION};
 use super::{OP_PING, OP_PONG, OP_TEXT, accept_key, apply_mask, parse_head, write_frame};
 use crate::proto::http1;
-use crate::proto::{Awaiting, Served, ServerCodec};
+use crate::proto::{Ask, Awaiting, Served, ServerCodec, Tell};
 use base64::Engine as _;
-use std::time::Duration;
 
 /// What runs on a server-side WebSocket session.
 pub trait Handler: Clone {
@@ -26,14 +25,10 @@ pub trait Handler: Clone {
     fn closing(&self) -> bool {
         false
     }
-    fn heartbeat_interval(&self) -> Option<Duration> {
-        None
-    }
-    fn heartbeat(&mut self, _out: &mut Vec<u8>) {}
-    fn silence_limit(&self) -> Option<Duration> {
-        None
-    }
-    fn seed(&mut self, _seed: u64) {}
+    /// The server codec's questions and news ([`ServerCodec::ask`], [`ServerCodec::tell`]),
+    /// once upgraded (before, the session answers for itself).
+    fn ask(&self, _question: Ask<'_>) {}
+    fn tell(&mut self, _news: Tell<'_>) {}
 }
 
 /// Append an unmasked frame (a server's) carrying `payload`.
@@ -121,24 +116,18 @@ fn close_with(out: &mut Vec<u8>, code: u16) {
 }
 
 impl<H: Handler> ServerCodec for Session<H> {
-    fn busy(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(http1::RESPONSE_BUSY);
+    fn ask(&self, question: Ask<'_>) {
+        match question {
+            // Refused before any upgrade: in HTTP.
+            Ask::Busy(out) => out.extend_from_slice(http1::RESPONSE_BUSY),
+            // The handler's timing starts with its protocol, after the upgrade.
+            Ask::HeartbeatInterval(_) | Ask::SilenceLimit(_) if !self.upgraded => {}
+            question => self.handler.ask(question),
+        }
     }
 
-    fn seed(&mut self, seed: u64) {
-        self.handler.seed(seed);
-    }
-
-    fn heartbeat_interval(&self) -> Option<Duration> {
-        self.handler.heartbeat_interval().filter(|_| self.upgraded)
-    }
-
-    fn heartbeat(&mut self, out: &mut Vec<u8>) {
-        self.handler.heartbeat(out);
-    }
-
-    fn silence_limit(&self) -> Option<Duration> {
-        self.handler.silence_limit().filter(|_| self.upgraded)
+    fn tell(&mut self, news: Tell<'_>) {
+        self.handler.tell(news);
     }
 
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
