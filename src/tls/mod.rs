@@ -556,7 +556,7 @@ mod tests {
         let handler =
             crate::proto::sio::SioHandler::new(4, Duration::from_secs(25), Duration::from_secs(20), None);
         let sio: BoxedServer = Box::new(crate::proto::sio::SioServer::with(handler, 1 << 20));
-        let http: BoxedServer = Box::new(crate::proto::http1::Http1Server::default());
+        let http: BoxedServer = Box::<crate::proto::http1::Http1Server>::default();
         for codec in [nsq.clone(), tls(nsq)] {
             assert_eq!(codec.heartbeat_interval(), Some(Duration::from_secs(30)));
             assert_eq!(codec.silence_limit(), Some(Duration::from_secs(60)));
