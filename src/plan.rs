@@ -506,14 +506,15 @@ impl LoadPlan {
 
     /// Refuse options given for other protocols than this plan's (a single target).
     pub fn refuse_foreign_options(&self) -> Result<()> {
-        if self.load.tls.given() && self.targets().all(|t| t.tls.is_none()) {
-            bail!(
-                "--tls-version, --ca, --insecure and --tls-resume apply to TLS targets: https://, wss://, sios://, nsq+https:// or nsq://…?tls=1"
-            );
+        let tls_flags = crate::protocol::flags_set(&self.load.tls);
+        if !tls_flags.is_empty() && self.targets().all(|t| t.tls.is_none()) {
+            let flags: Vec<String> = tls_flags.into_iter().map(|(flag, _)| flag).collect();
+            let verb = if flags.len() == 1 { "applies" } else { "apply" };
+            bail!("{} {verb} to TLS targets: {}", flags.join(" and "), crate::protocol::tls_schemes_text());
         }
         for (flag, owners) in self.load.options.given() {
             if !owners.contains(&self.protocol.name) {
-                bail!("{flag} applies to {} targets", crate::protocol::schemes_of(owners));
+                bail!("{flag} applies to {} targets", crate::protocol::schemes_of(&owners));
             }
         }
         Ok(())
@@ -773,7 +774,14 @@ mod tests {
             error(&["nsq://h/t", "--binary"]),
             "--binary applies to nsq+http:// and nsq+https:// targets"
         );
-        assert!(error(&["http://h/", "--insecure"]).contains("apply to TLS targets"));
+        assert_eq!(
+            error(&["http://h/", "--insecure"]),
+            "--insecure applies to TLS targets: https://, wss://, sios://, nsq+https:// or nsq://…?tls=1"
+        );
+        assert!(
+            error(&["http://h/", "--insecure", "--tls-resume"])
+                .starts_with("--insecure and --tls-resume apply")
+        );
         assert!(error(&["nsq://h/t", "--ca", "x.pem"]).contains("nsq://…?tls=1"));
         assert!(plan(&["nsq://h/t?tls=1", "--insecure"]).is_ok());
         assert!(error(&["nsq://h/t?tls=1", "--no-identify"]).contains("tls_v1"));

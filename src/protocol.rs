@@ -41,6 +41,9 @@ pub struct Protocol {
     pub run: fn(&Prepared) -> anyhow::Result<Report>,
     /// Its rows in `compare`, from the comparison's plan aimed at its URL.
     pub compare_rows: fn(&LoadPlan) -> Vec<CompareRow>,
+    /// The option groups it reads (ids of clap groups in [`ProtocolOptions`]): a load flag
+    /// applies to the protocols whose groups hold it.
+    pub option_groups: &'static [&'static str],
 }
 
 impl std::fmt::Debug for Protocol {
@@ -90,6 +93,9 @@ pub struct Server {
     /// The target URL of each of its listeners once bound (TLS or not), for `compare` and
     /// `sweep`.
     pub urls: fn(&[SocketAddr], bool) -> Vec<String>,
+    /// The option groups it reads (ids of clap groups in [`ServerOptions`]), as
+    /// [`Protocol::option_groups`].
+    pub option_groups: &'static [&'static str],
 }
 
 impl std::fmt::Debug for Server {
@@ -107,44 +113,104 @@ pub const SERVERS: [&Server; 4] = [&http1::SERVER, &ws::SERVER, &sio::SERVER, &n
 
 /// Every protocol's load options, flattened into each command that generates load. (Registry
 /// line: one field per option group.)
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 pub struct ProtocolOptions {
     #[command(flatten)]
+    #[serde(flatten)]
     pub http1: http1::Options,
     #[command(flatten)]
+    #[serde(flatten)]
     pub ws: ws::Options,
     #[command(flatten)]
+    #[serde(flatten)]
     pub sio: sio::Options,
     #[command(flatten)]
+    #[serde(flatten)]
     pub nsq: nsq::Options,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub nsq_tcp: nsq::TcpOptions,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub nsq_http: nsq::HttpOptions,
 }
 
 impl ProtocolOptions {
-    /// The options given, each with the protocols it applies to.
-    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        let groups = [self.http1.given(), self.ws.given(), self.sio.given(), self.nsq.given()];
-        groups.into_iter().flatten().collect()
+    /// The flags given, each with the protocols it applies to.
+    pub fn given(&self) -> Vec<(String, Vec<&'static str>)> {
+        let owners = |groups: &[String]| {
+            PROTOCOLS.iter().filter(|p| owns(p.option_groups, groups)).map(|p| p.name).collect()
+        };
+        flags_set(self).into_iter().map(|(flag, groups)| (flag, owners(&groups))).collect()
     }
 }
 
 /// Every built-in server's options, flattened into `serve`. (Registry line: one field per
 /// server that has options.)
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 pub struct ServerOptions {
     #[command(flatten)]
+    #[serde(flatten)]
     pub ws: ws::ServeOptions,
     #[command(flatten)]
+    #[serde(flatten)]
     pub sio: sio::ServeOptions,
     #[command(flatten)]
+    #[serde(flatten)]
     pub nsq: nsq::ServeOptions,
+    /// Every server's (no server names its group).
     #[command(flatten)]
+    #[serde(skip)]
     pub tls: crate::tls::options::ServeTlsArgs,
 }
 
 impl ServerOptions {
-    /// The options given, each with the servers it applies to.
-    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        [self.ws.given(), self.sio.given(), self.nsq.given()].into_iter().flatten().collect()
+    /// The flags given that some servers read, each with those servers.
+    pub fn given(&self) -> Vec<(String, Vec<&'static str>)> {
+        let owners = |groups: &[String]| {
+            SERVERS.iter().filter(|s| owns(s.option_groups, groups)).map(|s| s.name).collect()
+        };
+        flags_set(self).into_iter().map(|(flag, groups)| (flag, owners(&groups))).collect()
+    }
+}
+
+/// Whether option groups `mine` hold a flag in `groups`.
+fn owns(mine: &[&str], groups: &[String]) -> bool {
+    groups.iter().any(|g| mine.contains(&g.as_str()))
+}
+
+/// The flags of `options` that are set (to anything but their default), each with the ids of
+/// the clap groups that hold it, as `-m/--method` or `--batch`. Read off clap's own definition
+/// of `T` and the values themselves (their serde names are the clap ids), so a new flag in an
+/// option group needs no list: only its group, named by the protocols that read it.
+pub fn flags_set<T>(options: &T) -> Vec<(String, Vec<String>)>
+where
+    T: clap::Args + serde::Serialize + Default,
+{
+    let command = T::augment_args(clap::Command::new("options"));
+    let value = |o: &T| serde_json::to_value(o).unwrap_or_default();
+    let (set, unset) = (value(options), value(&T::default()));
+    command
+        .get_arguments()
+        .filter(|arg| set.get(arg.get_id().as_str()) != unset.get(arg.get_id().as_str()))
+        .map(|arg| {
+            let groups = command
+                .get_groups()
+                .filter(|g| g.get_args().any(|id| id == arg.get_id()))
+                .map(|g| g.get_id().to_string())
+                .collect();
+            (flag_name(arg), groups)
+        })
+        .collect()
+}
+
+/// A flag as the user writes it: `-m/--method`, `--batch`.
+fn flag_name(arg: &clap::Arg) -> String {
+    match (arg.get_short(), arg.get_long()) {
+        (Some(short), Some(long)) => format!("-{short}/--{long}"),
+        (Some(short), None) => format!("-{short}"),
+        (None, Some(long)) => format!("--{long}"),
+        (None, None) => arg.get_id().to_string(),
     }
 }
 
@@ -164,6 +230,31 @@ pub fn schemes_text() -> String {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => names.join(""),
     }
+}
+
+/// The schemes of TLS targets, for messages: `https://, wss://, … or nsq://…?tls=1` (a scheme
+/// whose handshake upgrades is TLS with `tls=1` in its query).
+pub fn tls_schemes_text() -> String {
+    use crate::tls::options::TlsStart;
+    let schemes = || PROTOCOLS.iter().flat_map(|p| p.schemes.iter());
+    // Those TLS from the connect first, then those that upgrade.
+    let at_connect =
+        schemes().filter(|s| s.tls == Some(TlsStart::AtConnect)).map(|s| format!("{}://", s.name));
+    let upgrading =
+        schemes().filter(|s| s.tls == Some(TlsStart::InHandshake)).map(|s| format!("{}://…?tls=1", s.name));
+    let names: Vec<String> = at_connect.chain(upgrading).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+/// `bench`'s help for its URLs, naming every scheme there is.
+pub fn url_help() -> String {
+    format!(
+        "Target URL ({}), e.g. http://127.0.0.1:8080/ or nsq://127.0.0.1:4150/TOPIC; several of one protocol share the connections round-robin",
+        schemes_text()
+    )
 }
 
 /// The URL schemes of the protocols called `names`, for messages: `nsq:// and nsq+http://`.
@@ -245,15 +336,6 @@ pub fn any_payload(_: &LoadPlan, _: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An option group's `given()`: the flags that were set, each with the protocols (or servers)
-/// it applies to.
-pub fn flags_given<const N: usize>(
-    flags: [(bool, &'static str); N],
-    applies_to: &'static [&'static str],
-) -> Vec<(&'static str, &'static [&'static str])> {
-    flags.into_iter().filter(|(given, _)| *given).map(|(_, flag)| (flag, applies_to)).collect()
-}
-
 /// [`Protocol::messages_per_op`] for protocols that carry one message per operation.
 pub fn one_message(_: &LoadPlan) -> u64 {
     1
@@ -282,5 +364,52 @@ mod tests {
         for s in SERVERS {
             assert_eq!(server(s.name).map(|s| s.name), Some(s.name));
         }
+    }
+
+    /// Every flag of an option group is seen when set (its serde name is its clap id) and
+    /// read by some protocol (or server); every group a protocol names exists.
+    #[test]
+    fn every_option_flag_is_seen_and_owned() {
+        fn check<T: clap::Args + serde::Serialize + Default>(owned: &[&str]) {
+            let command = T::augment_args(clap::Command::new("options"));
+            let keys = serde_json::to_value(T::default()).unwrap();
+            let groups: Vec<String> = command.get_groups().map(|g| g.get_id().to_string()).collect();
+            for group in owned {
+                assert!(groups.iter().any(|g| g == group), "no option group {group}");
+            }
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                let in_owned = command
+                    .get_groups()
+                    .filter(|g| owned.contains(&g.get_id().as_str()))
+                    .any(|g| g.get_args().any(|a| a == arg.get_id()));
+                if in_owned {
+                    assert!(keys.get(id).is_some(), "--{id} would never be seen as given");
+                }
+            }
+        }
+        let of_protocols: Vec<&str> =
+            PROTOCOLS.iter().flat_map(|p| p.option_groups.iter().copied()).collect();
+        let of_servers: Vec<&str> = SERVERS.iter().flat_map(|s| s.option_groups.iter().copied()).collect();
+        check::<ProtocolOptions>(&of_protocols);
+        check::<ServerOptions>(&of_servers);
+        // Every load flag of a protocol's group is owned: none is left to no protocol.
+        let command = <ProtocolOptions as clap::Args>::augment_args(clap::Command::new("options"));
+        for arg in command.get_arguments() {
+            let owned = command
+                .get_groups()
+                .filter(|g| of_protocols.contains(&g.get_id().as_str()))
+                .any(|g| g.get_args().any(|a| a == arg.get_id()));
+            assert!(owned, "--{} is read by no protocol", arg.get_id());
+        }
+        let options = ProtocolOptions {
+            nsq_tcp: nsq::TcpOptions { no_identify: true, ..Default::default() },
+            http1: http1::Options { method: Some("PUT".into()) },
+            ..Default::default()
+        };
+        assert_eq!(
+            options.given(),
+            vec![("-m/--method".to_string(), vec!["http1"]), ("--no-identify".to_string(), vec!["nsq"])]
+        );
     }
 }

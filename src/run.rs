@@ -129,7 +129,7 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
             Ok(n) => n,
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
                 return Err(failed(format!(
-                    "no answer within {PREFLIGHT_TIMEOUT:?}: is this port a TLS one? (use http:// or ws:// for a plaintext server)"
+                    "no answer within {PREFLIGHT_TIMEOUT:?}: is this port a TLS one? (a plaintext server takes the scheme without TLS: http:// for https://, ws:// for wss://)"
                 )));
             }
             Err(e) => return Err(failed(crate::engine::conn::io_text(&e))),

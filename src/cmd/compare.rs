@@ -42,7 +42,8 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     let interrupted = crate::interrupt::flag();
     if args.tls && !args.urls.is_empty() {
         anyhow::bail!(
-            "--tls starts the built-in servers over TLS; with your own targets, give TLS URLs (https://, wss://, nsq://…?tls=1)"
+            "--tls starts the built-in servers over TLS; with your own targets, give TLS URLs ({})",
+            crate::protocol::tls_schemes_text()
         );
     }
     // The built-in servers, unless targets were given.

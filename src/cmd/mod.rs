@@ -130,9 +130,8 @@ pub struct MergeArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// Target URL: http://, ws://, sio://, nsq://HOST/TOPIC or nsq+http://HOST/TOPIC, e.g.
-    /// http://127.0.0.1:8080/; several of one protocol share the connections round-robin.
-    #[arg(required = true, num_args = 1.., value_name = "URL")]
+    /// (Its help names every scheme of the registry: [`crate::protocol::url_help`].)
+    #[arg(required = true, num_args = 1.., value_name = "URL", help = crate::protocol::url_help())]
     pub urls: Vec<String>,
     #[command(flatten)]
     pub load: LoadArgs,

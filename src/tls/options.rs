@@ -20,7 +20,7 @@ pub enum TlsStart {
 }
 
 /// The TLS versions a client offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 pub enum TlsVersion {
     #[value(name = "1.2")]
     V12,
@@ -29,7 +29,7 @@ pub enum TlsVersion {
 }
 
 /// The client's TLS options, shared by every command that generates load.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 pub struct TlsArgs {
     /// TLS: offer only this version (default: 1.3 and 1.2; the server picks).
     #[arg(long, value_enum, value_name = "1.2|1.3")]
@@ -49,14 +49,8 @@ pub struct TlsArgs {
     /// Certificates trusted besides the files (DER): `compare` trusts the built-in servers'
     /// certificate it made.
     #[arg(skip)]
+    #[serde(skip)]
     pub trust: Vec<Vec<u8>>,
-}
-
-impl TlsArgs {
-    /// Flags given that only TLS targets use.
-    pub fn given(&self) -> bool {
-        self.tls_version.is_some() || self.ca.is_some() || self.insecure || self.tls_resume
-    }
 }
 
 /// What a client connection needs to start TLS with one target.

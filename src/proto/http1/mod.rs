@@ -120,18 +120,12 @@ use crate::plan::{LoadPlan, Prepared};
 use crate::protocol::{CompareRow, Protocol, Scheme, Server};
 
 /// HTTP/1.1's load options.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 #[group(id = "http1-options")]
 pub struct Options {
     /// HTTP: the request method (default GET; compare: POST).
     #[arg(short = 'm', long)]
     pub method: Option<String>,
-}
-
-impl Options {
-    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        self.method.iter().map(|_| ("-m/--method", ["http1"].as_slice())).collect()
-    }
 }
 
 pub static PROTOCOL: Protocol = Protocol {
@@ -146,6 +140,7 @@ pub static PROTOCOL: Protocol = Protocol {
     messages_per_op: crate::protocol::one_message,
     run,
     compare_rows,
+    option_groups: &["http1-options"],
 };
 
 fn method(plan: &LoadPlan) -> String {
@@ -204,4 +199,5 @@ pub static SERVER: Server = Server {
     listeners: |addr, _, _| Ok(vec![(addr, Box::new(Http1Server::default()))]),
     tls: &[crate::tls::options::TlsStart::AtConnect],
     urls: |addrs, tls| addrs.iter().map(|a| format!("http{}://{a}/", if tls { "s" } else { "" })).collect(),
+    option_groups: &[],
 };

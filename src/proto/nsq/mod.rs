@@ -291,7 +291,7 @@ const MAX_BATCH: usize = 100_000;
 const COMPARE_BATCH: usize = 10;
 
 /// NSQ's load options.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 #[group(id = "nsq-options")]
 pub struct Options {
     /// NSQ: messages per operation (`MPUB` over TCP, `/mpub` over HTTP; default 1; compare's
@@ -301,40 +301,31 @@ pub struct Options {
     /// NSQ: publish deferred by D milliseconds (`DPUB`, or `/pub?defer=D`).
     #[arg(long, value_name = "D")]
     pub defer_ms: Option<u64>,
+}
+
+/// NSQ's load options for its TCP protocol only.
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
+#[group(id = "nsq-tcp-options")]
+pub struct TcpOptions {
     /// NSQ over TCP: send only the magic, no `IDENTIFY`.
     #[arg(long, conflicts_with = "identify")]
     pub no_identify: bool,
     /// NSQ over TCP: the `IDENTIFY` JSON body to send instead of the default one.
     #[arg(long, value_name = "JSON")]
     pub identify: Option<String>,
+}
+
+/// NSQ's load options for its HTTP API only.
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
+#[group(id = "nsq-http-options")]
+pub struct HttpOptions {
     /// NSQ over HTTP with --batch: the binary `/mpub` form instead of newline-separated messages.
     #[arg(long)]
     pub binary: bool,
 }
 
-const BOTH: &[&str] = &["nsq", "nsq-http"];
-
-impl Options {
-    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        let mut given = Vec::new();
-        if self.batch.is_some() {
-            given.push(("--batch", BOTH));
-        }
-        if self.defer_ms.is_some() {
-            given.push(("--defer-ms", BOTH));
-        }
-        if self.identify.is_some() || self.no_identify {
-            given.push(("--identify/--no-identify", ["nsq"].as_slice()));
-        }
-        if self.binary {
-            given.push(("--binary", ["nsq-http"].as_slice()));
-        }
-        given
-    }
-}
-
 /// The sink's options, named as nsqd's flags.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 #[group(id = "nsq-serve-options")]
 pub struct ServeOptions {
     /// nsq: the address of the HTTP side (`/pub`, `/mpub`, `/ping`; default 127.0.0.1:4151, or
@@ -351,15 +342,6 @@ pub struct ServeOptions {
 }
 
 impl ServeOptions {
-    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        let flags = [
-            (self.http_listen.is_some(), "--http-listen"),
-            (self.max_msg_size.is_some(), "--max-msg-size"),
-            (self.max_body_size.is_some(), "--max-body-size"),
-        ];
-        crate::protocol::flags_given(flags, &["nsq"])
-    }
-
     fn limits(&self) -> SinkLimits {
         SinkLimits {
             max_msg_size: self.max_msg_size.unwrap_or(DEFAULT_MAX_MSG_SIZE),
@@ -375,16 +357,16 @@ pub static PROTOCOL: Protocol = Protocol {
     validate: |plan| {
         validate_publish(plan)?;
         if !plan.load.headers.is_empty() {
-            bail!("-H applies to http://, ws:// and nsq+http:// targets (NSQ's TCP protocol has no headers)");
+            bail!("-H does not apply to nsq:// targets: NSQ's TCP protocol has no headers (nsq+http:// has)");
         }
-        if let Some(json) = &plan.load.options.nsq.identify {
+        if let Some(json) = &plan.load.options.nsq_tcp.identify {
             let value = serde_json::from_str::<serde_json::Value>(json)
                 .map_err(|e| anyhow::anyhow!("--identify '{json}' is not JSON: {e}"))?;
             if plan.target.tls.is_some() && !value.is_object() {
                 bail!("--identify must be a JSON object with ?tls=1 (tls_v1 is added to it)");
             }
         }
-        if plan.target.tls.is_some() && plan.load.options.nsq.no_identify {
+        if plan.target.tls.is_some() && plan.load.options.nsq_tcp.no_identify {
             bail!("?tls=1 upgrades through IDENTIFY's tls_v1: it cannot go with --no-identify");
         }
         Ok(())
@@ -393,7 +375,7 @@ pub static PROTOCOL: Protocol = Protocol {
     messages_per_op,
     run: |p| {
         p.drive(|p| {
-            let options = &p.plan.load.options.nsq;
+            let options = &p.plan.load.options.nsq_tcp;
             let identify = match (&options.identify, options.no_identify) {
                 (_, true) => None,
                 (Some(json), false) => Some(json.clone().into_bytes()),
@@ -422,6 +404,7 @@ pub static PROTOCOL: Protocol = Protocol {
             },
         ]
     },
+    option_groups: &["nsq-options", "nsq-tcp-options"],
 };
 
 pub static HTTP_PROTOCOL: Protocol = Protocol {
@@ -434,7 +417,7 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
     validate: validate_publish,
     check_payload: |plan, body| {
         check_payload(plan, body)?;
-        if messages_per_op(plan) > 1 && !plan.load.options.nsq.binary && body.contains(&b'\n') {
+        if messages_per_op(plan) > 1 && !plan.load.options.nsq_http.binary && body.contains(&b'\n') {
             bail!("the message contains a newline, which /mpub's text form would split: add --binary");
         }
         Ok(())
@@ -443,7 +426,7 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
     run: |p| {
         p.drive(|p| {
             let spec = publish_spec(&p.plan, &p.body);
-            let mut request = http_publish_request(p.authority(), &spec, p.plan.load.options.nsq.binary);
+            let mut request = http_publish_request(p.authority(), &spec, p.plan.load.options.nsq_http.binary);
             request.headers = crate::proto::http1::headers(p);
             crate::proto::http1::Http1Client::new(&request)
         })
@@ -456,6 +439,7 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
             versus: Some(Versus { title: "NSQ /pub vs PUB", http_side: true }),
         }]
     },
+    option_groups: &["nsq-options", "nsq-http-options"],
 };
 
 /// An `IDENTIFY` body that asks for TLS: `feature_negotiation` and `tls_v1` set (nsqd answers
@@ -556,4 +540,5 @@ pub static SERVER: Server = Server {
         let (tcp, http) = if tls { ("?tls=1", "nsq+https") } else { ("", "nsq+http") };
         vec![format!("nsq://{}/test{tcp}", addrs[0]), format!("{http}://{}/test", addrs[1])]
     },
+    option_groups: &["nsq-serve-options"],
 };

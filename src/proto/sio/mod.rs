@@ -147,7 +147,7 @@ use anyhow::bail;
 use std::time::Duration;
 
 /// Socket.IO's load options.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 #[group(id = "sio-options")]
 pub struct Options {
     /// Socket.IO: the Engine.IO path (default /socket.io/).
@@ -162,23 +162,13 @@ pub struct Options {
     pub reply_event: Option<String>,
 }
 
-impl Options {
-    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        let flags = [
-            (self.sio_path.is_some(), "--sio-path"),
-            (self.eio.is_some(), "--eio"),
-            (self.reply_event.is_some(), "--reply-event"),
-        ];
-        crate::protocol::flags_given(flags, &["sio"])
-    }
-}
-
 /// The built-in server's options.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 #[group(id = "sio-serve-options")]
 pub struct ServeOptions {
     /// sio: Engine.IO version served, 4 (the default) or 3.
     #[arg(long = "eio", id = "serve_eio", value_parser = clap::value_parser!(u8).range(3..=4))]
+    #[serde(rename = "serve_eio")]
     pub eio: Option<u8>,
     /// sio: how often the server pings (Engine.IO 4) or expects pings (3); default 25s.
     #[arg(long, value_parser = crate::plan::parse_duration)]
@@ -188,19 +178,8 @@ pub struct ServeOptions {
     pub ping_timeout: Option<Duration>,
     /// sio: also emit this event, with the same arguments, for every event received.
     #[arg(long = "reply-event", id = "serve_reply_event", value_name = "NAME")]
+    #[serde(rename = "serve_reply_event")]
     pub reply_event: Option<String>,
-}
-
-impl ServeOptions {
-    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        let flags = [
-            (self.eio.is_some(), "--eio"),
-            (self.ping_interval.is_some(), "--ping-interval"),
-            (self.ping_timeout.is_some(), "--ping-timeout"),
-            (self.reply_event.is_some(), "--reply-event"),
-        ];
-        crate::protocol::flags_given(flags, &["sio"])
-    }
 }
 
 /// The default ping interval and timeout of the built-in server (socket.io 4's).
@@ -231,6 +210,7 @@ pub static PROTOCOL: Protocol = Protocol {
         // The payload goes out in the event and comes back in the acknowledgement (or reply).
         vec![CompareRow { label: label.into(), plan: plan.clone(), payload_crossings: 2, versus: None }]
     },
+    option_groups: &["sio-options"],
 };
 
 /// The event a URL names (`?event=NAME`; default `message`) and its namespace (its path).
@@ -304,4 +284,5 @@ pub static SERVER: Server = Server {
         Ok(vec![(addr, Box::new(SioServer::with(handler, server::MAX_MESSAGE)))])
     },
     urls: |addrs, tls| addrs.iter().map(|a| format!("sio{}://{a}/", if tls { "s" } else { "" })).collect(),
+    option_groups: &["sio-serve-options"],
 };

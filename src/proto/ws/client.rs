@@ -235,7 +235,7 @@ impl Session {
 }
 
 /// What the echo client does with a whole message from the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
 pub enum Expect {
     /// An echo: its length must be the message's (`--expect echo`, the default).
     #[default]

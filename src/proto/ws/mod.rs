@@ -173,7 +173,7 @@ use crate::plan::{LoadPlan, Prepared};
 use crate::protocol::{CompareRow, Protocol, Scheme, Server, ServerOptions};
 
 /// WebSocket's load options.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 #[group(id = "ws-options")]
 pub struct Options {
     /// WebSocket: send text frames instead of binary ones.
@@ -185,26 +185,13 @@ pub struct Options {
     pub expect: Option<Expect>,
 }
 
-impl Options {
-    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        let flags = [(self.text, "--text"), (self.expect.is_some(), "--expect")];
-        crate::protocol::flags_given(flags, &["ws"])
-    }
-}
-
 /// The echo server's options.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 #[group(id = "ws-serve-options")]
 pub struct ServeOptions {
     /// ws: largest message accepted (default 16 MiB, at most 1 GiB); a larger one closes with 1009.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub max_message: Option<u64>,
-}
-
-impl ServeOptions {
-    pub fn given(&self) -> Vec<(&'static str, &'static [&'static str])> {
-        self.max_message.iter().map(|_| ("--max-message", ["ws"].as_slice())).collect()
-    }
 }
 
 pub static PROTOCOL: Protocol = Protocol {
@@ -219,6 +206,7 @@ pub static PROTOCOL: Protocol = Protocol {
     messages_per_op: crate::protocol::one_message,
     run,
     compare_rows,
+    option_groups: &["ws-options"],
 };
 
 fn check_payload(plan: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
@@ -265,4 +253,5 @@ pub static SERVER: Server = Server {
         Ok(vec![(addr, Box::new(WsServer::new(max)))])
     },
     urls: |addrs, tls| addrs.iter().map(|a| format!("ws{}://{a}/", if tls { "s" } else { "" })).collect(),
+    option_groups: &["ws-serve-options"],
 };
