@@ -140,8 +140,7 @@ fn a_body_file_is_sent_as_is() {
 fn a_generator_on_two_cores_counts_exactly() {
     let cpus = wirebench::cpus::online();
     if cpus.len() < 2 {
-        eprintln!("skipped: one CPU");
-        return;
+        return skip("one CPU");
     }
     let server = start_builtin("http");
     let url = format!("http://{}/", server.addr());

@@ -37,7 +37,7 @@ fn validate(kind: &str, file: &Path) -> Option<()> {
     let out = Command::new("python3").args(["-c", script]).arg(docs(kind)).arg(file).output().ok()?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     if stderr.contains("No module named 'jsonschema'") {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI needs Python's jsonschema");
+        skip("Python's jsonschema is not installed (tools/install-peers.sh)");
         return None;
     }
     assert!(out.status.success(), "{} does not validate as {kind}: {stderr}", file.display());
@@ -106,8 +106,7 @@ fn every_commands_json_validates_against_its_schema() {
         [("result", &a), ("result", &b), ("result", &m), ("compare", &c), ("sweep", &s), ("watch", &w)]
     {
         if validate(kind, f).is_none() {
-            eprintln!("skipped: Python's jsonschema is not installed (tools/install-peers.sh)");
-            return;
+            return; // skipped: said by validate
         }
     }
     tls.handle.stop().unwrap();
