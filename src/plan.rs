@@ -1,6 +1,6 @@
-//! Plans: what a load run will do, as plain data, in three steps from the command line to a
-//! run. [`validate_load`] and [`Load::aim`] check every option (pure: no I/O, so they are
-//! tested without sockets or files); [`prepare`] resolves the target, reads the payload, raises
+//! Plans: what a load run will do, as plain data. [`validate_load`] and [`Load::aim`] check
+//! every option (pure: no I/O, so they are tested without sockets or files). Running a plan is
+//! the floor above ([`crate::run`]): `prepare` resolves the target, reads the payload, raises
 //! the engine's limits, catches Ctrl-C and makes one pre-flight connect; [`Prepared::run`] hands
 //! the plan to its protocol, which builds its codec and lets an engine drive it. `bench` runs
 //! one plan; `compare` and `sweep` build theirs from the same validated options.

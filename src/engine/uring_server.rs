@@ -11,7 +11,7 @@
 //! in a timer heap; the connections' deadlines (head, idle, heartbeat, write, and when an idle
 //! one gives its buffers back) on a timing wheel ([`super::deadlines`]); a connection closes
 //! after its receive is cancelled and has ended. A client that pipelines requests without
-//! reading its answers is read no further once [`PILE_LIMIT`] of them wait ([`Slot::paused`]).
+//! reading its answers is read no further once [`PILE_LIMIT`] of them wait (`Slot::paused`).
 //! The rings own what their operations point into ([`Owned`]): the connections, the drain
 //! buffer, the refusals.
 //!

@@ -10,9 +10,9 @@
 //! and retry after a failure, or done.
 //!
 //! `Conn` composes its parts, each with its own tests: the operation ledger (what is in
-//! flight, answered in any order: [`ledger`]), the bytes to send by class ([`send`]), what
-//! carries them, the socket or TLS ([`carrier`]), the workload's schedule and the run's window
-//! ([`schedule`]), and its clocks: timeouts and heartbeats ([`timing`]).
+//! flight, answered in any order: `ledger.rs`), the bytes to send by class (`send.rs`), what
+//! carries them, the socket or TLS (`carrier.rs`), the workload's schedule and the run's window
+//! (`schedule.rs`), and its clocks: timeouts and heartbeats (`timing.rs`).
 //!
 //! **Every operation ends once, here.** An operation sent is answered (completed, or refused by
 //! the server: a failure of the refusal's class) or it is lost with its connection: each one in
