@@ -83,6 +83,26 @@ pub struct RunInfo {
     pub spin: Option<std::time::Duration>,
 }
 
+#[cfg(test)]
+impl RunInfo {
+    /// The renderers' tests' run: HTTP/1.1 on the uring engine, CPU 0, 4 connections.
+    pub fn fixture(target: &str, spin: Option<Duration>) -> RunInfo {
+        RunInfo {
+            target: target.into(),
+            also: vec![],
+            per_connection: false,
+            protocol: "http1",
+            engine: "uring",
+            cores: vec![0],
+            connections: 4,
+            depth: 1,
+            interval: None,
+            messages_per_op: 1,
+            spin,
+        }
+    }
+}
+
 /// The `uring` engine waits awake for a paced send due sooner than this: a sleep and its
 /// wake-up cost more CPU than a short spin (tens of µs on a VM), and the wake comes late.
 pub const URING_SPIN: Duration = Duration::from_micros(30);

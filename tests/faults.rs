@@ -97,16 +97,21 @@ fn endless_chunks(mut s: TcpStream) {
     }
 }
 
+/// Read a WebSocket upgrade request: the 101 that accepts it (`None`: not one).
+fn upgrade_answer(s: &mut TcpStream) -> Option<String> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = s.read(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf[..n]).to_string();
+    let key = text.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))?;
+    let accept = wirebench::proto::ws::accept_key(key.trim().as_bytes());
+    Some(format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    ))
+}
+
 /// Upgrade, then answer the first message with non-final fragments for ever.
 fn endless_fragments(mut s: TcpStream) {
-    let mut buf = vec![0u8; 64 * 1024];
-    let Ok(n) = s.read(&mut buf) else { return };
-    let text = String::from_utf8_lossy(&buf[..n]).to_string();
-    let Some(key) = text.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: ")) else { return };
-    let accept = wirebench::proto::ws::accept_key(key.trim().as_bytes());
-    let head = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-    );
+    let Some(head) = upgrade_answer(&mut s) else { return };
     if s.write_all(head.as_bytes()).is_err() || !read_request(&mut s) {
         return;
     }
@@ -131,14 +136,7 @@ fn trickle_answers(mut s: TcpStream) {
 /// Upgrade, then announce an Engine.IO session whose pings are due every 0 ms, then say
 /// nothing (socket.io clients would ping or poll without end).
 fn sio_zero_ping(mut s: TcpStream) {
-    let mut buf = vec![0u8; 64 * 1024];
-    let Ok(n) = s.read(&mut buf) else { return };
-    let text = String::from_utf8_lossy(&buf[..n]).to_string();
-    let Some(key) = text.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: ")) else { return };
-    let accept = wirebench::proto::ws::accept_key(key.trim().as_bytes());
-    let head = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-    );
+    let Some(head) = upgrade_answer(&mut s) else { return };
     let mut open = Vec::new();
     let packet = br#"0{"sid":"z","upgrades":[],"pingInterval":0,"pingTimeout":0,"maxPayload":1000000}"#;
     wirebench::proto::ws::write_frame(&mut open, wirebench::proto::ws::OP_TEXT, packet, None);
@@ -256,34 +254,30 @@ fn a_server_that_stops_reading_times_the_writes_out_and_the_audit_holds() {
     });
 }
 
-#[test]
-fn an_endless_body_ends_at_the_limit_or_the_timeout() {
-    let url = format!("http://{}/", fault_server(endless_body));
+/// A server that never finishes its answer: every engine fails the operation (at the
+/// receive limit or the timeout), completes none, and goes on to the end of the run.
+fn an_endless_answer_ends(scheme: &str, server: fn(TcpStream)) {
+    let url = format!("{scheme}://{}/", fault_server(server));
     each_client_engine(|engine| {
         let r = faulty_run(engine, &url, &["-c", "1"]);
         assert_eq!(r.ops, 0);
         assert!(r.failed.total() > 0, "{engine}: {:?}", r.failed);
     });
+}
+
+#[test]
+fn an_endless_body_ends_at_the_limit_or_the_timeout() {
+    an_endless_answer_ends("http", endless_body);
 }
 
 #[test]
 fn endless_chunks_end_at_the_limit_or_the_timeout() {
-    let url = format!("http://{}/", fault_server(endless_chunks));
-    each_client_engine(|engine| {
-        let r = faulty_run(engine, &url, &["-c", "1"]);
-        assert_eq!(r.ops, 0);
-        assert!(r.failed.total() > 0, "{engine}: {:?}", r.failed);
-    });
+    an_endless_answer_ends("http", endless_chunks);
 }
 
 #[test]
 fn endless_websocket_fragments_end_at_the_limit_or_the_timeout() {
-    let url = format!("ws://{}/", fault_server(endless_fragments));
-    each_client_engine(|engine| {
-        let r = faulty_run(engine, &url, &["-c", "1"]);
-        assert_eq!(r.ops, 0);
-        assert!(r.failed.total() > 0, "{engine}: {:?}", r.failed);
-    });
+    an_endless_answer_ends("ws", endless_fragments);
 }
 
 // ---------------------------------------------------------------------------------------------

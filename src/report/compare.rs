@@ -511,19 +511,7 @@ mod tests {
     use crate::stats::result::fixtures;
 
     fn row(label: &str, result: RunResult, payload: usize, crossings: u8) -> Row {
-        let info = RunInfo {
-            target: result.target.clone(),
-            also: vec![],
-            per_connection: false,
-            protocol: "http1",
-            engine: "uring",
-            cores: vec![0],
-            connections: 4,
-            depth: 1,
-            interval: None,
-            messages_per_op: 1,
-            spin: None,
-        };
+        let info = RunInfo::fixture(&result.target, None);
         Row {
             label: label.into(),
             info,

@@ -568,19 +568,7 @@ mod tests {
     use crate::stats::result::fixtures;
 
     fn info() -> RunInfo {
-        RunInfo {
-            target: "http://t/".into(),
-            also: vec![],
-            per_connection: false,
-            protocol: "http1",
-            engine: "uring",
-            cores: vec![0],
-            connections: 4,
-            depth: 1,
-            interval: None,
-            messages_per_op: 1,
-            spin: Some(std::time::Duration::from_micros(30)),
-        }
+        RunInfo::fixture("http://t/", Some(std::time::Duration::from_micros(30)))
     }
 
     /// A fixed result in, the exact text out: every line a user reads.

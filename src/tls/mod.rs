@@ -426,6 +426,19 @@ mod tests {
     use super::options::*;
     use super::*;
 
+    /// A server with a certificate made here, and a client session that trusts it.
+    fn server_and_client() -> (ServerTls, rustls::ClientConnection) {
+        let server = ServeTlsArgs { tls: true, ..Default::default() }.server().unwrap().unwrap();
+        let args = TlsArgs { trust: vec![server.cert_der.clone()], ..Default::default() };
+        let client = ClientTls {
+            config: client_config(&args, Some(b"http/1.1")).unwrap(),
+            name: server_name("localhost").unwrap(),
+            start: TlsStart::AtConnect,
+        };
+        let session = client.session().unwrap();
+        (server, session)
+    }
+
     #[test]
     fn record_lengths_and_plaintext_told_apart() {
         assert_eq!(record_len(&[]), Ok(None));
@@ -443,14 +456,7 @@ mod tests {
     /// A client and a server session in memory: every handshake byte and record, counted.
     #[test]
     fn sealed_records_cost_22_bytes_each_in_tls_1_3() {
-        let server = ServeTlsArgs { tls: true, ..Default::default() }.server().unwrap().unwrap();
-        let args = TlsArgs { trust: vec![server.cert_der.clone()], ..Default::default() };
-        let client = ClientTls {
-            config: client_config(&args, Some(b"http/1.1")).unwrap(),
-            name: server_name("localhost").unwrap(),
-            start: TlsStart::AtConnect,
-        };
-        let mut c = client.session().unwrap();
+        let (server, mut c) = server_and_client();
         let mut s = rustls::ServerConnection::new(server.config.clone()).unwrap();
         let mut wire = Vec::new();
         for _ in 0..4 {
@@ -485,14 +491,7 @@ mod tests {
         use crate::engine::serve_conn::{ServerConn, ServerLimits};
         use crate::stats::ServerTally;
         use std::time::Duration;
-        let server = ServeTlsArgs { tls: true, ..Default::default() }.server().unwrap().unwrap();
-        let args = TlsArgs { trust: vec![server.cert_der.clone()], ..Default::default() };
-        let client = ClientTls {
-            config: client_config(&args, Some(b"http/1.1")).unwrap(),
-            name: server_name("localhost").unwrap(),
-            start: TlsStart::AtConnect,
-        };
-        let mut c = client.session().unwrap();
+        let (server, mut c) = server_and_client();
         let codec = TlsServer::new(crate::proto::http1::Http1Server::default(), server.config.clone(), true);
         let t0 = crate::clock::Instant::now();
         let limits = ServerLimits::default();
