@@ -38,6 +38,7 @@
 //! `docs/ARCHITECTURE.md` has the floors in a table, the protocol seam, and the recipe for
 //! adding a protocol. The engines' loops are generic over the codec, never `dyn`.
 
+pub mod check;
 pub mod clock;
 pub mod cmd;
 pub mod cpus;

@@ -1,5 +1,6 @@
 //! The `wirebench` binary: parse the command line, run the command, and turn any error into
-//! one clear line and exit status 2 (130 after Ctrl-C, 0 when its reader closed the pipe).
+//! one clear line and exit status 2 (3 when `--fail-if` thresholds held, 130 after Ctrl-C, 0
+//! when its reader closed the pipe).
 
 use clap::Parser;
 use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, serve, sweep, watch};
@@ -17,6 +18,13 @@ fn main() {
         Command::Schema(args) => wirebench::cmd::schema(args),
     };
     if let Err(e) = result {
+        // A run that failed its `--fail-if` thresholds: each that held, status 3.
+        if let Some(failed) = e.downcast_ref::<wirebench::check::Failed>() {
+            for line in failed.to_string().lines() {
+                eprintln!("wirebench: {line}");
+            }
+            std::process::exit(3);
+        }
         eprintln!("wirebench: error: {e:#}");
         std::process::exit(2);
     }

@@ -386,3 +386,67 @@ fn a_progress_line_on_a_terminal_and_none_in_a_pipe() {
     let piped = wirebench(&["bench", &format!("http://{addr}/"), "-c", "2", "-d", "2500ms"]);
     assert!(!progress(&String::from_utf8_lossy(&piped.stdout)), "none in a pipe");
 }
+
+/// `--fail-if`: a CI script's pass and fail. A condition that holds is exit status 3 with the
+/// condition and its measured value on stderr and in the JSON; none that holds is 0; a
+/// malformed one is one line and 2, before any run. On every client engine, on `bench`, on
+/// `merge`'s total, and on `compare`'s rows.
+#[test]
+fn thresholds_pass_fail_and_say_why() {
+    let (_server, addr) = serve_process("http", &[]);
+    let url = format!("http://{addr}/");
+    let cpu = client_cpu().to_string();
+    let dir = std::env::temp_dir().join(format!("wirebench-thresholds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for engine in ENGINES {
+        let json = dir.join(format!("{engine}.json"));
+        let json = json.to_str().unwrap();
+        let run = |conditions: &[&str]| {
+            let mut args = vec!["bench", &url, "-n", "2000", "-c", "4", "--cores", &cpu, "--engine", engine];
+            args.extend(["--json", json]);
+            for c in conditions {
+                args.extend(["--fail-if", c]);
+            }
+            wirebench(&args)
+        };
+        let pass = run(&["p99>10s", "failed>0", "audit!=match", "ops<2000"]);
+        assert_eq!(pass.status.code(), Some(0), "{engine}: {}", String::from_utf8_lossy(&pass.stderr));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        assert_eq!(v["checks"].as_array().map(Vec::len), Some(4), "{engine}: {v}");
+        assert!(v["checks"].as_array().unwrap().iter().all(|c| c["held"] == false));
+        let fail = run(&["ops>=2000", "p99>10s", "tx_per_op<1"]);
+        let stderr = String::from_utf8_lossy(&fail.stderr);
+        assert_eq!(fail.status.code(), Some(3), "{engine}: {stderr}");
+        assert!(stderr.contains("--fail-if ops>=2000 held: measured 2000"), "{engine}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{engine}: only what held: {stderr}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        let held: Vec<&str> = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["held"] == true)
+            .map(|c| c["condition"].as_str().unwrap())
+            .collect();
+        assert_eq!(held, ["ops>=2000"], "{engine}");
+    }
+    // Malformed: one line, status 2, no run (an unreachable target would say otherwise).
+    let out = wirebench(&["bench", "http://127.0.0.1:1/", "--fail-if", "p99>5"]);
+    assert_user_error(&out, "a latency needs a unit");
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    // merge: on the total of two runs.
+    let (a, b) = (dir.join("glommio.json"), dir.join("uring.json"));
+    let merged = wirebench(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "--fail-if", "ops>=4000"]);
+    let stderr = String::from_utf8_lossy(&merged.stderr);
+    assert_eq!(merged.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("total: --fail-if ops>=4000 held: measured 4000"), "{stderr}");
+    let merged = wirebench(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "--fail-if", "ops>4000"]);
+    assert_eq!(merged.status.code(), Some(0), "{}", String::from_utf8_lossy(&merged.stderr));
+    // compare: on every row, each named.
+    let compare = wirebench(&["compare", "-n", "300", "--fail-if", "ops>=300", "--json", "-"]);
+    let stderr = String::from_utf8_lossy(&compare.stderr);
+    assert_eq!(compare.status.code(), Some(3), "{stderr}");
+    for row in ["HTTP/1.1 POST", "WebSocket binary", "NSQ TCP PUB"] {
+        assert!(stderr.contains(&format!("{row}: --fail-if ops>=300 held: measured 300")), "{row}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

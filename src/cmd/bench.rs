@@ -25,6 +25,7 @@ fn prepare(args: &BenchArgs) -> Result<crate::plan::Prepared> {
 
 /// `wirebench bench`: run and print.
 pub fn main(args: &BenchArgs) -> Result<()> {
+    let conditions = crate::check::parse_all(&args.thresholds.fail_if)?;
     let prepared = prepare(args)?;
     let watcher = args.watch_pid.map(crate::watch::start).transpose()?;
     let (info, report) = prepared.run()?;
@@ -35,6 +36,7 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     }
     let mut result = report::json::bench(&info, &report, Some(label));
     result.server_watch = watched.as_ref().map(crate::stats::result::WatchResult::of);
+    let held = crate::check::apply(&conditions, &mut result);
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
         report::out(&report::text::render(&info, &result));
         if args.latency {
@@ -54,5 +56,5 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     if let Some(path) = &args.json {
         report::json::write(path, &result)?;
     }
-    Ok(())
+    crate::check::verdict(held.into_iter().map(|c| (String::new(), c)).collect())
 }

@@ -17,6 +17,7 @@ use std::sync::atomic::Ordering;
 const COMPARE_PAYLOAD: usize = 400;
 
 pub fn main(args: &CompareArgs) -> Result<()> {
+    let conditions = crate::check::parse_all(&args.thresholds.fail_if)?;
     let online = crate::cpus::online();
     let server_cores = match &args.server_cores {
         Some(list) => parse_cores(Some(list))?,
@@ -78,6 +79,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     };
     say(&table::header(&info));
     let mut rows = Vec::new();
+    let mut held = Vec::new();
     for planned in rows_planned {
         if interrupted.load(Ordering::Relaxed) {
             break;
@@ -86,7 +88,10 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         let context = || where_.clone();
         let prepared = crate::run::prepare(planned.plan).with_context(context)?;
         let (run_info, report) = prepared.run().with_context(context)?;
-        let result = crate::report::json::bench(&run_info, &report, Some(planned.label.clone()));
+        let mut result = crate::report::json::bench(&run_info, &report, Some(planned.label.clone()));
+        held.extend(
+            crate::check::apply(&conditions, &mut result).into_iter().map(|c| (planned.label.clone(), c)),
+        );
         let row = Row {
             label: planned.label,
             info: run_info,
@@ -119,7 +124,8 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         || table::json(&info, &rows),
         args.svg.as_deref(),
         || report::svg::compare(&info, &rows),
-    )
+    )?;
+    crate::check::verdict(held)
 }
 
 /// Every built-in server on `cores` (and again over TLS, whose certificate the load then

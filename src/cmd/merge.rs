@@ -94,8 +94,10 @@ fn row(s: &mut String, line: &RunLine) {
 }
 
 pub fn main(args: &MergeArgs) -> Result<()> {
+    let conditions = crate::check::parse_all(&args.thresholds.fail_if)?;
     let results = args.files.iter().map(|f| read(f)).collect::<Result<Vec<_>>>()?;
     let mut total = merge(&results, args.force)?;
+    let held = crate::check::apply(&conditions, &mut total);
     let mut s = format!(
         "wirebench merge: {} runs of {} {} (histograms added: the total's percentiles are of every sample)\n",
         total.runs.len().max(1),
@@ -141,5 +143,5 @@ pub fn main(args: &MergeArgs) -> Result<()> {
     if let Some(path) = &args.json {
         report::json::write(path, &total)?;
     }
-    Ok(())
+    crate::check::verdict(held.into_iter().map(|c| ("total".to_string(), c)).collect())
 }

@@ -126,6 +126,18 @@ pub struct MergeArgs {
     /// A `watch --json` file from the server's host: its CPU % and memory % beside the total.
     #[arg(long, value_name = "FILE")]
     pub server: Option<PathBuf>,
+    /// Checked on the total.
+    #[command(flatten)]
+    pub thresholds: Thresholds,
+}
+
+/// Pass/fail thresholds ([`crate::check`]).
+#[derive(Debug, Clone, Default, Args)]
+pub struct Thresholds {
+    /// Exit with status 3 when EXPR holds, e.g. `p99>5ms`, `failed>0.1%`, `ops_per_sec<20000`,
+    /// `tx_per_op>500`, `audit!=match` (repeatable; figures and units: docs/thresholds.md)
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -153,6 +165,8 @@ pub struct BenchArgs {
     /// Name this run in its JSON (`label`), for `merge`'s row per host; default: the host name.
     #[arg(long, value_name = "NAME")]
     pub label: Option<String>,
+    #[command(flatten)]
+    pub thresholds: Thresholds,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -178,6 +192,9 @@ pub struct CompareArgs {
     /// Draw bytes per message (payload vs framing) and messages/s as an SVG chart.
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
+    /// Checked on every row.
+    #[command(flatten)]
+    pub thresholds: Thresholds,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -71,11 +71,14 @@ impl RunResult {
             audit,
             server_watch,
             runs: _,
+            // Checked again on the total by whoever asks (`merge --fail-if`).
+            checks: _,
         } = other;
         self.label_cores_once_merged();
         self.kind = Kind::Merge;
         self.label = None;
         self.runs = runs;
+        self.checks = Vec::new();
         merge_targets(&mut self.targets, targets.as_deref());
         self.merge_load(engine, cores, *connections, *depth);
         self.duration_s = self.duration_s.max(*duration_s);

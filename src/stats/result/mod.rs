@@ -173,6 +173,19 @@ pub struct RunResult {
     /// A merged result's runs, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunLine>,
+    /// `--fail-if`: each condition and whether it held (a merged result's: on the total).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Checked>,
+}
+
+/// A `--fail-if` condition checked against a result ([`crate::check`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Checked {
+    pub condition: String,
+    /// The figure as measured, in the condition's unit (`7.31ms`, `0.200% (2 of 1002)`).
+    pub measured: String,
+    /// The condition holds: the run fails it.
+    pub held: bool,
 }
 
 /// One run of a merged result, in a line.
@@ -304,6 +317,7 @@ impl RunResult {
             audit: AuditResult::of(&r.audit),
             server_watch: None,
             runs: Vec::new(),
+            checks: Vec::new(),
         };
         result.derive();
         result
