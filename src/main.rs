@@ -16,6 +16,8 @@ fn main() {
         Command::Watch(args) => watch::main(args),
         Command::Plot(args) => plot::main(args),
         Command::Schema(args) => wirebench::cmd::schema(args),
+        Command::Completions(args) => wirebench::cmd::completions(args),
+        Command::Man(args) => wirebench::cmd::man(args),
     };
     if let Err(e) = result {
         // A run that failed its `--fail-if` thresholds: each that held, status 3.

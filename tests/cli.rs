@@ -450,3 +450,29 @@ fn thresholds_pass_fail_and_say_why() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Completions and manual pages come from the same clap definitions as the parser: every
+/// command and flag is in them.
+#[test]
+fn completions_and_manual_pages_name_every_command() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = wirebench(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for word in ["bench", "compare", "fail-if", "connections"] {
+            assert!(text.contains(word), "{shell}: {word}");
+        }
+    }
+    let top = wirebench(&["man"]);
+    assert!(top.status.success());
+    let page = String::from_utf8_lossy(&top.stdout);
+    assert!(page.starts_with(".ie") || page.contains(".TH wirebench"), "{page}");
+    for command in ["bench", "serve", "compare", "sweep", "merge", "watch", "plot", "schema"] {
+        let out = wirebench(&["man", command]);
+        let page = String::from_utf8_lossy(&out.stdout);
+        assert!(page.contains(&format!(".TH wirebench-{command}")), "{command}: {page}");
+        assert!(page.contains(&format!("wirebench-{command}")), "{command}");
+    }
+    assert!(String::from_utf8_lossy(&wirebench(&["man", "bench"]).stdout).contains("fail\\-if"));
+    assert_user_error(&wirebench(&["man", "nope"]), "no command 'nope'");
+}

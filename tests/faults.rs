@@ -481,7 +481,7 @@ fn publishes_after_heartbeat_gaps_are_all_answered() {
 fn ten_thousand_idle_connections_cost_bounded_server_memory() {
     const IDLE: usize = 10_000;
     /// What an idle upgraded connection may cost the server's resident memory (measured 6 KiB
-    /// on glommio, 10.4 KiB on tokio-uring, 0.97 KiB on uring; see the README). Kernel socket
+    /// on glommio, 10.4 KiB on tokio-uring, 0.97 KiB on uring; see docs/scale.md). Kernel socket
     /// buffers are not in a process's RSS.
     const MAX_PER_CONNECTION: u64 = 32 * 1024;
     /// The uring server answers from its provided buffers and gives its own back when idle.

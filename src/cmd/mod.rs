@@ -51,6 +51,54 @@ pub enum Command {
     /// Print the JSON Schema of what a command writes with `--json` (published in
     /// `docs/schema/`).
     Schema(SchemaArgs),
+    /// Print a shell's completions (`wirebench completions bash > /etc/bash_completion.d/wirebench`).
+    Completions(CompletionsArgs),
+    /// Print the manual page of wirebench, or of one command, in roff (`wirebench man bench | man -l -`).
+    Man(ManArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (default: wirebench's own).
+    pub command: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `wirebench completions SHELL`: from the same clap definitions the parser uses.
+pub fn completions(args: &CompletionsArgs) -> anyhow::Result<()> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "wirebench", &mut out);
+    crate::report::out(&String::from_utf8_lossy(&out));
+    Ok(())
+}
+
+/// `wirebench man [COMMAND]`: the manual page of wirebench or of one of its commands, from the
+/// clap definitions.
+pub fn man(args: &ManArgs) -> anyhow::Result<()> {
+    let top = <Cli as clap::CommandFactory>::command();
+    let page = match &args.command {
+        None => top,
+        Some(name) => {
+            let sub = top.find_subcommand(name).cloned().ok_or_else(|| {
+                let names: Vec<&str> = top.get_subcommands().map(|s| s.get_name()).collect();
+                anyhow::anyhow!("no command '{name}': one of {}", names.join(", "))
+            })?;
+            // The page's name, as man pages of subcommands are named (leaked: printed once).
+            let full: &'static str = Box::leak(format!("wirebench-{}", sub.get_name()).into_boxed_str());
+            sub.name(full)
+        }
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(page).render(&mut out)?;
+    crate::report::out(&String::from_utf8_lossy(&out));
+    Ok(())
 }
 
 #[derive(Debug, Clone, Args)]

@@ -8,7 +8,7 @@
 //! from the sum, never averaged), and the merge names every field — a field added later and
 //! not merged does not compile. A merged result is a result: it merges again (merge(merge(a,
 //! b), c) is merge(a, b, c)), plots and checks like a run, with its runs listed beside it.
-//! What cannot be merged says so in its field's comment (and the README's).
+//! What cannot be merged says so in its field's comment (and docs/measurement.md's).
 
 use super::encoded::{decode, encode};
 use super::{Report, ratio};
