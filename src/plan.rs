@@ -43,8 +43,8 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    /// The generator's default: the engine that measured least CPU per request (
-    /// docs/engines.md; `tools/engines.sh`).
+    /// The generator's default: the engine that measured least CPU per request
+    /// (docs/engines.md; `tools/engines.sh`).
     pub const DEFAULT_CLIENT: EngineKind = EngineKind::Uring;
     /// The built-in servers' default, measured likewise (`tools/vs-peers.sh`, part 2b: CPU per
     /// request at the same offered load).
