@@ -103,9 +103,14 @@ impl RunInfo {
     }
 }
 
-/// The `uring` engine waits awake for a paced send due sooner than this: a sleep and its
-/// wake-up cost more CPU than a short spin (tens of µs on a VM), and the wake comes late.
+/// The `uring` engine waits awake for a paced send due sooner than this (`--spin`'s default): a
+/// sleep and its wake-up cost more CPU than a short spin (tens of µs on a VM), and the wake
+/// comes late.
 pub const URING_SPIN: Duration = Duration::from_micros(30);
+/// The longest `--spin`: past a millisecond, sleeping is cheaper and as punctual.
+const MAX_SPIN: Duration = Duration::from_millis(1);
+/// The longest `--slack`: a schedule later than this is no schedule.
+const MAX_SLACK: Duration = Duration::from_millis(100);
 
 /// The load options every command that generates load takes (`bench`, `compare`, `sweep`):
 /// flattened into each, so every option reaches every one of them.
@@ -167,6 +172,16 @@ pub struct LoadArgs {
     /// up before it, and every host given the same time measures the same window.
     #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
     pub start_at: Option<std::time::SystemTime>,
+    /// uring: stay awake for a paced send due within this long (default 30us: precise sends,
+    /// CPU spent waiting); `--spin 0` sleeps until each one is due, the least CPU, the schedule
+    /// lag showing how late the wake-ups make it.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub spin: Option<Duration>,
+    /// uring: let paced sends go up to D late, so that one wake-up sends all that came due
+    /// meanwhile (wrk2 sends on a 1 ms tick): less CPU per operation, and the latency (from when
+    /// each was due) and the schedule lag count the lateness. Default 0: each on time.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub slack: Option<Duration>,
     /// Open at most N connections per second at the start (tcpkali's ramp), connection i at
     /// i/N s; the measured window opens once every connection is set up (as always).
     #[arg(long, value_name = "N")]
@@ -283,6 +298,10 @@ pub enum Payload {
 #[derive(Debug, Clone)]
 pub struct Load {
     pub engine: EngineKind,
+    /// How long before a paced send the `uring` engine stays awake for it (`--spin`).
+    pub spin: Duration,
+    /// How late the `uring` engine may wake for paced sends, to send several at once (`--slack`).
+    pub slack: Duration,
     /// CPUs, one engine thread each; never more than there are connections.
     pub cores: Vec<usize>,
     pub shape: Shape,
@@ -440,8 +459,23 @@ pub fn validate_load(
         Some(text) => parse_bind(text).map_err(|e| anyhow::anyhow!("--bind: {e}"))?,
         None => Vec::new(),
     };
+    for (given, flag) in [(args.spin.is_some(), "--spin"), (args.slack.is_some(), "--slack")] {
+        if given && engine_kind != EngineKind::Uring {
+            bail!("{flag} applies to --engine uring (the async engines sleep on their runtimes' timers)");
+        }
+    }
+    let slack = args.slack.unwrap_or_default();
+    if slack > MAX_SLACK {
+        bail!("--slack must be at most 100ms");
+    }
+    let spin = args.spin.unwrap_or(URING_SPIN);
+    if spin > MAX_SPIN {
+        bail!("--spin must be at most 1ms (past that, sleeping is as punctual and cheaper)");
+    }
     Ok(Load {
         engine: engine_kind,
+        spin,
+        slack,
         cores,
         shape: Shape {
             connections,
@@ -560,7 +594,7 @@ impl LoadPlan {
                 Workload::FixedRate { interval } => Some(interval),
                 Workload::ClosedLoop => None,
             },
-            spin: (self.load.engine == EngineKind::Uring).then_some(URING_SPIN),
+            spin: (self.load.engine == EngineKind::Uring).then_some(self.load.spin),
         }
     }
 }
@@ -585,6 +619,10 @@ pub struct ClientJob {
     pub tls: Vec<Option<Arc<crate::tls::options::ClientTls>>>,
     /// Source addresses, connection i from `bind[i % len]` (`uring` engine); empty: any.
     pub bind: Vec<std::net::IpAddr>,
+    /// How long before a paced send the `uring` engine stays awake for it (`--spin`).
+    pub spin: Duration,
+    /// How late the `uring` engine may wake for paced sends (`--slack`).
+    pub slack: Duration,
 }
 
 /// A plan made ready to run (by [`crate::run::prepare`]); run by [`Prepared::run`], whose

@@ -86,6 +86,8 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         window: ClientJob::fresh_window(&load.shape),
         tls,
         bind: load.bind.clone(),
+        spin: load.spin,
+        slack: load.slack,
     };
     Ok(Prepared { addr, body, hostname: hostname(), job, plan, preflight: checked })
 }

@@ -487,6 +487,8 @@ fn a_client_core_that_panics_ends_the_run_with_its_message() {
             window: wirebench::plan::ClientJob::fresh_window(&shape),
             tls: vec![],
             bind: vec![],
+            spin: wirebench::plan::URING_SPIN,
+            slack: Duration::ZERO,
         };
         let began = Instant::now();
         let result = engine(engine_name).run_client(&job, vec![PanicsOnAnswer]);

@@ -426,3 +426,34 @@ fn a_generator_spinning_for_a_paced_send_still_sees_its_answers() {
     }
     panic!("median waiting at 40,000/s: {medians:?}");
 }
+
+/// `--slack` (uring): the paced sends go out together, up to the slack late — the rate kept,
+/// the lateness in the schedule lag (and so in the corrected latency), none hidden; `--spin 0`
+/// keeps the rate too. Both are refused on the engines that sleep on their runtimes' timers.
+#[test]
+fn slack_batches_paced_sends_and_the_lag_says_how_late() {
+    let _alone = alone();
+    let server = start_builtin("http");
+    let url = format!("http://{}/", server.addr());
+    let cpu = client_cpu().to_string();
+    let lag_p99_ms = |r: &wirebench::stats::Report| r.schedule_lag.value_at_quantile(0.99) as f64 / 1e6;
+    let base = [url.as_str(), "-c", "8", "--rate", "2000", "-d", "2s", "--cores", &cpu];
+    let slack = bench_on("uring", &[&base[..], &["--slack", "5ms"]].concat());
+    assert_clean(&slack);
+    assert!((3920..=4080).contains(&slack.ops), "{} operations, 4000 ± 2 % expected", slack.ops);
+    let lag = lag_p99_ms(&slack);
+    assert!((3.0..60.0).contains(&lag), "with 5 ms of slack the lag's p99 is near 5 ms: {lag} ms");
+    let spin0 = bench_on("uring", &[&base[..], &["--spin", "0s"]].concat());
+    assert_clean(&spin0);
+    assert!((3920..=4080).contains(&spin0.ops), "{} operations", spin0.ops);
+    assert!(lag_p99_ms(&spin0) < lag, "no slack sends sooner: {} ms", lag_p99_ms(&spin0));
+    for engine in ["glommio", "tokio-uring"] {
+        for flag in [["--slack", "1ms"], ["--spin", "0s"]] {
+            let argv = [&["wirebench", "bench", "--engine", engine][..], &base[..], &flag[..]].concat();
+            let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
+            let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
+            let e = wirebench::cmd::bench::run(&args).map(|_| ()).unwrap_err().to_string();
+            assert!(e.contains(&format!("{} applies to --engine uring", flag[0])), "{engine}: {e}");
+        }
+    }
+}

@@ -13,11 +13,22 @@
 # were kept of how many run (at most 3 × ROUNDS).
 # CPU per operation is the engine thread's own (CLOCK_THREAD_CPUTIME_ID over the window).
 #
-# Usage: tools/open-loop.sh   (ROUNDS=3 DURATION=5 ENGINE=uring)
+# Part two ("cpu"): CPU per paced request at 20,000/s, like with like: every client's whole
+# process (user + sys from GNU time, start-up included) over the requests it completed, pinned
+# to CPU 0, 64 connections, against the same server, rows alternating over ROUNDS rounds:
+# wirebench at its default (awake for sends due within 30 us), --spin 0, --slack 1ms (sends
+# batched on a 1 ms tick, as wrk2's timer), --slack 5ms; vegeta (64 workers, as 64 connections;
+# without a cap on them it stalled near 480 requests/s here; built from the Go module proxy
+# if missing) and wrk2 (WRK2=path, or `wrk2` on PATH; skipped if neither). Each row says how
+# late its sends went where the client says (wirebench: schedule lag p99; wrk2 and vegeta do
+# not report it).
+#
+# Usage: tools/open-loop.sh   (ROUNDS=3 DURATION=5 ENGINE=uring PARTS="lag cpu")
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 ENGINE=${ENGINE:-uring}
+PARTS=" ${PARTS:-lag cpu} "
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cpus=$(nproc)
 SERVER_CPU=$((cpus - 1))
@@ -28,6 +39,7 @@ port=$((20000 + RANDOM % 20000))
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 sleep 0.5
+if [[ $PARTS == *" lag "* ]]; then
 out=$(mktemp -d)
 rows=("closed/saturated|-c 64" "closed/2 conns|-c 2" "rate 20000|-c 64 --rate 20000" "rate 50000|-c 64 --rate 50000")
 round=0
@@ -64,5 +76,65 @@ for row in rows:
     print(f"{name:<18}{med(lambda v: v['ops_per_sec']):>10.0f}{fig[name]:>11.2f}{busy:>8.0f}{lag('p50'):>12.1f}{lag('p99'):>12.1f}{due_busy:>10.0f}{med(lambda v: v['latency_us']['p99']):>10.0f}{unc:>12.0f}{steal:>9.1f}")
 print(f"cpu/op at 20,000 ops/s: paced / closed-loop saturated = {fig['rate 20000'] / fig['closed/saturated']:.2f}x, "
       f"paced / closed-loop at the same rate = {fig['rate 20000'] / fig['closed/2 conns']:.2f}x")
+PY
+rm -rf "$out"
+fi
+
+# --- part two: CPU per paced request beside wrk2 and vegeta --------------------------------
+[[ $PARTS == *" cpu "* ]] || exit 0
+RATE=20000
+vegeta=$(command -v vegeta || echo "$HOME/go/bin/vegeta")
+[ -x "$vegeta" ] || GOFLAGS=-mod=mod go install github.com/tsenart/vegeta/v12@v12.12.0
+wrk2=${WRK2:-$(command -v wrk2 || true)}
+out=$(mktemp -d)
+url="http://127.0.0.1:$port/"
+echo "GET $url" > "$out/targets"
+clients=("wirebench default" "wirebench --spin 0" "wirebench --slack 1ms" "wirebench --slack 5ms" vegeta)
+[ -n "$wrk2" ] && [ -x "$wrk2" ] && clients+=(wrk2)
+for round in $(seq "$ROUNDS"); do
+    for client in "${clients[@]}"; do
+        stem=$(echo "$client" | tr ' /' '__').$round
+        case $client in
+            wirebench*)
+                args=${client#wirebench}
+                args=${args/default/}
+                # shellcheck disable=SC2086
+                /usr/bin/time -f "%U %S" -o "$out/$stem.time" taskset -c 0 "$wb" bench "$url" -c 64 \
+                    --rate $RATE -d "${DURATION}s" --cores 0 $args \
+                    --json "$out/$stem.json" >/dev/null
+                python3 -c "import json,sys; v=json.load(open(sys.argv[1])); print(v['ops'], (v.get('schedule_lag_us') or {}).get('p99', 'nan'))" \
+                    "$out/$stem.json" > "$out/$stem.count" ;;
+            vegeta)
+                /usr/bin/time -f "%U %S" -o "$out/$stem.time" taskset -c 0 "$vegeta" attack -rate=$RATE \
+                    -duration="${DURATION}s" -workers 64 -max-workers 64 -targets="$out/targets" > "$out/$stem.bin"
+                "$vegeta" report -type=json < "$out/$stem.bin" \
+                    | python3 -c "import json,sys; v=json.load(sys.stdin); print(int(v['requests'] * v['success']), 'nan')" > "$out/$stem.count" ;;
+            wrk2)
+                /usr/bin/time -f "%U %S" -o "$out/$stem.time" taskset -c 0 "$wrk2" -t1 -c64 \
+                    -d "${DURATION}s" -R$RATE "$url" > "$out/$stem.out"
+                echo "$(grep -oE '[0-9]+ requests in' "$out/$stem.out" | cut -d' ' -f1) nan" > "$out/$stem.count" ;;
+        esac
+    done
+done
+python3 - "$out" "$ROUNDS" "$DURATION" "${clients[@]}" <<'PY'
+import os, statistics, sys
+out, rounds, duration, clients = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+print(f"\nCPU per request at 20,000 requests/s: each client's process (user + sys) / requests completed;")
+print(f"client on CPU 0, serve http on the last CPU, 64 connections, median of {rounds} alternating rounds of {duration}s")
+print(f"{'client':<26}{'requests':>10}{'cpu us/req':>12}{'user':>8}{'sys':>8}{'lag p99 us':>12}")
+fig = {}
+for client in clients:
+    stem = client.replace(' ', '_').replace('/', '_')
+    rows = []
+    for r in range(1, rounds + 1):
+        u, s = map(float, open(os.path.join(out, f"{stem}.{r}.time")).read().split()[-2:])
+        n, lag = open(os.path.join(out, f"{stem}.{r}.count")).read().split()
+        rows.append((int(n), u * 1e6 / int(n), s * 1e6 / int(n), float(lag)))
+    med = lambda i: statistics.median(row[i] for row in rows)
+    fig[client] = med(1) + med(2)
+    print(f"{client:<26}{med(0):>10.0f}{fig[client]:>12.2f}{med(1):>8.2f}{med(2):>8.2f}{med(3):>12.0f}")
+if "wrk2" in fig:
+    for client in clients[:4]:
+        print(f"{client} / wrk2 = {fig[client] / fig['wrk2']:.2f}x")
 PY
 rm -rf "$out"

@@ -40,8 +40,6 @@ use std::time::Duration;
 
 /// Longest wait in `io_uring_enter`; also how often sleepers are looked at.
 const TICK: Duration = Duration::from_millis(5);
-/// A paced operation due sooner than this is waited for without sleeping (see `run_loop`).
-pub const SPIN: Duration = crate::plan::URING_SPIN;
 /// Connections woken all at once (the window's opening, the run's end, Ctrl-C) that one loop
 /// drives at most (the rest wait for the next loops, in order): a window opening on a million
 /// connections would otherwise hold every answer and every send due behind a tenth of a
@@ -225,6 +223,8 @@ fn run_loop<C: ClientCodec>(
         now: Instant::now(),
         round: 0,
         completions: Vec::with_capacity(n.min(1 << 16) + 64),
+        spin: job.spin,
+        slack: job.slack,
     };
     let mut wakes = Wakes::default();
     loop {
@@ -306,6 +306,10 @@ struct Driver<'a, C> {
     now: Instant,
     round: u64,
     completions: Vec<rings::Completion>,
+    /// `--spin`: a paced send due within this is waited for awake.
+    spin: Duration,
+    /// `--slack`: how late a sleeper may be woken, to wake once for several.
+    slack: Duration,
 }
 
 impl<C: ClientCodec> Driver<'_, C> {
@@ -341,15 +345,19 @@ impl<C: ClientCodec> Driver<'_, C> {
     fn wait(&mut self, drove: bool) -> io::Result<Instant> {
         let now = self.now;
         let wait = if self.backlog.is_empty() { TICK } else { Duration::ZERO };
+        // `--slack`: the sleepers' wake-up put off by it, so that one wake sends every
+        // operation that came due meanwhile (late by up to that much: the lag says how late).
+        let slack = self.slack;
         let wait = self
             .timers
             .sleepers
             .peek()
-            .map_or(wait, |Reverse((until, _))| until.saturating_duration_since(now).min(wait))
+            .map_or(wait, |Reverse((until, _))| (*until + slack).saturating_duration_since(now).min(wait))
             .min(self.timers.deadlines.wait(now, wait));
         // A sleep and its wake-up cost more CPU than a short spin (tens of µs on a VM), and
-        // the wake comes late: a paced operation due within SPIN is waited for awake.
-        let want = if wait < SPIN && !self.rings.ready_now() { 0 } else { 1 };
+        // the wake comes late: a paced operation due within `--spin` is waited for awake.
+        let spin = wait < self.spin && slack.is_zero();
+        let want = if spin && !self.rings.ready_now() { 0 } else { 1 };
         // A send that fits the socket buffer is issued inline by the submit, before the wait:
         // when its completion comes back from that same call, the bytes left at `submitted`,
         // not when this thread woke to read the completion. Stamped at the wake instead, a
