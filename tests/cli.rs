@@ -476,3 +476,47 @@ fn completions_and_manual_pages_name_every_command() {
     assert!(String::from_utf8_lossy(&wirebench(&["man", "bench"]).stdout).contains("fail\\-if"));
     assert_user_error(&wirebench(&["man", "nope"]), "no command 'nope'");
 }
+
+/// `--csv`: bench's intervals add up to the run (on every client engine), and compare's rows
+/// carry the table's figures, the same as its JSON.
+#[test]
+fn csv_rows_add_up_to_the_json() {
+    let (_server, addr) = serve_process("http", &[]);
+    let url = format!("http://{addr}/");
+    let cpu = client_cpu().to_string();
+    let dir = std::env::temp_dir().join(format!("wirebench-csv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (csv, json) = (dir.join("run.csv"), dir.join("run.json"));
+    for engine in ENGINES {
+        let args = ["bench", &url, "-c", "4", "-d", "2s", "--cores", &cpu, "--engine", engine];
+        let out = wirebench(
+            &[&args[..], &["--csv", csv.to_str().unwrap(), "--json", json.to_str().unwrap()]].concat(),
+        );
+        assert!(out.status.success(), "{engine}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("from_s,to_s,ops,ops_per_sec,errors,p50_us,p90_us,p99_us,max_us"));
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        assert!((2..=3).contains(&rows.len()), "{engine}: a row a second of 2 s: {text}");
+        assert!(rows.iter().all(|r| r.len() == 9), "{engine}: {text}");
+        let ops: u64 = rows.iter().map(|r| r[2].parse::<u64>().unwrap()).sum();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let beyond = v["series"]["beyond"]["ops"].as_u64().unwrap_or(0);
+        assert_eq!(ops + beyond, v["ops"].as_u64().unwrap(), "{engine}: the intervals add up to the run");
+    }
+    let out = wirebench(&["compare", "-n", "300", "--csv", "-", "--json", json.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(lines.len(), rows.len(), "stdout is the CSV alone: {text}");
+    for (line, row) in lines.iter().zip(rows) {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields[0], row["label"].as_str().unwrap());
+        let tx: f64 = fields[3].parse().unwrap();
+        assert!((tx - row["derived"]["tx_per_msg"].as_f64().unwrap()).abs() < 0.001, "{line}");
+        assert_eq!(fields[14], "match", "{line}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,8 +16,8 @@ pub fn run(args: &BenchArgs) -> Result<(RunInfo, Report)> {
 fn prepare(args: &BenchArgs) -> Result<crate::plan::Prepared> {
     let online = crate::cpus::online();
     let mut load = args.load.clone();
-    // An interval log needs intervals: a second each unless asked otherwise.
-    if args.hlog.is_some() {
+    // An interval log or CSV needs intervals: a second each unless asked otherwise.
+    if args.hlog.is_some() || args.csv.is_some() {
         load.report_every.get_or_insert(std::time::Duration::from_secs(1));
     }
     crate::run::prepare(plan::validate_targets(&args.urls, &load, &args.engine, &Defaults::BENCH, &online)?)
@@ -37,7 +37,8 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     let mut result = report::json::bench(&info, &report, Some(label));
     result.server_watch = watched.as_ref().map(crate::stats::result::WatchResult::of);
     let held = crate::check::apply(&conditions, &mut result);
-    if args.json.as_deref() != Some(std::path::Path::new("-")) {
+    let quiet = [&args.json, &args.csv].iter().any(|p| p.as_deref() == Some(std::path::Path::new("-")));
+    if !quiet {
         report::out(&report::text::render(&info, &result));
         if args.latency {
             report::out(&report::text::spectrum(&result.histograms.latency));
@@ -55,6 +56,9 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     }
     if let Some(path) = &args.json {
         report::json::write(path, &result)?;
+    }
+    if let Some(path) = &args.csv {
+        report::csv::write(path, &report::csv::intervals(&result))?;
     }
     crate::check::verdict(held.into_iter().map(|c| (String::new(), c)).collect())
 }

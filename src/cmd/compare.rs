@@ -70,8 +70,8 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         server_cores: (!servers.is_empty()).then(|| server_cores.clone()),
         shared_cpu: same_cpu && !servers.is_empty(),
     };
-    // With `--json -` stdout carries the JSON alone.
-    let human = args.json.as_deref() != Some(std::path::Path::new("-"));
+    // With `--json -` or `--csv -` stdout carries that alone.
+    let human = [&args.json, &args.csv].iter().all(|p| p.as_deref() != Some(std::path::Path::new("-")));
     let say = |text: &str| {
         if human {
             report::out(&format!("{text}\n"));
@@ -118,8 +118,11 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     if load.shape.per_op {
         footer += &table::per_connection_table(&rows);
     }
+    if let Some(path) = &args.csv {
+        report::csv::write(path, &report::csv::compare_rows(&table::json(&info, &rows)))?;
+    }
     report::finish_table(
-        &footer,
+        &if human { footer } else { String::new() },
         args.json.as_deref(),
         || table::json(&info, &rows),
         args.svg.as_deref(),

@@ -213,6 +213,10 @@ pub struct BenchArgs {
     /// Name this run in its JSON (`label`), for `merge`'s row per host; default: the host name.
     #[arg(long, value_name = "NAME")]
     pub label: Option<String>,
+    /// Write every interval (`--report-every`, 1s unless given) as a CSV row to PATH (`-` for
+    /// stdout): ops, ops/s, errors, latency p50/p90/p99/max.
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
     #[command(flatten)]
     pub thresholds: Thresholds,
 }
@@ -240,6 +244,9 @@ pub struct CompareArgs {
     /// Draw bytes per message (payload vs framing) and messages/s as an SVG chart.
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
+    /// Write every row's figures (the table's columns) as CSV to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
     /// Checked on every row.
     #[command(flatten)]
     pub thresholds: Thresholds,

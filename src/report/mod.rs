@@ -2,6 +2,7 @@
 //! figure comes from a [`Report`](crate::stats::Report).
 
 pub mod compare;
+pub mod csv;
 pub mod json;
 pub mod svg;
 pub mod sweep;
