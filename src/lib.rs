@@ -44,6 +44,7 @@ pub mod cmd;
 pub mod cpus;
 pub mod engine;
 pub mod interrupt;
+pub mod metrics;
 pub mod outcome;
 pub mod plan;
 pub mod props;

@@ -623,6 +623,9 @@ pub struct ClientJob {
     pub spin: Duration,
     /// How late the `uring` engine may wake for paced sends (`--slack`).
     pub slack: Duration,
+    /// Where each core copies its figures a few times a second while the run goes on
+    /// (`--metrics-listen`); `None`: nobody reads them.
+    pub live: Option<crate::stats::live::Live>,
 }
 
 /// A plan made ready to run (by [`crate::run::prepare`]); run by [`Prepared::run`], whose

@@ -88,6 +88,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         bind: load.bind.clone(),
         spin: load.spin,
         slack: load.slack,
+        live: None,
     };
     Ok(Prepared { addr, body, hostname: hostname(), job, plan, preflight: checked })
 }

@@ -520,3 +520,74 @@ fn csv_rows_add_up_to_the_json() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--metrics-listen`: scraped while the run goes on, on every client engine, what it serves
+/// parses with Prometheus's own Python parser, its counters only grow, its histogram's buckets
+/// add up, and its last scrape is no more than the run's report.
+#[test]
+fn metrics_scraped_during_a_run_parse_and_add_up() {
+    let parser = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families as parse\n\
+        fams = {f.name: f for f in parse(open(sys.argv[1]).read())}\n\
+        ops = sum(s.value for s in fams['wirebench_ops'].samples)\n\
+        b = [s for s in fams['wirebench_latency_seconds'].samples if s.name.endswith('_bucket')]\n\
+        inf = sum(s.value for s in b if s.labels['le'] == '+Inf')\n\
+        count = sum(s.value for s in fams['wirebench_latency_seconds'].samples if s.name.endswith('_count'))\n\
+        assert inf == count == ops, (inf, count, ops)\n\
+        assert fams['wirebench_bytes'].type == 'counter' and fams['wirebench_failed'].type == 'counter'\n\
+        print(int(ops))";
+    if Command::new("python3")
+        .args(["-c", "import prometheus_client"])
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        return skip("Python's prometheus_client is not installed (tools/install-peers.sh)");
+    }
+    let (_server, addr) = serve_process("http", &[]);
+    let url = format!("http://{addr}/");
+    let cpu = client_cpu().to_string();
+    let dir = std::env::temp_dir().join(format!("wirebench-metrics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for engine in ENGINES {
+        let listen = format!("127.0.0.1:{}", free_port());
+        let json = dir.join(format!("{engine}.json"));
+        let mut run = Command::new(env!("CARGO_BIN_EXE_wirebench"))
+            .args(["bench", &url, "-c", "4", "-d", "3s", "--cores", &cpu, "--engine", engine])
+            .args(["--metrics-listen", &listen, "--json", json.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut scrapes: Vec<String> = Vec::new();
+        let started = std::time::Instant::now();
+        while run.try_wait().unwrap().is_none() && started.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            if let Ok(mut s) = std::net::TcpStream::connect(&listen) {
+                let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+                let mut text = String::new();
+                let _ = s.read_to_string(&mut text);
+                if let Some((head, body)) = text.split_once("\r\n\r\n")
+                    && head.starts_with("HTTP/1.1 200")
+                    && body.contains("wirebench_ops_total")
+                {
+                    scrapes.push(body.to_string());
+                }
+            }
+        }
+        assert!(run.wait().unwrap().success(), "{engine}");
+        assert!(scrapes.len() >= 3, "{engine}: {} scrapes in a 3 s run", scrapes.len());
+        let mut last = 0;
+        for (i, scrape) in scrapes.iter().enumerate() {
+            let file = dir.join(format!("{engine}.{i}.prom"));
+            std::fs::write(&file, scrape).unwrap();
+            let out = Command::new("python3").args(["-c", parser]).arg(&file).output().unwrap();
+            assert!(out.status.success(), "{engine}: {}\n{scrape}", String::from_utf8_lossy(&out.stderr));
+            let ops: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            assert!(ops >= last, "{engine}: ops went back from {last} to {ops}");
+            last = ops;
+        }
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let total = v["ops"].as_u64().unwrap();
+        assert!(last > 0 && last <= total, "{engine}: last scrape {last}, the report {total}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -489,6 +489,7 @@ fn a_client_core_that_panics_ends_the_run_with_its_message() {
             bind: vec![],
             spin: wirebench::plan::URING_SPIN,
             slack: Duration::ZERO,
+            live: None,
         };
         let began = Instant::now();
         let result = engine(engine_name).run_client(&job, vec![PanicsOnAnswer]);

@@ -40,6 +40,10 @@ fi
 if ! python3 -c 'import jsonschema' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check jsonschema
 fi
+# Prometheus's own Python parser, to check what --metrics-listen serves (tests/cli.rs).
+if ! python3 -c 'import prometheus_client' 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check prometheus_client
+fi
 for module in socketio aiohttp; do
     if ! python3 -c "import $module" 2>/dev/null; then
         python3 -m pip install -q --disable-pip-version-check python-socketio aiohttp

@@ -19,7 +19,7 @@ import sys
 # Top to bottom; modules on one line share a layer. A module missing here is reported.
 LAYERS = [
     ["main", "lib", "cmd"],
-    ["run", "props", "check"],
+    ["run", "props", "check", "metrics"],
     ["report"],
     ["engine"],
     ["tls"],

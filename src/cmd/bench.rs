@@ -26,7 +26,11 @@ fn prepare(args: &BenchArgs) -> Result<crate::plan::Prepared> {
 /// `wirebench bench`: run and print.
 pub fn main(args: &BenchArgs) -> Result<()> {
     let conditions = crate::check::parse_all(&args.thresholds.fail_if)?;
-    let prepared = prepare(args)?;
+    let mut prepared = prepare(args)?;
+    let metrics = match args.metrics_listen {
+        Some(addr) => Some(serve_metrics(addr, &mut prepared)?),
+        None => None,
+    };
     let watcher = args.watch_pid.map(crate::watch::start).transpose()?;
     let (info, report) = prepared.run()?;
     let watched = watcher.map(crate::watch::Watcher::finish);
@@ -60,5 +64,24 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     if let Some(path) = &args.csv {
         report::csv::write(path, &report::csv::intervals(&result))?;
     }
+    drop(metrics);
     crate::check::verdict(held.into_iter().map(|c| (String::new(), c)).collect())
+}
+
+/// `--metrics-listen`: the cores copy their figures for it, and a thread serves them.
+fn serve_metrics(
+    addr: std::net::SocketAddr,
+    prepared: &mut crate::plan::Prepared,
+) -> Result<crate::metrics::Metrics> {
+    if prepared.plan.load.repeat > 1 {
+        anyhow::bail!("--metrics-listen serves one run: it cannot go with --repeat");
+    }
+    let live = crate::stats::live::live(prepared.job.cores.len());
+    prepared.job.live = Some(live.clone());
+    let labels = crate::metrics::RunLabels {
+        protocol: prepared.plan.protocol.name.to_string(),
+        target: prepared.plan.target.url.clone(),
+        engine: prepared.plan.load.engine.name().to_string(),
+    };
+    crate::metrics::serve(addr, live, labels)
 }

@@ -213,6 +213,11 @@ pub struct BenchArgs {
     /// Name this run in its JSON (`label`), for `merge`'s row per host; default: the host name.
     #[arg(long, value_name = "NAME")]
     pub label: Option<String>,
+    /// Serve the run's figures in Prometheus's text format at http://ADDR/metrics while it
+    /// goes on (per core: operations, failures and bytes by class, latency as a histogram;
+    /// each core's copy at most 200 ms old), e.g. 127.0.0.1:9100.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Write every interval (`--report-every`, 1s unless given) as a CSV row to PATH (`-` for
     /// stdout): ops, ops/s, errors, latency p50/p90/p99/max.
     #[arg(long, value_name = "PATH")]

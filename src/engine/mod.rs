@@ -164,6 +164,8 @@ pub struct CoreBooks {
     /// The CPU's steal time when the books opened.
     steal: Option<Duration>,
     slots: Arc<[AtomicU64]>,
+    /// `--metrics-listen`: where the core's figures are copied now and then.
+    live: Option<crate::stats::live::Live>,
     index: usize,
     next: std::cell::Cell<crate::clock::Instant>,
     window: Arc<crate::workload::Window>,
@@ -182,6 +184,7 @@ impl CoreBooks {
             clock,
             steal,
             slots: job.progress.clone(),
+            live: job.live.clone(),
             index,
             next,
             window: job.window.clone(),
@@ -191,12 +194,15 @@ impl CoreBooks {
         }
     }
 
-    /// Publish `ops` if the last publication is old enough, and read the CPU clock at the
-    /// window's opening and as operations end; cheap enough to call per operation.
-    pub fn publish(&self, now: crate::clock::Instant, ops: u64) {
+    /// Publish the core's count (and, for `--metrics-listen`, a copy of its figures) if the
+    /// last publication is old enough, and read the CPU clock at the window's opening and as
+    /// operations end; cheap enough to call per operation.
+    pub fn publish(&self, now: crate::clock::Instant, rec: &mut crate::stats::CoreRecorder) {
+        let ops = rec.ops;
         if now >= self.next.get() {
             self.next.set(now + PROGRESS_EVERY);
             self.slots[self.index].store(ops, std::sync::atomic::Ordering::Relaxed);
+            self.copy_live(rec);
         }
         match self.latest.get() {
             None => {
@@ -218,6 +224,14 @@ impl CoreBooks {
         }
     }
 
+    /// The core's figures, copied for `--metrics-listen` (nothing without it).
+    fn copy_live(&self, rec: &mut crate::stats::CoreRecorder) {
+        if let Some(slot) = self.live.as_ref().and_then(|live| live.get(self.index)) {
+            let copy = crate::stats::live::LiveCore::of(rec);
+            *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(copy);
+        }
+    }
+
     /// The core's work is over: its final count, and its CPU and wall time over the window.
     pub fn close(
         &self,
@@ -225,6 +239,7 @@ impl CoreBooks {
     ) -> (crate::stats::CoreRecorder, crate::clock::Instant) {
         let finished = crate::clock::Instant::now();
         self.slots[self.index].store(rec.ops, std::sync::atomic::Ordering::Relaxed);
+        self.copy_live(&mut rec);
         (rec.cpu, rec.wall) = match (self.opened.get(), self.latest.get()) {
             (Some(a), Some(b)) if b.ops > a.ops => {
                 (b.cpu.saturating_sub(a.cpu), b.at.saturating_duration_since(a.at))
@@ -258,7 +273,7 @@ impl<C: crate::proto::ClientCodec> AsyncCore<C> {
 
     /// Publish the core's count for the progress line (now and then).
     pub fn publish(&self, now: crate::clock::Instant) {
-        self.books.publish(now, self.rec.borrow().ops);
+        self.books.publish(now, &mut self.rec.borrow_mut());
     }
 
     /// The state machine of connection `index` of the job.

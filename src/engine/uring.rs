@@ -249,7 +249,7 @@ fn run_loop<C: ClientCodec>(
             driver.backlog.extend(0..driver.slots.len());
         }
         driver.due()?;
-        books.publish(driver.now, driver.rec.ops);
+        books.publish(driver.now, driver.rec);
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod audit;
 pub mod encoded;
+pub mod live;
 mod net;
 pub mod result;
 mod series;
