@@ -106,6 +106,9 @@ fn answer(mut stream: TcpStream, live: &Live, labels: &RunLabels) {
     let _ = stream.write_all(reply.as_bytes());
 }
 
+/// A per-core counter: its name, its help, how to read it.
+type Counter = (&'static str, &'static str, fn(&LiveCore) -> u64);
+
 /// The text format of every core's latest figures.
 pub fn render(live: &Live, labels: &RunLabels) -> String {
     let cores: Vec<LiveCore> = live
@@ -122,7 +125,7 @@ pub fn render(live: &Live, labels: &RunLabels) -> String {
         esc(&labels.target),
         esc(&labels.engine)
     );
-    let counters: [(&str, &str, fn(&LiveCore) -> u64); 4] = [
+    let counters: [Counter; 4] = [
         ("wirebench_sent_total", "Operations sent in the measured window.", |c| c.sent),
         ("wirebench_ops_total", "Operations completed in the measured window.", |c| c.ops),
         ("wirebench_connects_total", "Connections opened.", |c| c.connects),
