@@ -60,7 +60,7 @@ impl EngineKind {
 }
 
 /// What was run, for the report's header and JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunInfo {
     pub target: String,
     /// More targets sharing the connections round-robin (`bench URL URL …`).
@@ -81,6 +81,8 @@ pub struct RunInfo {
     /// How soon a paced send must be due for the engine to wait for it awake rather than
     /// sleep (the `uring` engine's spin window; `None`: the engine always sleeps).
     pub spin: Option<std::time::Duration>,
+    /// `--rate` with stages.
+    pub stages: Vec<crate::workload::Stage>,
 }
 
 #[cfg(test)]
@@ -99,6 +101,7 @@ impl RunInfo {
             interval: None,
             messages_per_op: 1,
             spin,
+            stages: vec![],
         }
     }
 }
@@ -145,9 +148,11 @@ pub struct LoadArgs {
     pub depth: usize,
     /// Fixed rate: R operations per second in all, spread evenly over the connections (at most
     /// --depth in flight each); latency counts from when each operation was due (wrk2), and the
-    /// uncorrected figure is shown beside it. Default: a closed loop, as fast as answers come.
-    #[arg(long, value_name = "R")]
-    pub rate: Option<f64>,
+    /// uncorrected figure is shown beside it. Stages instead: steps and ramps, `1000:30s,5000:60s`
+    /// or `1000..5000:60s` (the run lasts their total; a line per stage). Default: a closed loop,
+    /// as fast as answers come.
+    #[arg(long, value_name = "R|STAGES", value_parser = parse_rate)]
+    pub rate: Option<RateArg>,
     /// Per-connection pace: each connection sends one operation every D (`100ms`, `1s`), the
     /// connections' first sends spread evenly over D; ops/s = connections / D. Latency as with
     /// --rate (from when each operation was due).
@@ -349,10 +354,95 @@ fn check_report_every(args: &LoadArgs) -> Result<()> {
     Ok(())
 }
 
+/// A staged run's window (the stages' total) and intervals (`--report-every`, or the longest
+/// that every stage's boundaries fall on, so that each stage's line adds whole intervals).
+fn stage_window(args: &LoadArgs, stages: &[crate::workload::Stage]) -> Result<(Duration, Option<Duration>)> {
+    let total: Duration = stages.iter().map(|s| s.length).sum();
+    if args.duration.is_some_and(|d| d != total) {
+        bail!("the stages of --rate last {total:?} in all: leave -d out, or make them add up to it");
+    }
+    if args.ops.is_some() {
+        bail!("the stages of --rate set the run's length: -n cannot apply");
+    }
+    let gcd = |mut a: u128, mut b: u128| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let common = stages.iter().map(|s| s.length.as_nanos()).fold(0, gcd);
+    let every = match args.report_every {
+        Some(every) if common % every.as_nanos() != 0 => bail!(
+            "--report-every {every:?} does not divide every stage ({:?} does): each stage's line adds whole intervals",
+            Duration::from_nanos(common as u64)
+        ),
+        Some(every) => every,
+        None => Duration::from_nanos(common as u64),
+    };
+    let intervals = total.as_nanos() / every.as_nanos();
+    if every < Duration::from_millis(10) || intervals > crate::stats::MAX_INTERVALS as u128 {
+        bail!(
+            "the stages cut the run into intervals of {every:?} ({intervals} of them): give stage lengths with a common measure of 10ms or more, at most {} intervals in all",
+            crate::stats::MAX_INTERVALS
+        );
+    }
+    Ok((total, Some(every)))
+}
+
+/// `--rate`: a fixed rate, or stages.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RateArg {
+    Fixed(f64),
+    Stages(Vec<crate::workload::Stage>),
+}
+
+/// The most stages a `--rate` may have.
+const MAX_STAGES: usize = 100;
+
+/// Parse `--rate`: `R`, or stages `R:D` (a step) and `A..B:D` (a ramp), comma-separated.
+pub fn parse_rate(text: &str) -> Result<RateArg, String> {
+    let rate = |t: &str| match t.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= MAX_RATE => Ok(r),
+        _ => Err(format!("'{t}' is not a rate: operations per second, more than 0 and at most {MAX_RATE:e}")),
+    };
+    if !text.contains(':') {
+        return rate(text).map(RateArg::Fixed);
+    }
+    let mut stages = Vec::new();
+    for part in text.split(',') {
+        let (rates, length) = part
+            .split_once(':')
+            .ok_or_else(|| format!("stage '{part}': write RATE:DURATION or FROM..TO:DURATION"))?;
+        let length = parse_duration(length).map_err(|e| format!("stage '{part}': {e}"))?;
+        if length.is_zero() {
+            return Err(format!("stage '{part}': its duration must be longer than zero"));
+        }
+        let (from, to) = match rates.split_once("..") {
+            Some((a, b)) => (rate(a)?, rate(b)?),
+            None => (rate(rates)?, rate(rates)?),
+        };
+        stages.push(crate::workload::Stage { from, to, length });
+    }
+    if stages.len() > MAX_STAGES {
+        return Err(format!("{} stages: at most {MAX_STAGES}", stages.len()));
+    }
+    Ok(RateArg::Stages(stages))
+}
+
 /// How operations are paced: `--interval` per connection, `--rate` over all of them, or a
 /// closed loop.
 fn workload(args: &LoadArgs, connections: usize) -> Result<Workload> {
-    Ok(match (args.rate, args.interval) {
+    let fixed = match &args.rate {
+        Some(RateArg::Stages(stages)) if args.interval.is_none() => {
+            // Leaked once per plan: the pacers of a million connections share it.
+            let stages: &'static [crate::workload::Stage] = Box::leak(stages.clone().into_boxed_slice());
+            return Ok(Workload::Staged { stages, connections });
+        }
+        Some(RateArg::Stages(_)) => None,
+        Some(RateArg::Fixed(r)) => Some(*r),
+        None => None,
+    };
+    Ok(match (fixed, args.interval) {
         (_, Some(interval)) if interval.is_zero() || interval > MAX_INTERVAL => {
             bail!("--interval must be longer than zero and at most {MAX_INTERVAL:?}")
         }
@@ -441,6 +531,10 @@ pub fn validate_load(
         (None, Some(_)) => defaults.duration_with_ops,
         (None, None) => defaults.duration,
     };
+    let (duration, report_every) = match &args.rate {
+        Some(RateArg::Stages(stages)) => stage_window(args, stages)?,
+        _ => (duration, args.report_every),
+    };
     let workload = workload(args, connections)?;
     let payload = payload(args)?;
     let headers = headers(args)?;
@@ -488,7 +582,7 @@ pub fn validate_load(
             per_op: args.no_keepalive,
             connect_rate: args.connect_rate,
             start_at: args.start_at,
-            report_every: args.report_every,
+            report_every,
         },
         payload,
         headers,
@@ -592,9 +686,13 @@ impl LoadPlan {
             depth: self.load.shape.depth,
             interval: match self.load.shape.workload {
                 Workload::FixedRate { interval } => Some(interval),
-                Workload::ClosedLoop => None,
+                Workload::ClosedLoop | Workload::Staged { .. } => None,
             },
             spin: (self.load.engine == EngineKind::Uring).then_some(self.load.spin),
+            stages: match self.load.shape.workload {
+                Workload::Staged { stages, .. } => stages.to_vec(),
+                _ => vec![],
+            },
         }
     }
 }
@@ -855,5 +953,30 @@ mod tests {
         assert!(error(&["nsq://h/t", "--batch", "2", "--defer-ms", "5"]).contains("--defer-ms"));
         assert!(error(&["nsq://h/t", "-H", "X: y"]).contains("-H"));
         assert!(error(&["http://h/", "-m", "G T"]).contains("not an HTTP method"));
+    }
+
+    #[test]
+    fn rate_stages_parse_and_set_the_window() {
+        use crate::workload::Stage;
+        let s = |from: f64, to: f64, secs: u64| Stage { from, to, length: Duration::from_secs(secs) };
+        assert_eq!(parse_rate("2000"), Ok(RateArg::Fixed(2000.0)));
+        assert_eq!(
+            parse_rate("1000:30s,1000..5000:60s"),
+            Ok(RateArg::Stages(vec![s(1000.0, 1000.0, 30), s(1000.0, 5000.0, 60)]))
+        );
+        for bad in ["1000:", "x:1s", "0:1s", "1000..:1s", "1000:0s", "5000"] {
+            if bad != "5000" {
+                assert!(parse_rate(bad).is_err(), "{bad}");
+            }
+        }
+        let p = plan(&["http://h/", "--rate", "1000:30s,5000:60s"]).unwrap();
+        assert_eq!(p.load.shape.duration, Duration::from_secs(90));
+        assert_eq!(p.load.shape.report_every, Some(Duration::from_secs(30)));
+        assert!(error(&["http://h/", "--rate", "1000:30s", "-d", "10s"]).contains("last 30s in all"));
+        assert!(error(&["http://h/", "--rate", "1000:30s", "-n", "10"]).contains("-n cannot apply"));
+        assert!(
+            error(&["http://h/", "--rate", "1000:30s,5000:60s", "--report-every", "7s"])
+                .contains("does not divide")
+        );
     }
 }

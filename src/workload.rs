@@ -10,7 +10,7 @@ use crate::clock::Instant;
 use std::time::Duration;
 
 /// How operations are paced; one value for the whole run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Workload {
     /// Each connection keeps `depth` operations in flight and sends the next one as soon as a
     /// response frees a slot (wrk, ab, wsbench).
@@ -19,18 +19,66 @@ pub enum Workload {
     /// the connections), at most `depth` in flight; an operation that cannot go out on time
     /// (slots full, server slow) goes late, and its latency counts from when it was due (wrk2).
     FixedRate { interval: Duration },
+    /// The total rate follows `stages` from the measured window's opening (`--rate
+    /// 1000:30s,1000..5000:60s`), split evenly over `connections`: each connection's next
+    /// operation is due one of its intervals at the rate of the moment after the last.
+    Staged { stages: &'static [Stage], connections: usize },
 }
+
+/// A stage of a rate schedule: the total rate goes from `from` to `to` operations per second,
+/// linearly, over `length` (a step when they are equal).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stage {
+    pub from: f64,
+    pub to: f64,
+    pub length: Duration,
+}
+
+impl Stage {
+    /// How the stage is written on the command line: `1000/s` or `1000..5000/s`, and its length.
+    pub fn label(&self) -> String {
+        if self.from == self.to {
+            format!("{}/s for {:?}", self.from, self.length)
+        } else {
+            format!("{}..{}/s over {:?}", self.from, self.to, self.length)
+        }
+    }
+}
+
+/// The total rate `elapsed` into `stages` (after the last: its final rate).
+pub fn rate_at(stages: &[Stage], mut elapsed: Duration) -> f64 {
+    for s in stages {
+        if elapsed < s.length {
+            return s.from + (s.to - s.from) * (elapsed.as_secs_f64() / s.length.as_secs_f64());
+        }
+        elapsed -= s.length;
+    }
+    stages.last().map_or(0.0, |s| s.to)
+}
+
+/// A paced connection's longest interval (a rate schedule's lowest rate is bounded so).
+const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 
 impl Workload {
     /// The pacer of connection `index` of `connections`: paced connections start spread over
     /// one interval, so that they do not all send at the same instant.
     pub fn pacer(self, index: usize, connections: usize) -> Pacer {
+        let share = index as f64 / connections.max(1) as f64;
         let offset = match self {
             Workload::ClosedLoop => Duration::ZERO,
-            Workload::FixedRate { interval } => interval.mul_f64(index as f64 / connections.max(1) as f64),
+            Workload::FixedRate { interval } => interval.mul_f64(share),
+            Workload::Staged { stages, connections } => {
+                interval_at(stages, connections, Duration::ZERO).mul_f64(share)
+            }
         };
-        Pacer { workload: self, next: None, offset }
+        Pacer { workload: self, next: None, offset, origin: None }
     }
+}
+
+/// A connection's interval `elapsed` into a rate schedule shared by `connections`.
+fn interval_at(stages: &[Stage], connections: usize, elapsed: Duration) -> Duration {
+    let rate = rate_at(stages, elapsed);
+    Duration::try_from_secs_f64(connections as f64 / rate).unwrap_or(MAX_INTERVAL).min(MAX_INTERVAL)
 }
 
 /// One connection's schedule.
@@ -40,6 +88,8 @@ pub struct Pacer {
     /// When the next operation is due (paced workloads, once started).
     next: Option<Instant>,
     offset: Duration,
+    /// A rate schedule's start (the window's opening): where its stages are counted from.
+    origin: Option<Instant>,
 }
 
 impl Pacer {
@@ -47,7 +97,10 @@ impl Pacer {
     pub fn due(&mut self, now: Instant) -> Instant {
         match self.workload {
             Workload::ClosedLoop => now,
-            Workload::FixedRate { .. } => *self.next.get_or_insert(now + self.offset),
+            _ => {
+                self.origin.get_or_insert(now);
+                *self.next.get_or_insert(now + self.offset)
+            }
         }
     }
 
@@ -57,15 +110,30 @@ impl Pacer {
     /// window's opening takes a second to reach the last, and a schedule started then would
     /// hide that second from the latency and push operations past the run's end.
     pub fn start(&mut self, at: Instant) {
-        if let Workload::FixedRate { .. } = self.workload {
+        if self.workload != Workload::ClosedLoop {
+            self.origin.get_or_insert(at);
             self.next.get_or_insert(at + self.offset);
+        }
+    }
+
+    /// The interval after an operation due at `due`.
+    fn interval_after(&self, due: Instant) -> Option<Duration> {
+        match self.workload {
+            Workload::ClosedLoop => None,
+            Workload::FixedRate { interval } => Some(interval),
+            Workload::Staged { stages, connections } => {
+                let elapsed = due.saturating_duration_since(self.origin.unwrap_or(due));
+                Some(interval_at(stages, connections, elapsed))
+            }
         }
     }
 
     /// The operation that was due has been sent: the next one is due an interval later.
     pub fn taken(&mut self) {
-        if let (Workload::FixedRate { interval }, Some(next)) = (self.workload, self.next.as_mut()) {
-            *next += interval;
+        if let Some(next) = self.next
+            && let Some(interval) = self.interval_after(next)
+        {
+            self.next = Some(next + interval);
         }
     }
 
@@ -73,6 +141,9 @@ impl Pacer {
     /// counting those before `from`, the warm-up's): a paced connection's operations that
     /// were due and never sent when the run ended. Zero in a closed loop.
     pub fn due_before(&self, from: Instant, end: Instant) -> u64 {
+        if let Workload::Staged { .. } = self.workload {
+            return self.staged_due_before(from, end);
+        }
         let (Workload::FixedRate { interval }, Some(next)) = (self.workload, self.next) else { return 0 };
         let first = next.max(from);
         if first >= end || interval.is_zero() {
@@ -82,6 +153,26 @@ impl Pacer {
         let skipped = first.saturating_duration_since(next).as_nanos().div_ceil(interval.as_nanos());
         let total = end.saturating_duration_since(next).as_nanos().div_ceil(interval.as_nanos());
         (total - skipped) as u64
+    }
+
+    /// [`due_before`](Self::due_before) on a rate schedule: its due times walked (bounded:
+    /// past ten million a connection, the rest is not counted).
+    fn staged_due_before(&self, from: Instant, end: Instant) -> u64 {
+        let Some(mut due) = self.next else { return 0 };
+        let mut count = 0;
+        for _ in 0..10_000_000u64 {
+            if due >= end {
+                break;
+            }
+            if due >= from {
+                count += 1;
+            }
+            match self.interval_after(due) {
+                Some(i) if !i.is_zero() => due += i,
+                _ => break,
+            }
+        }
+        count
     }
 
     /// Whether latency should also be kept from the actual send time (paced workloads, whose

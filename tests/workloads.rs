@@ -457,3 +457,30 @@ fn slack_batches_paced_sends_and_the_lag_says_how_late() {
         }
     }
 }
+
+/// `--rate` stages, a step and a ramp, on every client engine: each stage's line counts what
+/// its offered rate asks for (a ramp: its mean), the run lasts the stages' total, and the JSON
+/// carries the same lines.
+#[test]
+fn rate_stages_step_and_ramp_on_schedule() {
+    let _alone = alone();
+    let server = start_builtin("http");
+    let url = format!("http://{}/", server.addr());
+    let cpu = client_cpu().to_string();
+    for engine in ENGINES {
+        let argv = ["wirebench", "bench", "--engine", engine, &url, "-c", "16", "--cores", &cpu];
+        let argv = [&argv[..], &["--rate", "500:2s,500..2500:2s,2500:1s"]].concat();
+        let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from(argv).unwrap();
+        let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
+        let (info, report) = wirebench::cmd::bench::run(&args).unwrap();
+        assert_clean(&report);
+        assert!((report.elapsed.as_secs_f64() - 5.0).abs() < 0.05, "{engine}: {:?}", report.elapsed);
+        let result = wirebench::report::json::bench(&info, &report, None);
+        let ops: Vec<u64> = result.stages.iter().map(|s| s.ops).collect();
+        for (got, want) in ops.iter().zip([1000.0, 3000.0, 2500.0]) {
+            assert!((*got as f64 - want).abs() <= want * 0.04, "{engine}: stages {ops:?}, {want} expected");
+        }
+        let text = wirebench::report::text::render(&info, &result);
+        assert!(text.contains("500..2500"), "{engine}: {text}");
+    }
+}

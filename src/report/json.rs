@@ -21,6 +21,17 @@ impl RunInfo {
             connections: self.connections,
             depth: self.depth,
             messages_per_op: self.messages_per_op,
+            stages: {
+                let mut at = 0.0;
+                self.stages
+                    .iter()
+                    .map(|s| {
+                        let from = at;
+                        at += s.length.as_secs_f64();
+                        crate::stats::result::StageResult::new(s.from, s.to, from, at)
+                    })
+                    .collect()
+            },
         }
     }
 }

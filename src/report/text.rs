@@ -25,7 +25,9 @@ pub fn render(info: &RunInfo, r: &RunResult) -> String {
     s += &outcomes(r);
     s += &cores(info, r);
     s += &audit(r);
-    if let Some(series) = &r.series {
+    if !r.stages.is_empty() {
+        s += &stages_table(&r.stages);
+    } else if let Some(series) = &r.series {
         s += &series_table(series);
     }
     if let Some(rep) = &r.repeat {
@@ -530,6 +532,37 @@ fn repeats(rep: &crate::stats::result::RepeatResult) -> String {
 
 /// `--report-every`: a line per interval of the measured window (the last one as long as
 /// the window lasted into it).
+/// A line per stage of a `--rate` schedule: offered, achieved, latency, errors.
+fn stages_table(stages: &[crate::stats::result::StageResult]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  stages      {:>8} {:>8} {:>17} {:>9} {:>10} {:>7} {:>9} {:>9}",
+        "from s", "to s", "offered ops/s", "ops", "ops/s", "errors", "p50", "p99"
+    );
+    for st in stages {
+        let offered = if st.from_rate == st.to_rate {
+            si(st.from_rate)
+        } else {
+            format!("{}..{}", si(st.from_rate), si(st.to_rate))
+        };
+        let spread = st.latency_us.unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "              {:>8.2} {:>8.2} {:>17} {:>9} {:>10} {:>7} {:>9} {:>9}",
+            st.from_s,
+            st.to_s,
+            offered,
+            st.ops,
+            si(st.ops_per_sec),
+            st.errors,
+            micros(spread.p50),
+            micros(spread.p99)
+        );
+    }
+    s
+}
+
 fn series_table(series: &crate::stats::result::SeriesResult) -> String {
     let mut s = String::new();
     let _ = writeln!(

@@ -73,6 +73,8 @@ impl RunResult {
             runs: _,
             // Checked again on the total by whoever asks (`merge --fail-if`).
             checks: _,
+            // One load, one schedule: the first's, derived again from the merged series.
+            stages: _,
         } = other;
         self.label_cores_once_merged();
         self.kind = Kind::Merge;

@@ -176,6 +176,9 @@ pub struct RunResult {
     /// `--fail-if`: each condition and whether it held (a merged result's: on the total).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Checked>,
+    /// `--rate` with stages: each stage and what it measured (derived from the series).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageResult>,
 }
 
 /// A `--fail-if` condition checked against a result ([`crate::check`]).
@@ -200,7 +203,7 @@ pub struct RunLine {
 }
 
 /// What a run was, for its result: what `bench` says about itself beside the counts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Ran {
     pub label: Option<String>,
     pub target: String,
@@ -211,6 +214,8 @@ pub struct Ran {
     pub connections: usize,
     pub depth: usize,
     pub messages_per_op: u64,
+    /// `--rate` with stages, laid out in the window (their figures not yet derived).
+    pub stages: Vec<StageResult>,
 }
 
 pub(super) fn add_counts(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
@@ -318,6 +323,7 @@ impl RunResult {
             server_watch: None,
             runs: Vec::new(),
             checks: Vec::new(),
+            stages: ran.stages.clone(),
         };
         result.derive();
         result
@@ -360,6 +366,9 @@ impl RunResult {
         }
         if let Some(series) = &mut self.series {
             series.derive(self.duration_s);
+        }
+        for stage in &mut self.stages {
+            stage.derive(self.series.as_ref());
         }
         for c in &mut self.per_core {
             c.derive();

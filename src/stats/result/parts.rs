@@ -685,3 +685,57 @@ impl WatchResult {
         }
     }
 }
+
+/// One stage of a `--rate` schedule and what it measured: the intervals of the series that fall
+/// in it, added (an operation counts in the stage whose time it completed in).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageResult {
+    /// The offered rate, ops/s, at its start and its end (equal: a step).
+    pub from_rate: f64,
+    pub to_rate: f64,
+    /// Where it lies in the measured window, s.
+    pub from_s: f64,
+    pub to_s: f64,
+    /// Derived from the series.
+    #[serde(default)]
+    pub ops: u64,
+    #[serde(default)]
+    pub errors: u64,
+    #[serde(default)]
+    pub ops_per_sec: f64,
+    #[serde(default)]
+    pub latency_us: Option<Spread>,
+}
+
+impl StageResult {
+    /// A stage from `from_s` to `to_s` s into the window, offering `from_rate` to `to_rate`.
+    pub fn new(from_rate: f64, to_rate: f64, from_s: f64, to_s: f64) -> StageResult {
+        StageResult {
+            from_rate,
+            to_rate,
+            from_s: r3(from_s),
+            to_s: r3(to_s),
+            ops: 0,
+            errors: 0,
+            ops_per_sec: 0.0,
+            latency_us: None,
+        }
+    }
+
+    /// Its figures, from the intervals of `series` within it.
+    pub(super) fn derive(&mut self, series: Option<&SeriesResult>) {
+        let mut h = Hist::default();
+        let (mut ops, mut errors) = (0, 0);
+        for i in series.into_iter().flat_map(|s| &s.intervals) {
+            if i.from_s + 1e-6 >= self.from_s && i.to_s <= self.to_s + 1e-6 {
+                ops += i.ops;
+                errors += i.errors;
+                h.add(&i.histogram);
+            }
+        }
+        self.ops = ops;
+        self.errors = errors;
+        self.ops_per_sec = r3(ratio(ops as f64, self.to_s - self.from_s));
+        self.latency_us = Spread::of_nonempty(&h);
+    }
+}
