@@ -132,6 +132,15 @@ impl Condition {
         Ok(Condition { text, figure, op, value })
     }
 
+    /// The value it compares with, in the figure's unit (a latency: µs); `None` for a share or
+    /// the audit's verdict.
+    pub fn limit(&self) -> Option<f64> {
+        match self.value {
+            Value::Plain(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// Check this condition against `r`.
     pub fn check(&self, r: &RunResult) -> Checked {
         let (held, measured) = match (&self.figure, self.value) {

@@ -3,7 +3,7 @@
 //! when its reader closed the pipe).
 
 use clap::Parser;
-use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, serve, sweep, watch};
+use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, search, serve, sweep, watch};
 
 fn main() {
     let cli = Cli::parse();
@@ -12,6 +12,7 @@ fn main() {
         Command::Serve(args) => serve::main(args),
         Command::Compare(args) => compare::main(args),
         Command::Sweep(args) => sweep::main(args),
+        Command::Search(args) => search::main(args),
         Command::Merge(args) => merge::main(args),
         Command::Watch(args) => watch::main(args),
         Command::Plot(args) => plot::main(args),

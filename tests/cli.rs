@@ -591,3 +591,101 @@ fn metrics_scraped_during_a_run_parse_and_add_up() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server of known capacity: every request takes `cost` of CPU on one thread (its threads,
+/// one per connection, take turns on one lock), so it serves at most 1 / `cost` a second.
+fn capacity_server(cost: Duration) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let one = std::sync::Arc::new(std::sync::Mutex::new(()));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let one = one.clone();
+            std::thread::spawn(move || {
+                let _ = core_affinity::set_for_current(core_affinity::CoreId { id: server_cpu() });
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                loop {
+                    let mut line = String::new();
+                    // A request head: lines up to the empty one.
+                    loop {
+                        line.clear();
+                        match reader.read_line(&mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) if line == "\r\n" => break,
+                            Ok(_) => {}
+                        }
+                    }
+                    {
+                        let _turn = one.lock().unwrap();
+                        let began = std::time::Instant::now();
+                        while began.elapsed() < cost {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    if writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// `search` against a server of known capacity finds it within 10 %: the capacity measured by
+/// a closed loop that saturates it, the answer the highest paced rate that kept a 20 ms p99.
+#[test]
+fn search_finds_a_known_capacity() {
+    let addr = capacity_server(Duration::from_micros(400));
+    let url = format!("http://{addr}/");
+    let cpu = client_cpu().to_string();
+    let dir = std::env::temp_dir().join(format!("wirebench-search-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (closed, found) = (dir.join("closed.json"), dir.join("search.json"));
+    let out = wirebench(&[
+        "bench",
+        &url,
+        "-c",
+        "16",
+        "-d",
+        "3s",
+        "--cores",
+        &cpu,
+        "--json",
+        closed.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&closed).unwrap()).unwrap();
+    let capacity = v["ops_per_sec"].as_f64().unwrap();
+    assert!((1500.0..2600.0).contains(&capacity), "400 us a request on one thread: {capacity}/s");
+    let start = (capacity / 8.0).round().to_string();
+    let out = wirebench(&[
+        "search",
+        &url,
+        "-c",
+        "16",
+        "--cores",
+        &cpu,
+        "--p99",
+        "20ms",
+        "--start",
+        &start,
+        "--step",
+        "2s",
+        "--json",
+        found.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("a step passes when its p99"), "the rule is printed: {stdout}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&found).unwrap()).unwrap();
+    let answer = v["answer"].as_f64().expect("an answer");
+    eprintln!("capacity {capacity}/s (closed loop), search's answer {answer}/s\n{stdout}");
+    assert!(
+        (answer - capacity).abs() <= capacity * 0.10,
+        "search found {answer}/s, the capacity is {capacity}/s\n{stdout}"
+    );
+    assert!(v["steps"].as_array().unwrap().iter().any(|s| s["passed"] == false), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

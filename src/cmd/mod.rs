@@ -8,6 +8,7 @@ pub mod bench;
 pub mod compare;
 pub mod merge;
 pub mod plot;
+pub mod search;
 pub mod serve;
 pub mod sweep;
 pub mod watch;
@@ -39,6 +40,9 @@ pub enum Command {
     /// Scaling across cores: the same bench at 1, 2, 4, … client cores, or built-in server
     /// cores, or the cores of your own server started per step (`--server-cmd`).
     Sweep(SweepArgs),
+    /// The highest rate a target serves within limits (`--p99 5ms`, `--failed 0.1%`): paced
+    /// steps, doubling, then bisection; a row per step and the answer, with its rule.
+    Search(SearchArgs),
     /// Add runs of one load from several hosts (`bench --json` files) into one exact result:
     /// histograms added, counters summed, a row per run and a total.
     Merge(MergeArgs),
@@ -103,7 +107,7 @@ pub fn man(args: &ManArgs) -> anyhow::Result<()> {
 
 #[derive(Debug, Clone, Args)]
 pub struct SchemaArgs {
-    /// Whose: `result` (`bench` and `merge`), `compare`, `sweep`, `watch`.
+    /// Whose: `result` (`bench` and `merge`), `compare`, `sweep`, `watch`, `search`.
     #[arg(value_enum)]
     pub of: SchemaOf,
 }
@@ -114,6 +118,7 @@ pub enum SchemaOf {
     Compare,
     Sweep,
     Watch,
+    Search,
 }
 
 /// `wirebench schema KIND`: the JSON Schema, generated from the types the commands write.
@@ -123,6 +128,7 @@ pub fn schema(args: &SchemaArgs) -> anyhow::Result<()> {
         SchemaOf::Compare => schemars::schema_for!(crate::report::compare::CompareResult),
         SchemaOf::Sweep => schemars::schema_for!(crate::report::sweep::SweepResult),
         SchemaOf::Watch => schemars::schema_for!(crate::stats::result::WatchFile),
+        SchemaOf::Search => schemars::schema_for!(search::SearchResult),
     };
     crate::report::out(&(serde_json::to_string_pretty(&schema)? + "\n"));
     Ok(())
@@ -255,6 +261,37 @@ pub struct CompareArgs {
     /// Checked on every row.
     #[command(flatten)]
     pub thresholds: Thresholds,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SearchArgs {
+    /// Target URL.
+    pub url: String,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// The p99 latency (from when each operation was due) a passing step stays within, e.g. 5ms.
+    #[arg(long, value_name = "TIME")]
+    pub p99: String,
+    /// The share of the operations sent a passing step may fail.
+    #[arg(long, value_name = "PCT", default_value = "0.1%")]
+    pub failed: String,
+    /// The first step's rate, operations per second.
+    #[arg(long, value_name = "R", default_value_t = 1000.0)]
+    pub start: f64,
+    /// Each step's length.
+    #[arg(long, value_name = "D", default_value = "5s", value_parser = crate::plan::parse_duration)]
+    pub step: std::time::Duration,
+    /// Stop when the highest passing and the lowest failing rates are within this many percent.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub precision: f64,
+    /// At most this many steps.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_steps: usize,
+    /// Write every step and the answer as JSON to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,0 +1,190 @@
+//! `wirebench search URL --p99 5ms`: the highest rate a target serves within limits — tcpkali's
+//! `-r @Latency`, websocket-bench's `--limit-rtt`. Paced steps (the same load as `bench`, at a
+//! fixed rate for `--step` each): the rate doubles from `--start` while a step passes, halves
+//! while the first ones fail, then the interval between the highest passing rate and the lowest
+//! failing one is bisected until it is within `--precision` of the former (or `--max-steps`
+//! ran). A step **passes** when its p99 (from when each operation was due) is at most `--p99`,
+//! its failed operations at most `--failed` of those sent, and it completed at least 97 % of
+//! the operations its rate offered (a server that cannot keep up is not serving that rate,
+//! however fast the few it answers). The answer is the highest rate that passed, printed with
+//! the rule it used; a row per step.
+
+use super::SearchArgs;
+use crate::plan::{self, Defaults};
+use crate::report::{self, micros, si};
+use crate::stats::result::RunResult;
+use crate::workload::Workload;
+use anyhow::{Context, Result, bail};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// A step must complete this share of the operations its rate offered.
+const KEPT_UP: f64 = 0.97;
+
+/// What `search --json` writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchResult {
+    pub target: String,
+    /// The rule a step passed by, in words.
+    pub rule: String,
+    pub steps: Vec<SearchStep>,
+    /// The highest rate that passed, ops/s; `None` when none did.
+    pub answer: Option<f64>,
+}
+
+/// One paced step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchStep {
+    pub offered: f64,
+    pub passed: bool,
+    /// Why it failed (empty when it passed).
+    pub why: String,
+    pub result: RunResult,
+}
+
+/// The limits a step must keep.
+struct Limits {
+    p99_us: f64,
+    failed_pct: f64,
+}
+
+impl Limits {
+    /// Whether `r`, run at `offered` ops/s for `secs`, kept the limits, and if not why.
+    fn judge(&self, r: &RunResult, offered: f64, secs: f64) -> (bool, String) {
+        let failed = crate::stats::result::class_total(&r.failed);
+        let failed_pct = if r.sent == 0 { 0.0 } else { failed as f64 * 100.0 / r.sent as f64 };
+        let mut why = Vec::new();
+        if r.latency_us.p99 > self.p99_us {
+            why.push(format!("p99 {} > {}", micros(r.latency_us.p99), micros(self.p99_us)));
+        }
+        if failed_pct > self.failed_pct {
+            why.push(format!("failed {failed_pct:.2}% > {}%", self.failed_pct));
+        }
+        let kept = r.ops as f64 / (offered * secs);
+        if kept < KEPT_UP {
+            why.push(format!("completed {:.0}% of the offered", kept * 100.0));
+        }
+        (why.is_empty(), why.join(", "))
+    }
+}
+
+pub fn main(args: &SearchArgs) -> Result<()> {
+    let load_args = &args.load;
+    if load_args.rate.is_some() || load_args.interval.is_some() || load_args.duration.is_some() {
+        bail!(
+            "search sets the rate and each step's length itself: leave out --rate, --interval and -d (see --start, --step)"
+        );
+    }
+    if load_args.ops.is_some() || load_args.repeat > 1 {
+        bail!("search runs timed steps: -n and --repeat cannot apply");
+    }
+    let p99_us = crate::check::Condition::parse(&format!("p99>{}", args.p99))
+        .map_err(|_| anyhow::anyhow!("--p99 '{}': give a time with its unit, e.g. 5ms", args.p99))?;
+    let limits = Limits { p99_us: p99_value(&p99_us, &args.p99)?, failed_pct: failed_pct(&args.failed)? };
+    if !(args.start.is_finite() && args.start > 0.0) {
+        bail!("--start must be a rate above 0");
+    }
+    if !(0.5..=50.0).contains(&args.precision) {
+        bail!("--precision must be between 0.5 and 50 (%)");
+    }
+    if !(2..=64).contains(&args.max_steps) {
+        bail!("--max-steps must be between 2 and 64");
+    }
+    let online = crate::cpus::online();
+    let load = plan::validate_load(load_args, &args.engine, &Defaults::BENCH, &online)?;
+    load.aim(&args.url)?.refuse_foreign_options()?;
+    let rule = format!(
+        "a step passes when its p99 (from when each operation was due) is at most {}, at most {}% of the operations sent failed, and it completed at least {:.0}% of what its rate offered in {:?}; the rate doubles from {} while steps pass (halves while the first ones fail), then the highest passing and lowest failing rates are bisected to within {}% (at most {} steps)",
+        micros(limits.p99_us),
+        limits.failed_pct,
+        KEPT_UP * 100.0,
+        args.step,
+        si(args.start),
+        args.precision,
+        args.max_steps
+    );
+    let human = args.json.as_deref() != Some(std::path::Path::new("-"));
+    let say = |text: &str| {
+        if human {
+            report::out(text);
+        }
+    };
+    say(&format!("wirebench search {}: {rule}\n", args.url));
+    say(&format!(
+        "{:>5} {:>10} {:>10} {:>9} {:>9} {:>8}  verdict\n",
+        "step", "offered", "ops/s", "p50", "p99", "failed"
+    ));
+    let interrupted = crate::interrupt::flag();
+    let mut steps: Vec<SearchStep> = Vec::new();
+    let (mut passing, mut failing): (Option<f64>, Option<f64>) = (None, None);
+    let mut rate = args.start;
+    for n in 1..=args.max_steps {
+        if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let mut step_load = load.clone();
+        let interval = Duration::try_from_secs_f64(step_load.shape.connections as f64 / rate)
+            .ok()
+            .filter(|i| !i.is_zero() && *i <= Duration::from_secs(3600))
+            .with_context(|| {
+                format!("a rate of {rate} ops/s over {} connections", step_load.shape.connections)
+            })?;
+        step_load.shape.workload = Workload::FixedRate { interval };
+        step_load.shape.duration = args.step;
+        let prepared = crate::run::prepare(step_load.aim(&args.url)?).with_context(|| format!("step {n}"))?;
+        let (info, rep) = prepared.run().with_context(|| format!("step {n}"))?;
+        let result = report::json::bench(&info, &rep, Some(format!("{rate:.0}/s")));
+        let (passed, why) = limits.judge(&result, rate, args.step.as_secs_f64());
+        say(&format!(
+            "{n:>5} {:>10} {:>10} {:>9} {:>9} {:>8}  {}\n",
+            si(rate),
+            si(result.ops_per_sec),
+            micros(result.latency_us.p50),
+            micros(result.latency_us.p99),
+            crate::stats::result::class_total(&result.failed),
+            if passed { "pass".to_string() } else { format!("FAIL: {why}") }
+        ));
+        steps.push(SearchStep { offered: rate, passed, why, result });
+        if passed {
+            passing = Some(passing.map_or(rate, |p| p.max(rate)));
+        } else {
+            failing = Some(failing.map_or(rate, |f| f.min(rate)));
+        }
+        rate = match (passing, failing) {
+            (Some(p), None) => p * 2.0,
+            (None, Some(f)) => f / 2.0,
+            (Some(p), Some(f)) if (f - p) / p <= args.precision / 100.0 => break,
+            (Some(p), Some(f)) => (p + f) / 2.0,
+            (None, None) => unreachable!("a step either passed or failed"),
+        };
+        if rate < 1.0 {
+            break;
+        }
+    }
+    let answer = passing;
+    say(&match (answer, failing) {
+        (Some(a), Some(f)) => {
+            format!("answer: {} ops/s (the highest that passed; {} failed)\n", si(a), si(f))
+        }
+        (Some(a), None) => format!("answer: at least {} ops/s (no step failed within --max-steps)\n", si(a)),
+        (None, _) => "answer: none — no step passed; lower --start or loosen the limits\n".to_string(),
+    });
+    if let Some(path) = &args.json {
+        report::json::write(path, &SearchResult { target: args.url.clone(), rule, steps, answer })?;
+    }
+    Ok(())
+}
+
+/// `--p99`'s value in µs (through the thresholds' own parser).
+fn p99_value(condition: &crate::check::Condition, text: &str) -> Result<f64> {
+    condition.limit().with_context(|| format!("--p99 '{text}': give a time with its unit, e.g. 5ms"))
+}
+
+/// `--failed`'s share, in percent (`0.1%` or `0.1`).
+fn failed_pct(text: &str) -> Result<f64> {
+    match text.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => bail!("--failed '{text}': a share of the operations sent, e.g. 0.1%"),
+    }
+}
