@@ -8,6 +8,13 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use wirebench::outcome::ErrorClass;
 
+/// The tests that time things or load the machine for seconds: one at a time, so that one's
+/// load does not move another's figures.
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn wirebench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wirebench")).args(args).output().expect("binary runs")
 }
@@ -393,6 +400,7 @@ fn a_progress_line_on_a_terminal_and_none_in_a_pipe() {
 /// `merge`'s total, and on `compare`'s rows.
 #[test]
 fn thresholds_pass_fail_and_say_why() {
+    let _alone = alone();
     let (_server, addr) = serve_process("http", &[]);
     let url = format!("http://{addr}/");
     let cpu = client_cpu().to_string();
@@ -481,6 +489,7 @@ fn completions_and_manual_pages_name_every_command() {
 /// carry the table's figures, the same as its JSON.
 #[test]
 fn csv_rows_add_up_to_the_json() {
+    let _alone = alone();
     let (_server, addr) = serve_process("http", &[]);
     let url = format!("http://{addr}/");
     let cpu = client_cpu().to_string();
@@ -526,6 +535,7 @@ fn csv_rows_add_up_to_the_json() {
 /// add up, and its last scrape is no more than the run's report.
 #[test]
 fn metrics_scraped_during_a_run_parse_and_add_up() {
+    let _alone = alone();
     let parser = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families as parse\n\
         fams = {f.name: f for f in parse(open(sys.argv[1]).read())}\n\
         ops = sum(s.value for s in fams['wirebench_ops'].samples)\n\
@@ -637,6 +647,7 @@ fn capacity_server(cost: Duration) -> std::net::SocketAddr {
 /// a closed loop that saturates it, the answer the highest paced rate that kept a 20 ms p99.
 #[test]
 fn search_finds_a_known_capacity() {
+    let _alone = alone();
     let addr = capacity_server(Duration::from_micros(400));
     let url = format!("http://{addr}/");
     let cpu = client_cpu().to_string();
