@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz every cargo-fuzz target in fuzz/ (or those named: tools/fuzz.sh server_ws client_nsq)
-# for RUNS executions each (default 10 million), with inputs up to MAX_LEN bytes (default 1 MiB;
+# for RUNS executions each (default 10 million) or SECONDS_EACH seconds, whichever ends first
+# (default 0: no time bound), with inputs up to MAX_LEN bytes (default 1 MiB;
 # a few bytes of input can also stand for a stream of up to 2 MiB: `props::expand`), growing
 # the corpus kept in fuzz/corpus/ (which `cargo test` replays). Prints, per target, the
 # executions done and any finding; a finding fails the script and is left in fuzz/artifacts/.
@@ -10,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${RUNS:-10000000}"
 MAX_LEN="${MAX_LEN:-1048576}"
+SECONDS_EACH="${SECONDS_EACH:-0}"
 if rustup toolchain list 2>/dev/null | grep -q nightly; then
     fuzz=(cargo +nightly fuzz)
 else
@@ -22,7 +24,7 @@ for target in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$target"
     started=$(date +%s)
     if ! out=$("${fuzz[@]}" run -s none -O "$target" "fuzz/corpus/$target" -- \
-        -runs="$RUNS" -max_len="$MAX_LEN" -print_final_stats=1 2>&1); then
+        -runs="$RUNS" -max_total_time="$SECONDS_EACH" -max_len="$MAX_LEN" -print_final_stats=1 2>&1); then
         echo "$out" | tail -30
         echo "$target: FINDING (see fuzz/artifacts/$target)"
         exit 1
