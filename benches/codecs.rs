@@ -45,7 +45,7 @@ fn main() {
     let mut out = Vec::with_capacity(1 << 16);
     measure("http1 encode GET", || {
         out.clear();
-        http.encode_op(&mut out);
+        http.encode_op(0, &mut out);
     });
     let hello = wirebench::proto::http1::RESPONSE_HELLO;
     measure("http1 decode 50-byte response (same head)", || decode_one(&mut http, hello, &mut out));
@@ -76,7 +76,7 @@ fn main() {
     let mut wsc = WsClient::new(spec);
     measure("ws encode 500-byte masked frame", || {
         out.clear();
-        wsc.encode_op(&mut out);
+        wsc.encode_op(0, &mut out);
     });
     let mut echo = Vec::new();
     ws::write_frame(&mut echo, ws::OP_BINARY, &[b'x'; 500], None);
@@ -86,7 +86,7 @@ fn main() {
     wsc.handshake(&mut upgrade);
     wss.serve(&upgrade, &mut Vec::new());
     let mut frame = Vec::new();
-    wsc.encode_op(&mut frame);
+    wsc.encode_op(0, &mut frame);
     measure("ws serve (unmask + echo) 500 bytes", || {
         out.clear();
         black_box(wss.serve(black_box(&frame), &mut out));
@@ -96,12 +96,12 @@ fn main() {
     let mut nsq = NsqClient::new(&publish, None);
     measure("nsq encode PUB 400", || {
         out.clear();
-        nsq.encode_op(&mut out);
+        nsq.encode_op(0, &mut out);
     });
     let mut mpub = NsqClient::new(&PublishSpec { batch: 10, ..publish.clone() }, None);
     measure("nsq encode MPUB 10 x 400", || {
         out.clear();
-        mpub.encode_op(&mut out);
+        mpub.encode_op(0, &mut out);
     });
     let mut ok = Vec::new();
     write_frame(&mut ok, 0, b"OK");

@@ -29,7 +29,8 @@
 //!   built-in servers); [`proto`]: one module per protocol, sans-IO codecs and its entry in the
 //!   registry. Commands and reports ask the registry; they never match on a protocol.
 //! - [`workload`]: when each operation is due and when the measured window opens; [`cpus`];
-//!   [`tls::options`]: TLS options as data.
+//!   [`tls::options`]: TLS options as data; [`requests`]: `--requests` files, and which entry
+//!   each operation carries (the connection machine picks, the codec encoded each once).
 //! - [`stats`]: per-core recorders and their merge, the audit's arithmetic, the typed
 //!   [`stats::result::RunResult`] every command's JSON is.
 //! - [`outcome`]: how operations and connections end; [`recv`]: the receive buffer;
@@ -52,6 +53,7 @@ pub mod proto;
 pub mod protocol;
 pub mod recv;
 pub mod report;
+pub mod requests;
 pub mod run;
 pub mod stats;
 pub mod target;

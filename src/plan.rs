@@ -83,6 +83,8 @@ pub struct RunInfo {
     pub spin: Option<std::time::Duration>,
     /// `--rate` with stages.
     pub stages: Vec<crate::workload::Stage>,
+    /// `--requests`: each kind's label and how many entries it has (empty: no file).
+    pub kinds: Vec<(String, usize)>,
 }
 
 #[cfg(test)]
@@ -102,6 +104,7 @@ impl RunInfo {
             messages_per_op: 1,
             spin,
             stages: vec![],
+            kinds: vec![],
         }
     }
 }
@@ -143,6 +146,16 @@ pub struct LoadArgs {
     /// Request body / message read from a file.
     #[arg(long, value_name = "PATH")]
     pub body_file: Option<PathBuf>,
+    /// Operations that differ, from a file of JSON lines: one HTTP request (method, path,
+    /// headers, body or body_file) or one message (body or body_file) per line, with a weight
+    /// and a label; each encoded once, cycled per connection, bytes per operation reported per
+    /// label (docs/requests.md). An entry without a body carries --size's or --body-file's.
+    #[arg(long, value_name = "FILE")]
+    pub requests: Option<PathBuf>,
+    /// How each connection goes through --requests' entries: `seq` (the file's order, from the
+    /// first) or `random` (in proportion to the weights).
+    #[arg(long, value_enum, default_value_t, requires = "requests")]
+    pub order: crate::requests::Order,
     /// Operations in flight per connection (HTTP pipelining, NSQ publishes in flight).
     #[arg(long, default_value_t = 1)]
     pub depth: usize,
@@ -312,6 +325,8 @@ pub struct Load {
     pub shape: Shape,
     /// `None`: the protocol's default size.
     pub payload: Option<Payload>,
+    /// `--requests`: the file of entries, read when the plan is prepared, and `--order`.
+    pub requests: Option<(PathBuf, crate::requests::Order)>,
     pub headers: Vec<(String, String)>,
     pub options: ProtocolOptions,
     /// TLS options (used by TLS targets: `https://`, `wss://`, `nsq://…?tls=1`, …).
@@ -585,6 +600,7 @@ pub fn validate_load(
             report_every,
         },
         payload,
+        requests: args.requests.clone().map(|file| (file, args.order)),
         headers,
         options: args.protocol.clone(),
         tls: args.tls.clone(),
@@ -693,6 +709,7 @@ impl LoadPlan {
                 Workload::Staged { stages, .. } => stages.to_vec(),
                 _ => vec![],
             },
+            kinds: vec![],
         }
     }
 }
@@ -724,6 +741,10 @@ pub struct ClientJob {
     /// Where each core copies its figures a few times a second while the run goes on
     /// (`--metrics-listen`); `None`: nobody reads them.
     pub live: Option<crate::stats::live::Live>,
+    /// `--requests`: the order connections pick the entries in, and how many kinds they
+    /// are reported under (0: no file).
+    pub picks: Option<crate::requests::Picks>,
+    pub kinds: usize,
 }
 
 /// A plan made ready to run (by [`crate::run::prepare`]); run by [`Prepared::run`], whose
@@ -734,8 +755,10 @@ pub struct Prepared {
     pub plan: LoadPlan,
     /// The address of `plan.target`; the job holds every target's.
     pub addr: SocketAddr,
-    /// The payload of every operation.
-    pub body: Vec<u8>,
+    /// The payload of every operation (of a `--requests` entry that gives none).
+    pub body: Arc<[u8]>,
+    /// `--requests`: the entries (each protocol builds its codec once per entry).
+    pub requests: Option<Arc<crate::requests::Requests>>,
     /// This machine's name (NSQ's `IDENTIFY`).
     pub hostname: String,
     pub job: ClientJob,
@@ -752,6 +775,38 @@ impl Prepared {
             p.addr = self.job.addrs[i];
         }
         p.plan.also.clear();
+        p
+    }
+
+    /// The client codec `build` makes for this plan: with `--requests`, one per entry (this
+    /// plan with the entry's changes), gathered into the first by
+    /// [`add_entries`](crate::proto::ClientCodec::add_entries), each entry encoded once.
+    pub fn codec<C: crate::proto::ClientCodec>(&self, build: &impl Fn(&Prepared) -> C) -> C {
+        let Some(requests) = &self.requests else { return build(self) };
+        let mut codec: Option<C> = None;
+        for entry in &requests.entries {
+            let c = build(&self.for_entry(entry));
+            match &mut codec {
+                Some(first) => first.add_entries(c),
+                None => codec = Some(c),
+            }
+        }
+        codec.unwrap_or_else(|| build(self))
+    }
+
+    /// This plan with a `--requests` entry's changes: its body, method, path and headers.
+    fn for_entry(&self, entry: &crate::requests::Entry) -> Prepared {
+        let mut p = self.clone();
+        if let Some(body) = &entry.body {
+            p.body = body.clone();
+        }
+        if let Some(method) = &entry.method {
+            p.plan.load.options.http1.method = Some(method.clone());
+        }
+        if let Some(path) = &entry.path {
+            p.plan.target.path = path.clone();
+        }
+        p.plan.load.headers.extend(entry.headers.iter().cloned());
         p
     }
 

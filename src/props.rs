@@ -124,7 +124,7 @@ pub fn decode_client<C: ClientCodec>(
             continue;
         }
         while encoded < IN_FLIGHT {
-            codec.encode_op(&mut Vec::new());
+            codec.encode_op(0, &mut Vec::new());
             encoded += 1;
         }
         loop {
@@ -139,7 +139,7 @@ pub fn decode_client<C: ClientCodec>(
                     buf.drain(..consumed);
                     trace.messages.push((consumed, outcome));
                     if matches!(outcome, Outcome::Op | Outcome::OpFailed(_)) {
-                        codec.encode_op(&mut Vec::new());
+                        codec.encode_op(0, &mut Vec::new());
                     }
                     if codec.peer_closing() {
                         trace.replies = replies.len();

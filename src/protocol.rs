@@ -44,6 +44,9 @@ pub struct Protocol {
     /// The option groups it reads (ids of clap groups in [`ProtocolOptions`]): a load flag
     /// applies to the protocols whose groups hold it.
     pub option_groups: &'static [&'static str],
+    /// Whether its operations are HTTP requests whose method, path and headers a `--requests`
+    /// entry may set (else an entry is a message: its body).
+    pub http_entries: bool,
 }
 
 impl std::fmt::Debug for Protocol {

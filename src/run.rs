@@ -8,11 +8,13 @@
 use crate::clock::Instant;
 use crate::plan::{ClientJob, LoadPlan, MAX_PAYLOAD, Payload, Prepared, RunInfo};
 use crate::proto::ClientCodec;
+use crate::requests::{Defaults, Order, Requests};
 use crate::stats::{Repeats, Report, RunSummary};
 use crate::target::Target;
 use crate::tls::options::{ClientTls, TlsStart};
 use anyhow::{Context, Result, bail};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -46,6 +48,10 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         }
     };
     (plan.protocol.check_payload)(&plan, &body)?;
+    let requests = match &plan.load.requests {
+        Some((file, order)) => Some(Arc::new(read_requests(&plan, file, *order, &body)?)),
+        None => None,
+    };
     if let Some(at) = plan.load.shape.start_at
         && at.duration_since(std::time::SystemTime::now()).is_ok_and(|ahead| ahead > MAX_START_AHEAD)
     {
@@ -89,8 +95,55 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         spin: load.spin,
         slack: load.slack,
         live: None,
+        picks: requests.as_ref().map(|r| r.picks()),
+        kinds: requests.as_ref().map_or(0, |r| r.kinds.len()),
     };
-    Ok(Prepared { addr, body, hostname: hostname(), job, plan, preflight: checked })
+    let body = body.into();
+    Ok(Prepared { addr, body, requests, hostname: hostname(), job, plan, preflight: checked })
+}
+
+/// `--requests FILE`, read and checked against the plan's protocol: its entries' fields, and
+/// each body by the protocol's rules on payloads.
+fn read_requests(plan: &LoadPlan, file: &Path, order: Order, payload: &[u8]) -> Result<Requests> {
+    let name = file.display();
+    let len = std::fs::metadata(file).with_context(|| format!("cannot read --requests {name}"))?.len();
+    if len > crate::requests::MAX_BODIES as u64 {
+        bail!("--requests {name} is larger than {} MiB", crate::requests::MAX_BODIES >> 20);
+    }
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read --requests {name}"))?;
+    let defaults = Defaults {
+        method: plan.load.options.http1.method.as_deref().unwrap_or("GET"),
+        path: &plan.target.path,
+        http: plan.protocol.http_entries,
+        payload: payload.len(),
+    };
+    let read = |path: &Path| {
+        let cannot = |e: std::io::Error| format!("cannot read body_file {}: {e}", path.display());
+        if std::fs::metadata(path).map_err(cannot)?.len() > MAX_PAYLOAD as u64 {
+            return Err(format!(
+                "body_file {} is larger than the {} MiB a message may be here",
+                path.display(),
+                MAX_PAYLOAD >> 20
+            ));
+        }
+        std::fs::read(path).map_err(cannot)
+    };
+    let folder = file.parent().unwrap_or(Path::new("."));
+    let requests = Requests::parse(&text, folder, order, &defaults, read)
+        .map_err(|e| anyhow::anyhow!("--requests {name}, {e}"))?;
+    for entry in &requests.entries {
+        let at = |e: String| anyhow::anyhow!("--requests {name}, line {}: {e}", entry.line);
+        if let Some(field) = entry.http_fields().find(|_| !plan.protocol.http_entries) {
+            return Err(at(format!(
+                "`{field}` applies to HTTP requests; an entry for {} is a message (body or body_file, weight, label)",
+                plan.target.url
+            )));
+        }
+        if let Some(body) = &entry.body {
+            (plan.protocol.check_payload)(plan, body).map_err(|e| at(e.to_string()))?;
+        }
+    }
+    Ok(requests)
 }
 
 /// A target's TLS set-up, if it speaks TLS: the protocol's ALPN name (HTTP and what upgrades
@@ -216,7 +269,9 @@ impl Prepared {
         if runs.len() > 1 {
             report.repeats = Some(Repeats { median, runs });
         }
-        Ok((self.plan.info(), report))
+        let mut info = self.plan.info();
+        info.kinds = self.requests.as_ref().map_or_else(Vec::new, |r| r.kinds.clone());
+        Ok((info, report))
     }
 
     /// Drive the engine with `codec` on its own thread while this one draws the progress line
@@ -228,7 +283,7 @@ impl Prepared {
         C: ClientCodec + Send + 'static,
         F: Fn(&Prepared) -> C,
     {
-        let codecs = (0..self.job.addrs.len()).map(|i| codec(&self.on_target(i))).collect();
+        let codecs = (0..self.job.addrs.len()).map(|i| self.on_target(i).codec(&codec)).collect();
         let job = self.job.clone();
         let engine = self.plan.load.engine;
         let started = Instant::now();

@@ -700,3 +700,30 @@ fn search_finds_a_known_capacity() {
     assert!(v["steps"].as_array().unwrap().iter().any(|s| s["passed"] == false), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_bad_requests_file_is_one_clear_line_naming_its_line() {
+    let dir = std::env::temp_dir().join(format!("wirebench-bad-requests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("http://127.0.0.1:1/", "{\"path\":\"/a\"}\n{\"pth\":\"/b\"}\n", "line 2: unknown field `pth`"),
+        ("http://127.0.0.1:1/", "{\"body_file\":\"missing.bin\"}\n", "line 1: cannot read body_file"),
+        (
+            "ws://127.0.0.1:1/",
+            "{\"body\":\"a\"}\n{\"path\":\"/x\"}\n",
+            "line 2: `path` applies to HTTP requests",
+        ),
+        ("sio://127.0.0.1:1/", "{\"headers\":{\"A\":\"b\"}}\n", "line 1: `headers` applies to HTTP requests"),
+        ("http://127.0.0.1:1/", "\n# nothing\n", "holds no entry"),
+    ];
+    for (i, (url, text, needle)) in cases.iter().enumerate() {
+        let file = dir.join(format!("r{i}.jsonl"));
+        std::fs::write(&file, text).unwrap();
+        let out = wirebench(&["bench", url, "-d", "1s", "--requests", &file.to_string_lossy()]);
+        assert_user_error(&out, needle);
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1, "{url} {text}");
+    }
+    let out = wirebench(&["bench", "http://127.0.0.1:1/", "--requests", "/nonexistent/r.jsonl"]);
+    assert_user_error(&out, "cannot read --requests /nonexistent/r.jsonl");
+    assert_user_error(&wirebench(&["bench", "http://127.0.0.1:1/", "--order", "random"]), "--requests");
+}

@@ -80,3 +80,77 @@ fn nginx_pipelined_requests() {
     assert_eq!(r.ops, 50000);
     assert_eq!(r.rx_per_op(), expected_rx as f64);
 }
+
+/// `--requests`: nginx's access log shows every request as the file gives it, in the
+/// proportion it gives, each of the length the report says it wrote (nginx's
+/// `$request_length` leaves out a body it discards: its head, plus its `Content-Length`).
+#[test]
+#[ignore = "needs nginx: run by .ci/run"]
+fn requests_from_a_file_arrive_as_written_in_their_proportion() {
+    let dir = std::env::temp_dir().join(format!("wirebench-requests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("access.log");
+    let _ = std::fs::remove_file(&log);
+    std::fs::write(dir.join("up.bin"), vec![b'u'; 1000]).unwrap();
+    let file = dir.join("requests.jsonl");
+    std::fs::write(
+        &file,
+        "# four kinds, one twice as often\n\
+         {\"path\":\"/a?x=1\"}\n\
+         {\"method\":\"POST\",\"path\":\"/b\",\"headers\":{\"Content-Type\":\"application/json\"},\"body\":\"{\\\"k\\\":1}\",\"weight\":2}\n\
+         {\"method\":\"HEAD\",\"path\":\"/c\"}\n\
+         {\"method\":\"PUT\",\"path\":\"/up\",\"body_file\":\"up.bin\",\"label\":\"upload\"}\n",
+    )
+    .unwrap();
+    let (nginx, addr) = start_nginx_conf(
+        "log_format wb '$request|$status|$request_length|$http_content_type|$http_content_length';",
+        "",
+        &format!("access_log {} wb;", log.display()),
+    );
+    let url = format!("http://{addr}/");
+    let cpu = client_cpu().to_string();
+    let file_arg = file.to_string_lossy().to_string();
+    // In order, 6,000 operations over 4 connections are 300 cycles of 5 each: exactly 1:2:1:1.
+    let r = bench(&[&url, "-c", "4", "-n", "6000", "--cores", &cpu, "--requests", &file_arg]);
+    assert_clean(&r);
+    assert_eq!(r.kinds.iter().map(|k| k.ops).collect::<Vec<_>>(), [1200, 2400, 1200, 1200]);
+    let first = r.kinds.iter().map(|k| k.tx / k.ops).collect::<Vec<_>>();
+    // At random: the proportion within a few per cent, and nginx counts what the report does.
+    let r2 = bench(&[
+        &url,
+        "-c",
+        "4",
+        "-n",
+        "20000",
+        "--cores",
+        &cpu,
+        "--requests",
+        &file_arg,
+        "--order",
+        "random",
+    ]);
+    assert_clean(&r2);
+    for (k, share) in r2.kinds.iter().zip([0.2, 0.4, 0.2, 0.2]) {
+        assert!((k.ops as f64 / 20000.0 - share).abs() < 0.1 * share, "{:?}", r2.kinds);
+    }
+    drop(nginx); // its log is written whole once it has stopped
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut seen: std::collections::BTreeMap<(String, String, u64, String), u64> = Default::default();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('|').collect();
+        assert_eq!(f.len(), 5, "{line}");
+        let length = f[2].parse::<u64>().unwrap() + f[4].parse::<u64>().unwrap_or(0);
+        *seen.entry((f[0].into(), f[1].into(), length, f[3].into())).or_default() += 1;
+    }
+    let want = [
+        ("GET /a?x=1 HTTP/1.1", "-", 1200 + r2.kinds[0].ops),
+        ("POST /b HTTP/1.1", "application/json", 2400 + r2.kinds[1].ops),
+        ("HEAD /c HTTP/1.1", "-", 1200 + r2.kinds[2].ops),
+        ("PUT /up HTTP/1.1", "-", 1200 + r2.kinds[3].ops),
+    ];
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    for ((request, content_type, n), tx) in want.into_iter().zip(first) {
+        let key = (request.to_string(), "200".to_string(), tx, content_type.to_string());
+        assert_eq!(seen.get(&key), Some(&n), "{key:?} in {seen:?}");
+    }
+}

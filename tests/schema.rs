@@ -62,11 +62,16 @@ fn every_commands_json_validates_against_its_schema() {
     let (a, b, m, c, s, w) =
         (file("a.json"), file("b.json"), file("m.json"), file("c.json"), file("s.json"), file("w.json"));
     let p = |p: &PathBuf| p.to_str().unwrap().to_string();
-    // A run with every optional part: intervals, a paced schedule, two targets, a label.
+    // A run with every optional part: intervals, a paced schedule, two targets, a label,
+    // requests from a file.
+    let requests = file("requests.jsonl");
+    std::fs::write(&requests, "{\"path\":\"/a\"}\n{\"method\":\"POST\",\"body\":\"x\"}\n").unwrap();
     run(&[
         "bench",
         &url,
         &url,
+        "--requests",
+        &p(&requests),
         "-c",
         "2",
         "--rate",

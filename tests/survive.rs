@@ -449,9 +449,10 @@ impl ClientCodec for PanicsOnAnswer {
     fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         Ok(Decoded::Done { consumed: 0, outcome: Outcome::Op })
     }
-    fn encode_op(&mut self, out: &mut Vec<u8>) {
+    fn encode_op(&mut self, _entry: usize, out: &mut Vec<u8>) {
         out.extend_from_slice(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
     }
+    fn add_entries(&mut self, _other: Self) {}
     fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         assert!(input.is_empty(), "the test client's bug");
         Ok(Decoded::Partial)
@@ -490,6 +491,8 @@ fn a_client_core_that_panics_ends_the_run_with_its_message() {
             spin: wirebench::plan::URING_SPIN,
             slack: Duration::ZERO,
             live: None,
+            picks: None,
+            kinds: 0,
         };
         let began = Instant::now();
         let result = engine(engine_name).run_client(&job, vec![PanicsOnAnswer]);

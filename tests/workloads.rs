@@ -484,3 +484,84 @@ fn rate_stages_step_and_ramp_on_schedule() {
         assert!(text.contains("500..2500"), "{engine}: {text}");
     }
 }
+
+/// `--requests` with messages on every protocol and client engine: each kind's count in the
+/// file's proportion (exactly, in order), its bytes per operation those of its own message
+/// each way, and the kinds adding up to the run; with a connection per operation, the
+/// entries still take their turns.
+#[test]
+fn requests_from_a_file_on_every_protocol_and_engine() {
+    let _alone = alone();
+    let cpu = client_cpu().to_string();
+    let dir = std::env::temp_dir().join(format!("wirebench-messages-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("m.bin"), vec![b'm'; 1000]).unwrap();
+    let file = dir.join("messages.jsonl");
+    std::fs::write(
+        &file,
+        "{\"body\":\"abc\",\"label\":\"small\"}\n{\"body_file\":\"m.bin\",\"label\":\"big\"}\n{\"weight\":2,\"label\":\"default\"}\n",
+    )
+    .unwrap();
+    let file = file.to_string_lossy().to_string();
+    let (http, ws, sio, nsq) =
+        (start_builtin("http"), start_builtin("ws"), start_builtin("sio"), start_builtin("nsq"));
+    let host = http.addr().to_string();
+    type Sizes = Box<dyn Fn(usize) -> (f64, f64)>;
+    let runs: [(String, &[&str], Sizes); 4] = [
+        (
+            format!("http://{host}/"),
+            &["-m", "POST"],
+            Box::new(move |n| (wire::http_request("POST", "/", &host, &[], n), wire::ok())),
+        ),
+        (
+            format!("ws://{}/", ws.addr()),
+            &[],
+            Box::new(|n| (wire::ws_client_frame(n), wire::ws_server_frame(n))),
+        ),
+        (
+            format!("sio://{}/", sio.addr()),
+            &[],
+            Box::new(|n| (sio_wire::event("/", Some(0), "message", n), sio_wire::ack("/", 0, n))),
+        ),
+        (
+            format!("nsq://{}/test", nsq.addrs[0]),
+            &[],
+            Box::new(|n| (wire::nsq_pub("test", n), wire::nsq_frame("OK"))),
+        ),
+    ];
+    for (url, extra, sizes) in &runs {
+        for engine in ENGINES {
+            let mut args = vec![url.as_str(), "-c", "2", "-n", "4000", "--size", "200", "--requests", &file];
+            args.extend(["--cores", &cpu]);
+            args.extend_from_slice(extra);
+            let r = bench_on(engine, &args);
+            assert_clean(&r);
+            // 2,000 per connection: 500 cycles of small, big, default, default.
+            let what = format!("{url} on {engine}");
+            assert_eq!(
+                r.kinds.iter().map(|k| (k.sent, k.ops)).collect::<Vec<_>>(),
+                [(1000, 1000), (1000, 1000), (2000, 2000)],
+                "{what}"
+            );
+            for (k, n) in r.kinds.iter().zip([3, 1000, 200]) {
+                let (tx, rx) = sizes(n);
+                assert_eq!(
+                    (k.tx as f64 / k.ops as f64, k.rx as f64 / k.ops as f64),
+                    (tx, rx),
+                    "{what}: {n} B"
+                );
+                assert_eq!(k.latency.len(), k.ops);
+            }
+            assert_eq!(r.kinds.iter().map(|k| k.tx).sum::<u64>(), r.tx.op, "{what}");
+            assert_eq!(r.kinds.iter().map(|k| k.rx).sum::<u64>(), r.rx.op, "{what}");
+        }
+    }
+    let url = &runs[0].0;
+    for engine in ENGINES {
+        let args =
+            [url.as_str(), "-c", "2", "-n", "400", "--no-keepalive", "--requests", &file, "--cores", &cpu];
+        let r = bench_on(engine, &args);
+        assert_clean(&r);
+        assert_eq!(r.kinds.iter().map(|k| k.ops).collect::<Vec<_>>(), [100, 100, 200], "{engine}");
+    }
+}

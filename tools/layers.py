@@ -25,7 +25,7 @@ LAYERS = [
     ["tls"],
     ["plan", "target"],
     ["protocol", "proto"],
-    ["workload", "cpus", "tls::options"],
+    ["workload", "cpus", "tls::options", "requests"],
     ["stats"],
     ["outcome", "recv", "interrupt", "watch", "clock"],
 ]

@@ -83,7 +83,8 @@ impl EngineKind {
 impl ClientJob {
     /// A core's recorder for this job: per target with several, with a time series when asked.
     pub fn recorder(&self, cpu: usize) -> crate::stats::CoreRecorder {
-        crate::stats::CoreRecorder::for_targets(cpu, self.addrs.len()).with_series(self.shape.report_every)
+        crate::stats::CoreRecorder::for_shares(cpu, self.addrs.len(), self.kinds)
+            .with_series(self.shape.report_every)
     }
 
     /// The run's window: it opens once every connection is set up, and at the latest once the
@@ -413,6 +414,7 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
     let conn = conn
         .first_connect_at(first + job.shape.connect_after(index))
         .on_target(target)
+        .with_picks(job.picks.as_ref())
         .with_tls(job.tls.get(target).cloned().flatten());
     if job.shape.per_op {
         conn.one_op_per_connection()

@@ -71,8 +71,12 @@ pub trait ClientCodec: Clone {
     /// `Done` with [`Outcome::Handshaking`] for a step after which it goes on (replies appended
     /// to `out`, written as handshake bytes), with any other outcome when it is complete.
     fn decode_handshake(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Self::Error>;
-    /// Append one operation.
-    fn encode_op(&mut self, out: &mut Vec<u8>);
+    /// Append one operation: entry `entry` of the ones it holds (0 without `--requests`).
+    fn encode_op(&mut self, entry: usize, out: &mut Vec<u8>);
+    /// Take `other`'s operations (a codec built the same way for another entry of
+    /// `--requests`) as further entries, numbered after its own: the prototype is built once
+    /// per entry and the first one gathers them, each encoded once.
+    fn add_entries(&mut self, other: Self);
     /// The id of the operation just appended by [`encode_op`](Self::encode_op), when answers
     /// may come in another order than the requests (an HTTP/2 stream id): the answers then
     /// name the operation they complete ([`answers_op`](Self::answers_op)). `None`: answers

@@ -21,6 +21,7 @@ impl RunInfo {
             connections: self.connections,
             depth: self.depth,
             messages_per_op: self.messages_per_op,
+            kinds: self.kinds.clone(),
             stages: {
                 let mut at = 0.0;
                 self.stages

@@ -89,6 +89,28 @@ fn throughput(r: &RunResult) -> String {
             );
         }
     }
+    if let Some(kinds) = &r.requests {
+        let _ = writeln!(
+            s,
+            "  per kind    {:<28} {:>7} {:>10} {:>7} {:>8} {:>9} {:>9} {:>10} {:>10}",
+            "label", "entries", "completed", "share", "failed", "tx/op", "rx/op", "p50", "p99"
+        );
+        for k in kinds {
+            let _ = writeln!(
+                s,
+                "              {:<28} {:>7} {:>10} {:>6.1}% {:>8} {:>9.1} {:>9.1} {:>10} {:>10}",
+                k.label,
+                k.entries,
+                k.ops,
+                100.0 * ratio(k.ops as f64, r.ops as f64),
+                k.failed,
+                k.tx_per_op,
+                k.rx_per_op,
+                micros(k.latency_us.p50),
+                micros(k.latency_us.p99)
+            );
+        }
+    }
     if !r.accounted {
         let _ = writeln!(
             s,

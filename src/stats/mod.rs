@@ -275,27 +275,48 @@ pub struct CoreRecorder {
     /// within 100 ms): drops and retransmits inside the window, not the set-up's or close's.
     pub window_net: Option<(NetCounters, NetCounters)>,
     /// Per target, with several (empty with one: the totals are its figures).
-    pub targets: Vec<TargetTally>,
+    pub targets: Vec<ShareTally>,
+    /// Per kind of `--requests` entry (empty without the file).
+    pub kinds: Vec<ShareTally>,
     /// `--report-every`: the measured window cut into intervals.
     pub series: Option<Series>,
 }
 
-/// One target's share of a run with several (`bench URL URL …`): its measured operations
-/// sent and completed (the rest failed: every operation ends once) and their latency.
+/// One share of a run's operations — a target's of a run with several (`bench URL URL …`), or
+/// a kind's of `--requests` entries: its measured operations sent and completed (the rest
+/// failed: every operation ends once), the wire bytes of the completed ones each way, and
+/// their latency.
 #[derive(Debug, Clone)]
-pub struct TargetTally {
+pub struct ShareTally {
     pub sent: u64,
     pub ops: u64,
+    pub tx: u64,
+    pub rx: u64,
     pub latency: Histogram<u64>,
 }
 
-impl Default for TargetTally {
+impl Default for ShareTally {
     fn default() -> Self {
-        TargetTally { sent: 0, ops: 0, latency: histogram() }
+        ShareTally { sent: 0, ops: 0, tx: 0, rx: 0, latency: histogram() }
     }
 }
 
-impl TargetTally {
+impl ShareTally {
+    fn add(&mut self, b: &ShareTally) {
+        self.sent += b.sent;
+        self.ops += b.ops;
+        self.tx += b.tx;
+        self.rx += b.rx;
+        self.latency.add(&b.latency).expect("same histogram bounds");
+    }
+
+    fn completed(&mut self, ns: u64, tx: u64, rx: u64) {
+        self.ops += 1;
+        self.tx += tx;
+        self.rx += rx;
+        self.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+    }
+
     pub fn failed(&self) -> u64 {
         self.sent - self.ops
     }
@@ -335,6 +356,7 @@ impl CoreRecorder {
             last_end: None,
             window_net: None,
             targets: Vec::new(),
+            kinds: Vec::new(),
             series: None,
         }
     }
@@ -373,12 +395,14 @@ impl CoreRecorder {
         }
     }
 
-    /// A core's recorder for a run on `targets` targets (kept apart when more than one).
-    pub fn for_targets(core: usize, targets: usize) -> Self {
+    /// A core's recorder for a run on `targets` targets (kept apart when more than one) with
+    /// `kinds` kinds of `--requests` entries (0: no file).
+    pub fn for_shares(core: usize, targets: usize, kinds: usize) -> Self {
         let mut rec = CoreRecorder::new(core);
         if targets > 1 {
-            rec.targets = vec![TargetTally::default(); targets];
+            rec.targets = vec![ShareTally::default(); targets];
         }
+        rec.kinds = vec![ShareTally::default(); kinds];
         rec
     }
 
@@ -388,18 +412,26 @@ impl CoreRecorder {
         self
     }
 
-    /// A measured operation was sent to `target`.
-    pub fn target_sent(&mut self, target: usize) {
+    /// A measured operation of kind `kind` was sent to `target`.
+    #[inline]
+    pub fn share_sent(&mut self, target: usize, kind: usize) {
         if let Some(t) = self.targets.get_mut(target) {
             t.sent += 1;
         }
+        if let Some(k) = self.kinds.get_mut(kind) {
+            k.sent += 1;
+        }
     }
 
-    /// A measured operation to `target` completed after `ns`.
-    pub fn target_completed(&mut self, target: usize, ns: u64) {
+    /// A measured operation of kind `kind` to `target` completed after `ns`, having written
+    /// `tx` bytes and read `rx`.
+    #[inline]
+    pub fn share_completed(&mut self, target: usize, kind: usize, ns: u64, tx: u64, rx: u64) {
         if let Some(t) = self.targets.get_mut(target) {
-            t.ops += 1;
-            t.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+            t.completed(ns, tx, rx);
+        }
+        if let Some(k) = self.kinds.get_mut(kind) {
+            k.completed(ns, tx, rx);
         }
     }
 
@@ -611,7 +643,10 @@ impl CoreRecorder {
         self.due_while_busy += c.due_while_busy;
         self.due_unsent += c.due_unsent;
         if self.targets.len() < c.targets.len() {
-            self.targets.resize(c.targets.len(), TargetTally::default());
+            self.targets.resize(c.targets.len(), ShareTally::default());
+        }
+        if self.kinds.len() < c.kinds.len() {
+            self.kinds.resize(c.kinds.len(), ShareTally::default());
         }
         match (&mut self.series, &c.series) {
             (Some(a), Some(b)) => a.merge(b),
@@ -619,9 +654,10 @@ impl CoreRecorder {
             _ => {}
         }
         for (a, b) in self.targets.iter_mut().zip(&c.targets) {
-            a.sent += b.sent;
-            a.ops += b.ops;
-            a.latency.add(&b.latency).expect("same histogram bounds");
+            a.add(b);
+        }
+        for (a, b) in self.kinds.iter_mut().zip(&c.kinds) {
+            a.add(b);
         }
         self.phases.merge(&c.phases);
         for (k, v) in &c.failures {

@@ -185,6 +185,11 @@ pub fn start_nginx() -> (Peer, SocketAddr) {
 
 /// The same, with words added to its `listen` (`ssl`) and to its `server` block (certificates).
 pub fn start_nginx_with(listen: &str, server: &str) -> (Peer, SocketAddr) {
+    start_nginx_conf("", listen, server)
+}
+
+/// The same, with words added to its `http` block too (a `log_format`).
+pub fn start_nginx_conf(http: &str, listen: &str, server: &str) -> (Peer, SocketAddr) {
     let nginx = which("nginx").expect("nginx is installed (.ci/run installs it)");
     let port = free_port();
     let dir = std::env::temp_dir().join(format!("wirebench-nginx-{port}"));
@@ -192,7 +197,7 @@ pub fn start_nginx_with(listen: &str, server: &str) -> (Peer, SocketAddr) {
     let conf = format!(
         "worker_processes 1;\ndaemon off;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
          events {{ worker_connections 4096; }}\n\
-         http {{\n access_log off;\n keepalive_requests 100000000;\n keepalive_timeout 60s;\n default_type text/plain;\n\
+         http {{\n {http}\n access_log off;\n keepalive_requests 100000000;\n keepalive_timeout 60s;\n default_type text/plain;\n\
          client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
          server {{ listen 127.0.0.1:{port} {listen}; {server} location / {{ return 200 \"Hello World\"; }} }}\n}}\n",
         d = dir.display()

@@ -235,7 +235,8 @@ impl<C: ClientCodec> Conn<C> {
         rec.ops += 1;
         let ns = now.nanos_since(op.intended);
         rec.record_latency(ns);
-        rec.target_completed(self.target, ns);
+        let rx = op.rx + carried.wire;
+        rec.share_completed(self.target, op.kind as usize, ns, op.tx_len, rx);
         rec.series_op(from, now, ns);
         let waiting = op.written.map(|w| op.first_byte.unwrap_or(now).saturating_duration_since(w));
         rec.record_phases(now.saturating_duration_since(op.sent), waiting);

@@ -23,6 +23,8 @@ pub struct InFlight {
     /// timeout counts from).
     pub sent: Instant,
     pub traffic: Traffic,
+    /// Its kind of `--requests` entry (0 without).
+    pub kind: u16,
     /// Its encoded length (on the wire: with TLS, its record), and how much of it the socket
     /// has taken so far.
     pub tx_len: u64,
@@ -47,6 +49,7 @@ impl InFlight {
             intended,
             sent,
             traffic,
+            kind: 0,
             tx_len,
             tx_written: 0,
             tx_plain: 0,

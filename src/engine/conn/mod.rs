@@ -177,6 +177,8 @@ pub struct Conn<C> {
     not_before: Instant,
     /// Which of the run's targets it loads.
     target: usize,
+    /// `--requests`: its way through the entries (kept across its reconnects).
+    picker: Option<Box<crate::requests::Picker>>,
     /// The engine wakes this connection when the window opens, and when its core's last
     /// measured operation in flight after the run's end has ended (it need not look).
     woken_by_engine: bool,
@@ -219,8 +221,15 @@ impl<C: ClientCodec> Conn<C> {
             per_op: false,
             not_before: start,
             target: 0,
+            picker: None,
             woken_by_engine: false,
         }
+    }
+
+    /// Pick each operation from `--requests`'s entries (`None`: the one operation there is).
+    pub fn with_picks(mut self, picks: Option<&crate::requests::Picks>) -> Self {
+        self.picker = picks.map(|p| Box::new(p.picker(self.seed)));
+        self
     }
 
     /// Speak TLS with the target ([`crate::tls`]), from the connect or when the protocol asks.
@@ -486,16 +495,18 @@ impl<C: ClientCodec> Conn<C> {
             self.schedule.taken();
             self.life.ops_sent += 1;
             let before = self.send.len();
-            self.codec.encode_op(self.send.buf());
+            let (entry, kind) = self.picker.as_mut().map_or((0, 0), |p| p.pick());
+            self.codec.encode_op(entry, self.send.buf());
             let plain = (self.send.len() - before) as u64;
             // With TLS, a record per operation.
             let tx_len = self.queue(before, traffic, rec);
             let mut op = InFlight::new(self.codec.op_id(), intended, now, traffic, tx_len);
             op.tx_plain = if self.carrier.active() { plain } else { 0 };
+            op.kind = kind as u16;
             self.ledger.push(op);
             if traffic == Traffic::Op {
                 rec.sent += 1;
-                rec.target_sent(self.target);
+                rec.share_sent(self.target, kind);
             }
         }
         batch.is_some()

@@ -174,9 +174,10 @@ impl ClientCodec for Heartbeats {
     fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control })
     }
-    fn encode_op(&mut self, out: &mut Vec<u8>) {
+    fn encode_op(&mut self, _entry: usize, out: &mut Vec<u8>) {
         out.extend_from_slice(b"op");
     }
+    fn add_entries(&mut self, _other: Self) {}
     fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         Ok(match input.first() {
             None => Decoded::Partial,
@@ -360,10 +361,11 @@ impl ClientCodec for ById {
     fn decode_handshake(&mut self, _input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Malformed> {
         Ok(Decoded::Partial)
     }
-    fn encode_op(&mut self, out: &mut Vec<u8>) {
+    fn encode_op(&mut self, _entry: usize, out: &mut Vec<u8>) {
         out.extend_from_slice(format!("op {}\n", self.next).as_bytes());
         self.next += 1;
     }
+    fn add_entries(&mut self, _other: Self) {}
     fn op_id(&self) -> Option<u64> {
         Some(self.next - 1)
     }

@@ -7,6 +7,7 @@ use super::head::{self, ChunkScan};
 use super::{Framing, MAX_RESPONSE_BODY, MAX_RESPONSE_HEAD, RequestSpec, encode_request};
 use crate::outcome::Answer;
 use crate::proto::{ClientCodec, Decoded, Failure, Outcome};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// A response head already parsed while its body is still arriving.
@@ -20,9 +21,11 @@ struct Head {
 /// The client side: one value per connection, cloned from a prototype holding the request.
 #[derive(Debug, Clone)]
 pub struct Http1Client {
-    request: Arc<[u8]>,
-    /// Responses to HEAD carry no body whatever their headers say.
-    head_method: bool,
+    /// The request of each entry (`--requests`; one without), encoded.
+    requests: Arc<Vec<Encoded>>,
+    /// With several entries, the entry of each request in flight, oldest first: a response's
+    /// framing depends on its request's method.
+    in_flight: VecDeque<usize>,
     head: Option<Head>,
     closing: bool,
     /// The previous response's head, byte for byte, and what parsing it gave. A server
@@ -30,9 +33,17 @@ pub struct Http1Client {
     /// second): a head that starts the input byte for byte is the same head, parsed the same,
     /// and a memcmp replaces the parse.
     last_head: Vec<u8>,
-    last: Option<(Head, bool)>,
+    last: Option<(Head, bool, bool)>,
     /// The status of the last whole response.
     status: u16,
+}
+
+/// One request, encoded.
+#[derive(Debug, Clone)]
+struct Encoded {
+    bytes: Box<[u8]>,
+    /// Responses to HEAD carry no body whatever their headers say.
+    head_method: bool,
 }
 
 /// Heads longer than this are parsed every time rather than remembered.
@@ -40,9 +51,13 @@ const MAX_CACHED_HEAD: usize = 1024;
 
 impl Http1Client {
     pub fn new(spec: &RequestSpec) -> Self {
-        Http1Client {
-            request: encode_request(spec).into(),
+        let request = Encoded {
+            bytes: encode_request(spec).into(),
             head_method: spec.method.eq_ignore_ascii_case("HEAD"),
+        };
+        Http1Client {
+            requests: Arc::new(vec![request]),
+            in_flight: VecDeque::new(),
             head: None,
             closing: false,
             last_head: Vec::new(),
@@ -52,8 +67,17 @@ impl Http1Client {
     }
 
     /// The head at the start of `input`, from the cache when it is byte-identical.
+    /// Whether the oldest request in flight is a HEAD.
+    fn head_method(&self) -> bool {
+        match self.requests.len() {
+            1 => self.requests[0].head_method,
+            _ => self.in_flight.front().is_some_and(|&e| self.requests[e].head_method),
+        }
+    }
+
     fn head_of(&mut self, input: &[u8]) -> Result<Option<Head>, Error> {
-        if let Some((head, closing)) = self.last
+        if let Some((head, closing, head_method)) = self.last
+            && head_method == self.head_method()
             && input.starts_with(&self.last_head)
         {
             self.closing = closing;
@@ -65,18 +89,18 @@ impl Http1Client {
         {
             self.last_head.clear();
             self.last_head.extend_from_slice(&input[..h.len]);
-            self.last = Some((h, self.closing));
+            self.last = Some((h, self.closing, self.head_method()));
         }
         Ok(head)
     }
 
-    /// The encoded request: the exact bytes of one operation.
+    /// The encoded request (the first entry's): the exact bytes of one operation.
     pub fn request(&self) -> &[u8] {
-        &self.request
+        &self.requests[0].bytes
     }
 
     fn parse_head(&mut self, input: &[u8]) -> Result<Option<Head>, Error> {
-        let head_method = self.head_method;
+        let head_method = self.head_method();
         let parsed = head::response_head(input, MAX_RESPONSE_HEAD, |h| {
             let no_body = head_method || h.status == 204 || h.status == 304 || h.status < 200;
             let (framing, close) = head::body_framing(&h.fields, 0, h.minor_version, true)?;
@@ -102,8 +126,15 @@ impl ClientCodec for Http1Client {
         Ok(Decoded::Done { consumed: 0, outcome: Outcome::Control })
     }
 
-    fn encode_op(&mut self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.request);
+    fn encode_op(&mut self, entry: usize, out: &mut Vec<u8>) {
+        if self.requests.len() > 1 {
+            self.in_flight.push_back(entry);
+        }
+        out.extend_from_slice(&self.requests[entry].bytes);
+    }
+
+    fn add_entries(&mut self, other: Self) {
+        Arc::make_mut(&mut self.requests).extend(other.requests.iter().cloned());
     }
 
     fn decode_op(&mut self, input: &[u8], _out: &mut Vec<u8>) -> Result<Decoded, Error> {
@@ -145,6 +176,9 @@ impl ClientCodec for Http1Client {
             Some(consumed) => {
                 self.head = None;
                 self.status = head.status;
+                if head.status >= 200 {
+                    self.in_flight.pop_front();
+                }
                 Ok(Decoded::Done { consumed, outcome: outcome_of(head.status) })
             }
         }

@@ -141,6 +141,7 @@ pub static PROTOCOL: Protocol = Protocol {
     run,
     compare_rows,
     option_groups: &["http1-options"],
+    http_entries: true,
 };
 
 fn method(plan: &LoadPlan) -> String {
@@ -162,7 +163,7 @@ fn request(p: &Prepared) -> RequestSpec {
         host: p.authority().to_string(),
         target: p.plan.target.path.clone(),
         headers: headers(p),
-        body: p.body.clone(),
+        body: p.body.to_vec(),
     }
 }
 

@@ -17,7 +17,8 @@ pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
 pub struct NsqClient {
     handshake: Arc<[u8]>,
     identify: bool,
-    publish: Arc<[u8]>,
+    /// The publish of each entry (`--requests`; one without).
+    publish: Arc<Vec<Box<[u8]>>>,
     /// An error frame arrived: nsqd closes the connection after every publishing error.
     closing: bool,
     /// nsqd's heartbeat interval for this connection: 30 s, or `IDENTIFY`'s
@@ -48,7 +49,7 @@ impl NsqClient {
         NsqClient {
             handshake: handshake.into(),
             identify: identify.is_some(),
-            publish: encode_publish(spec).into(),
+            publish: Arc::new(vec![encode_publish(spec).into()]),
             closing: false,
             heartbeat,
             answer: "OK",
@@ -64,7 +65,7 @@ impl NsqClient {
         self
     }
     pub fn publish(&self) -> &[u8] {
-        &self.publish
+        &self.publish[0]
     }
 }
 
@@ -99,8 +100,12 @@ impl ClientCodec for NsqClient {
         }
     }
 
-    fn encode_op(&mut self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.publish);
+    fn encode_op(&mut self, entry: usize, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.publish[entry]);
+    }
+
+    fn add_entries(&mut self, other: Self) {
+        Arc::make_mut(&mut self.publish).extend(other.publish.iter().cloned());
     }
 
     fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {

@@ -405,6 +405,7 @@ pub static PROTOCOL: Protocol = Protocol {
         ]
     },
     option_groups: &["nsq-options", "nsq-tcp-options"],
+    http_entries: false,
 };
 
 pub static HTTP_PROTOCOL: Protocol = Protocol {
@@ -440,6 +441,7 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
         }]
     },
     option_groups: &["nsq-options", "nsq-http-options"],
+    http_entries: false,
 };
 
 /// An `IDENTIFY` body that asks for TLS: `feature_negotiation` and `tls_v1` set (nsqd answers

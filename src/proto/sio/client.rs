@@ -51,6 +51,8 @@ pub(super) enum Stage {
 #[derive(Debug, Clone)]
 pub struct SioClient {
     spec: Arc<SioSpec>,
+    /// The event's body (its arguments) of each entry (`--requests`; one without).
+    bodies: Arc<Vec<Vec<u8>>>,
     pub(super) session: Session,
     pub(super) stage: Stage,
     open: Option<Open>,
@@ -64,6 +66,7 @@ pub struct SioClient {
 impl SioClient {
     pub fn new(spec: SioSpec) -> Self {
         SioClient {
+            bodies: Arc::new(vec![spec.body.clone()]),
             spec: Arc::new(spec),
             session: Session::new(true),
             stage: Stage::Upgrade,
@@ -238,7 +241,11 @@ impl ClientCodec for SioClient {
         }
     }
 
-    fn encode_op(&mut self, out: &mut Vec<u8>) {
+    fn add_entries(&mut self, other: Self) {
+        Arc::make_mut(&mut self.bodies).extend(other.bodies.iter().cloned());
+    }
+
+    fn encode_op(&mut self, entry: usize, out: &mut Vec<u8>) {
         let nsp = self.nsp();
         let spec = self.spec.clone();
         let id = match spec.reply_event {
@@ -251,7 +258,8 @@ impl ClientCodec for SioClient {
         };
         self.in_flight.push_back(id.unwrap_or(0));
         let id = id.map(|id| id.to_string()).unwrap_or_default();
-        self.send(out, &[b"42", nsp.as_bytes(), id.as_bytes(), &spec.body]);
+        let bodies = self.bodies.clone();
+        self.send(out, &[b"42", nsp.as_bytes(), id.as_bytes(), &bodies[entry]]);
     }
 
     fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {

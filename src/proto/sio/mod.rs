@@ -211,6 +211,7 @@ pub static PROTOCOL: Protocol = Protocol {
         vec![CompareRow { label: label.into(), plan: plan.clone(), payload_crossings: 2, versus: None }]
     },
     option_groups: &["sio-options"],
+    http_entries: false,
 };
 
 /// The event a URL names (`?event=NAME`; default `message`) and its namespace (its path).

@@ -81,7 +81,7 @@ fn a_400_byte_event_and_its_ack_are_425_and_411_bytes_on_both_versions() {
     for eio in [3, 4] {
         let (mut c, mut s) = joined(eio, "/", None);
         let mut event = Vec::new();
-        c.encode_op(&mut event);
+        c.encode_op(0, &mut event);
         assert_eq!(event.len(), 425, "EIO {eio}");
         assert_eq!(payloads(&event), std::slice::from_ref(&packet));
         let mut answer = Vec::new();
@@ -140,7 +140,7 @@ fn namespaces_reply_events_and_heartbeats() {
     // A namespace appears in every packet: `42/chat,0[…]` and `43/chat,0[…]`.
     let (mut c, mut s) = joined(4, "/chat", None);
     let mut event = Vec::new();
-    c.encode_op(&mut event);
+    c.encode_op(0, &mut event);
     assert!(payloads(&event)[0].starts_with("42/chat,0[\"message\""));
     let mut answer = Vec::new();
     s.serve(&event, &mut answer);
@@ -152,7 +152,7 @@ fn namespaces_reply_events_and_heartbeats() {
     // The ask/answer pattern: no ack id; the server's reply event completes the operation.
     let (mut c, mut s) = joined(4, "/", Some("answer"));
     let mut event = Vec::new();
-    c.encode_op(&mut event);
+    c.encode_op(0, &mut event);
     assert!(payloads(&event)[0].starts_with("42[\"message\""));
     let mut answer = Vec::new();
     s.serve(&event, &mut answer);
@@ -198,7 +198,7 @@ fn frame(text: &str) -> Vec<u8> {
 fn every_packet_a_server_may_send_is_handled_or_refused_clearly() {
     let (mut c, _) = joined(4, "/", None);
     let mut op = Vec::new();
-    c.encode_op(&mut op);
+    c.encode_op(0, &mut op);
     let decode = |c: &mut SioClient, text: &str| c.decode_op(&frame(text), &mut Vec::new());
     // A frame of a short text is 2 header bytes and the text.
     let control = |text: &str| Ok(Decoded::Done { consumed: 2 + text.len(), outcome: Outcome::Control });

@@ -250,12 +250,17 @@ pub enum Expect {
 #[derive(Debug, Clone)]
 pub struct WsClient {
     spec: Arc<WsSpec>,
+    /// The message of each entry (`--requests`; one without), and with several, the length
+    /// of each message in flight, oldest first, for the echo's check.
+    messages: Arc<Vec<Vec<u8>>>,
+    echoes: std::collections::VecDeque<u64>,
     pub(super) session: Session,
 }
 
 impl WsClient {
     pub fn new(spec: WsSpec) -> Self {
-        WsClient { spec: Arc::new(spec), session: Session::new(false) }
+        let messages = Arc::new(vec![spec.message.clone()]);
+        WsClient { spec: Arc::new(spec), messages, echoes: Default::default(), session: Session::new(false) }
     }
 
     /// Bytes of one operation's frame (the mask key changes, the length does not).
@@ -292,19 +297,33 @@ impl ClientCodec for WsClient {
         })
     }
 
-    fn encode_op(&mut self, out: &mut Vec<u8>) {
+    fn encode_op(&mut self, entry: usize, out: &mut Vec<u8>) {
         let opcode = if self.spec.text { OP_TEXT } else { OP_BINARY };
-        self.session.send(out, opcode, &self.spec.message);
+        let message = &self.messages[entry];
+        if self.messages.len() > 1 {
+            self.echoes.push_back(message.len() as u64);
+        }
+        self.session.send(out, opcode, message);
+    }
+
+    fn add_entries(&mut self, other: Self) {
+        Arc::make_mut(&mut self.messages).extend(other.messages.iter().cloned());
     }
 
     fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
-        let expected = self.spec.message.len() as u64;
         let expect = self.spec.expect;
         let Some((consumed, frame)) = self.session.frame(input, out)? else { return Ok(Decoded::Partial) };
         let outcome = match frame {
             Frame::Control => Outcome::Control,
             Frame::Part => Outcome::OpPart,
-            Frame::Message { len, .. } if expect == Expect::Echo && len != expected => {
+            Frame::Message { len, .. } if self.messages.len() > 1 => {
+                let expected = self.echoes.pop_front().unwrap_or(len);
+                if expect == Expect::Echo && len != expected {
+                    return Err(Error::EchoLength);
+                }
+                Outcome::Op
+            }
+            Frame::Message { len, .. } if expect == Expect::Echo && len != self.spec.message.len() as u64 => {
                 return Err(Error::EchoLength);
             }
             Frame::Message { .. } => Outcome::Op,

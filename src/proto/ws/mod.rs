@@ -207,6 +207,7 @@ pub static PROTOCOL: Protocol = Protocol {
     run,
     compare_rows,
     option_groups: &["ws-options"],
+    http_entries: false,
 };
 
 fn check_payload(plan: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
@@ -225,7 +226,7 @@ fn codec(p: &Prepared) -> WsClient {
         host: p.authority().to_string(),
         path: p.plan.target.path.clone(),
         headers: p.plan.load.headers.clone(),
-        message: p.body.clone(),
+        message: p.body.to_vec(),
         text: p.plan.load.options.ws.text,
         expect: p.plan.load.options.ws.expect.unwrap_or_default(),
     };

@@ -32,7 +32,7 @@ fn frame_sizes_at_the_length_boundaries() {
     ] {
         let mut c = WsClient::new(spec(size));
         let mut out = Vec::new();
-        c.encode_op(&mut out);
+        c.encode_op(0, &mut out);
         let mut head = vec![0x80 | OP_BINARY, 0x80 | length_bytes[0]];
         head.extend_from_slice(&length_bytes[1..]);
         assert_eq!(out[..head.len()], head, "client header of {size}");
@@ -44,7 +44,7 @@ fn frame_sizes_at_the_length_boundaries() {
         assert_eq!(echo.len(), head.len() + size);
     }
     let mut out = Vec::new();
-    WsClient::new(spec(500)).encode_op(&mut out);
+    WsClient::new(spec(500)).encode_op(0, &mut out);
     assert_eq!(out.len(), 508, "the issue's figure: 2 + 2 + 4 + 500");
 }
 
@@ -66,8 +66,8 @@ fn word_masking_equals_byte_masking_at_any_offset() {
 fn masking_round_trips_and_keys_change() {
     let mut c = WsClient::new(spec(500));
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    c.encode_op(&mut a);
-    c.encode_op(&mut b);
+    c.encode_op(0, &mut a);
+    c.encode_op(0, &mut b);
     let head = parse_head(&a).unwrap();
     assert_eq!((head.fin, head.opcode, head.len, head.head_len), (true, OP_BINARY, 500, 8));
     let mut payload = a[8..].to_vec();
@@ -83,7 +83,7 @@ fn the_same_seed_gives_the_same_bytes() {
         c.seed(seed);
         let mut out = Vec::new();
         c.handshake(&mut out);
-        c.encode_op(&mut out);
+        c.encode_op(0, &mut out);
         out
     };
     assert_eq!(frames(7), frames(7));
@@ -112,8 +112,8 @@ fn upgraded_pair() -> (WsClient, WsServer) {
 fn echo_through_the_server_is_504_bytes_and_completes_the_op() {
     let (mut c, mut s) = upgraded_pair();
     let mut frame = Vec::new();
-    c.encode_op(&mut frame);
-    c.encode_op(&mut frame);
+    c.encode_op(0, &mut frame);
+    c.encode_op(0, &mut frame);
     let mut echo = Vec::new();
     let served = s.serve(&frame, &mut echo);
     assert_eq!((served.consumed, served.messages), (1016, 2));

@@ -44,6 +44,7 @@ pub fn run(label: &str, ops: u64, latency_ns: u64, secs: u64) -> RunResult {
         connections: 4,
         depth: 1,
         messages_per_op: 1,
+        kinds: vec![],
         stages: vec![],
     };
     RunResult::of(&ran, &report)

@@ -30,6 +30,7 @@ impl RunResult {
             // The load must be one (checked by the caller unless forced): the first's.
             target: _,
             targets,
+            requests,
             protocol: _,
             engine,
             cores,
@@ -82,6 +83,7 @@ impl RunResult {
         self.runs = runs;
         self.checks = Vec::new();
         merge_targets(&mut self.targets, targets.as_deref());
+        merge_kinds(&mut self.requests, requests.as_deref());
         self.merge_load(engine, cores, *connections, *depth);
         self.duration_s = self.duration_s.max(*duration_s);
         self.sent += sent;
@@ -166,6 +168,18 @@ impl RunResult {
             total.merge(r);
         }
         Some(total)
+    }
+}
+
+/// `--requests` kinds by label: the same one's counts and histogram added, a new one joined.
+fn merge_kinds(ours: &mut Option<Vec<KindResult>>, theirs: Option<&[KindResult]>) {
+    let Some(theirs) = theirs else { return };
+    let ours = ours.get_or_insert_with(Vec::new);
+    for k in theirs {
+        match ours.iter_mut().find(|o| o.label == k.label) {
+            Some(o) => o.add(k),
+            None => ours.push(k.clone()),
+        }
     }
 }
 

@@ -100,6 +100,9 @@ pub struct RunResult {
     pub target: String,
     /// With several targets (`bench URL URL …`), each one's share.
     pub targets: Option<Vec<TargetResult>>,
+    /// With `--requests`, each kind of entry's share.
+    #[serde(default)]
+    pub requests: Option<Vec<KindResult>>,
     pub protocol: String,
     pub engine: String,
     pub cores: Vec<usize>,
@@ -214,6 +217,8 @@ pub struct Ran {
     pub connections: usize,
     pub depth: usize,
     pub messages_per_op: u64,
+    /// `--requests`: each kind's label and how many entries it has (empty: no file).
+    pub kinds: Vec<(String, usize)>,
     /// `--rate` with stages, laid out in the window (their figures not yet derived).
     pub stages: Vec<StageResult>,
 }
@@ -258,6 +263,12 @@ impl RunResult {
                 })
                 .collect()
         });
+        let requests = (!ran.kinds.is_empty()).then(|| {
+            let none = crate::stats::ShareTally::default();
+            (ran.kinds.iter().enumerate())
+                .map(|(i, (label, entries))| KindResult::of(label, *entries, r.kinds.get(i).unwrap_or(&none)))
+                .collect()
+        });
         let repeat = r.repeats.as_ref().map(RepeatResult::of);
         let tls = r.tls.used().then(|| TlsResult::of(&r.tls));
         let mut result = RunResult {
@@ -265,6 +276,7 @@ impl RunResult {
             label: ran.label.clone(),
             target: ran.target.clone(),
             targets,
+            requests,
             protocol: ran.protocol.clone(),
             engine: ran.engine.clone(),
             cores: ran.cores.clone(),
@@ -363,6 +375,9 @@ impl RunResult {
                 t.failed = t.sent.saturating_sub(t.ops);
                 t.latency_us = Spread::of(&t.histogram);
             }
+        }
+        for k in self.requests.iter_mut().flatten() {
+            k.derive();
         }
         if let Some(series) = &mut self.series {
             series.derive(self.duration_s);

@@ -21,6 +21,77 @@ pub struct TargetResult {
     pub histogram: Hist,
 }
 
+/// One kind of `--requests` entry's share of a run (entries under one label).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KindResult {
+    pub label: String,
+    /// How many of the file's entries it holds.
+    pub entries: usize,
+    pub sent: u64,
+    pub ops: u64,
+    /// Wire bytes of its completed operations, each way (with TLS, their records).
+    pub tx: u64,
+    pub rx: u64,
+    /// Derived: sent − ops, bytes per completed operation each way, the latency's percentiles.
+    #[serde(default)]
+    pub failed: u64,
+    #[serde(default)]
+    pub tx_per_op: f64,
+    #[serde(default)]
+    pub rx_per_op: f64,
+    #[serde(default)]
+    pub latency_us: Spread,
+    pub histogram: Hist,
+}
+
+impl KindResult {
+    pub fn of(label: &str, entries: usize, t: &crate::stats::ShareTally) -> KindResult {
+        KindResult {
+            label: label.to_string(),
+            entries,
+            sent: t.sent,
+            ops: t.ops,
+            tx: t.tx,
+            rx: t.rx,
+            failed: 0,
+            tx_per_op: 0.0,
+            rx_per_op: 0.0,
+            latency_us: Spread::default(),
+            histogram: Hist(t.latency.clone()),
+        }
+    }
+
+    /// Another run's share of the same kind, added (every field named).
+    pub fn add(&mut self, other: &KindResult) {
+        let KindResult {
+            label: _,
+            entries: _,
+            sent,
+            ops,
+            tx,
+            rx,
+            histogram,
+            failed: _,
+            tx_per_op: _,
+            rx_per_op: _,
+            latency_us: _,
+        } = other;
+        self.sent += sent;
+        self.ops += ops;
+        self.tx += tx;
+        self.rx += rx;
+        self.histogram.add(histogram);
+    }
+
+    pub fn derive(&mut self) {
+        self.failed = self.sent.saturating_sub(self.ops);
+        let per = |n: u64| if self.ops == 0 { 0.0 } else { n as f64 / self.ops as f64 };
+        self.tx_per_op = per(self.tx);
+        self.rx_per_op = per(self.rx);
+        self.latency_us = Spread::of(&self.histogram);
+    }
+}
+
 /// count, min, mean, standard deviation, percentiles and max of a histogram, µs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Spread {
