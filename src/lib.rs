@@ -34,7 +34,8 @@
 //! - [`stats`]: per-core recorders and their merge, the audit's arithmetic, the typed
 //!   [`stats::result::RunResult`] every command's JSON is.
 //! - [`outcome`]: how operations and connections end; [`recv`]: the receive buffer;
-//!   [`interrupt`]: the Ctrl-C flag; [`watch`]: a process's CPU and memory; [`clock`].
+//!   [`interrupt`]: the Ctrl-C flag; [`watch`]: a process's CPU and memory; [`clock`];
+//!   [`opener`]: `--connect-rate auto`, one core's opening rate.
 //!
 //! `docs/ARCHITECTURE.md` has the floors in a table, the protocol seam, and the recipe for
 //! adding a protocol. The engines' loops are generic over the codec, never `dyn`.
@@ -46,6 +47,7 @@ pub mod cpus;
 pub mod engine;
 pub mod interrupt;
 pub mod metrics;
+pub mod opener;
 pub mod outcome;
 pub mod plan;
 pub mod props;

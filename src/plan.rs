@@ -7,7 +7,7 @@
 
 use crate::protocol::{Protocol, ProtocolOptions};
 use crate::target::{self, Target};
-use crate::workload::{Shape, Workload};
+use crate::workload::{ConnectRate, Shape, Workload};
 use anyhow::{Context, Result, bail};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -201,9 +201,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub slack: Option<Duration>,
     /// Open at most N connections per second at the start (tcpkali's ramp), connection i at
-    /// i/N s; the measured window opens once every connection is set up (as always).
-    #[arg(long, value_name = "N")]
-    pub connect_rate: Option<f64>,
+    /// i/N s; or `auto` (`auto:N`: at most N/s): as fast as the set-ups keep up, each core
+    /// starting at 500/s, growing while set-ups take under a second, halving when one takes
+    /// longer or fails (docs/scale.md). The measured window opens once every connection is set
+    /// up (as always).
+    #[arg(long, value_name = "N|auto", value_parser = parse_connect_rate)]
+    pub connect_rate: Option<ConnectRate>,
     /// A connect or write slower than this, an answer not whole this long after its request
     /// went, or a set-up not done this long after the connect, fails its connection (timeout).
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
@@ -414,6 +417,24 @@ pub enum RateArg {
 /// The most stages a `--rate` may have.
 const MAX_STAGES: usize = 100;
 
+/// The most connections per second `--connect-rate` takes.
+const MAX_CONNECT_RATE: f64 = 10_000_000.0;
+
+/// Parse `--connect-rate`: `N`, `auto` or `auto:N`.
+pub fn parse_connect_rate(text: &str) -> Result<ConnectRate, String> {
+    let rate = |t: &str| match t.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && (0.001..=MAX_CONNECT_RATE).contains(&r) => Ok(r),
+        _ => Err(format!(
+            "'{t}' is not a connect rate: connections per second, between 0.001 and 10000000, or auto"
+        )),
+    };
+    match text.trim().split_once(':') {
+        _ if text.trim() == "auto" => Ok(ConnectRate::Auto { max: MAX_CONNECT_RATE }),
+        Some(("auto", max)) => Ok(ConnectRate::Auto { max: rate(max)? }),
+        _ => rate(text).map(ConnectRate::Fixed),
+    }
+}
+
 /// Parse `--rate`: `R`, or stages `R:D` (a step) and `A..B:D` (a ramp), comma-separated.
 pub fn parse_rate(text: &str) -> Result<RateArg, String> {
     let rate = |t: &str| match t.trim().parse::<f64>() {
@@ -522,10 +543,10 @@ pub fn validate_load(
     if args.depth == 0 || args.depth > MAX_DEPTH {
         bail!("--depth must be between 1 and {MAX_DEPTH}");
     }
-    if let Some(rate) = args.connect_rate
-        && !(rate.is_finite() && (0.001..=10_000_000.0).contains(&rate))
-    {
-        bail!("--connect-rate must be between 0.001 and 10000000 connections per second");
+    if matches!(args.connect_rate, Some(ConnectRate::Auto { .. })) && args.no_keepalive {
+        bail!(
+            "--connect-rate auto paces the opening of connections that stay open; with --no-keepalive the operations' pace opens them"
+        );
     }
     check_report_every(args)?;
     if !(1..=MAX_REPEAT).contains(&args.repeat) {

@@ -200,8 +200,8 @@ pub struct Shape {
     pub workload: Workload,
     /// A connection per operation (`--no-keepalive`): connect, set up, one operation, close.
     pub per_op: bool,
-    /// Connections opened per second at the start (`--connect-rate`; `None`: all at once).
-    pub connect_rate: Option<f64>,
+    /// How fast connections open (`--connect-rate`; `None`: all at once).
+    pub connect_rate: Option<ConnectRate>,
     /// The measured window opens at this wall-clock time (`--start-at`), never before.
     pub start_at: Option<std::time::SystemTime>,
     /// Cut the measured window into intervals this long (`--report-every`).
@@ -209,11 +209,44 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// When connection `index` opens after the start (`--connect-rate`: index / rate; at once
-    /// without one).
+    /// When connection `index` opens after the start (`--connect-rate N`: index / N; at once
+    /// without one, or when each core's [`Opener`](crate::opener::Opener) lets it with `auto`).
     pub fn connect_after(&self, index: usize) -> Duration {
-        self.connect_rate.map_or(Duration::ZERO, |r| Duration::from_secs_f64(index as f64 / r))
+        match self.connect_rate {
+            Some(ConnectRate::Fixed(r)) => Duration::from_secs_f64(index as f64 / r),
+            Some(ConnectRate::Auto { .. }) | None => Duration::ZERO,
+        }
     }
+
+    /// How long opening `connections` is expected to take: the fixed rate's ramp, or with
+    /// `auto`, the soonest its openers could (the window waits on, up to [`ramp_bound`](Self::ramp_bound)).
+    pub fn ramp_expected(&self, connections: usize) -> Duration {
+        match self.connect_rate {
+            Some(ConnectRate::Auto { max }) => crate::opener::Opener::fastest(connections, max),
+            _ => self.connect_after(connections),
+        }
+    }
+
+    /// How long opening `connections` may take at the slowest: the fixed rate's ramp, or with
+    /// `auto`, at every core's floor rate (the bound the window waits for at most).
+    pub fn ramp_bound(&self, connections: usize) -> Duration {
+        match self.connect_rate {
+            Some(ConnectRate::Auto { .. }) => {
+                Duration::from_secs_f64(connections as f64 / crate::opener::Opener::FLOOR)
+            }
+            _ => self.connect_after(connections),
+        }
+    }
+}
+
+/// `--connect-rate`: how fast connections open.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ConnectRate {
+    /// N per second in all: connection i at i/N s.
+    Fixed(f64),
+    /// As fast as the set-ups keep up, at most `max` per second in all: each core's
+    /// [`Opener`](crate::opener::Opener).
+    Auto { max: f64 },
 }
 
 /// When a connection stops sending: at a time, after a number of operations, or both.

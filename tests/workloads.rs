@@ -565,3 +565,72 @@ fn requests_from_a_file_on_every_protocol_and_engine() {
         assert_eq!(r.kinds.iter().map(|k| k.ops).collect::<Vec<_>>(), [100, 100, 200], "{engine}");
     }
 }
+
+/// `--connect-rate auto` on every engine: against a server that keeps up, the rate rises
+/// (from 500/s, 500/s more every 250 ms: 2,000 connections take ~1.2 s at the soonest) and
+/// every connection is set up; against one that accepts 100 connections a second behind a listen queue of 1,
+/// connects start to take a SYN retransmission (1 s) and the rate halves.
+#[test]
+fn connect_rate_auto_rises_while_set_ups_keep_up_and_halves_when_they_do_not() {
+    let _alone = alone();
+    let cpu = client_cpu().to_string();
+    let ws = start_builtin("ws");
+    let url = format!("ws://{}/", ws.addr());
+    for engine in ENGINES {
+        let r =
+            bench_on(engine, &[&url, "-c", "2000", "--connect-rate", "auto", "-d", "300ms", "--cores", &cpu]);
+        // (On a loaded machine a set-up may take over a second, or time out, and the rate
+        // halve: what it is for. The ops are all accounted for either way.)
+        assert_accounted(&r);
+        assert!(r.connects >= 2000, "{engine}");
+        let set_up = r.set_up_in.expect("the window waited for the connections");
+        assert!(set_up >= std::time::Duration::from_millis(1000), "{engine}: all set up after {set_up:?}");
+        assert!(set_up < std::time::Duration::from_secs(8), "{engine}: {set_up:?}");
+        let o = r.openers.expect("the opener's figures");
+        assert!(o.peak >= 2000.0, "{engine}: {o:?}");
+    }
+    // The slow acceptor: a listen queue of 1, one accept every 10 ms; it holds what it took.
+    let listener = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    listener.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
+    listener.listen(1).unwrap();
+    let listener: std::net::TcpListener = listener.into();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let acceptor = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            // Bounded: it stops when told, or after a minute.
+            for _ in 0..6000 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                if let Ok((s, _)) = listener.accept() {
+                    held.push(s);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        })
+    };
+    let r = bench(&[
+        &format!("http://{addr}/"),
+        "-c",
+        "300",
+        "--connect-rate",
+        "auto",
+        "-d",
+        "200ms",
+        "--timeout",
+        "3s",
+        "--cores",
+        &cpu,
+    ]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    acceptor.join().unwrap();
+    assert_accounted(&r);
+    let o = r.openers.expect("the opener's figures");
+    assert!(o.decreases >= 1, "{o:?}: connects {} {:?}", r.connects, r.phases.connect.max());
+    assert!(o.last < o.peak, "{o:?}");
+    assert!(r.phases.connect.max() >= 1_000_000_000, "a connect took a SYN retransmission");
+}

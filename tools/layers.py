@@ -27,7 +27,7 @@ LAYERS = [
     ["protocol", "proto"],
     ["workload", "cpus", "tls::options", "requests"],
     ["stats"],
-    ["outcome", "recv", "interrupt", "watch", "clock"],
+    ["outcome", "recv", "interrupt", "watch", "clock", "opener"],
 ]
 # Modules that are nodes of their own in the graph (path under src/ without `.rs` → node):
 # TLS's options are data the plans and the protocols' registry entries name, below them; the

@@ -83,15 +83,19 @@ impl EngineKind {
 impl ClientJob {
     /// A core's recorder for this job: per target with several, with a time series when asked.
     pub fn recorder(&self, cpu: usize) -> crate::stats::CoreRecorder {
-        crate::stats::CoreRecorder::for_shares(cpu, self.addrs.len(), self.kinds)
-            .with_series(self.shape.report_every)
+        let mut rec = crate::stats::CoreRecorder::for_shares(cpu, self.addrs.len(), self.kinds)
+            .with_series(self.shape.report_every);
+        if let Some(crate::workload::ConnectRate::Auto { max }) = self.shape.connect_rate {
+            rec.opener = Some(crate::opener::Opener::new(max / self.cores.len().max(1) as f64));
+        }
+        rec
     }
 
     /// The run's window: it opens once every connection is set up, and at the latest once the
     /// last connection's connect could have timed out (a connection per operation measures
     /// its set-up in each operation, and opens it at the start).
     pub fn fresh_window(shape: &Shape) -> Arc<crate::workload::Window> {
-        let ramp = shape.connect_after(shape.connections);
+        let ramp = shape.ramp_bound(shape.connections);
         // Only connections with operations to send connect: with `-n` below `-c`, `n` of them.
         let connecting = shape.ops.map_or(shape.connections, |n| shape.connections.min(n as usize));
         let connections = if shape.per_op { 0 } else { connecting };
@@ -419,7 +423,7 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
     if job.shape.per_op {
         conn.one_op_per_connection()
     } else {
-        let ramp = job.shape.connect_after(job.shape.connections.saturating_sub(1));
+        let ramp = job.shape.ramp_expected(job.shape.connections.saturating_sub(1));
         conn.measured_once_set_up(
             job.window.clone(),
             (start, (start + ramp).max(start_at)),

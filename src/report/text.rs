@@ -282,6 +282,16 @@ fn traffic(r: &RunResult) -> String {
         }
         None => s.push('\n'),
     }
+    if let Some(auto) = &r.connect_rate_auto {
+        let _ = writeln!(
+            s,
+            "  opening     --connect-rate auto: peaked at {}/s, {}/s at the end, halved {} time{} (a set-up over 1 s, or failed)",
+            si(auto.peak_per_s),
+            si(auto.final_per_s),
+            auto.decreases,
+            if auto.decreases == 1 { "" } else { "s" }
+        );
+    }
     s
 }
 

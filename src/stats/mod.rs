@@ -278,6 +278,12 @@ pub struct CoreRecorder {
     pub targets: Vec<ShareTally>,
     /// Per kind of `--requests` entry (empty without the file).
     pub kinds: Vec<ShareTally>,
+    /// `--connect-rate auto`: this core's opener. Not a figure: the one state the connection
+    /// machines of a core share, carried here because every one of them is handed the
+    /// recorder; what it did is reported (its peak rate and its decreases).
+    pub opener: Option<crate::opener::Opener>,
+    /// The openers of the cores absorbed (a report's totals).
+    pub openers: Option<crate::opener::Totals>,
     /// `--report-every`: the measured window cut into intervals.
     pub series: Option<Series>,
 }
@@ -357,6 +363,8 @@ impl CoreRecorder {
             window_net: None,
             targets: Vec::new(),
             kinds: Vec::new(),
+            opener: None,
+            openers: None,
             series: None,
         }
     }
@@ -658,6 +666,9 @@ impl CoreRecorder {
         }
         for (a, b) in self.kinds.iter_mut().zip(&c.kinds) {
             a.add(b);
+        }
+        if let Some(o) = &c.opener {
+            self.openers.get_or_insert_default().add(o);
         }
         self.phases.merge(&c.phases);
         for (k, v) in &c.failures {

@@ -98,7 +98,7 @@ impl<C: ClientCodec> Conn<C> {
                         rec.phases.handshake(now.saturating_duration_since(self.connected_at));
                     }
                     self.phase = Phase::Running;
-                    self.set_up(now);
+                    self.set_up(now, rec);
                     self.beat.start(self.codec.heartbeat_interval(), now);
                     break;
                 }

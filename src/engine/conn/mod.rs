@@ -73,6 +73,8 @@ pub const LOOK_BEFORE_SENDING_AFTER: Duration = Duration::from_millis(100);
 
 /// Spreads the seeds of connections and of their successive sockets (the golden ratio's bits).
 pub const SEED_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+/// No `--connect-rate auto` ticket taken.
+const NO_TICKET: u64 = u64::MAX;
 
 /// What the engine should do next with this connection's socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +139,8 @@ struct Life {
     answered: bool,
     /// Operations sent on it (a connection per operation sends one).
     ops_sent: u64,
+    /// Its set-up is done.
+    set_up: bool,
 }
 
 /// One connection, across its reconnects.
@@ -179,6 +183,9 @@ pub struct Conn<C> {
     target: usize,
     /// `--requests`: its way through the entries (kept across its reconnects).
     picker: Option<Box<crate::requests::Picker>>,
+    /// `--connect-rate auto`: its ticket in its core's opener for the opening it waits to
+    /// make ([`NO_TICKET`]: none taken).
+    ticket: u64,
     /// The engine wakes this connection when the window opens, and when its core's last
     /// measured operation in flight after the run's end has ended (it need not look).
     woken_by_engine: bool,
@@ -222,6 +229,7 @@ impl<C: ClientCodec> Conn<C> {
             not_before: start,
             target: 0,
             picker: None,
+            ticket: NO_TICKET,
             woken_by_engine: false,
         }
     }
@@ -230,6 +238,24 @@ impl<C: ClientCodec> Conn<C> {
     pub fn with_picks(mut self, picks: Option<&crate::requests::Picks>) -> Self {
         self.picker = picks.map(|p| Box::new(p.picker(self.seed)));
         self
+    }
+
+    /// `--connect-rate auto`: when to look again if this opening must wait for its turn at its
+    /// core's rate (`None`: open now). It takes a ticket once; the time of its ticket moves
+    /// with the rate, so it sleeps until the earliest its turn could come (were the rate to
+    /// rise all the while), and looks again.
+    fn opening_wait(&mut self, now: Instant, rec: &mut CoreRecorder) -> Option<Instant> {
+        let opener = rec.opener.as_mut().filter(|_| !self.per_op)?;
+        if self.ticket == NO_TICKET {
+            self.ticket = opener.ticket();
+        }
+        let at = opener.time_for(self.ticket, now);
+        if at <= now {
+            self.ticket = NO_TICKET;
+            return None;
+        }
+        let earliest = opener.earliest_for(self.ticket, now);
+        Some(at.min(earliest.max(now + Duration::from_millis(1))))
     }
 
     /// Speak TLS with the target ([`crate::tls`]), from the connect or when the protocol asks.
@@ -449,11 +475,14 @@ impl<C: ClientCodec> Conn<C> {
             Phase::Idle if self.lives == 0 && now < self.not_before => Want::Sleep(self.not_before),
             // A connection per operation opens when its operation is due.
             Phase::Idle if self.per_op && self.schedule.due(now) > now => Want::Sleep(self.schedule.due(now)),
-            Phase::Idle | Phase::Retry(_) => {
-                self.phase = Phase::Connecting;
-                self.connect_started = now;
-                Want::Connect(io)
-            }
+            Phase::Idle | Phase::Retry(_) => match self.opening_wait(now, rec) {
+                Some(wake) => Want::Sleep(wake),
+                None => {
+                    self.phase = Phase::Connecting;
+                    self.connect_started = now;
+                    Want::Connect(io)
+                }
+            },
             Phase::Connecting => Want::Connect(io),
             _ if self.send.has_pending() => Want::Write(io),
             Phase::Tls | Phase::Handshake => Want::Read(self.timeouts.set_up(now, self.connected_at)),
@@ -613,7 +642,7 @@ impl<C: ClientCodec> Conn<C> {
         self.phase = Phase::Handshake;
         if written == 0 {
             self.phase = Phase::Running;
-            self.set_up(now);
+            self.set_up(now, rec);
         } else {
             // A codec whose handshake needs no answer is done at once.
             self.decode_handshake(now, rec);
@@ -627,6 +656,9 @@ impl<C: ClientCodec> Conn<C> {
             ErrorClass::Connect
         };
         rec.conn_error(class, || format!("connect: {}", io_text(error)));
+        if let Some(opener) = &mut rec.opener {
+            opener.went_wrong(self.connect_started, now);
+        }
         self.schedule.settle(now);
         self.futile += 1;
         self.phase = Phase::Retry(now + RETRY_PAUSE);
@@ -785,7 +817,11 @@ impl<C: ClientCodec> Conn<C> {
 
     /// The connection is set up: it has room from now (a connection per operation had it
     /// since its last one closed; its own set-up is part of its operation's time).
-    fn set_up(&mut self, now: Instant) {
+    fn set_up(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        self.life.set_up = true;
+        if let Some(opener) = &mut rec.opener {
+            opener.set_up(self.connect_started, now);
+        }
         self.schedule.settle(now);
         if !self.per_op {
             self.room_since = now;
@@ -836,6 +872,9 @@ impl<C: ClientCodec> Conn<C> {
         // A first try that ended before its set-up was done (a refused upgrade, a server that
         // closed) counts as settled: the window does not wait for its retries.
         self.schedule.settle(now);
+        if let (Some(opener), End::Failed(..), false) = (&mut rec.opener, &end, self.life.set_up) {
+            opener.went_wrong(self.connect_started, now);
+        }
         let cycled = self.per_op && lost == 0 && self.life.ops_sent > 0;
         if cycled {
             self.room_since = now;

@@ -53,6 +53,7 @@ impl RunResult {
             error_samples,
             connects,
             reconnects,
+            connect_rate_auto,
             set_up_in_s,
             repeat: _,
             due_while_busy,
@@ -100,6 +101,11 @@ impl RunResult {
         }
         self.connects += connects;
         self.reconnects += reconnects;
+        match (&mut self.connect_rate_auto, connect_rate_auto) {
+            (Some(a), Some(b)) => a.add(b),
+            (None, Some(b)) => self.connect_rate_auto = Some(*b),
+            _ => {}
+        }
         self.set_up_in_s = match (self.set_up_in_s, set_up_in_s) {
             (Some(a), Some(b)) => Some(a.max(*b)),
             (a, b) => a.or(*b),

@@ -140,6 +140,9 @@ pub struct RunResult {
     pub error_samples: Vec<String>,
     pub connects: u64,
     pub reconnects: u64,
+    /// `--connect-rate auto`: what the openers did.
+    #[serde(default)]
+    pub connect_rate_auto: Option<AutoRateResult>,
     /// How long after the start every connection was set up (merged: the longest).
     pub set_up_in_s: Option<f64>,
     /// `--repeat`: every run's line. Not merged (a merged result lists its runs in `runs`).
@@ -299,6 +302,7 @@ impl RunResult {
             error_samples: r.error_samples.clone(),
             connects: r.connects,
             reconnects: r.reconnects,
+            connect_rate_auto: r.openers.as_ref().map(AutoRateResult::of),
             set_up_in_s: r.set_up_in.map(secs),
             repeat,
             due_while_busy: r.due_while_busy,

@@ -21,6 +21,29 @@ pub struct TargetResult {
     pub histogram: Hist,
 }
 
+/// `--connect-rate auto`: what the cores' openers did (rates in connections per second, the
+/// sum over the cores; merged: over the runs too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AutoRateResult {
+    pub peak_per_s: f64,
+    pub final_per_s: f64,
+    /// Times a core halved its rate (a set-up slower than 1 s, or failed).
+    pub decreases: u64,
+}
+
+impl AutoRateResult {
+    pub fn of(t: &crate::opener::Totals) -> AutoRateResult {
+        AutoRateResult { peak_per_s: t.peak, final_per_s: t.last, decreases: t.decreases }
+    }
+
+    pub fn add(&mut self, other: &AutoRateResult) {
+        let AutoRateResult { peak_per_s, final_per_s, decreases } = other;
+        self.peak_per_s += peak_per_s;
+        self.final_per_s += final_per_s;
+        self.decreases += decreases;
+    }
+}
+
 /// One kind of `--requests` entry's share of a run (entries under one label).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct KindResult {

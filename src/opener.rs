@@ -1,0 +1,247 @@
+//! `--connect-rate auto`: how fast one core opens connections, adapted to how their set-ups
+//! fare. A leaf (it knows only the clock), so that each core's recorder, which every
+//! connection machine of the core is handed, can carry it.
+
+use crate::clock::Instant;
+use std::time::Duration;
+
+/// `--connect-rate auto` on one core: TCP's congestion control (AIMD), on set-ups. Each opening
+/// takes a ticket, in turn, and goes at its ticket's time at the core's rate of the moment. The
+/// rate starts at [`START`](Self::START) per second; every [`PERIOD`](Self::PERIOD) in which no
+/// set-up went wrong it grows by [`STEP`](Self::STEP) (up to its share of the maximum), and it
+/// halves (down to [`FLOOR`](Self::FLOOR)) after a period in which one did: a set-up (connect,
+/// TLS, the protocol's handshake) slower than [`SLOW`](Self::SLOW) — a connect that slow is a SYN
+/// the kernel had to send again, a listen queue that overflowed — or one that failed. Only
+/// set-ups that began after the last decrease count against the rate: those begun before it
+/// tell of the rate it already left (TCP's one decrease per round trip).
+#[derive(Debug, Clone)]
+pub struct Opener {
+    rate: f64,
+    max: f64,
+    /// Ticket `t` opens at `anchor + (t − anchor_ticket) / rate` (`None`: no ticket yet).
+    anchor: Option<Instant>,
+    anchor_ticket: f64,
+    tickets: u64,
+    /// The end of the current period (`None`: not started), whether a set-up went wrong in
+    /// it, and when the rate last halved.
+    period_end: Option<Instant>,
+    trouble: bool,
+    decreased_at: Option<Instant>,
+    /// What it did, for the report.
+    pub peak: f64,
+    pub decreases: u64,
+}
+
+impl Opener {
+    pub const START: f64 = 500.0;
+    pub const STEP: f64 = 500.0;
+    pub const FLOOR: f64 = 50.0;
+    pub const PERIOD: Duration = Duration::from_millis(250);
+    pub const SLOW: Duration = Duration::from_secs(1);
+
+    /// One core's opener, its share of the run's maximum being `max` per second.
+    pub fn new(max: f64) -> Opener {
+        let max = max.max(Self::FLOOR);
+        Opener {
+            rate: Self::START.min(max),
+            max,
+            anchor: None,
+            anchor_ticket: 0.0,
+            tickets: 0,
+            period_end: None,
+            trouble: false,
+            decreased_at: None,
+            peak: Self::START.min(max),
+            decreases: 0,
+        }
+    }
+
+    /// The rate now, per second.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// The next opening's ticket.
+    pub fn ticket(&mut self) -> u64 {
+        self.tickets += 1;
+        self.tickets - 1
+    }
+
+    /// When ticket `t` may open, at the rate of `now`.
+    pub fn time_for(&mut self, t: u64, now: Instant) -> Instant {
+        self.adapt(now);
+        let anchor = *self.anchor.get_or_insert(now);
+        anchor + Duration::from_secs_f64((t as f64 - self.anchor_ticket).max(0.0) / self.rate)
+    }
+
+    /// The earliest ticket `t` could open: if the rate rose by a step every period from `now`
+    /// on. A connection that sleeps until then wakes on its turn or before it, never after.
+    pub fn earliest_for(&self, t: u64, now: Instant) -> Instant {
+        let anchor = self.anchor.unwrap_or(now);
+        let due = self.anchor_ticket + now.saturating_duration_since(anchor).as_secs_f64() * self.rate;
+        now + fastest(t as f64 - due, self.rate, self.max)
+    }
+
+    /// The soonest `connections` could all open from the start (the window's expected opening;
+    /// the bound it waits for at most is at the floor rate).
+    pub fn fastest(connections: usize, max: f64) -> Duration {
+        let max = max.max(Self::FLOOR);
+        fastest(connections as f64, Self::START.min(max), max)
+    }
+
+    /// A set-up that began at `started` was done at `now`.
+    pub fn set_up(&mut self, started: Instant, now: Instant) {
+        if now.saturating_duration_since(started) > Self::SLOW {
+            self.went_wrong(started, now);
+        }
+    }
+
+    /// A set-up that began at `started` failed at `now`.
+    pub fn went_wrong(&mut self, started: Instant, now: Instant) {
+        self.adapt(now);
+        if self.decreased_at.is_none_or(|at| started >= at) {
+            self.trouble = true;
+        }
+    }
+
+    /// The periods that ended by `now`: the first with what it saw, any after it (nothing was
+    /// asked of the opener meanwhile, so nothing went wrong) as steps up.
+    fn adapt(&mut self, now: Instant) {
+        let Some(end) = self.period_end else {
+            self.period_end = Some(now + Self::PERIOD);
+            return;
+        };
+        if now < end {
+            return;
+        }
+        let quiet = (now.saturating_duration_since(end).as_nanos() / Self::PERIOD.as_nanos()) as f64;
+        let rate = if self.trouble {
+            self.decreases += 1;
+            self.decreased_at = Some(end);
+            (self.rate / 2.0).max(Self::FLOOR)
+        } else {
+            (self.rate + Self::STEP).min(self.max)
+        };
+        let rate = (rate + quiet * Self::STEP).min(self.max.max(rate));
+        self.rebase(end, rate);
+        self.trouble = false;
+        self.period_end = Some(end + Self::PERIOD.mul_f64(quiet + 1.0));
+    }
+
+    fn rebase(&mut self, at: Instant, rate: f64) {
+        if let Some(anchor) = self.anchor {
+            let at = at.max(anchor);
+            self.anchor_ticket += at.saturating_duration_since(anchor).as_secs_f64() * self.rate;
+            self.anchor = Some(at);
+        }
+        self.rate = rate;
+        self.peak = self.peak.max(rate);
+    }
+}
+
+/// How long `tickets` openings take at `rate` per second rising by a step every period (at
+/// most to `max`): the time τ in which `rate·τ + a·τ²/2` reaches them, `a` the rise per second.
+fn fastest(tickets: f64, rate: f64, max: f64) -> Duration {
+    if tickets <= 0.0 {
+        return Duration::ZERO;
+    }
+    let a = Opener::STEP / Opener::PERIOD.as_secs_f64();
+    let to_max = ((max - rate) / a).max(0.0);
+    let by_max = rate * to_max + a * to_max * to_max / 2.0;
+    let secs = if tickets <= by_max {
+        ((rate * rate + 2.0 * a * tickets).sqrt() - rate) / a
+    } else {
+        to_max + (tickets - by_max) / max
+    };
+    Duration::from_secs_f64(secs.clamp(0.0, 1e7))
+}
+
+/// What the openers of several cores did, added: the sum of their peak rates and of their
+/// rates at the end, per second, and how many times they halved.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Totals {
+    pub peak: f64,
+    pub last: f64,
+    pub decreases: u64,
+}
+
+impl Totals {
+    pub fn add(&mut self, o: &Opener) {
+        self.peak += o.peak;
+        self.last += o.rate();
+        self.decreases += o.decreases;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(t0: Instant, ms: u64) -> Instant {
+        t0 + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn tickets_go_at_the_start_rate_and_the_rate_steps_up_while_quiet() {
+        let t0 = Instant::now();
+        let mut o = Opener::new(1e9);
+        let times: Vec<Duration> = (0..4)
+            .map(|_| {
+                let t = o.ticket();
+                o.time_for(t, t0) - t0
+            })
+            .collect();
+        assert_eq!(times, [0, 2, 4, 6].map(Duration::from_millis));
+        // A quiet period: 500/s more; ticket 125 was due at 250 ms, the rest come faster.
+        let t = o.time_for(200, at(t0, 250));
+        assert_eq!(o.rate(), 1000.0);
+        assert_eq!(t, at(t0, 250 + 75));
+        // Four quiet periods with nobody asking: four steps at once.
+        o.time_for(0, at(t0, 1250));
+        assert_eq!((o.rate(), o.decreases), (3000.0, 0));
+    }
+
+    #[test]
+    fn a_slow_or_failed_set_up_halves_once_and_the_older_ones_do_not_again() {
+        let t0 = Instant::now();
+        let mut o = Opener::new(1e9);
+        o.time_for(0, t0);
+        for p in 1..=8 {
+            o.time_for(0, at(t0, 250 * p));
+        }
+        assert_eq!(o.rate(), 4500.0);
+        for p in 9..=12 {
+            o.time_for(0, at(t0, 250 * p));
+        }
+        assert_eq!(o.rate(), 6500.0);
+        // A set-up begun at 1.9 s took 1.2 s: the period it ends in halves the rate.
+        o.set_up(at(t0, 1900), at(t0, 3100));
+        o.set_up(at(t0, 2000), at(t0, 2500)); // quick: nothing
+        o.time_for(0, at(t0, 3250));
+        assert_eq!((o.rate(), o.decreases), (3250.0, 1));
+        // Another slow one that began before the decrease (at 3.25 s) tells of the old rate.
+        o.went_wrong(at(t0, 3000), at(t0, 3300));
+        o.time_for(0, at(t0, 3500));
+        assert_eq!((o.rate(), o.decreases), (3750.0, 1));
+        // One begun after it halves again; the floor holds.
+        o.went_wrong(at(t0, 3400), at(t0, 3600));
+        o.time_for(0, at(t0, 3750));
+        assert_eq!((o.rate(), o.decreases), (1875.0, 2));
+        for p in 0..10 {
+            o.went_wrong(at(t0, 3750 + 250 * p + 1), at(t0, 3750 + 250 * p + 2));
+            o.time_for(0, at(t0, 4000 + 250 * p));
+        }
+        assert_eq!(o.rate(), Opener::FLOOR);
+        assert_eq!(o.peak, 6500.0);
+    }
+
+    #[test]
+    fn the_maximum_caps_the_steps() {
+        let t0 = Instant::now();
+        let mut o = Opener::new(800.0);
+        o.time_for(0, t0);
+        o.time_for(0, at(t0, 10_000));
+        assert_eq!(o.rate(), 800.0);
+        assert_eq!(Opener::new(10.0).rate(), Opener::FLOOR);
+    }
+}
