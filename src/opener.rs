@@ -9,7 +9,8 @@ use std::time::Duration;
 /// takes a ticket, in turn, and goes at its ticket's time at the core's rate of the moment. The
 /// rate starts at [`START`](Self::START) per second; every [`PERIOD`](Self::PERIOD) in which no
 /// set-up went wrong it grows by [`STEP`](Self::STEP) (up to its share of the maximum), and it
-/// halves (down to [`FLOOR`](Self::FLOOR)) after a period in which one did: a set-up (connect,
+/// halves (down to [`FLOOR`](Self::FLOOR)) after a period in which one did (it holds in a
+/// period in which no opening waited for it): a set-up (connect,
 /// TLS, the protocol's handshake) slower than [`SLOW`](Self::SLOW) — a connect that slow is a SYN
 /// the kernel had to send again, a listen queue that overflowed — or one that failed. Only
 /// set-ups that began after the last decrease count against the rate: those begun before it
@@ -115,23 +116,35 @@ impl Opener {
             return;
         }
         let quiet = (now.saturating_duration_since(end).as_nanos() / Self::PERIOD.as_nanos()) as f64;
+        // The rate rises only where it held openings back (tickets taken beyond those due).
+        let waited = self.tickets as f64 > self.due_at(end);
         let rate = if self.trouble {
             self.decreases += 1;
             self.decreased_at = Some(end);
             (self.rate / 2.0).max(Self::FLOOR)
+        } else if waited {
+            (self.rate + (1.0 + quiet) * Self::STEP).min(self.max)
         } else {
-            (self.rate + Self::STEP).min(self.max)
+            self.rate
         };
-        let rate = (rate + quiet * Self::STEP).min(self.max.max(rate));
-        self.rebase(end, rate);
+        // From the start of the period `now` is in: what went unused before it is not kept.
+        self.rebase(end + Self::PERIOD.mul_f64(quiet), rate);
         self.trouble = false;
         self.period_end = Some(end + Self::PERIOD.mul_f64(quiet + 1.0));
     }
 
+    /// How many tickets are due by `at` at the current rate.
+    fn due_at(&self, at: Instant) -> f64 {
+        let Some(anchor) = self.anchor else { return self.anchor_ticket };
+        self.anchor_ticket + at.saturating_duration_since(anchor).as_secs_f64() * self.rate
+    }
+
+    /// The rate changes at `at`: the tickets due by then stay due. What nobody used is not
+    /// kept (a burst of openings after a quiet spell starts at the rate, not all at once).
     fn rebase(&mut self, at: Instant, rate: f64) {
         if let Some(anchor) = self.anchor {
             let at = at.max(anchor);
-            self.anchor_ticket += at.saturating_duration_since(anchor).as_secs_f64() * self.rate;
+            self.anchor_ticket = self.due_at(at).min(self.tickets as f64);
             self.anchor = Some(at);
         }
         self.rate = rate;
@@ -192,6 +205,7 @@ mod tests {
             })
             .collect();
         assert_eq!(times, [0, 2, 4, 6].map(Duration::from_millis));
+        wait_many(&mut o);
         // A quiet period: 500/s more; ticket 125 was due at 250 ms, the rest come faster.
         let t = o.time_for(200, at(t0, 250));
         assert_eq!(o.rate(), 1000.0);
@@ -201,10 +215,18 @@ mod tests {
         assert_eq!((o.rate(), o.decreases), (3000.0, 0));
     }
 
+    /// Openings waiting far beyond the rate (the rate rises only where it holds some back).
+    fn wait_many(o: &mut Opener) {
+        for _ in 0..100_000 {
+            o.ticket();
+        }
+    }
+
     #[test]
     fn a_slow_or_failed_set_up_halves_once_and_the_older_ones_do_not_again() {
         let t0 = Instant::now();
         let mut o = Opener::new(1e9);
+        wait_many(&mut o);
         o.time_for(0, t0);
         for p in 1..=8 {
             o.time_for(0, at(t0, 250 * p));
@@ -239,9 +261,25 @@ mod tests {
     fn the_maximum_caps_the_steps() {
         let t0 = Instant::now();
         let mut o = Opener::new(800.0);
+        wait_many(&mut o);
         o.time_for(0, t0);
         o.time_for(0, at(t0, 10_000));
         assert_eq!(o.rate(), 800.0);
         assert_eq!(Opener::new(10.0).rate(), Opener::FLOOR);
+    }
+
+    #[test]
+    fn nobody_waiting_holds_the_rate_and_keeps_no_credit() {
+        let t0 = Instant::now();
+        let mut o = Opener::new(1e9);
+        let first = o.ticket();
+        assert_eq!(o.time_for(first, t0), t0);
+        // Ten quiet seconds: the rate held no opening back, so it did not rise.
+        o.time_for(0, at(t0, 10_000));
+        assert_eq!(o.rate(), Opener::START);
+        // A burst after them goes at the rate, not at once.
+        let burst: Vec<u64> = (0..100).map(|_| o.ticket()).collect();
+        let last = o.time_for(burst[99], at(t0, 10_000));
+        assert!(last >= at(t0, 10_000 + 190), "{:?}", last - t0);
     }
 }

@@ -17,7 +17,10 @@
 # it.
 #
 # Usage: tools/scale.sh            (COUNTS="10000 100000 1000000" INTERVAL=30s DURATION=60s
-#                                   RATE=20000 connections/s in all, PROCS=1, PROTO=ws or sio:
+#                                   RATE=20000 connections/s in all, or auto (--connect-rate
+#                                   auto; the window then opens RAMP s after the start,
+#                                   default count/5000 + 5, or once all are set up if later),
+#                                   PROCS=1, PROTO=ws or sio:
 #                                   Socket.IO events with acks over Engine.IO 4, whose server
 #                                   pings every connection every 25 s; SERVE_WB=path runs another
 #                                   build's server)
@@ -80,7 +83,11 @@ for count in $COUNTS; do
     sleep 1
     srv_rss0=0; for p in "${servers[@]}"; do srv_rss0=$((srv_rss0 + $(rss_kib "$p"))); done
     # Ramp at RATE in all, then every generator measures the same window.
-    ramp=$(python3 -c "print(int($count / $RATE) + 5)")
+    if [ "$RATE" = auto ]; then
+        ramp=${RAMP:-$(python3 -c "print(int($count / 5000) + 5)")}
+    else
+        ramp=$(python3 -c "print(int($count / $RATE) + 5)")
+    fi
     start_at=$(( $(date +%s) + ramp ))
     gens=()
     left=$count
@@ -88,7 +95,7 @@ for count in $COUNTS; do
         n=$(( (count + PROCS - 1) / PROCS )); n=$((left < n ? left : n)); left=$((left - n))
         src="127.$g.0.1-127.$g.7.255"
         "$WB" bench "$PROTO://127.0.0.1:$port/" -c "$n" --interval "$INTERVAL" -d "$DURATION" --size 32 \
-            --connect-rate "$(python3 -c "print(max(1.0, $RATE * $n / $count))")" --start-at "$start_at" \
+            --connect-rate "$([ "$RATE" = auto ] && echo auto || python3 -c "print(max(1.0, $RATE * $n / $count))")" --start-at "$start_at" \
             --bind "$src" --cores "$CLIENT_CPU" --timeout 30s --json "$work/gen-$g.json" >"$work/gen-$g.out" 2>&1 &
         gens+=($!); pids+=($!)
     done
@@ -153,6 +160,10 @@ for f in sorted(glob.glob(f"{work}/gen-*.out")):
 for r in runs:
     why += [s for s in r.get("error_samples", [])[:1]]
 why = "; ".join(sorted(set(why))[:2]) or ("-" if opened >= count and msgs >= due else "short, no error reported")
+auto = [r["connect_rate_auto"] for r in runs if r.get("connect_rate_auto")]
+if auto:
+    why = (f"auto: peak {sum(a['peak_per_s'] for a in auto):,.0f}/s, end {sum(a['final_per_s'] for a in auto):,.0f}/s, "
+           f"halved {sum(a['decreases'] for a in auto)}; ") + why
 srv_msgs = msgs * (secs - 2) / secs
 print(f"| {count:,} | {opened:,} | {set_up:.1f} s | {gen_rss / conns:.2f} | {(srv_rss - srv_rss0) / conns:.2f} | "
       f"{((mem1 - mem0) * 4 + (slab1 - slab0) / 1024) / conns:.2f} | {gen_cpu:.1f} | {(srv_cpu1 - srv_cpu0) * 1e6 / max(srv_msgs, 1):.1f} | "
