@@ -459,7 +459,7 @@ pub type Target = fn(&[u8]);
 
 /// Every fuzz target by name (`fuzz/fuzz_targets/NAME.rs` calls [`run`] with its name; the
 /// corpus under `fuzz/corpus/NAME/` is replayed by `cargo test`).
-pub const TARGETS: [(&str, Target); 9] = [
+pub const TARGETS: [(&str, Target); 10] = [
     ("client_http1", client_http1),
     ("client_ws", client_ws),
     ("client_nsq", client_nsq),
@@ -469,7 +469,45 @@ pub const TARGETS: [(&str, Target); 9] = [
     ("server_nsq", server_nsq),
     ("server_nsq_http", server_nsq_http),
     ("server_sio", server_sio),
+    ("hpack", hpack),
 ];
+
+/// HPACK's decoder on arbitrary header blocks: its first byte sets the dynamic table size this
+/// side allows (×32 bytes), its second how many cut points follow (low 3 bits), one byte each,
+/// cutting the rest into blocks. Per block: no panic; an accepted block leaves the table within
+/// its size; and what it decoded, encoded again by an [`Encoder`](proto::h2::hpack::Encoder)
+/// (with Huffman or without), decodes to the same fields on a decoder of its own.
+fn hpack(data: &[u8]) {
+    use proto::h2::hpack::{Decoder, Encoder};
+    let [size, cuts, rest @ ..] = data else { return };
+    let n = usize::from(cuts & 7).min(rest.len());
+    let (cuts, stream) = rest.split_at(n);
+    let mut points: Vec<usize> = cuts.iter().map(|&c| usize::from(c) % (stream.len() + 1)).collect();
+    points.push(stream.len());
+    points.sort_unstable();
+    let allowed = usize::from(*size) * 32;
+    let mut decoder = Decoder::new(allowed, 1 << 16);
+    let (mut plain, mut huffman) = (Encoder::new(false), Encoder::new(true));
+    let (mut plain_back, mut huffman_back) = (Decoder::new(4096, 1 << 20), Decoder::new(4096, 1 << 20));
+    let mut from = 0;
+    for to in points {
+        let block = &stream[from..to];
+        from = to;
+        let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        if decoder.decode(block, |n, v| fields.push((n.to_vec(), v.to_vec()))).is_err() {
+            return; // the connection's end
+        }
+        assert!(decoder.table().size() <= allowed, "the table grew past {allowed}");
+        for (encoder, back) in [(&mut plain, &mut plain_back), (&mut huffman, &mut huffman_back)] {
+            let mut again = Vec::new();
+            encoder.encode(fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut again);
+            let mut decoded = Vec::new();
+            back.decode(&again, |n, v| decoded.push((n.to_vec(), v.to_vec())))
+                .expect("our own block decodes");
+            assert_eq!(decoded, fields, "re-encoded fields differ");
+        }
+    }
+}
 
 /// Run the target called `name` on `data`; an unknown name panics (a typo in a fuzz target).
 pub fn run(name: &str, data: &[u8]) {

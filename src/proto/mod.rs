@@ -5,6 +5,7 @@
 //! append to. "Need more bytes" is [`Decoded::Partial`], never an error and never `WouldBlock`
 //! (the quinn-proto / httparse split), so each codec is tested with plain byte vectors.
 
+pub mod h2;
 pub mod http1;
 pub mod nsq;
 pub mod sio;

@@ -1,0 +1,621 @@
+//! HPACK (RFC 7541), HTTP/2's header compression, by hand: the [`Encoder`] a client writes its
+//! requests with, and a full [`Decoder`] (dynamic table, Huffman, size updates) for what
+//! servers answer. Both sides keep the same dynamic table, so the bytes of a request depend on
+//! what went before on its connection: the first request inserts its headers, the next ones
+//! name them by index — which is why HTTP/2's cost per request is reported first request and
+//! steady state apart.
+//!
+//! The encoder does what common clients do (nghttp2, Go's): a header found whole in a table is
+//! one index; otherwise it is a literal *with incremental indexing* naming a table's entry for
+//! its name when one has it, the static table's first; strings are Huffman-coded when that is
+//! no longer (and `huffman` is on). It reproduces the RFC's Appendix C examples byte for byte.
+
+use super::huffman;
+use std::collections::VecDeque;
+
+/// A header block that breaks RFC 7541: a `COMPRESSION_ERROR` for the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("HPACK: header block cut short")]
+    Truncated,
+    #[error("HPACK: integer too large")]
+    Integer,
+    #[error("HPACK: index {0} is in neither table")]
+    Index(u64),
+    #[error("HPACK: invalid Huffman string")]
+    Huffman,
+    #[error("HPACK: dynamic table size update above the size allowed")]
+    TableSize,
+    #[error("HPACK: dynamic table size update after a header field")]
+    LateSizeUpdate,
+    #[error("HPACK: header list larger than the limit")]
+    TooLarge,
+}
+
+/// The static table (Appendix A): index i is `STATIC[i - 1]`.
+pub const STATIC: [(&str, &str); 61] = [
+    (":authority", ""),
+    (":method", "GET"),
+    (":method", "POST"),
+    (":path", "/"),
+    (":path", "/index.html"),
+    (":scheme", "http"),
+    (":scheme", "https"),
+    (":status", "200"),
+    (":status", "204"),
+    (":status", "206"),
+    (":status", "304"),
+    (":status", "400"),
+    (":status", "404"),
+    (":status", "500"),
+    ("accept-charset", ""),
+    ("accept-encoding", "gzip, deflate"),
+    ("accept-language", ""),
+    ("accept-ranges", ""),
+    ("accept", ""),
+    ("access-control-allow-origin", ""),
+    ("age", ""),
+    ("allow", ""),
+    ("authorization", ""),
+    ("cache-control", ""),
+    ("content-disposition", ""),
+    ("content-encoding", ""),
+    ("content-language", ""),
+    ("content-length", ""),
+    ("content-location", ""),
+    ("content-range", ""),
+    ("content-type", ""),
+    ("cookie", ""),
+    ("date", ""),
+    ("etag", ""),
+    ("expect", ""),
+    ("expires", ""),
+    ("from", ""),
+    ("host", ""),
+    ("if-match", ""),
+    ("if-modified-since", ""),
+    ("if-none-match", ""),
+    ("if-range", ""),
+    ("if-unmodified-since", ""),
+    ("last-modified", ""),
+    ("link", ""),
+    ("location", ""),
+    ("max-forwards", ""),
+    ("proxy-authenticate", ""),
+    ("proxy-authorization", ""),
+    ("range", ""),
+    ("referer", ""),
+    ("refresh", ""),
+    ("retry-after", ""),
+    ("server", ""),
+    ("set-cookie", ""),
+    ("strict-transport-security", ""),
+    ("transfer-encoding", ""),
+    ("user-agent", ""),
+    ("vary", ""),
+    ("via", ""),
+    ("www-authenticate", ""),
+];
+
+/// SETTINGS_HEADER_TABLE_SIZE's initial value: each side's dynamic table until told otherwise.
+pub const DEFAULT_TABLE_SIZE: usize = 4096;
+/// What an entry costs in a table beyond its name and value (§4.1).
+const ENTRY_OVERHEAD: usize = 32;
+
+/// A table entry: a name and its value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
+/// A dynamic table (§2.3.2): newest first, evicted oldest first to stay within `max` bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Table {
+    entries: VecDeque<Entry>,
+    size: usize,
+    max: usize,
+}
+
+impl Table {
+    pub fn new(max: usize) -> Table {
+        Table { entries: VecDeque::new(), size: 0, max }
+    }
+
+    /// Its size as the RFC counts it: each entry's name and value plus 32.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn set_max(&mut self, max: usize) {
+        self.max = max;
+        self.evict(0);
+    }
+
+    /// Make room for `n` bytes.
+    fn evict(&mut self, n: usize) {
+        while self.size + n > self.max {
+            let Some((name, value)) = self.entries.pop_back() else { break };
+            self.size -= ENTRY_OVERHEAD + name.len() + value.len();
+        }
+    }
+
+    /// Add an entry; one larger than the whole table empties it and is not kept (§4.4).
+    fn insert(&mut self, name: &[u8], value: &[u8]) {
+        let n = ENTRY_OVERHEAD + name.len() + value.len();
+        self.evict(n);
+        if n <= self.max {
+            self.entries.push_front((name.into(), value.into()));
+            self.size += n;
+        }
+    }
+
+    /// The field at `index` of the two tables (static first, from 1).
+    fn get(&self, index: u64) -> Result<(&[u8], &[u8]), Error> {
+        match index {
+            1..=61 => {
+                let (n, v) = STATIC[index as usize - 1];
+                Ok((n.as_bytes(), v.as_bytes()))
+            }
+            _ => index
+                .checked_sub(62)
+                .and_then(|i| self.entries.get(usize::try_from(i).ok()?))
+                .map(|(n, v)| (&n[..], &v[..]))
+                .ok_or(Error::Index(index)),
+        }
+    }
+
+    /// The index of `name: value` whole, or else of an entry with `name`, static table first.
+    fn find(&self, name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
+        let mut by_name = None;
+        for (i, (n, v)) in STATIC.iter().enumerate() {
+            if n.as_bytes() == name {
+                if v.as_bytes() == value {
+                    return (Some(i + 1), None);
+                }
+                by_name.get_or_insert(i + 1);
+            }
+        }
+        for (i, (n, v)) in self.entries.iter().enumerate() {
+            if &n[..] == name {
+                if &v[..] == value {
+                    return (Some(i + 62), None);
+                }
+                by_name.get_or_insert(i + 62);
+            }
+        }
+        (None, by_name)
+    }
+}
+
+/// Append `value` with an N-bit prefix (§5.1), the first octet's other bits being `first`.
+pub fn encode_int(out: &mut Vec<u8>, first: u8, prefix: u8, value: u64) {
+    let max = (1u64 << prefix) - 1;
+    if value < max {
+        out.push(first | value as u8);
+        return;
+    }
+    out.push(first | max as u8);
+    let mut rest = value - max;
+    while rest >= 128 {
+        out.push(0x80 | (rest % 128) as u8);
+        rest /= 128;
+    }
+    out.push(rest as u8);
+}
+
+/// An integer with an N-bit prefix at the start of `input`, and the octets it took. Values
+/// past 2^32 are refused (no length or index of a real block comes near).
+pub fn decode_int(input: &[u8], prefix: u8) -> Result<(u64, usize), Error> {
+    let max = (1u64 << prefix) - 1;
+    let first = u64::from(*input.first().ok_or(Error::Truncated)?) & max;
+    if first < max {
+        return Ok((first, 1));
+    }
+    let mut value = max;
+    for (i, &b) in input[1..].iter().enumerate() {
+        let shift = 7 * i as u32;
+        if shift > 28 {
+            return Err(Error::Integer);
+        }
+        value += u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return if value > u64::from(u32::MAX) { Err(Error::Integer) } else { Ok((value, i + 2)) };
+        }
+    }
+    Err(Error::Truncated)
+}
+
+/// Append a string literal (§5.2): Huffman-coded when `huffman` and that is no longer (as the
+/// RFC's examples do: `307` is three octets either way, and coded).
+fn encode_str(out: &mut Vec<u8>, s: &[u8], huffman: bool) {
+    let coded = huffman::encoded_len(s);
+    if huffman && coded <= s.len() {
+        encode_int(out, 0x80, 7, coded as u64);
+        huffman::encode(s, out);
+    } else {
+        encode_int(out, 0, 7, s.len() as u64);
+        out.extend_from_slice(s);
+    }
+}
+
+/// A string literal at the start of `input` (decoded into `out`), and the octets it took.
+fn decode_str(input: &[u8], out: &mut Vec<u8>) -> Result<usize, Error> {
+    let huffman = input.first().is_some_and(|b| b & 0x80 != 0);
+    let (len, at) = decode_int(input, 7)?;
+    let end = at.checked_add(len as usize).filter(|&e| e <= input.len()).ok_or(Error::Truncated)?;
+    let raw = &input[at..end];
+    out.clear();
+    if huffman {
+        huffman::decode(raw, out).ok_or(Error::Huffman)?;
+    } else {
+        out.extend_from_slice(raw);
+    }
+    Ok(end)
+}
+
+/// A client's header compression for one connection.
+#[derive(Debug, Clone)]
+pub struct Encoder {
+    table: Table,
+    huffman: bool,
+    /// A smaller table the peer asked for (its SETTINGS_HEADER_TABLE_SIZE), to announce at the
+    /// start of the next block.
+    resize: Option<usize>,
+}
+
+impl Encoder {
+    pub fn new(huffman: bool) -> Encoder {
+        Encoder { table: Table::new(DEFAULT_TABLE_SIZE), huffman, resize: None }
+    }
+
+    /// The peer's SETTINGS_HEADER_TABLE_SIZE: the table never grows past it (it may only
+    /// shrink below the default; a larger one is not used).
+    pub fn peer_table_size(&mut self, max: usize) {
+        let max = max.min(DEFAULT_TABLE_SIZE);
+        if max != self.table.max {
+            self.table.set_max(max);
+            self.resize = Some(max);
+        }
+    }
+
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Append the header block of `fields` (names in lower case, as HTTP/2 requires).
+    pub fn encode<'a>(&mut self, fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>, out: &mut Vec<u8>) {
+        if let Some(size) = self.resize.take() {
+            encode_int(out, 0x20, 5, size as u64);
+        }
+        for (name, value) in fields {
+            match self.table.find(name, value) {
+                (Some(index), _) => encode_int(out, 0x80, 7, index as u64),
+                (None, Some(index)) => {
+                    encode_int(out, 0x40, 6, index as u64);
+                    encode_str(out, value, self.huffman);
+                    self.table.insert(name, value);
+                }
+                (None, None) => {
+                    out.push(0x40);
+                    encode_str(out, name, self.huffman);
+                    encode_str(out, value, self.huffman);
+                    self.table.insert(name, value);
+                }
+            }
+        }
+    }
+}
+
+/// The other side of a connection's header compression: every representation (§6).
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    table: Table,
+    /// The table size this side allows (its own SETTINGS_HEADER_TABLE_SIZE).
+    allowed: usize,
+    /// The most a decoded header list may hold, counted as the RFC counts table entries (the
+    /// SETTINGS_MAX_HEADER_LIST_SIZE this side announces).
+    max_list: usize,
+}
+
+impl Decoder {
+    pub fn new(allowed: usize, max_list: usize) -> Decoder {
+        Decoder { table: Table::new(allowed), allowed, max_list }
+    }
+
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Decode one whole header block, calling `field` with each name and value in order.
+    pub fn decode(&mut self, block: &[u8], mut field: impl FnMut(&[u8], &[u8])) -> Result<(), Error> {
+        let (mut at, mut fields, mut list) = (0, 0usize, 0usize);
+        let (mut name, mut value) = (Vec::new(), Vec::new());
+        while at < block.len() {
+            let rest = &block[at..];
+            let b = rest[0];
+            if b & 0xe0 == 0x20 {
+                // A dynamic table size update: only before the first field.
+                let (size, n) = decode_int(rest, 5)?;
+                if fields > 0 {
+                    return Err(Error::LateSizeUpdate);
+                }
+                if size > self.allowed as u64 {
+                    return Err(Error::TableSize);
+                }
+                self.table.set_max(size as usize);
+                at += n;
+                continue;
+            }
+            let indexing = b & 0xc0 == 0x40;
+            if b & 0x80 != 0 {
+                let (index, n) = decode_int(rest, 7)?;
+                let (n_, v_) = self.table.get(index)?;
+                list += ENTRY_OVERHEAD + n_.len() + v_.len();
+                if list > self.max_list {
+                    return Err(Error::TooLarge);
+                }
+                field(n_, v_);
+                at += n;
+            } else {
+                // A literal: with incremental indexing (6-bit name index), or without indexing
+                // or never indexed (4-bit).
+                let (index, mut n) = decode_int(rest, if indexing { 6 } else { 4 })?;
+                if index == 0 {
+                    n += decode_str(&rest[n..], &mut name)?;
+                } else {
+                    let (known, _) = self.table.get(index)?;
+                    name.clear();
+                    name.extend_from_slice(known);
+                }
+                n += decode_str(&rest[n..], &mut value)?;
+                list += ENTRY_OVERHEAD + name.len() + value.len();
+                if list > self.max_list {
+                    return Err(Error::TooLarge);
+                }
+                field(&name, &value);
+                if indexing {
+                    self.table.insert(&name, &value);
+                }
+                at += n;
+            }
+            fields += 1;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    }
+
+    fn decoded(d: &mut Decoder, block: &[u8]) -> Result<Vec<(String, String)>, Error> {
+        let mut fields = Vec::new();
+        d.decode(block, |n, v| {
+            fields.push((String::from_utf8_lossy(n).into_owned(), String::from_utf8_lossy(v).into_owned()))
+        })?;
+        Ok(fields)
+    }
+
+    fn owned(fields: &[(&str, &str)]) -> Vec<(String, String)> {
+        fields.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn integers_as_in_c1() {
+        for (value, prefix, bytes) in [
+            (10u64, 5u8, vec![0x0a]),
+            (1337, 5, vec![0x1f, 0x9a, 0x0a]),
+            (42, 8, vec![0x2a]),
+            (31, 5, vec![0x1f, 0x00]),
+        ] {
+            let mut out = Vec::new();
+            encode_int(&mut out, 0, prefix, value);
+            assert_eq!(out, bytes);
+            assert_eq!(decode_int(&bytes, prefix), Ok((value, bytes.len())));
+        }
+        assert_eq!(decode_int(&[0x1f, 0x9a], 5), Err(Error::Truncated));
+        assert_eq!(decode_int(&[0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], 5), Err(Error::Integer));
+        assert_eq!(decode_int(&[], 5), Err(Error::Truncated));
+    }
+
+    /// C.3 to C.6: each block decodes to its fields, leaves the table at the RFC's size, and
+    /// the encoder, given the same fields, writes the same bytes.
+    #[test]
+    fn appendix_c_examples_both_ways() {
+        let requests: [&[(&str, &str)]; 3] = [
+            &[(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com")],
+            &[
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":path", "/"),
+                (":authority", "www.example.com"),
+                ("cache-control", "no-cache"),
+            ],
+            &[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/index.html"),
+                (":authority", "www.example.com"),
+                ("custom-key", "custom-value"),
+            ],
+        ];
+        let location = ("location", "https://www.example.com");
+        let date = |s: &'static str| ("date", s);
+        let responses: [&[(&str, &str)]; 3] = [
+            &[
+                (":status", "302"),
+                ("cache-control", "private"),
+                date("Mon, 21 Oct 2013 20:13:21 GMT"),
+                location,
+            ],
+            &[
+                (":status", "307"),
+                ("cache-control", "private"),
+                date("Mon, 21 Oct 2013 20:13:21 GMT"),
+                location,
+            ],
+            &[
+                (":status", "200"),
+                ("cache-control", "private"),
+                date("Mon, 21 Oct 2013 20:13:22 GMT"),
+                location,
+                ("content-encoding", "gzip"),
+                ("set-cookie", "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1"),
+            ],
+        ];
+        type Fields<'a> = [&'a [(&'a str, &'a str)]; 3];
+        /// A section: its name, Huffman, the table size, the fields, each block with the
+        /// table's size after it.
+        type Case<'a> = (&'a str, bool, usize, &'a Fields<'a>, [(&'a str, usize); 3]);
+        let cases: [Case; 4] = [
+            (
+                "C.3",
+                false,
+                4096,
+                &requests,
+                [
+                    ("828684410f7777772e6578616d706c652e636f6d", 57),
+                    ("828684be58086e6f2d6361636865", 110),
+                    ("828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565", 164),
+                ],
+            ),
+            (
+                "C.4",
+                true,
+                4096,
+                &requests,
+                [
+                    ("828684418cf1e3c2e5f23a6ba0ab90f4ff", 57),
+                    ("828684be5886a8eb10649cbf", 110),
+                    ("828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf", 164),
+                ],
+            ),
+            (
+                "C.5",
+                false,
+                256,
+                &responses,
+                [
+                    (
+                        "4803333032580770726976617465611d4d6f6e2c203231204f637420323031332032303a31333a323120474d546e1768747470733a2f2f7777772e6578616d706c652e636f6d",
+                        222,
+                    ),
+                    ("4803333037c1c0bf", 222),
+                    (
+                        "88c1611d4d6f6e2c203231204f637420323031332032303a31333a323220474d54c05a04677a69707738666f6f3d4153444a4b48514b425a584f5157454f50495541585157454f49553b206d61782d6167653d333630303b2076657273696f6e3d31",
+                        215,
+                    ),
+                ],
+            ),
+            (
+                "C.6",
+                true,
+                256,
+                &responses,
+                [
+                    (
+                        "488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8e9ae82ae43d3",
+                        222,
+                    ),
+                    ("4883640effc1c0bf", 222),
+                    (
+                        "88c16196d07abe941054d444a8200595040b8166e084a62d1bffc05a839bd9ab77ad94e7821dd7f2e6c7b335dfdfcd5b3960d5af27087f3672c1ab270fb5291f9587316065c003ed4ee5b1063d5007",
+                        215,
+                    ),
+                ],
+            ),
+        ];
+        for (name, huffman, size, lists, blocks) in cases {
+            let mut d = Decoder::new(size, 1 << 20);
+            let mut e = Encoder::new(huffman);
+            e.table.set_max(size);
+            for (i, ((block, table_size), fields)) in blocks.iter().zip(lists.iter()).enumerate() {
+                let block = hex(block);
+                assert_eq!(decoded(&mut d, &block), Ok(owned(fields)), "{name}.{}", i + 1);
+                assert_eq!(d.table().size(), *table_size, "{name}.{}", i + 1);
+                let mut out = Vec::new();
+                e.encode(fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())), &mut out);
+                assert_eq!(out, block, "{name}.{} encoded", i + 1);
+                assert_eq!(e.table(), d.table());
+            }
+        }
+    }
+
+    #[test]
+    fn appendix_c2_literals() {
+        for (block, fields, table_size) in [
+            (
+                "400a637573746f6d2d6b65790d637573746f6d2d686561646572",
+                vec![("custom-key", "custom-header")],
+                55,
+            ),
+            ("040c2f73616d706c652f70617468", vec![(":path", "/sample/path")], 0),
+            ("100870617373776f726406736563726574", vec![("password", "secret")], 0),
+            ("82", vec![(":method", "GET")], 0),
+        ] {
+            let mut d = Decoder::new(4096, 1 << 20);
+            assert_eq!(decoded(&mut d, &hex(block)), Ok(owned(&fields)), "{block}");
+            assert_eq!(d.table().size(), table_size);
+        }
+    }
+
+    #[test]
+    fn size_updates_indexes_and_limits() {
+        let mut d = Decoder::new(4096, 1 << 20);
+        // An update to 0 empties the table; one above what this side allows is an error, as
+        // is one after a field.
+        assert_eq!(
+            decoded(&mut d, &hex("400a637573746f6d2d6b65790d637573746f6d2d686561646572")).map(|f| f.len()),
+            Ok(1)
+        );
+        assert_eq!(decoded(&mut d, &hex("20be")), Err(Error::Index(62)));
+        let mut big = Vec::new();
+        encode_int(&mut big, 0x20, 5, 4097);
+        assert_eq!(decoded(&mut d, &big), Err(Error::TableSize));
+        assert_eq!(decoded(&mut d, &hex("8220")), Err(Error::LateSizeUpdate));
+        assert_eq!(decoded(&mut d, &hex("80")), Err(Error::Index(0)));
+        assert_eq!(decoded(&mut d, &hex("410f7777")), Err(Error::Truncated));
+        assert_eq!(decoded(&mut d, &hex("4181ff")), Err(Error::Huffman));
+        // The header list limit counts each field as a table entry would.
+        let mut small = Decoder::new(4096, 32 + 7 + 3);
+        assert_eq!(decoded(&mut small, &hex("82")).map(|f| f.len()), Ok(1));
+        assert_eq!(decoded(&mut small, &hex("8282")), Err(Error::TooLarge));
+        // An entry larger than the table empties it and is not kept.
+        let mut e = Encoder::new(false);
+        e.peer_table_size(64);
+        let mut out = Vec::new();
+        e.encode([(&b"x-big"[..], &[b'v'; 40][..])], &mut out);
+        assert_eq!(out[0], 0x20 | 0x1f, "the size update first");
+        assert!(e.table().is_empty());
+    }
+
+    #[test]
+    fn random_lists_round_trip_with_the_tables_in_step() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        let names = [":path", ":method", "content-type", "x-a", "x-bb", "cookie", "user-agent"];
+        for huffman in [false, true] {
+            let (mut e, mut d) = (Encoder::new(huffman), Decoder::new(4096, 1 << 20));
+            for _ in 0..300 {
+                let fields: Vec<(String, String)> = (0..rng.usize(1..8))
+                    .map(|_| {
+                        let value: String = (0..rng.usize(0..300)).map(|_| rng.alphanumeric()).collect();
+                        (names[rng.usize(..names.len())].to_string(), value)
+                    })
+                    .collect();
+                let mut block = Vec::new();
+                e.encode(fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())), &mut block);
+                assert_eq!(decoded(&mut d, &block), Ok(fields.clone()));
+                assert_eq!(e.table(), d.table());
+            }
+        }
+    }
+}
