@@ -80,7 +80,8 @@ impl Opener {
     pub fn earliest_for(&self, t: u64, now: Instant) -> Instant {
         let anchor = self.anchor.unwrap_or(now);
         let due = self.anchor_ticket + now.saturating_duration_since(anchor).as_secs_f64() * self.rate;
-        now + fastest(t as f64 - due, self.rate, self.max)
+        // The next step may come at once (a period's end is backdated to its start).
+        now + fastest(t as f64 - due, (self.rate + Self::STEP).min(self.max), self.max)
     }
 
     /// The soonest `connections` could all open from the start (the window's expected opening;
@@ -183,6 +184,12 @@ impl Totals {
         self.peak += o.peak;
         self.last += o.rate();
         self.decreases += o.decreases;
+    }
+
+    pub fn merge(&mut self, t: &Totals) {
+        self.peak += t.peak;
+        self.last += t.last;
+        self.decreases += t.decreases;
     }
 }
 

@@ -70,6 +70,8 @@ pub enum Failure {
     Status(u16),
     /// An NSQ error frame, by its code (`E_BAD_TOPIC`, …).
     Nsq(&'static str),
+    /// An HTTP/2 stream reset by the server, by its error code's name (`REFUSED_STREAM`, …).
+    H2Reset(&'static str),
 }
 
 impl Failure {
@@ -77,7 +79,7 @@ impl Failure {
     pub fn class(self) -> ErrorClass {
         match self {
             Failure::Status(_) => ErrorClass::Status,
-            Failure::Nsq(_) => ErrorClass::Protocol,
+            Failure::Nsq(_) | Failure::H2Reset(_) => ErrorClass::Protocol,
         }
     }
 }
@@ -87,6 +89,7 @@ impl fmt::Display for Failure {
         match self {
             Failure::Status(code) => write!(f, "HTTP {code}"),
             Failure::Nsq(code) => f.write_str(code),
+            Failure::H2Reset(code) => write!(f, "RST_STREAM {code}"),
         }
     }
 }

@@ -579,6 +579,16 @@ pub fn validate_load(
         None => online.to_vec(),
     };
     cores.truncate(connections); // a core with no connection would only report zeros
+    if let Some(ConnectRate::Auto { max }) = args.connect_rate
+        && max < crate::opener::Opener::FLOOR * cores.len() as f64
+    {
+        bail!(
+            "--connect-rate auto:{max} is under the {} connections/s each of the {} cores opens at least: give at least {}, fewer --cores, or a fixed --connect-rate",
+            crate::opener::Opener::FLOOR,
+            cores.len(),
+            crate::opener::Opener::FLOOR * cores.len() as f64
+        );
+    }
     let engine_kind = engine.engine.unwrap_or(EngineKind::DEFAULT_CLIENT);
     if args.bind.is_some() && engine_kind != EngineKind::Uring {
         bail!(
@@ -1004,7 +1014,10 @@ mod tests {
             "--batch applies to nsq://, nsq+http:// and nsq+https:// targets"
         );
         assert_eq!(error(&["nsq://h/t", "--text"]), "--text applies to ws:// and wss:// targets");
-        assert_eq!(error(&["ws://h/", "-m", "POST"]), "-m/--method applies to http:// and https:// targets");
+        assert_eq!(
+            error(&["ws://h/", "-m", "POST"]),
+            "-m/--method applies to http://, https:// and h2c:// targets"
+        );
         assert_eq!(
             error(&["nsq://h/t", "--binary"]),
             "--binary applies to nsq+http:// and nsq+https:// targets"

@@ -10,7 +10,7 @@
 
 use crate::plan::{LoadPlan, Prepared};
 use crate::proto::{Ask, Served, ServerCodec, Tell};
-use crate::proto::{http1, nsq, sio, ws};
+use crate::proto::{h2, http1, nsq, sio, ws};
 use crate::stats::Report;
 use std::net::SocketAddr;
 
@@ -108,8 +108,8 @@ impl std::fmt::Debug for Server {
 }
 
 /// Every protocol. (Registry line: one entry per protocol.)
-pub const PROTOCOLS: [&Protocol; 5] =
-    [&http1::PROTOCOL, &ws::PROTOCOL, &sio::PROTOCOL, &nsq::PROTOCOL, &nsq::HTTP_PROTOCOL];
+pub const PROTOCOLS: [&Protocol; 6] =
+    [&http1::PROTOCOL, &h2::PROTOCOL, &ws::PROTOCOL, &sio::PROTOCOL, &nsq::PROTOCOL, &nsq::HTTP_PROTOCOL];
 
 /// Every built-in server. (Registry line: one entry per server.)
 pub const SERVERS: [&Server; 4] = [&http1::SERVER, &ws::SERVER, &sio::SERVER, &nsq::SERVER];
@@ -361,7 +361,7 @@ mod tests {
         }
         assert_eq!(
             schemes_text(),
-            "http://, https://, ws://, wss://, sio://, sios://, nsq://, nsq+http:// or nsq+https://"
+            "http://, https://, h2c://, ws://, wss://, sio://, sios://, nsq://, nsq+http:// or nsq+https://"
         );
         assert_eq!(schemes_of(&["nsq", "nsq-http"]), "nsq://, nsq+http:// and nsq+https://");
         for s in SERVERS {
@@ -412,7 +412,10 @@ mod tests {
         };
         assert_eq!(
             options.given(),
-            vec![("-m/--method".to_string(), vec!["http1"]), ("--no-identify".to_string(), vec!["nsq"])]
+            vec![
+                ("-m/--method".to_string(), vec!["http1", "h2"]),
+                ("--no-identify".to_string(), vec!["nsq"])
+            ]
         );
     }
 }

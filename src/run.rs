@@ -131,6 +131,18 @@ fn read_requests(plan: &LoadPlan, file: &Path, order: Order, payload: &[u8]) -> 
     let folder = file.parent().unwrap_or(Path::new("."));
     let requests = Requests::parse(&text, folder, order, &defaults, read)
         .map_err(|e| anyhow::anyhow!("--requests {name}, {e}"))?;
+    // Each entry is encoded once per target, an entry without a body carrying the payload.
+    let copies = plan.messages_per_op() as usize * (1 + plan.also.len());
+    let encoded: usize =
+        requests.entries.iter().map(|e| e.body.as_ref().map_or(payload.len(), |b| b.len())).sum();
+    if encoded.saturating_mul(copies) > crate::requests::MAX_BODIES {
+        bail!(
+            "--requests {name}: its {} entries' bodies and messages, encoded once per target, come to {} MiB: more than {} MiB",
+            requests.entries.len(),
+            encoded.saturating_mul(copies) >> 20,
+            crate::requests::MAX_BODIES >> 20
+        );
+    }
     for entry in &requests.entries {
         let at = |e: String| anyhow::anyhow!("--requests {name}, line {}: {e}", entry.line);
         if let Some(field) = entry.http_fields().find(|_| !plan.protocol.http_entries) {

@@ -220,9 +220,12 @@ impl Shape {
 
     /// How long opening `connections` is expected to take: the fixed rate's ramp, or with
     /// `auto`, the soonest its openers could (the window waits on, up to [`ramp_bound`](Self::ramp_bound)).
-    pub fn ramp_expected(&self, connections: usize) -> Duration {
+    pub fn ramp_expected(&self, connections: usize, cores: usize) -> Duration {
         match self.connect_rate {
-            Some(ConnectRate::Auto { max }) => crate::opener::Opener::fastest(connections, max),
+            Some(ConnectRate::Auto { max }) => {
+                let cores = cores.max(1);
+                crate::opener::Opener::fastest(connections.div_ceil(cores), max / cores as f64)
+            }
             _ => self.connect_after(connections),
         }
     }

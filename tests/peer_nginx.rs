@@ -154,3 +154,35 @@ fn requests_from_a_file_arrive_as_written_in_their_proportion() {
         assert_eq!(seen.get(&key), Some(&n), "{key:?} in {seen:?}");
     }
 }
+
+/// `h2c://` against nginx's HTTP/2 (cleartext, prior knowledge) on every engine: streams are
+/// operations, 8 in flight per connection, every one answered; each connection's first
+/// request carries its headers into HPACK's dynamic table and the others index them, so the
+/// request bytes are 4 first ones and 19,996 steady ones, exactly, as the codec encodes them.
+#[test]
+#[ignore = "needs nginx: run by .ci/run"]
+fn nginx_http2_streams_on_every_engine_cost_the_first_request_then_the_steady_state() {
+    use wirebench::proto::h2::client::{H2Client, RequestSpec};
+    let (_nginx, addr) = start_nginx_with("http2", "");
+    let spec = RequestSpec {
+        method: "GET".into(),
+        authority: addr.to_string(),
+        path: "/".into(),
+        headers: vec![],
+        body: vec![],
+    };
+    let mut codec = H2Client::new(&spec, true);
+    let (mut first, mut steady) = (Vec::new(), Vec::new());
+    codec.encode_op(0, &mut first);
+    codec.encode_op(0, &mut steady);
+    assert!(first.len() > steady.len(), "{} then {}", first.len(), steady.len());
+    let url = format!("h2c://{addr}/");
+    let cpu = client_cpu().to_string();
+    for engine in ENGINES {
+        let r = bench_on(engine, &[&url, "-c", "4", "--depth", "8", "-n", "20000", "--cores", &cpu]);
+        assert_clean(&r);
+        assert_eq!((r.ops, r.connects), (20000, 4), "{engine}");
+        assert_eq!(r.tx.op, (4 * first.len() + 19_996 * steady.len()) as u64, "{engine}");
+        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 20000)], "{engine}");
+    }
+}

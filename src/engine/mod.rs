@@ -423,7 +423,7 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
     if job.shape.per_op {
         conn.one_op_per_connection()
     } else {
-        let ramp = job.shape.ramp_expected(job.shape.connections.saturating_sub(1));
+        let ramp = job.shape.ramp_expected(job.shape.connections.saturating_sub(1), job.cores.len());
         conn.measured_once_set_up(
             job.window.clone(),
             (start, (start + ramp).max(start_at)),

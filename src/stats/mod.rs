@@ -670,6 +670,9 @@ impl CoreRecorder {
         if let Some(o) = &c.opener {
             self.openers.get_or_insert_default().add(o);
         }
+        if let Some(t) = &c.openers {
+            self.openers.get_or_insert_default().merge(t);
+        }
         self.phases.merge(&c.phases);
         for (k, v) in &c.failures {
             *self.failures.entry(*k).or_default() += v;

@@ -872,7 +872,11 @@ impl<C: ClientCodec> Conn<C> {
         // A first try that ended before its set-up was done (a refused upgrade, a server that
         // closed) counts as settled: the window does not wait for its retries.
         self.schedule.settle(now);
-        if let (Some(opener), End::Failed(..), false) = (&mut rec.opener, &end, self.life.set_up) {
+        // A set-up that ended before it was done, by a failure or by the server closing (an
+        // overloaded server's accept-then-close), slows the opening down.
+        if let (Some(opener), End::Failed(..) | End::PeerClosed, false) =
+            (&mut rec.opener, &end, self.life.set_up)
+        {
             opener.went_wrong(self.connect_started, now);
         }
         let cycled = self.per_op && lost == 0 && self.life.ops_sent > 0;

@@ -1,10 +1,66 @@
-//! HTTP/2 (RFC 9113), being built: so far its frames ([`frame`]: every rule of §6 on a
-//! frame's length, stream and flags checked, each broken one named with its error code) and
-//! HPACK ([`hpack`], RFC 7541) with its Huffman code ([`huffman`]) — the header compression
-//! whose bytes per request differ between the first request on a connection and the ones
-//! after it. The client codec (streams as operations, flow control) comes next (the connection machine's ledger already completes operations by id, in
-//! any order: `ClientCodec::op_id` and `answers_op`).
+//! HTTP/2 (RFC 9113), being built: `h2c://` (cleartext, prior knowledge), its client
+//! ([`client`]: a stream per operation, answered in any order — the connection machine's ledger
+//! finds each by its id), its frames ([`frame`]: every rule of §6 on a frame's length, stream
+//! and flags checked, each broken one named with its error code) and HPACK ([`hpack`], RFC
+//! 7541) with its Huffman code ([`huffman`]) — the header compression whose bytes per request
+//! differ between the first request on a connection and the ones after it. What is not built
+//! yet is listed in `docs/protocols.md`.
 
+pub mod client;
 pub mod frame;
 pub mod hpack;
 pub mod huffman;
+
+use crate::plan::{LoadPlan, Prepared};
+use crate::protocol::{Protocol, Scheme};
+
+/// `h2c://HOST:PORT/PATH`: HTTP/2 over cleartext TCP with prior knowledge (no upgrade from
+/// HTTP/1.1). Each connection keeps `--depth` streams in flight (h2load's `-m`).
+pub static PROTOCOL: Protocol = Protocol {
+    name: "h2",
+    schemes: &[Scheme { name: "h2c", default_port: 80, tls: None }],
+    default_payload: 0,
+    validate,
+    check_payload,
+    messages_per_op: crate::protocol::one_message,
+    run,
+    compare_rows: |_| Vec::new(),
+    option_groups: &["http1-options"],
+    http_entries: true,
+};
+
+fn method(plan: &LoadPlan) -> String {
+    plan.load.options.http1.method.as_deref().unwrap_or("GET").to_ascii_uppercase()
+}
+
+fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
+    let method = method(plan);
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        anyhow::bail!("'{method}' is not an HTTP method");
+    }
+    Ok(())
+}
+
+fn check_payload(_: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
+    if body.len() > client::MAX_BODY {
+        anyhow::bail!(
+            "a body of {} bytes: HTTP/2 bodies go out whole here, so at most the initial flow-control window ({} bytes) until sending under the server's grants is built",
+            body.len(),
+            client::MAX_BODY
+        );
+    }
+    Ok(())
+}
+
+fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    p.drive(|p| {
+        let spec = client::RequestSpec {
+            method: method(&p.plan),
+            authority: p.authority().to_string(),
+            path: p.plan.target.path.clone(),
+            headers: p.plan.load.headers.clone(),
+            body: p.body.to_vec(),
+        };
+        client::H2Client::new(&spec, true)
+    })
+}

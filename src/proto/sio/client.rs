@@ -83,9 +83,11 @@ impl SioClient {
         nsp_part(&self.spec.namespace)
     }
 
-    /// Bytes of one operation's Socket.IO packet: `42`, then `/ns,` and the ack id when present, then the body.
+    /// Bytes of one operation's Socket.IO packet: `42`, then `/ns,` and the ack id when present,
+    /// then the body (the largest of the entries' with `--requests`).
     pub fn packet_len(&self, id: Option<u64>) -> usize {
-        2 + self.nsp().len() + id.map_or(0, |id| id.to_string().len()) + self.spec.body.len()
+        let body = self.bodies.iter().map(Vec::len).max().unwrap_or(0);
+        2 + self.nsp().len() + id.map_or(0, |id| id.to_string().len()) + body
     }
 
     /// Append an Engine.IO text packet: the type digit and its data.

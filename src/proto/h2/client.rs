@@ -1,0 +1,526 @@
+//! The HTTP/2 client (`h2c://`: cleartext, with prior knowledge): each operation is a stream —
+//! its HEADERS (and DATA when it has a body) out, the server's HEADERS and DATA on that stream
+//! back — completed by its own answer in whatever order the streams end (the connection
+//! machine finds it by [`op_id`](ClientCodec::op_id)). The preface and the first SETTINGS
+//! exchange are the handshake; SETTINGS, PING, WINDOW_UPDATE and GOAWAY later are control.
+//!
+//! Requests are HPACK-encoded as clients do, on the connection's own dynamic table: the first
+//! request inserts its headers, the next ones index them, so the first costs more bytes than
+//! the steady state. This side grants the server flow-control room as it reads (a
+//! WINDOW_UPDATE for the connection and the stream once half a window is used); its own
+//! bodies go out whole, so they are refused above the initial window (65,535 bytes) until
+//! sending under the server's grants is built.
+
+use super::frame::{self, Frame};
+use super::hpack;
+use crate::outcome::{Answer, Failure};
+use crate::proto::{ClientCodec, CodecError, Decoded, Outcome};
+use std::sync::Arc;
+
+/// What can break an HTTP/2 connection from this side's view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Frame(#[from] frame::Error),
+    #[error("HTTP/2 COMPRESSION_ERROR: {0}")]
+    Hpack(#[from] hpack::Error),
+    #[error("HTTP/2 PROTOCOL_ERROR: PUSH_PROMISE, with push disabled")]
+    Push,
+    #[error("HTTP/2 PROTOCOL_ERROR: {0} while a header block awaited its CONTINUATION")]
+    Interleaved(&'static str),
+    #[error("HTTP/2 PROTOCOL_ERROR: CONTINUATION without a header block to continue")]
+    StrayContinuation,
+    #[error("HTTP/2 PROTOCOL_ERROR: a response without a valid :status")]
+    NoStatus,
+    #[error("HTTP/2 FLOW_CONTROL_ERROR: the server sent more DATA than its window")]
+    FlowControl,
+}
+
+impl CodecError for Error {}
+
+/// The bodies this side sends whole: the initial flow-control window.
+pub const MAX_BODY: usize = 65_535;
+/// The largest frame this side accepts (its SETTINGS_MAX_FRAME_SIZE: the default).
+const MAX_FRAME: u32 = frame::DEFAULT_MAX_FRAME;
+/// The largest header list this side accepts.
+const MAX_HEADER_LIST: usize = 64 << 10;
+/// The initial windows, both ways, until SETTINGS say otherwise.
+const INITIAL_WINDOW: u32 = 65_535;
+/// Headers HTTP/2 forbids (RFC 9113 §8.2.2); `host` becomes `:authority`.
+const CONNECTION_SPECIFIC: [&str; 6] =
+    ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"];
+
+/// One request as the file or the flags give it.
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    pub method: String,
+    /// `:authority`: the URL's, or a `Host` header's.
+    pub authority: String,
+    pub path: String,
+    /// Extra headers, in order (names lower-cased here; connection-specific ones dropped).
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// A header field: its name and value.
+type Field = (Box<[u8]>, Box<[u8]>);
+
+/// A request's header fields, in the order they go, and its body.
+#[derive(Debug, Clone)]
+struct Request {
+    fields: Vec<Field>,
+    body: Box<[u8]>,
+}
+
+impl Request {
+    fn new(spec: &RequestSpec) -> Request {
+        let authority = (spec.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host")))
+            .map_or(spec.authority.as_str(), |(_, v)| v.as_str());
+        let mut fields: Vec<(String, String)> = vec![
+            (":method".into(), spec.method.to_ascii_uppercase()),
+            (":scheme".into(), "http".into()),
+            (":authority".into(), authority.into()),
+            (":path".into(), spec.path.clone()),
+        ];
+        for (name, value) in &spec.headers {
+            let name = name.to_ascii_lowercase();
+            if !CONNECTION_SPECIFIC.contains(&name.as_str()) && name != "content-length" {
+                fields.push((name, value.clone()));
+            }
+        }
+        if !spec.body.is_empty() {
+            fields.push(("content-length".into(), spec.body.len().to_string()));
+        }
+        let fields =
+            fields.into_iter().map(|(n, v)| (n.into_bytes().into(), v.into_bytes().into())).collect();
+        Request { fields, body: spec.body.clone().into() }
+    }
+}
+
+/// A stream in flight: the status of its answer so far, and DATA read since this side last
+/// granted it room.
+#[derive(Debug, Clone, Copy)]
+struct Stream {
+    id: u32,
+    status: u16,
+    unacked: u32,
+}
+
+/// A header block arriving in pieces (HEADERS, then CONTINUATIONs).
+#[derive(Debug, Clone, Default)]
+struct Pending {
+    stream: u32,
+    end_stream: bool,
+    block: Vec<u8>,
+}
+
+/// The client: one value per connection, cloned from a prototype holding the requests.
+#[derive(Debug, Clone)]
+pub struct H2Client {
+    requests: Arc<Vec<Request>>,
+    encoder: hpack::Encoder,
+    decoder: hpack::Decoder,
+    next_stream: u32,
+    /// The stream of the request just written, and of the answer just decoded.
+    sent: u32,
+    answered: Option<u32>,
+    streams: Vec<Stream>,
+    pending: Option<Pending>,
+    /// The server's SETTINGS_MAX_FRAME_SIZE, for this side's frames.
+    max_frame: u32,
+    /// DATA read on the connection since this side last granted room.
+    unacked: u32,
+    /// The status of the last whole answer.
+    status: u16,
+    /// GOAWAY arrived, or the stream ids ran out: the connection ends after this message.
+    closing: bool,
+}
+
+impl H2Client {
+    pub fn new(spec: &RequestSpec, huffman: bool) -> Self {
+        H2Client {
+            requests: Arc::new(vec![Request::new(spec)]),
+            encoder: hpack::Encoder::new(huffman),
+            decoder: hpack::Decoder::new(hpack::DEFAULT_TABLE_SIZE, MAX_HEADER_LIST),
+            next_stream: 1,
+            sent: 0,
+            answered: None,
+            streams: Vec::new(),
+            pending: None,
+            max_frame: frame::DEFAULT_MAX_FRAME,
+            unacked: 0,
+            status: 0,
+            closing: false,
+        }
+    }
+
+    fn apply_settings(&mut self, params: &[u8]) {
+        for (id, value) in frame::settings(params) {
+            match id {
+                frame::MAX_FRAME_SIZE => self.max_frame = value,
+                frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value as usize),
+                _ => {}
+            }
+        }
+    }
+
+    /// A whole header block for `stream`: its `:status`, and the answer's end if it ends it.
+    fn headers(&mut self, stream: u32, end_stream: bool, block: &[u8]) -> Result<Outcome, Error> {
+        let mut status = None;
+        self.decoder.decode(block, |name, value| {
+            if name == b":status" {
+                status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
+            }
+        })?;
+        let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) else {
+            return Ok(Outcome::Control); // a stream already ended (reset): its table was kept in step
+        };
+        self.answered = Some(stream);
+        // Trailers carry no status; an answer's first block must.
+        match status {
+            Some(code @ 100..=599) => s.status = code,
+            Some(_) => return Err(Error::NoStatus),
+            None if s.status == 0 => return Err(Error::NoStatus),
+            None => {}
+        }
+        if (100..200).contains(&s.status) && !end_stream {
+            // An informational answer: the final one follows on the same stream.
+            s.status = 0;
+            return Ok(Outcome::OpPart);
+        }
+        Ok(if end_stream { self.finish(stream) } else { Outcome::OpPart })
+    }
+
+    /// `stream`'s answer is whole.
+    fn finish(&mut self, stream: u32) -> Outcome {
+        let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Outcome::Control };
+        let s = self.streams.swap_remove(at);
+        self.answered = Some(stream);
+        self.status = s.status;
+        match s.status {
+            400.. => Outcome::OpFailed(Failure::Status(s.status)),
+            _ => Outcome::Op,
+        }
+    }
+
+    /// DATA of `len` octets on `stream`: room granted back once half a window is used.
+    fn data(&mut self, stream: u32, len: u32, out: &mut Vec<u8>) -> Result<(), Error> {
+        self.unacked += len;
+        if self.unacked > INITIAL_WINDOW {
+            return Err(Error::FlowControl);
+        }
+        if self.unacked >= INITIAL_WINDOW / 2 {
+            frame::write_window_update(out, 0, self.unacked);
+            self.unacked = 0;
+        }
+        if let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) {
+            s.unacked += len;
+            if s.unacked > INITIAL_WINDOW {
+                return Err(Error::FlowControl);
+            }
+            if s.unacked >= INITIAL_WINDOW / 2 {
+                frame::write_window_update(out, stream, s.unacked);
+                s.unacked = 0;
+            }
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, f: Frame<'_>, out: &mut Vec<u8>) -> Result<Outcome, Error> {
+        if let Some(p) = &self.pending
+            && !matches!(f, Frame::Continuation { stream, .. } if stream == p.stream)
+        {
+            return Err(Error::Interleaved(frame::type_name(f.kind())));
+        }
+        Ok(match f {
+            Frame::Settings { ack: false, params } => {
+                self.apply_settings(params);
+                frame::write_settings_ack(out);
+                Outcome::Control
+            }
+            Frame::Ping { ack: false, data } => {
+                frame::write_ping(out, true, data);
+                Outcome::Control
+            }
+            Frame::GoAway { .. } => {
+                self.closing = true;
+                Outcome::Control
+            }
+            Frame::RstStream { stream, code } => match self.streams.iter().position(|s| s.id == stream) {
+                Some(at) => {
+                    self.streams.swap_remove(at);
+                    self.answered = Some(stream);
+                    Outcome::OpFailed(Failure::H2Reset(frame::code_name(code)))
+                }
+                None => Outcome::Control,
+            },
+            Frame::Headers { stream, end_stream, end_headers: true, block, .. } => {
+                self.headers(stream, end_stream, block)?
+            }
+            Frame::Headers { stream, end_stream, block, .. } => {
+                self.pending = Some(Pending { stream, end_stream, block: block.to_vec() });
+                self.part_of(stream)
+            }
+            Frame::Continuation { stream, end_headers, block } => {
+                let Some(mut p) = self.pending.take() else { return Err(Error::StrayContinuation) };
+                if p.block.len() + block.len() > MAX_HEADER_LIST {
+                    return Err(Error::Hpack(hpack::Error::TooLarge));
+                }
+                p.block.extend_from_slice(block);
+                if end_headers {
+                    self.headers(stream, p.end_stream, &p.block)?
+                } else {
+                    self.pending = Some(p);
+                    self.part_of(stream)
+                }
+            }
+            Frame::Data { stream, end_stream, data, padding } => {
+                self.data(stream, (data.len() + padding) as u32, out)?;
+                if end_stream { self.finish(stream) } else { self.part_of(stream) }
+            }
+            Frame::PushPromise { .. } => return Err(Error::Push),
+            Frame::Settings { ack: true, .. }
+            | Frame::Ping { ack: true, .. }
+            | Frame::WindowUpdate { .. }
+            | Frame::Priority { .. }
+            | Frame::Unknown { .. } => Outcome::Control,
+        })
+    }
+
+    /// A piece of `stream`'s answer: the operation's bytes if it is in flight.
+    fn part_of(&mut self, stream: u32) -> Outcome {
+        if self.streams.iter().any(|s| s.id == stream) {
+            self.answered = Some(stream);
+            Outcome::OpPart
+        } else {
+            Outcome::Control
+        }
+    }
+}
+
+impl ClientCodec for H2Client {
+    type Error = Error;
+
+    /// The preface and this side's SETTINGS: no server push, and the defaults otherwise.
+    fn handshake(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(frame::PREFACE);
+        frame::write_settings(out, &[(frame::ENABLE_PUSH, 0)]);
+    }
+
+    /// Done at the server's first SETTINGS (acknowledged); anything before it is a step.
+    fn decode_handshake(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
+        let Some((f, consumed)) = frame::parse(input, MAX_FRAME)? else { return Ok(Decoded::Partial) };
+        let outcome = match f {
+            Frame::Settings { ack: false, .. } => {
+                self.frame(f, out)?;
+                Outcome::Control
+            }
+            _ => {
+                self.frame(f, out)?;
+                Outcome::Handshaking
+            }
+        };
+        Ok(Decoded::Done { consumed, outcome })
+    }
+
+    fn encode_op(&mut self, entry: usize, out: &mut Vec<u8>) {
+        let stream = self.next_stream;
+        self.next_stream += 2;
+        if self.next_stream > frame::MAX_WINDOW - 2 {
+            self.closing = true; // stream ids run out: a new connection
+        }
+        let requests = self.requests.clone();
+        let request = &requests[entry];
+        let mut block = Vec::with_capacity(64);
+        self.encoder.encode(request.fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut block);
+        let body = !request.body.is_empty();
+        frame::write_headers(out, stream, &block, !body, self.max_frame);
+        if body {
+            frame::write_data(out, stream, &request.body, true, self.max_frame);
+        }
+        self.sent = stream;
+        self.streams.push(Stream { id: stream, status: 0, unacked: 0 });
+    }
+
+    fn add_entries(&mut self, other: Self) {
+        Arc::make_mut(&mut self.requests).extend(other.requests.iter().cloned());
+    }
+
+    fn op_id(&self) -> Option<u64> {
+        Some(u64::from(self.sent))
+    }
+
+    fn answers_op(&self) -> Option<u64> {
+        self.answered.map(u64::from)
+    }
+
+    fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
+        self.answered = None;
+        let Some((f, consumed)) = frame::parse(input, MAX_FRAME)? else { return Ok(Decoded::Partial) };
+        let outcome = self.frame(f, out)?;
+        Ok(Decoded::Done { consumed, outcome })
+    }
+
+    fn peer_closing(&self) -> bool {
+        self.closing
+    }
+
+    fn answer(&self) -> Option<Answer> {
+        Some(Answer::Status(self.status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(method: &str, body: &[u8]) -> RequestSpec {
+        RequestSpec {
+            method: method.into(),
+            authority: "127.0.0.1:8080".into(),
+            path: "/a".into(),
+            headers: vec![("Connection".into(), "close".into()), ("X-Trace".into(), "1".into())],
+            body: body.to_vec(),
+        }
+    }
+
+    /// What a server would say: its SETTINGS, then per stream a HEADERS with `:status` (the
+    /// encoder's own table in step with the client's decoder) and DATA.
+    fn answer(encoder: &mut hpack::Encoder, stream: u32, status: &str, body: &[u8], out: &mut Vec<u8>) {
+        let mut block = Vec::new();
+        encoder.encode([(&b":status"[..], status.as_bytes())], &mut block);
+        frame::write_headers(out, stream, &block, body.is_empty(), 16_384);
+        if !body.is_empty() {
+            frame::write_data(out, stream, body, true, 16_384);
+        }
+    }
+
+    /// Feed `input` to `decode_op` frame by frame: each outcome with the stream it names.
+    fn decode_all(c: &mut H2Client, mut input: &[u8], out: &mut Vec<u8>) -> Vec<(Outcome, Option<u64>)> {
+        let mut seen = Vec::new();
+        while let Decoded::Done { consumed, outcome } = c.decode_op(input, out).unwrap() {
+            seen.push((outcome, c.answers_op()));
+            input = &input[consumed..];
+        }
+        assert!(input.is_empty());
+        seen
+    }
+
+    #[test]
+    fn handshake_then_streams_answered_out_of_order() {
+        let mut c = H2Client::new(&spec("get", b""), true);
+        let mut hello = Vec::new();
+        c.handshake(&mut hello);
+        assert!(hello.starts_with(frame::PREFACE));
+        let mut server = Vec::new();
+        frame::write_settings(&mut server, &[(frame::MAX_CONCURRENT_STREAMS, 100)]);
+        let mut out = Vec::new();
+        assert_eq!(
+            c.decode_handshake(&server, &mut out).unwrap(),
+            Decoded::Done { consumed: server.len(), outcome: Outcome::Control }
+        );
+        assert_eq!(out.len(), 9, "the SETTINGS acknowledged");
+        // Three requests: the first inserts its headers in the table, the others index them.
+        let mut lens = Vec::new();
+        for _ in 0..3 {
+            let mut req = Vec::new();
+            c.encode_op(0, &mut req);
+            lens.push(req.len());
+        }
+        assert!(lens[0] > lens[1] && lens[1] == lens[2], "{lens:?}");
+        assert_eq!(c.op_id(), Some(5));
+        // Answered 3, 5, then 1 (failed with 503).
+        let mut enc = hpack::Encoder::new(true);
+        let mut input = Vec::new();
+        answer(&mut enc, 3, "200", b"Hello World", &mut input);
+        answer(&mut enc, 5, "204", b"", &mut input);
+        answer(&mut enc, 1, "503", b"busy", &mut input);
+        let seen = decode_all(&mut c, &input, &mut out);
+        assert_eq!(
+            seen,
+            [
+                (Outcome::OpPart, Some(3)),
+                (Outcome::Op, Some(3)),
+                (Outcome::Op, Some(5)),
+                (Outcome::OpPart, Some(1)),
+                (Outcome::OpFailed(Failure::Status(503)), Some(1)),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_request_is_what_http2_allows() {
+        let c = H2Client::new(&spec("post", b"xyz"), false);
+        let fields: Vec<(String, String)> = c.requests[0]
+            .fields
+            .iter()
+            .map(|(n, v)| (String::from_utf8_lossy(n).into(), String::from_utf8_lossy(v).into()))
+            .collect();
+        let want = [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":authority", "127.0.0.1:8080"),
+            (":path", "/a"),
+            ("x-trace", "1"),
+            ("content-length", "3"),
+        ];
+        assert_eq!(fields, want.map(|(n, v)| (n.to_string(), v.to_string())));
+        let mut c = c;
+        let mut req = Vec::new();
+        c.encode_op(0, &mut req);
+        let (f, used) = frame::parse(&req, 16_384).unwrap().unwrap();
+        assert!(matches!(f, Frame::Headers { stream: 1, end_stream: false, end_headers: true, .. }));
+        let (f, _) = frame::parse(&req[used..], 16_384).unwrap().unwrap();
+        assert_eq!(f, Frame::Data { stream: 1, end_stream: true, data: b"xyz", padding: 0 });
+    }
+
+    #[test]
+    fn control_frames_resets_continuations_and_window_updates() {
+        let mut c = H2Client::new(&spec("GET", b""), true);
+        let mut req = Vec::new();
+        c.encode_op(0, &mut req);
+        c.encode_op(0, &mut req);
+        let mut input = Vec::new();
+        frame::write_ping(&mut input, false, [1; 8]);
+        frame::write_rst_stream(&mut input, 1, 8);
+        // Stream 3's answer in a HEADERS and a CONTINUATION, then 40,000 bytes of DATA.
+        let mut block = Vec::new();
+        hpack::Encoder::new(false).encode([(&b":status"[..], &b"200"[..])], &mut block);
+        frame::write_headers(&mut input, 3, &block, false, 2);
+        frame::write_data(&mut input, 3, &[b'x'; 40_000], true, 16_384);
+        let mut out = Vec::new();
+        let seen = decode_all(&mut c, &input, &mut out);
+        assert_eq!(seen[0], (Outcome::Control, None));
+        assert_eq!(seen[1], (Outcome::OpFailed(Failure::H2Reset("CANCEL")), Some(1)));
+        assert_eq!(seen.last(), Some(&(Outcome::Op, Some(3))));
+        assert!(seen[2..seen.len() - 1].iter().all(|s| *s == (Outcome::OpPart, Some(3))), "{seen:?}");
+        // The PING answered, and room granted back for the connection and the stream.
+        let mut replies = &out[..];
+        let mut kinds = Vec::new();
+        while let Some((f, used)) = frame::parse(replies, 16_384).unwrap() {
+            kinds.push(f);
+            replies = &replies[used..];
+        }
+        assert_eq!(kinds[0], Frame::Ping { ack: true, data: [1; 8] });
+        assert!(kinds.contains(&Frame::WindowUpdate { stream: 0, increment: 32_768 }), "{kinds:?}");
+        assert!(kinds.iter().any(|f| matches!(f, Frame::WindowUpdate { stream: 3, .. })), "{kinds:?}");
+        // A frame between a HEADERS and its CONTINUATION breaks the connection.
+        let mut c = H2Client::new(&spec("GET", b""), true);
+        c.encode_op(0, &mut Vec::new());
+        let mut input = Vec::new();
+        frame::write_head(&mut input, 1, frame::HEADERS, 0, 1);
+        input.push(0x88);
+        frame::write_ping(&mut input, false, [0; 8]);
+        let (Ok(Decoded::Done { consumed, .. }), mut out) =
+            (c.decode_op(&input, &mut Vec::new()), Vec::new())
+        else {
+            panic!()
+        };
+        assert_eq!(c.decode_op(&input[consumed..], &mut out), Err(Error::Interleaved("PING")));
+        assert_eq!(
+            H2Client::new(&spec("GET", b""), true)
+                .decode_op(&[0, 0, 4, 5, 4, 0, 0, 0, 1, 0, 0, 0, 2], &mut out),
+            Err(Error::Push)
+        );
+    }
+}
