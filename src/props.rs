@@ -459,7 +459,7 @@ pub type Target = fn(&[u8]);
 
 /// Every fuzz target by name (`fuzz/fuzz_targets/NAME.rs` calls [`run`] with its name; the
 /// corpus under `fuzz/corpus/NAME/` is replayed by `cargo test`).
-pub const TARGETS: [(&str, Target); 10] = [
+pub const TARGETS: [(&str, Target); 11] = [
     ("client_http1", client_http1),
     ("client_ws", client_ws),
     ("client_nsq", client_nsq),
@@ -470,7 +470,27 @@ pub const TARGETS: [(&str, Target); 10] = [
     ("server_nsq_http", server_nsq_http),
     ("server_sio", server_sio),
     ("hpack", hpack),
+    ("client_h2", client_h2),
 ];
+
+/// The HTTP/2 client after the server's SETTINGS, on whatever frames follow.
+fn client_h2(data: &[u8]) {
+    let (seed, stream) = split_input(data);
+    let spec = proto::h2::client::RequestSpec {
+        method: "GET".into(),
+        scheme: "http",
+        authority: "h".into(),
+        path: "/".into(),
+        headers: vec![],
+        body: vec![],
+    };
+    let settings = |_: &[u8]| {
+        let mut out = Vec::new();
+        proto::h2::frame::write_settings(&mut out, &[]);
+        out
+    };
+    client_splits_agree(&proto::h2::client::H2Client::new(&spec, true), &settings, &stream, seed);
+}
 
 /// HPACK's decoder on arbitrary header blocks: its first byte sets the dynamic table size this
 /// side allows (×32 bytes), its second how many cut points follow (low 3 bits), one byte each,

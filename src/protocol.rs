@@ -47,6 +47,9 @@ pub struct Protocol {
     /// Whether its operations are HTTP requests whose method, path and headers a `--requests`
     /// entry may set (else an entry is a message: its body).
     pub http_entries: bool,
+    /// The protocol it offers by ALPN when TLS starts at the connect, and whether the server
+    /// must agree to it (HTTP/2 must be agreed; a server that says nothing speaks HTTP/1.1).
+    pub alpn: (&'static [u8], bool),
 }
 
 impl std::fmt::Debug for Protocol {

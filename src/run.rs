@@ -162,9 +162,11 @@ fn read_requests(plan: &LoadPlan, file: &Path, order: Order, payload: &[u8]) -> 
 /// from it say `http/1.1`; NSQ's TCP protocol none).
 fn client_tls(target: &Target, args: &crate::tls::options::TlsArgs) -> Result<Option<Arc<ClientTls>>> {
     let Some(start) = target.tls else { return Ok(None) };
-    let alpn = (start == TlsStart::AtConnect).then_some(&b"http/1.1"[..]);
+    let (offered, required) = target.protocol.alpn;
+    let alpn = (start == TlsStart::AtConnect).then_some(offered);
     let config = crate::tls::options::client_config(args, alpn)?;
-    Ok(Some(Arc::new(ClientTls { config, name: crate::tls::options::server_name(&target.host)?, start })))
+    let name = crate::tls::options::server_name(&target.host)?;
+    Ok(Some(Arc::new(ClientTls { config, name, start, alpn: alpn.filter(|_| required) })))
 }
 
 /// One TLS handshake before the run, so a certificate the client will not trust, a version
@@ -189,6 +191,16 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
             .map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
         tx += wire.len() as u64;
         if !session.is_handshaking() {
+            if let Some(wanted) = tls.alpn
+                && session.alpn_protocol() != Some(wanted)
+            {
+                let said = session.alpn_protocol().map(String::from_utf8_lossy);
+                return Err(failed(format!(
+                    "the server did not agree to {} by ALPN (it chose {}): it does not speak it over TLS here",
+                    String::from_utf8_lossy(wanted),
+                    said.map_or("nothing".into(), |s| s.into_owned())
+                )));
+            }
             let after = say_goodbye(&mut session, &mut stream, &mut tx);
             return Ok((tx, rx + after));
         }

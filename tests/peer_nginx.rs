@@ -166,6 +166,7 @@ fn nginx_http2_streams_on_every_engine_cost_the_first_request_then_the_steady_st
     let (_nginx, addr) = start_nginx_with("http2", "");
     let spec = RequestSpec {
         method: "GET".into(),
+        scheme: "http",
         authority: addr.to_string(),
         path: "/".into(),
         headers: vec![],

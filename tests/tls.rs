@@ -311,3 +311,38 @@ fn pythons_websockets_over_ssl_echoes_inside_one_record_each_way() {
         assert_tls_per_op(&r, TLS13_RECORD, wire::ws_client_frame(500), wire::ws_server_frame(500));
     }
 }
+
+/// `h2://`: HTTP/2 over TLS, agreed by ALPN, against nginx's `ssl http2` on every engine;
+/// and nginx with TLS but without HTTP/2 (it agrees to nothing) is one clear line, exit 2.
+#[test]
+#[ignore = "needs nginx: run by .ci/run"]
+fn http2_over_tls_is_agreed_by_alpn_or_refused_in_one_line() {
+    let (cert, key) = cert_files("nginx-h2", &["localhost", "127.0.0.1"]);
+    let server = format!(
+        "ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.3;",
+        cert.display(),
+        key.display()
+    );
+    let ca = cert.to_str().unwrap();
+    let cpu = client_cpu().to_string();
+    let (_h2, addr) = start_nginx_with("ssl http2", &server);
+    let url = format!("h2://localhost:{}/", addr.port());
+    for engine in ENGINES {
+        let r =
+            bench_on(engine, &[&url, "--ca", ca, "-c", "2", "--depth", "4", "-n", "2000", "--cores", &cpu]);
+        assert_clean(&r);
+        assert_eq!(r.ops, 2000, "{engine}");
+        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 2000)], "{engine}");
+    }
+    let (_h1, addr) = start_nginx_with("ssl", &server);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args(["bench", &format!("h2://localhost:{}/", addr.port()), "--ca", ca, "-d", "1s"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // OpenSSL refuses a ClientHello whose ALPN it cannot meet; a server that ignores ALPN is
+    // refused by the pre-flight instead ("did not agree to h2 by ALPN").
+    assert!(stderr.contains("agreed to none of the protocols offered by ALPN"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

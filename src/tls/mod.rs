@@ -168,6 +168,9 @@ pub fn explain(e: &rustls::Error) -> String {
         E::AlertReceived(A::HandshakeFailure) => {
             "the server refused the handshake (no version, cipher or group in common): check --tls-version".into()
         }
+        E::AlertReceived(A::NoApplicationProtocol) => {
+            "the server agreed to none of the protocols offered by ALPN: it does not speak this one over TLS (h2:// needs a server that speaks HTTP/2 over TLS)".into()
+        }
         E::PeerIncompatible(why) => format!("the server offers nothing we speak: {why:?}; check --tls-version"),
         E::AlertReceived(alert) => format!("the server sent TLS alert {alert:?}"),
         other => format!("TLS: {other}"),
@@ -434,6 +437,7 @@ mod tests {
             config: client_config(&args, Some(b"http/1.1")).unwrap(),
             name: server_name("localhost").unwrap(),
             start: TlsStart::AtConnect,
+            alpn: None,
         };
         let session = client.session().unwrap();
         (server, session)

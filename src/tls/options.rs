@@ -60,6 +60,8 @@ pub struct ClientTls {
     /// The name checked in the certificate and sent as SNI (none for an IP address).
     pub name: ServerName<'static>,
     pub start: TlsStart,
+    /// A protocol the server must agree to by ALPN (checked by the pre-flight handshake).
+    pub alpn: Option<&'static [u8]>,
 }
 
 impl ClientTls {

@@ -54,6 +54,8 @@ const CONNECTION_SPECIFIC: [&str; 6] =
 #[derive(Debug, Clone)]
 pub struct RequestSpec {
     pub method: String,
+    /// `:scheme`: `http` for `h2c://`, `https` over TLS.
+    pub scheme: &'static str,
     /// `:authority`: the URL's, or a `Host` header's.
     pub authority: String,
     pub path: String,
@@ -78,7 +80,7 @@ impl Request {
             .map_or(spec.authority.as_str(), |(_, v)| v.as_str());
         let mut fields: Vec<(String, String)> = vec![
             (":method".into(), spec.method.to_ascii_uppercase()),
-            (":scheme".into(), "http".into()),
+            (":scheme".into(), spec.scheme.into()),
             (":authority".into(), authority.into()),
             (":path".into(), spec.path.clone()),
         ];
@@ -377,6 +379,7 @@ mod tests {
     fn spec(method: &str, body: &[u8]) -> RequestSpec {
         RequestSpec {
             method: method.into(),
+            scheme: "http",
             authority: "127.0.0.1:8080".into(),
             path: "/a".into(),
             headers: vec![("Connection".into(), "close".into()), ("X-Trace".into(), "1".into())],

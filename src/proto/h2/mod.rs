@@ -15,10 +15,14 @@ use crate::plan::{LoadPlan, Prepared};
 use crate::protocol::{Protocol, Scheme};
 
 /// `h2c://HOST:PORT/PATH`: HTTP/2 over cleartext TCP with prior knowledge (no upgrade from
-/// HTTP/1.1). Each connection keeps `--depth` streams in flight (h2load's `-m`).
+/// HTTP/1.1); `h2://`: over TLS, agreed by ALPN (`h2`). Each connection keeps `--depth`
+/// streams in flight (h2load's `-m`).
 pub static PROTOCOL: Protocol = Protocol {
     name: "h2",
-    schemes: &[Scheme { name: "h2c", default_port: 80, tls: None }],
+    schemes: &[
+        Scheme { name: "h2c", default_port: 80, tls: None },
+        Scheme { name: "h2", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
+    ],
     default_payload: 0,
     validate,
     check_payload,
@@ -27,6 +31,7 @@ pub static PROTOCOL: Protocol = Protocol {
     compare_rows: |_| Vec::new(),
     option_groups: &["http1-options"],
     http_entries: true,
+    alpn: (b"h2", true),
 };
 
 fn method(plan: &LoadPlan) -> String {
@@ -56,6 +61,7 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
     p.drive(|p| {
         let spec = client::RequestSpec {
             method: method(&p.plan),
+            scheme: if p.plan.target.tls.is_some() { "https" } else { "http" },
             authority: p.authority().to_string(),
             path: p.plan.target.path.clone(),
             headers: p.plan.load.headers.clone(),

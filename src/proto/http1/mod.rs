@@ -142,6 +142,7 @@ pub static PROTOCOL: Protocol = Protocol {
     compare_rows,
     option_groups: &["http1-options"],
     http_entries: true,
+    alpn: (b"http/1.1", false),
 };
 
 fn method(plan: &LoadPlan) -> String {

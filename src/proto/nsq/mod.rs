@@ -406,6 +406,7 @@ pub static PROTOCOL: Protocol = Protocol {
     },
     option_groups: &["nsq-options", "nsq-tcp-options"],
     http_entries: false,
+    alpn: (b"http/1.1", false),
 };
 
 pub static HTTP_PROTOCOL: Protocol = Protocol {
@@ -442,6 +443,7 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
     },
     option_groups: &["nsq-options", "nsq-http-options"],
     http_entries: false,
+    alpn: (b"http/1.1", false),
 };
 
 /// An `IDENTIFY` body that asks for TLS: `feature_negotiation` and `tls_v1` set (nsqd answers

@@ -212,6 +212,7 @@ pub static PROTOCOL: Protocol = Protocol {
     },
     option_groups: &["sio-options"],
     http_entries: false,
+    alpn: (b"http/1.1", false),
 };
 
 /// The event a URL names (`?event=NAME`; default `message`) and its namespace (its path).

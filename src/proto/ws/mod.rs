@@ -208,6 +208,7 @@ pub static PROTOCOL: Protocol = Protocol {
     compare_rows,
     option_groups: &["ws-options"],
     http_entries: false,
+    alpn: (b"http/1.1", false),
 };
 
 fn check_payload(plan: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
