@@ -1016,7 +1016,7 @@ mod tests {
         assert_eq!(error(&["nsq://h/t", "--text"]), "--text applies to ws:// and wss:// targets");
         assert_eq!(
             error(&["ws://h/", "-m", "POST"]),
-            "-m/--method applies to http://, https:// and h2c:// targets"
+            "-m/--method applies to http://, https://, h2c:// and h2:// targets"
         );
         assert_eq!(
             error(&["nsq://h/t", "--binary"]),

@@ -364,7 +364,7 @@ mod tests {
         }
         assert_eq!(
             schemes_text(),
-            "http://, https://, h2c://, ws://, wss://, sio://, sios://, nsq://, nsq+http:// or nsq+https://"
+            "http://, https://, h2c://, h2://, ws://, wss://, sio://, sios://, nsq://, nsq+http:// or nsq+https://"
         );
         assert_eq!(schemes_of(&["nsq", "nsq-http"]), "nsq://, nsq+http:// and nsq+https://");
         for s in SERVERS {
