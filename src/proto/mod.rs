@@ -104,6 +104,12 @@ pub trait ClientCodec: Clone {
     fn peer_closing(&self) -> bool {
         false
     }
+    /// Whether the connection takes new operations: `false` once the server said it takes no
+    /// more (an HTTP/2 GOAWAY) while it still answers those it has, after which the codec says
+    /// [`peer_closing`](Self::peer_closing).
+    fn accepts_ops(&self) -> bool {
+        true
+    }
     /// The run is over for this connection: append a closing message (WebSocket Close 1000)
     /// and return `true` if the server's reply should be awaited (bounded) before closing.
     fn goodbye(&mut self, _out: &mut Vec<u8>) -> bool {

@@ -498,6 +498,7 @@ impl<C: ClientCodec> Conn<C> {
         self.send.clear();
         let mut batch = None;
         while self.ledger.len() < self.depth
+            && self.codec.accepts_ops()
             && !self.schedule.waiting()
             && !self.stopped(now, stopping)
             && (!self.per_op || self.life.ops_sent == 0)

@@ -134,7 +134,11 @@ pub struct H2Client {
     unacked: u32,
     /// The status of the last whole answer.
     status: u16,
-    /// GOAWAY arrived, or the stream ids ran out: the connection ends after this message.
+    /// A GOAWAY's last stream: the streams up to it may still be answered, the others will not,
+    /// and no new one is sent.
+    goaway: Option<u32>,
+    /// The server's streams up to its GOAWAY's last are answered (or the stream ids ran out):
+    /// the connection ends after this message, its other streams failing as `closed`.
     closing: bool,
 }
 
@@ -152,7 +156,17 @@ impl H2Client {
             max_frame: frame::DEFAULT_MAX_FRAME,
             unacked: 0,
             status: 0,
+            goaway: None,
             closing: false,
+        }
+    }
+
+    /// After a GOAWAY, the connection ends once no stream it promised to answer is in flight.
+    fn after_goaway(&mut self) {
+        if let Some(last) = self.goaway
+            && !self.streams.iter().any(|s| s.id <= last)
+        {
+            self.closing = true;
         }
     }
 
@@ -197,6 +211,7 @@ impl H2Client {
     fn finish(&mut self, stream: u32) -> Outcome {
         let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Outcome::Control };
         let s = self.streams.swap_remove(at);
+        self.after_goaway();
         self.answered = Some(stream);
         self.status = s.status;
         match s.status {
@@ -244,13 +259,15 @@ impl H2Client {
                 frame::write_ping(out, true, data);
                 Outcome::Control
             }
-            Frame::GoAway { .. } => {
-                self.closing = true;
+            Frame::GoAway { last_stream, .. } => {
+                self.goaway = Some(last_stream);
+                self.after_goaway();
                 Outcome::Control
             }
             Frame::RstStream { stream, code } => match self.streams.iter().position(|s| s.id == stream) {
                 Some(at) => {
                     self.streams.swap_remove(at);
+                    self.after_goaway();
                     self.answered = Some(stream);
                     Outcome::OpFailed(Failure::H2Reset(frame::code_name(code)))
                 }
@@ -367,6 +384,11 @@ impl ClientCodec for H2Client {
         self.closing
     }
 
+    /// After a GOAWAY, no new stream: the server would not answer it.
+    fn accepts_ops(&self) -> bool {
+        self.goaway.is_none()
+    }
+
     fn answer(&self) -> Option<Answer> {
         Some(Answer::Status(self.status))
     }
@@ -449,6 +471,25 @@ mod tests {
                 (Outcome::OpFailed(Failure::Status(503)), Some(1)),
             ]
         );
+    }
+
+    #[test]
+    fn a_goaway_lets_the_streams_it_names_finish_then_ends_the_connection() {
+        let mut c = H2Client::new(&spec("GET", b""), false);
+        for _ in 0..3 {
+            c.encode_op(0, &mut Vec::new());
+        }
+        let mut enc = hpack::Encoder::new(false);
+        let mut input = Vec::new();
+        frame::write_goaway(&mut input, 3, 0);
+        answer(&mut enc, 1, "204", b"", &mut input);
+        let mut out = Vec::new();
+        decode_all(&mut c, &input, &mut out);
+        assert!(!c.peer_closing(), "stream 3 may still be answered");
+        let mut input = Vec::new();
+        answer(&mut enc, 3, "204", b"", &mut input);
+        decode_all(&mut c, &input, &mut out);
+        assert!(c.peer_closing(), "stream 5 will not be: the connection ends, 5 fails as closed");
     }
 
     #[test]
