@@ -111,8 +111,12 @@ impl Request<'_> {
 /// chunked body is walked from its last whole chunk (no quadratic re-parse).
 #[derive(Debug, Clone, Default)]
 pub struct RequestReader {
-    /// Bytes of the pending head already searched for its end.
+    /// Bytes of the pending head already searched for its end, and of them the empty lines
+    /// known to lead it (each parse starts past them: a client sending thousands of empty
+    /// lines before each request line cost the server a parse of all of them for each one,
+    /// quadratic in the head limit, found by the fuzzer in CI).
     head_scanned: usize,
+    head_blank: usize,
     /// The head is whole and its body is arriving.
     body: Option<PendingBody>,
 }
@@ -199,14 +203,19 @@ pub fn parse_request<'a>(
                     head::body_framing(&h.fields, 0, h.minor_version, false)
                         .map(|(framing, close)| (framing, close, h.minor_version))
                 };
-                match head::request_head(&input[..end], limits.max_head, framing) {
+                let blank = reader.head_blank;
+                match head::request_head(&input[blank..end], limits.max_head, framing) {
                     Ok(Some((Ok((framing, close, minor)), head_len))) => {
-                        break PendingBody { head_len, framing, close, minor };
+                        break PendingBody { head_len: blank + head_len, framing, close, minor };
                     }
                     Ok(Some((Err(_), _))) | Err(HeadError::Malformed) => return Err(Refusal::BadRequest),
                     Err(HeadError::TooLarge) => return Err(Refusal::HeadTooLarge),
-                    // Empty lines before the request line: keep looking.
-                    Ok(None) => reader.head_scanned = end,
+                    // Empty lines before the request line (all of them, to `end`): keep looking,
+                    // from past them.
+                    Ok(None) => {
+                        reader.head_scanned = end;
+                        reader.head_blank = end;
+                    }
                 }
             };
             let pending = match pending.framing {
@@ -217,6 +226,7 @@ pub fn parse_request<'a>(
                 _ => pending,
             };
             reader.head_scanned = 0;
+            reader.head_blank = 0;
             reader.body = Some(pending);
             pending
         }
@@ -398,5 +408,24 @@ mod tests {
             );
             assert_eq!(out.is_empty(), served.requests == 0);
         }
+    }
+
+    /// Found by fuzzing in CI (`server_nsq_http`, minutes on one input): each empty line before
+    /// a request line made the reader parse all those before it again. The parse now starts
+    /// past the empty lines already seen, and what it finds is the same.
+    #[test]
+    fn empty_lines_before_a_request_are_parsed_once() {
+        let limits = HELLO_LIMITS;
+        let mut input = b"\r\n".repeat(3000);
+        let mut reader = RequestReader::default();
+        assert!(matches!(parse_request(&input, limits, &mut reader), Ok(None)));
+        assert_eq!(reader.head_blank, 6000, "every empty line is known as such, once");
+        input.extend_from_slice(b"GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+        let (request, used) = parse_request(&input, limits, &mut reader).unwrap().unwrap();
+        assert_eq!((request.target, used), ("/x", input.len()));
+        assert_eq!(reader.head_blank, 0, "and forgotten for the next request");
+        // The same whole, without the reader's memory.
+        let (again, used) = parse_request(&input, limits, &mut RequestReader::default()).unwrap().unwrap();
+        assert_eq!((again.target, used), ("/x", input.len()));
     }
 }
