@@ -185,6 +185,9 @@ impl<C: ClientCodec> Conn<C> {
                 };
                 op.rx += carried.wire;
                 op.rx_plain += if tls { carried.plain } else { 0 };
+                if op.id.is_some() && op.first_byte.is_none() {
+                    op.first_byte = Some(now);
+                }
                 let traffic = op.traffic;
                 self.carrier.count_rx(traffic, carried, rec);
                 Ok(())

@@ -830,10 +830,12 @@ impl<C: ClientCodec> Conn<C> {
     }
 
     /// Bytes arrived for the oldest operation in flight: the first byte of its answer, unless
-    /// an earlier read brought it.
+    /// an earlier read brought it. (Operations answered by id, in any order — HTTP/2 streams —
+    /// are stamped when a piece of their own answer is decoded: bytes read may be another's.)
     fn first_byte(&mut self, now: Instant) {
         if let Some(op) = self.ledger.get_mut(None)
             && op.first_byte.is_none()
+            && op.id.is_none()
         {
             op.first_byte = Some(now);
         }

@@ -34,6 +34,12 @@ pub enum Error {
     NoStatus,
     #[error("HTTP/2 FLOW_CONTROL_ERROR: the server sent more DATA than its window")]
     FlowControl,
+    #[error("HTTP/2 PROTOCOL_ERROR: DATA before a response's final HEADERS")]
+    DataBeforeHeaders,
+    #[error(
+        "HTTP/2: the server's stream window (SETTINGS_INITIAL_WINDOW_SIZE) is smaller than the request body, which goes out whole here"
+    )]
+    WindowBelowBody,
 }
 
 impl CodecError for Error {}
@@ -128,12 +134,18 @@ pub struct H2Client {
     answered: Option<u32>,
     streams: Vec<Stream>,
     pending: Option<Pending>,
-    /// The server's SETTINGS_MAX_FRAME_SIZE, for this side's frames.
+    /// The server's SETTINGS_MAX_FRAME_SIZE, for this side's frames, and its
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (this side keeps no more in flight).
     max_frame: u32,
+    max_streams: u32,
+    /// Room the server grants this side's DATA on the connection (its WINDOW_UPDATEs on stream
+    /// 0 add to it), and the largest body of the requests: no request goes without room for it.
+    send_window: i64,
+    largest_body: usize,
     /// DATA read on the connection since this side last granted room.
     unacked: u32,
-    /// The status of the last whole answer.
-    status: u16,
+    /// The last whole answer in the protocol's words (`None` after a reset: no status).
+    status: Option<u16>,
     /// A GOAWAY's last stream: the streams up to it may still be answered, the others will not,
     /// and no new one is sent.
     goaway: Option<u32>,
@@ -145,6 +157,9 @@ pub struct H2Client {
 impl H2Client {
     pub fn new(spec: &RequestSpec, huffman: bool) -> Self {
         H2Client {
+            largest_body: spec.body.len(),
+            max_streams: u32::MAX,
+            send_window: i64::from(INITIAL_WINDOW),
             requests: Arc::new(vec![Request::new(spec)]),
             encoder: hpack::Encoder::new(huffman),
             decoder: hpack::Decoder::new(hpack::DEFAULT_TABLE_SIZE, MAX_HEADER_LIST),
@@ -155,7 +170,7 @@ impl H2Client {
             pending: None,
             max_frame: frame::DEFAULT_MAX_FRAME,
             unacked: 0,
-            status: 0,
+            status: None,
             goaway: None,
             closing: false,
         }
@@ -170,14 +185,19 @@ impl H2Client {
         }
     }
 
-    fn apply_settings(&mut self, params: &[u8]) {
+    fn apply_settings(&mut self, params: &[u8]) -> Result<(), Error> {
         for (id, value) in frame::settings(params) {
             match id {
                 frame::MAX_FRAME_SIZE => self.max_frame = value,
                 frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value as usize),
+                frame::MAX_CONCURRENT_STREAMS => self.max_streams = value,
+                frame::INITIAL_WINDOW_SIZE if (value as usize) < self.largest_body => {
+                    return Err(Error::WindowBelowBody);
+                }
                 _ => {}
             }
         }
+        Ok(())
     }
 
     /// A whole header block for `stream`: its `:status`, and the answer's end if it ends it.
@@ -213,7 +233,7 @@ impl H2Client {
         let s = self.streams.swap_remove(at);
         self.after_goaway();
         self.answered = Some(stream);
-        self.status = s.status;
+        self.status = Some(s.status);
         match s.status {
             400.. => Outcome::OpFailed(Failure::Status(s.status)),
             _ => Outcome::Op,
@@ -221,7 +241,8 @@ impl H2Client {
     }
 
     /// DATA of `len` octets on `stream`: room granted back once half a window is used.
-    fn data(&mut self, stream: u32, len: u32, out: &mut Vec<u8>) -> Result<(), Error> {
+    /// (Not for the stream when this DATA ends it: a closed stream takes no WINDOW_UPDATE.)
+    fn data(&mut self, stream: u32, len: u32, end_stream: bool, out: &mut Vec<u8>) -> Result<(), Error> {
         self.unacked += len;
         if self.unacked > INITIAL_WINDOW {
             return Err(Error::FlowControl);
@@ -231,11 +252,14 @@ impl H2Client {
             self.unacked = 0;
         }
         if let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) {
+            if s.status == 0 {
+                return Err(Error::DataBeforeHeaders);
+            }
             s.unacked += len;
             if s.unacked > INITIAL_WINDOW {
                 return Err(Error::FlowControl);
             }
-            if s.unacked >= INITIAL_WINDOW / 2 {
+            if s.unacked >= INITIAL_WINDOW / 2 && !end_stream {
                 frame::write_window_update(out, stream, s.unacked);
                 s.unacked = 0;
             }
@@ -251,7 +275,7 @@ impl H2Client {
         }
         Ok(match f {
             Frame::Settings { ack: false, params } => {
-                self.apply_settings(params);
+                self.apply_settings(params)?;
                 frame::write_settings_ack(out);
                 Outcome::Control
             }
@@ -269,6 +293,7 @@ impl H2Client {
                     self.streams.swap_remove(at);
                     self.after_goaway();
                     self.answered = Some(stream);
+                    self.status = None;
                     Outcome::OpFailed(Failure::H2Reset(frame::code_name(code)))
                 }
                 None => Outcome::Control,
@@ -294,10 +319,15 @@ impl H2Client {
                 }
             }
             Frame::Data { stream, end_stream, data, padding } => {
-                self.data(stream, (data.len() + padding) as u32, out)?;
+                self.data(stream, (data.len() + padding) as u32, end_stream, out)?;
                 if end_stream { self.finish(stream) } else { self.part_of(stream) }
             }
             Frame::PushPromise { .. } => return Err(Error::Push),
+            Frame::WindowUpdate { stream: 0, increment } => {
+                self.send_window =
+                    (self.send_window + i64::from(increment)).min(i64::from(frame::MAX_WINDOW));
+                Outcome::Control
+            }
             Frame::Settings { ack: true, .. }
             | Frame::Ping { ack: true, .. }
             | Frame::WindowUpdate { .. }
@@ -320,10 +350,14 @@ impl H2Client {
 impl ClientCodec for H2Client {
     type Error = Error;
 
-    /// The preface and this side's SETTINGS: no server push, and the defaults otherwise.
+    /// The preface and this side's SETTINGS: no server push, the header list it accepts, and
+    /// the defaults otherwise.
     fn handshake(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(frame::PREFACE);
-        frame::write_settings(out, &[(frame::ENABLE_PUSH, 0)]);
+        frame::write_settings(
+            out,
+            &[(frame::ENABLE_PUSH, 0), (frame::MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST as u32)],
+        );
     }
 
     /// Done at the server's first SETTINGS (acknowledged); anything before it is a step.
@@ -356,12 +390,14 @@ impl ClientCodec for H2Client {
         frame::write_headers(out, stream, &block, !body, self.max_frame);
         if body {
             frame::write_data(out, stream, &request.body, true, self.max_frame);
+            self.send_window -= request.body.len() as i64;
         }
         self.sent = stream;
         self.streams.push(Stream { id: stream, status: 0, unacked: 0 });
     }
 
     fn add_entries(&mut self, other: Self) {
+        self.largest_body = self.largest_body.max(other.largest_body);
         Arc::make_mut(&mut self.requests).extend(other.requests.iter().cloned());
     }
 
@@ -384,13 +420,18 @@ impl ClientCodec for H2Client {
         self.closing
     }
 
-    /// After a GOAWAY, no new stream: the server would not answer it.
+    /// No new stream after a GOAWAY (the server would not answer it) or once the stream ids
+    /// ran out, none past the server's MAX_CONCURRENT_STREAMS, and none without the
+    /// connection's room for the largest body (the server's WINDOW_UPDATEs give it back).
     fn accepts_ops(&self) -> bool {
         self.goaway.is_none()
+            && !self.closing
+            && (self.streams.len() as u64) < u64::from(self.max_streams)
+            && self.send_window >= self.largest_body as i64
     }
 
     fn answer(&self) -> Option<Answer> {
-        Some(Answer::Status(self.status))
+        self.status.map(Answer::Status)
     }
 }
 
@@ -490,6 +531,70 @@ mod tests {
         answer(&mut enc, 3, "204", b"", &mut input);
         decode_all(&mut c, &input, &mut out);
         assert!(c.peer_closing(), "stream 5 will not be: the connection ends, 5 fails as closed");
+    }
+
+    #[test]
+    fn what_a_server_may_not_do_and_what_it_limits() {
+        let mut out = Vec::new();
+        // DATA before the answer's HEADERS.
+        let mut c = H2Client::new(&spec("GET", b""), false);
+        c.encode_op(0, &mut Vec::new());
+        let mut input = Vec::new();
+        frame::write_data(&mut input, 1, b"x", true, 16_384);
+        assert_eq!(c.decode_op(&input, &mut out), Err(Error::DataBeforeHeaders));
+        // A reset leaves no status behind for the answers' tally.
+        let mut c = H2Client::new(&spec("GET", b""), false);
+        c.encode_op(0, &mut Vec::new());
+        c.encode_op(0, &mut Vec::new());
+        let mut enc = hpack::Encoder::new(false);
+        let mut input = Vec::new();
+        answer(&mut enc, 1, "200", b"", &mut input);
+        frame::write_rst_stream(&mut input, 3, 7);
+        let seen = decode_all(&mut c, &input, &mut out);
+        assert_eq!(seen[1], (Outcome::OpFailed(Failure::H2Reset("REFUSED_STREAM")), Some(3)));
+        assert_eq!(c.answer(), None);
+        // MAX_CONCURRENT_STREAMS caps the streams in flight.
+        let mut c = H2Client::new(&spec("GET", b""), false);
+        let mut settings = Vec::new();
+        frame::write_settings(&mut settings, &[(frame::MAX_CONCURRENT_STREAMS, 1)]);
+        c.decode_op(&settings, &mut out).unwrap();
+        assert!(c.accepts_ops());
+        c.encode_op(0, &mut Vec::new());
+        assert!(!c.accepts_ops(), "one stream in flight is the server's limit");
+        // Bodies: a stream window below the body is one clear error; the connection's window
+        // is spent by bodies sent and given back by WINDOW_UPDATE.
+        let body = vec![b'b'; 30_000];
+        let mut c = H2Client::new(&spec("POST", &body), false);
+        let mut small = Vec::new();
+        frame::write_settings(&mut small, &[(frame::INITIAL_WINDOW_SIZE, 1000)]);
+        assert_eq!(c.clone().decode_op(&small, &mut out), Err(Error::WindowBelowBody));
+        c.encode_op(0, &mut Vec::new());
+        c.encode_op(0, &mut Vec::new());
+        assert!(!c.accepts_ops(), "5,535 bytes of room left for a 30,000-byte body");
+        let mut grant = Vec::new();
+        frame::write_window_update(&mut grant, 0, 60_000);
+        c.decode_op(&grant, &mut out).unwrap();
+        assert!(c.accepts_ops());
+        // A stream's last DATA takes no WINDOW_UPDATE for the stream (it is closed).
+        let mut c = H2Client::new(&spec("GET", b""), false);
+        c.encode_op(0, &mut Vec::new());
+        let mut input = Vec::new();
+        let mut block = Vec::new();
+        hpack::Encoder::new(false).encode([(&b":status"[..], &b"200"[..])], &mut block);
+        frame::write_headers(&mut input, 1, &block, false, 16_384);
+        // 16,384 + 10,000 open, then the last 10,000 cross half the window and end the stream.
+        frame::write_data(&mut input, 1, &[b'x'; 16_384], false, 16_384);
+        frame::write_data(&mut input, 1, &[b'x'; 10_000], false, 16_384);
+        frame::write_data(&mut input, 1, &[b'x'; 10_000], true, 16_384);
+        let mut replies = Vec::new();
+        decode_all(&mut c, &input, &mut replies);
+        let mut updates = Vec::new();
+        let mut rest = &replies[..];
+        while let Some((f, used)) = frame::parse(rest, 16_384).unwrap() {
+            updates.push(f);
+            rest = &rest[used..];
+        }
+        assert_eq!(updates, [Frame::WindowUpdate { stream: 0, increment: 36_384 }], "{updates:?}");
     }
 
     #[test]

@@ -263,9 +263,10 @@ fn decode_str(input: &[u8], out: &mut Vec<u8>) -> Result<usize, Error> {
 pub struct Encoder {
     table: Table,
     huffman: bool,
-    /// A smaller table the peer asked for (its SETTINGS_HEADER_TABLE_SIZE), to announce at the
-    /// start of the next block.
-    resize: Option<usize>,
+    /// Table sizes the peer asked for (its SETTINGS_HEADER_TABLE_SIZE) since the last block:
+    /// the smallest and the last, announced at the start of the next block (§4.2: the
+    /// smallest first, when it was lower than the last).
+    resize: Option<(usize, usize)>,
 }
 
 impl Encoder {
@@ -277,9 +278,10 @@ impl Encoder {
     /// shrink below the default; a larger one is not used).
     pub fn peer_table_size(&mut self, max: usize) {
         let max = max.min(DEFAULT_TABLE_SIZE);
-        if max != self.table.max {
+        if max != self.table.max || self.resize.is_some() {
             self.table.set_max(max);
-            self.resize = Some(max);
+            let least = self.resize.map_or(max, |(least, _)| least.min(max));
+            self.resize = Some((least, max));
         }
     }
 
@@ -289,8 +291,11 @@ impl Encoder {
 
     /// Append the header block of `fields` (names in lower case, as HTTP/2 requires).
     pub fn encode<'a>(&mut self, fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>, out: &mut Vec<u8>) {
-        if let Some(size) = self.resize.take() {
-            encode_int(out, 0x20, 5, size as u64);
+        if let Some((least, last)) = self.resize.take() {
+            if least < last {
+                encode_int(out, 0x20, 5, least as u64);
+            }
+            encode_int(out, 0x20, 5, last as u64);
         }
         for (name, value) in fields {
             match self.table.find(name, value) {
@@ -596,6 +601,15 @@ mod tests {
         e.encode([(&b"x-big"[..], &[b'v'; 40][..])], &mut out);
         assert_eq!(out[0], 0x20 | 0x1f, "the size update first");
         assert!(e.table().is_empty());
+        // Lowered to 0 then raised again before a block: both are said, the least first.
+        let mut e = Encoder::new(false);
+        e.peer_table_size(0);
+        e.peer_table_size(4096);
+        let mut out = Vec::new();
+        e.encode([(&b":method"[..], &b"GET"[..])], &mut out);
+        assert_eq!(out, [0x20, 0x3f, 0xe1, 0x1f, 0x82]);
+        let mut d = Decoder::new(4096, 1 << 20);
+        assert_eq!(decoded(&mut d, &out), Ok(owned(&[(":method", "GET")])));
     }
 
     #[test]
