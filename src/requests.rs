@@ -154,10 +154,8 @@ impl Requests {
             if bodies > MAX_BODIES {
                 return Err(at(format!("the bodies add up to more than {} MiB", MAX_BODIES >> 20)));
             }
-            if let Some(m) = &l.method
-                && (m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphabetic()))
-            {
-                return Err(at(format!("'{m}' is not an HTTP method")));
+            if let Some(m) = &l.method {
+                check_method(m).map_err(at)?;
             }
             if let Some(p) = &l.path
                 && (!p.starts_with('/') || p.bytes().any(|b| b <= b' ' || b == 0x7f))
@@ -220,6 +218,14 @@ impl Requests {
         let kinds = self.entries.iter().map(|e| e.kind as u16).collect::<Vec<_>>();
         Picks { table: table.into(), kinds: kinds.into(), random: self.order == Order::Random }
     }
+}
+
+/// An HTTP method as this tool sends one: letters only (`-m` and `--requests` entries alike).
+pub fn check_method(method: &str) -> Result<(), String> {
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return Err(format!("'{method}' is not an HTTP method"));
+    }
+    Ok(())
 }
 
 /// A header's name and value as HTTP allows them (a token; no line breaks in the value).

@@ -24,7 +24,8 @@ pub static PROTOCOL: Protocol = Protocol {
         Scheme { name: "h2", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
     ],
     default_payload: 0,
-    validate,
+    // The same method option and rule as HTTP/1.1's.
+    validate: super::http1::validate,
     check_payload,
     messages_per_op: crate::protocol::one_message,
     run,
@@ -33,18 +34,6 @@ pub static PROTOCOL: Protocol = Protocol {
     http_entries: true,
     alpn: (b"h2", true),
 };
-
-fn method(plan: &LoadPlan) -> String {
-    plan.load.options.http1.method.as_deref().unwrap_or("GET").to_ascii_uppercase()
-}
-
-fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
-    let method = method(plan);
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        anyhow::bail!("'{method}' is not an HTTP method");
-    }
-    Ok(())
-}
 
 fn check_payload(_: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
     if body.len() > client::MAX_BODY {
@@ -60,7 +49,7 @@ fn check_payload(_: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
 fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
     p.drive(|p| {
         let spec = client::RequestSpec {
-            method: method(&p.plan),
+            method: super::http1::method(&p.plan),
             scheme: if p.plan.target.tls.is_some() { "https" } else { "http" },
             authority: p.authority().to_string(),
             path: p.plan.target.path.clone(),

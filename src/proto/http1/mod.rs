@@ -145,16 +145,14 @@ pub static PROTOCOL: Protocol = Protocol {
     alpn: (b"http/1.1", false),
 };
 
-fn method(plan: &LoadPlan) -> String {
+/// The request method `-m` gives (GET without it), for HTTP/1.1 and HTTP/2.
+pub fn method(plan: &LoadPlan) -> String {
     plan.load.options.http1.method.as_deref().unwrap_or("GET").to_ascii_uppercase()
 }
 
-fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
-    let method = method(plan);
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        anyhow::bail!("'{method}' is not an HTTP method");
-    }
-    Ok(())
+/// `-m`'s rule, for HTTP/1.1 and HTTP/2 (a `--requests` entry's method keeps the same one).
+pub fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
+    crate::requests::check_method(&method(plan)).map_err(anyhow::Error::msg)
 }
 
 /// The request a prepared plan sends.
