@@ -20,20 +20,30 @@ else
 fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <("${fuzz[@]}" list)
-# Built first, so that a target's time bound is its fuzzing's alone.
-"${fuzz[@]}" build -s none -O "${targets[@]}" >/dev/null 2>&1 || "${fuzz[@]}" build -s none -O
-# libFuzzer looks at the clock between inputs: one input that runs a minute past the bound is a
-# defect too (a codec should take milliseconds on 2 MiB), stopped here and reported as one.
+# Built once, first, and the built fuzzers run directly: a target's time bound is its
+# fuzzing's alone, and sources edited meanwhile are not rebuilt into the run.
+"${fuzz[@]}" build -s none -O >/dev/null
+bin="fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/release"
+# One input that runs for SLOW seconds (default 20) is a defect too — a codec takes
+# milliseconds on 2 MiB: libFuzzer's -timeout stops it and keeps the input in fuzz/artifacts/
+# (timeout-*) to replay. The outer bound is a last guard for a fuzzer that stops answering.
+SLOW="${SLOW:-20}"
 bound=()
-[ "$SECONDS_EACH" -gt 0 ] && bound=(timeout -s INT $((SECONDS_EACH + 60)))
+[ "$SECONDS_EACH" -gt 0 ] && bound=(timeout -s INT $((SECONDS_EACH + SLOW + 60)))
 for target in "${targets[@]}"; do
-    mkdir -p "fuzz/corpus/$target"
+    mkdir -p "fuzz/corpus/$target" "fuzz/artifacts/$target"
     started=$(date +%s)
-    out=$("${bound[@]}" "${fuzz[@]}" run -s none -O "$target" "fuzz/corpus/$target" -- \
-        -runs="$RUNS" -max_total_time="$SECONDS_EACH" -max_len="$MAX_LEN" -print_final_stats=1 2>&1) && rc=0 || rc=$?
+    out=$("${bound[@]}" "$bin/$target" "fuzz/corpus/$target" -artifact_prefix="fuzz/artifacts/$target/" \
+        -runs="$RUNS" -max_total_time="$SECONDS_EACH" -max_len="$MAX_LEN" -timeout="$SLOW" \
+        -print_final_stats=1 2>&1) && rc=0 || rc=$?
     if [ "$rc" -eq 124 ]; then
         echo "$out" | tail -5
-        echo "$target: SLOW INPUT: still running a minute past its ${SECONDS_EACH}s bound (one input ran that long; gdb -p on the fuzzer shows where)"
+        echo "$target: STUCK: the fuzzer still ran a minute past its bounds"
+        exit 1
+    elif echo "$out" | grep -q 'ERROR: libFuzzer: timeout'; then
+        echo "$out" | grep -A3 'ERROR: libFuzzer: timeout' | head -5
+        echo "$target: SLOW INPUT: one input ran over ${SLOW}s (kept in fuzz/artifacts/$target/timeout-*;" \
+            "replay: cargo +nightly fuzz run $target fuzz/artifacts/$target/timeout-*)"
         exit 1
     elif [ "$rc" -ne 0 ]; then
         echo "$out" | tail -30
