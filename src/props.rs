@@ -464,7 +464,7 @@ pub type Target = fn(&[u8]);
 
 /// Every fuzz target by name (`fuzz/fuzz_targets/NAME.rs` calls [`run`] with its name; the
 /// corpus under `fuzz/corpus/NAME/` is replayed by `cargo test`).
-pub const TARGETS: [(&str, Target); 11] = [
+pub const TARGETS: [(&str, Target); 12] = [
     ("client_http1", client_http1),
     ("client_ws", client_ws),
     ("client_nsq", client_nsq),
@@ -476,6 +476,7 @@ pub const TARGETS: [(&str, Target); 11] = [
     ("server_sio", server_sio),
     ("hpack", hpack),
     ("client_h2", client_h2),
+    ("server_h2", server_h2),
 ];
 
 /// The HTTP/2 client after the server's SETTINGS, on whatever frames follow.
@@ -694,6 +695,16 @@ fn with_prefix(prefix: &[u8], stream: &[u8], lead: bool) -> Vec<u8> {
 fn server_http1(data: &[u8]) {
     let (arrivals, stream, _) = server_input(data);
     server_splits_agree(&proto::http1::Http1Server::default(), &stream, &arrivals);
+}
+
+/// The HTTP/2 server, after the client's preface and SETTINGS when the input's first byte says
+/// so (the frames that follow are the fuzzer's).
+fn server_h2(data: &[u8]) {
+    let (arrivals, stream, lead) = server_input(data);
+    let mut hello = proto::h2::frame::PREFACE.to_vec();
+    proto::h2::frame::write_settings(&mut hello, &[]);
+    let stream = with_prefix(&hello, &stream, lead);
+    server_splits_agree(&proto::h2::server::H2Server::default(), &stream, &arrivals);
 }
 
 fn server_ws(data: &[u8]) {

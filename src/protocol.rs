@@ -96,6 +96,8 @@ pub struct Server {
     pub listeners: fn(SocketAddr, &ServerOptions, bool) -> anyhow::Result<Vec<Listener>>,
     /// With TLS, when each listener's connections start it.
     pub tls: &'static [crate::tls::options::TlsStart],
+    /// With TLS, the protocol it agrees to by ALPN (`http/1.1`, `h2`).
+    pub alpn: &'static [u8],
     /// The target URL of each of its listeners once bound (TLS or not), for `compare` and
     /// `sweep`.
     pub urls: fn(&[SocketAddr], bool) -> Vec<String>,
@@ -115,7 +117,7 @@ pub const PROTOCOLS: [&Protocol; 6] =
     [&http1::PROTOCOL, &h2::PROTOCOL, &ws::PROTOCOL, &sio::PROTOCOL, &nsq::PROTOCOL, &nsq::HTTP_PROTOCOL];
 
 /// Every built-in server. (Registry line: one entry per server.)
-pub const SERVERS: [&Server; 4] = [&http1::SERVER, &ws::SERVER, &sio::SERVER, &nsq::SERVER];
+pub const SERVERS: [&Server; 5] = [&http1::SERVER, &h2::SERVER, &ws::SERVER, &sio::SERVER, &nsq::SERVER];
 
 /// Every protocol's load options, flattened into each command that generates load. (Registry
 /// line: one field per option group.)

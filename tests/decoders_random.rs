@@ -107,6 +107,10 @@ fn samples(target: &str) -> Vec<Vec<u8>> {
             [props::WS_UPGRADE.to_vec(), vec![0x01, 0x82, 1, 2, 3, 4, b'h' ^ 1, b'e' ^ 2], masked(0, b"llo")]
                 .concat(),
         ],
+        "server_h2" => vec![
+            [h2_hello(), h2_get(1), h2_get(3), h2_post(5, b"body")].concat(),
+            [h2_hello(), h2_grpc(1, b"hello"), h2_get(3)].concat(),
+        ],
         "server_nsq" => vec![
             [b"  V2".as_slice(), b"IDENTIFY\n\x00\x00\x00\x02{}", &publish(1), &publish(3), b"NOP\n"]
                 .concat(),
@@ -114,6 +118,39 @@ fn samples(target: &str) -> Vec<Vec<u8>> {
         ],
         _ => vec![],
     }
+}
+
+/// An HTTP/2 client's preface and SETTINGS.
+fn h2_hello() -> Vec<u8> {
+    let mut out = wirebench::proto::h2::frame::PREFACE.to_vec();
+    wirebench::proto::h2::frame::write_settings(&mut out, &[]);
+    out
+}
+
+/// `GET /` on `stream`, its header block from the static table alone.
+fn h2_get(stream: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    wirebench::proto::h2::frame::write_headers(&mut out, stream, &[0x82, 0x86, 0x84], true, 16_384);
+    out
+}
+
+/// `POST /` on `stream` with `body` in DATA frames of at most 16 KiB.
+fn h2_post(stream: u32, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    wirebench::proto::h2::frame::write_headers(&mut out, stream, &[0x83, 0x86, 0x84], false, 16_384);
+    wirebench::proto::h2::frame::write_data(&mut out, stream, body, true, 16_384);
+    out
+}
+
+/// A gRPC call carrying `message`: `content-type: application/grpc` as a literal.
+fn h2_grpc(stream: u32, message: &[u8]) -> Vec<u8> {
+    let mut block = vec![0x83, 0x86, 0x84, 0x0f, 0x10, 16];
+    block.extend_from_slice(b"application/grpc");
+    let mut out = Vec::new();
+    wirebench::proto::h2::frame::write_headers(&mut out, stream, &block, false, 16_384);
+    let body = [&[0][..], &(message.len() as u32).to_be_bytes(), message].concat();
+    wirebench::proto::h2::frame::write_data(&mut out, stream, &body, true, 16_384);
+    out
 }
 
 /// A target's input: a first byte (seed length, lead flag), seed bytes, then a stream that is
@@ -272,6 +309,23 @@ fn streams_past_every_buffer_are_answered_however_they_arrive() {
                 .concat(),
         ),
         ("server_nsq", [b"  V2".to_vec(), nsq_pub(300_000), nsq_pub(10).repeat(10_000)].concat()),
+        (
+            "server_h2",
+            [
+                {
+                    // A client that reads what it is sent: room for every answer.
+                    use wirebench::proto::h2::frame;
+                    let mut hello = frame::PREFACE.to_vec();
+                    frame::write_settings(&mut hello, &[(frame::INITIAL_WINDOW_SIZE, 1 << 20)]);
+                    frame::write_window_update(&mut hello, 0, frame::MAX_WINDOW - 65_535);
+                    hello
+                },
+                h2_post(1, &vec![b'p'; 900_000]),
+                h2_grpc(3, &vec![b'g'; 100_000]),
+                (0..40_000).flat_map(|i| h2_get(5 + 2 * i)).collect(),
+            ]
+            .concat(),
+        ),
     ];
     let ways = [
         Arrivals::whole(),
@@ -293,6 +347,9 @@ fn streams_past_every_buffer_are_answered_however_they_arrive() {
             "server_ws" => {
                 serve_stream(&wirebench::proto::ws::WsServer::new(1 << 20), stream, &Arrivals::whole())
             }
+            "server_h2" => {
+                serve_stream(&wirebench::proto::h2::server::H2Server::default(), stream, &Arrivals::whole())
+            }
             _ => serve_stream(&wirebench::proto::nsq::NsqServer::new(limits), stream, &Arrivals::whole()),
         };
         assert!(whole.requests + whole.messages >= 2, "{target}: {} requests", whole.requests);
@@ -312,6 +369,9 @@ fn streams_past_every_buffer_are_answered_however_they_arrive() {
                 }
                 "server_ws" => {
                     server_splits_agree(&wirebench::proto::ws::WsServer::new(1 << 20), stream, way)
+                }
+                "server_h2" => {
+                    server_splits_agree(&wirebench::proto::h2::server::H2Server::default(), stream, way)
                 }
                 _ => server_splits_agree(&wirebench::proto::nsq::NsqServer::new(limits), stream, way),
             }

@@ -31,6 +31,7 @@ fn engine(name: &str) -> EngineKind {
 struct Servers {
     started: wirebench::cmd::serve::Started,
     http: SocketAddr,
+    h2: SocketAddr,
     ws: SocketAddr,
     sio: SocketAddr,
     nsq: SocketAddr,
@@ -51,8 +52,8 @@ fn start_all(engine_name: &str) -> Servers {
     )
     .expect("the built-in servers start");
     let a = started.handle.addrs.clone();
-    // In SERVERS' order: http, ws, sio, nsq (TCP, then HTTP).
-    Servers { http: a[0], ws: a[1], sio: a[2], nsq: a[3], nsq_http: a[4], started }
+    // In SERVERS' order: http, h2, ws, sio, nsq (TCP, then HTTP).
+    Servers { http: a[0], h2: a[1], ws: a[2], sio: a[3], nsq: a[4], nsq_http: a[5], started }
 }
 
 fn connect(addr: SocketAddr) -> TcpStream {
@@ -185,6 +186,61 @@ fn ws_exchange(
     Err(format!("no whole frame in {} bytes", answer.len()))
 }
 
+/// One HTTP/2 request on a new connection: the preface, SETTINGS granting all the room there
+/// is (so the answer is never held for it), HEADERS (`block`, hand-made from the static table)
+/// and `body` in DATA frames of 16 KiB, sent while the answer is read. The server gives back
+/// room as it reads, so sending without reading its grants never overruns its windows. The
+/// answer: its `:status` and `grpc-status`, and the DATA octets, once stream 1 ends (or a
+/// reset or GOAWAY, named).
+fn h2_exchange(addr: SocketAddr, block: &[u8], body: &[u8]) -> Result<String, String> {
+    use wirebench::proto::h2::{frame, hpack};
+    let mut request = frame::PREFACE.to_vec();
+    frame::write_settings(&mut request, &[(frame::INITIAL_WINDOW_SIZE, frame::MAX_WINDOW)]);
+    frame::write_window_update(&mut request, 0, frame::MAX_WINDOW - 65_535);
+    frame::write_headers(&mut request, 1, block, body.is_empty(), 16_384);
+    if !body.is_empty() {
+        frame::write_data(&mut request, 1, body, true, 16_384);
+    }
+    let mut s = connect(addr);
+    let mut w = s.try_clone().unwrap();
+    let writer = std::thread::spawn(move || w.write_all(&request));
+    let ends = |b: &[u8]| {
+        let mut at = 0;
+        while let Ok(Some((f, n))) = frame::parse(&b[at..], frame::MAX_MAX_FRAME) {
+            at += n;
+            match f {
+                frame::Frame::Headers { stream: 1, end_stream: true, .. }
+                | frame::Frame::Data { stream: 1, end_stream: true, .. }
+                | frame::Frame::RstStream { .. }
+                | frame::Frame::GoAway { .. } => return Some(at),
+                _ => {}
+            }
+        }
+        None
+    };
+    let answer = read_until(&mut s, ends)?;
+    let _ = writer.join();
+    let (mut decoder, mut fields, mut data, mut at) = (hpack::Decoder::new(4096, 1 << 20), Vec::new(), 0, 0);
+    while let Ok(Some((f, n))) = frame::parse(&answer[at..], frame::MAX_MAX_FRAME) {
+        at += n;
+        match f {
+            frame::Frame::Headers { block, .. } => decoder
+                .decode(block, |n, v| {
+                    fields.push(format!("{}={}", String::from_utf8_lossy(n), String::from_utf8_lossy(v)))
+                })
+                .map_err(|e| e.to_string())?,
+            frame::Frame::Data { stream: 1, data: d, .. } => data += d.len(),
+            frame::Frame::RstStream { code, .. } => {
+                return Ok(format!("RST_STREAM {}", frame::code_name(code)));
+            }
+            frame::Frame::GoAway { code, .. } => return Ok(format!("GOAWAY {}", frame::code_name(code))),
+            _ => {}
+        }
+    }
+    fields.retain(|f| f.starts_with(":status") || f.starts_with("grpc-status"));
+    Ok(format!("{} data {data}", fields.join(" ")))
+}
+
 /// An NSQ response frame (size, type, data) once whole.
 fn nsq_frame(b: &[u8]) -> Option<usize> {
     let size = u32::from_be_bytes(b.get(..4)?.try_into().ok()?) as usize;
@@ -296,6 +352,19 @@ fn every_server_answers_every_size_of_request_and_serves_a_bystander_throughout(
         for (chunks, size) in [(400, 256), (4000, 1), (2, 40_000), (64, 16_384)] {
             let answer = http_exchange(servers.http, chunked("/", chunks, size, b'c'));
             check(format!("http chunked {chunks}×{size}"), answer.map(|a| status_of(&a)), &["HTTP/1.1 200"]);
+        }
+        // HTTP/2: the same bodies answered `OK`; gRPC messages echoed whole, with their status.
+        for size in SIZES {
+            let answer = h2_exchange(servers.h2, &[0x83, 0x86, 0x84], &vec![b'b'; size]);
+            check(format!("h2 POST {size} B"), answer, &[":status=200 data 2"]);
+            let grpc = b"\x83\x86\x84\x0f\x10\x10application/grpc";
+            let message = [&[0][..], &(size as u32).to_be_bytes(), &vec![b'g'; size]].concat();
+            let answer = h2_exchange(servers.h2, grpc, &message);
+            check(
+                format!("h2 gRPC {size} B"),
+                answer,
+                &[&format!(":status=200 grpc-status=0 data {}", message.len())],
+            );
         }
         let limit = wirebench::proto::http1::MAX_REQUEST_HEAD;
         let answer = http_exchange(servers.http, head_of("/", limit));

@@ -49,7 +49,7 @@ pub fn start(
             Some(t) => listeners.extend(own.into_iter().zip(server.tls).map(|((addr, codec), start)| {
                 let at_accept = *start == crate::tls::options::TlsStart::AtConnect;
                 let wrapped: protocol::BoxedServer =
-                    Box::new(crate::tls::TlsServer::new(codec, t.config.clone(), at_accept));
+                    Box::new(crate::tls::TlsServer::new(codec, t.config_for(server.alpn), at_accept));
                 (addr, wrapped)
             })),
             None => listeners.extend(own),

@@ -169,7 +169,7 @@ pub fn explain(e: &rustls::Error) -> String {
             "the server refused the handshake (no version, cipher or group in common): check --tls-version".into()
         }
         E::AlertReceived(A::NoApplicationProtocol) => {
-            "the server agreed to none of the protocols offered by ALPN: it does not speak this one over TLS (h2:// needs a server that speaks HTTP/2 over TLS)".into()
+            "the server agreed to none of the protocols offered by ALPN: it does not speak this URL's protocol over TLS (https:// and wss:// offer http/1.1, h2:// offers h2: use the scheme of what it speaks)".into()
         }
         E::PeerIncompatible(why) => format!("the server offers nothing we speak: {why:?}; check --tls-version"),
         E::AlertReceived(alert) => format!("the server sent TLS alert {alert:?}"),

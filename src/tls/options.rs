@@ -197,6 +197,18 @@ pub struct ServerTls {
     pub cert_pem: String,
 }
 
+impl ServerTls {
+    /// The configuration for a server agreeing to `alpn` (the one made offers `http/1.1`).
+    pub fn config_for(&self, alpn: &[u8]) -> Arc<rustls::ServerConfig> {
+        if self.config.alpn_protocols.iter().any(|p| p == alpn) {
+            return self.config.clone();
+        }
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = vec![alpn.to_vec()];
+        Arc::new(config)
+    }
+}
+
 impl ServeTlsArgs {
     /// The server's TLS, or `None` without `--tls`/`--cert`.
     pub fn server(&self) -> Result<Option<ServerTls>> {

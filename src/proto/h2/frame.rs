@@ -78,9 +78,14 @@ pub fn code_name(code: u32) -> &'static str {
     }
 }
 
+pub const NO_ERROR: u32 = 0x0;
 pub const PROTOCOL_ERROR: u32 = 0x1;
 pub const FLOW_CONTROL_ERROR: u32 = 0x3;
+pub const STREAM_CLOSED: u32 = 0x5;
 pub const FRAME_SIZE_ERROR: u32 = 0x6;
+pub const REFUSED_STREAM: u32 = 0x7;
+pub const COMPRESSION_ERROR: u32 = 0x9;
+pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 
 /// A frame that breaks RFC 9113: the error code the connection ends with, the frame's type,
 /// and the rule.

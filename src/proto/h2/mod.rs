@@ -10,9 +10,10 @@ pub mod client;
 pub mod frame;
 pub mod hpack;
 pub mod huffman;
+pub mod server;
 
 use crate::plan::{LoadPlan, Prepared};
-use crate::protocol::{Protocol, Scheme};
+use crate::protocol::{Protocol, Scheme, Server};
 
 /// `h2c://HOST:PORT/PATH`: HTTP/2 over cleartext TCP with prior knowledge (no upgrade from
 /// HTTP/1.1); `h2://`: over TLS, agreed by ALPN (`h2`). Each connection keeps `--depth`
@@ -59,3 +60,16 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
         client::H2Client::new(&spec, true)
     })
 }
+
+/// `serve h2`: h2c with prior knowledge (`h2://` with `--tls`, ALPN `h2`), answering as
+/// `serve http` does and echoing gRPC calls on any path.
+pub static SERVER: Server = Server {
+    name: "h2",
+    about: "HTTP/2 (h2c; h2 with --tls): `Hello World` for GET, `OK` for a request with a body, gRPC calls echoed",
+    default_listen: "127.0.0.1:8443",
+    listeners: |addr, _, _| Ok(vec![(addr, Box::new(server::H2Server::default()))]),
+    tls: &[crate::tls::options::TlsStart::AtConnect],
+    alpn: b"h2",
+    urls: |addrs, tls| addrs.iter().map(|a| format!("h2{}://{a}/", if tls { "" } else { "c" })).collect(),
+    option_groups: &[],
+};

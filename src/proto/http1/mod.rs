@@ -198,6 +198,7 @@ pub static SERVER: Server = Server {
     default_listen: "127.0.0.1:8080",
     listeners: |addr, _, _| Ok(vec![(addr, Box::new(Http1Server::default()))]),
     tls: &[crate::tls::options::TlsStart::AtConnect],
+    alpn: b"http/1.1",
     urls: |addrs, tls| addrs.iter().map(|a| format!("http{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &[],
 };

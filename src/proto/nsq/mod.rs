@@ -540,6 +540,7 @@ pub static SERVER: Server = Server {
         let tcp = if tls { tcp.with_tls_v1() } else { tcp };
         Ok(vec![(addr, Box::new(tcp)), (http, Box::new(NsqHttpServer::new(limits)))])
     },
+    alpn: b"http/1.1",
     urls: |addrs, tls| {
         let (tcp, http) = if tls { ("?tls=1", "nsq+https") } else { ("", "nsq+http") };
         vec![format!("nsq://{}/test{tcp}", addrs[0]), format!("{http}://{}/test", addrs[1])]

@@ -285,6 +285,7 @@ pub static SERVER: Server = Server {
         );
         Ok(vec![(addr, Box::new(SioServer::with(handler, server::MAX_MESSAGE)))])
     },
+    alpn: b"http/1.1",
     urls: |addrs, tls| addrs.iter().map(|a| format!("sio{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &["sio-serve-options"],
 };

@@ -254,6 +254,7 @@ pub static SERVER: Server = Server {
         let max = options.ws.max_message.map_or(DEFAULT_MAX_MESSAGE, |m| m as usize);
         Ok(vec![(addr, Box::new(WsServer::new(max)))])
     },
+    alpn: b"http/1.1",
     urls: |addrs, tls| addrs.iter().map(|a| format!("ws{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &["ws-serve-options"],
 };

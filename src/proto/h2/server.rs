@@ -1,0 +1,717 @@
+//! The built-in HTTP/2 server's codec (`serve h2`): cleartext with prior knowledge (h2c), or
+//! over TLS agreed by ALPN `h2` with `--tls`. It answers as `serve http` does — `Hello World`
+//! for GET, `OK` for a request with a body — and a request whose content-type is
+//! `application/grpc…` as a gRPC echo on any path: the response's HEADERS at once, the
+//! request's DATA back as it arrives, `grpc-status: 0` in the trailers once the request ends
+//! with whole messages.
+//!
+//! What one connection may cost it is bounded, besides the engine's head, idle and write
+//! timeouts and `--max-conns`:
+//! - streams: at most [`MAX_STREAMS`] open at once (more are refused, `REFUSED_STREAM`);
+//! - headers: a header list of at most [`MAX_HEADER_LIST`] octets, encoded or decoded (HPACK
+//!   bombs, CONTINUATION floods): past it the connection ends with `ENHANCE_YOUR_CALM`;
+//! - memory: no request body is kept; answers waiting for the client's flow-control window
+//!   (the gRPC echo) are, up to [`HOLD`] octets — past it this side grants the client no more
+//!   receive window until they drain, so the client cannot make it hold more;
+//! - frames that do no work (RST_STREAM, PING, SETTINGS after the first, PRIORITY,
+//!   CONTINUATION, empty DATA, unknown types) count against a budget of [`FREE_OVERHEAD`] plus
+//!   one per two streams opened: past it, GOAWAY `ENHANCE_YOUR_CALM`. One rule for Rapid Reset
+//!   (HEADERS then RST_STREAM, CVE-2023-44487), PING and SETTINGS floods and empty frames.
+//!
+//! Every other break of RFC 9113 ends the connection with a GOAWAY naming its error code, or,
+//! where the RFC makes it a stream error, resets that stream alone.
+
+use super::frame::{self, Frame};
+use super::hpack;
+use crate::proto::http1::MAX_REQUEST_BODY;
+use crate::proto::{Ask, Awaiting, Served, ServerCodec};
+
+/// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
+pub const MAX_STREAMS: u32 = 100;
+/// The largest header list accepted (SETTINGS_MAX_HEADER_LIST_SIZE), and the most octets a
+/// header block may take before its END_HEADERS.
+pub const MAX_HEADER_LIST: usize = 16 << 10;
+/// The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE) and of the connection
+/// (raised from 65,535 by a WINDOW_UPDATE after the SETTINGS), given back as it is used.
+pub const WINDOW: u32 = 1 << 20;
+/// Answer octets a connection may hold waiting for the client's window before this side stops
+/// granting it room to send more.
+pub const HOLD: usize = 4 << 20;
+/// Frames that do no work a connection may send beyond one per two streams it opened.
+pub const FREE_OVERHEAD: u64 = 1000;
+/// The largest gRPC message echoed (gRPC's own default limit for a received message).
+pub const MAX_GRPC_MESSAGE: usize = 4 << 20;
+/// The initial window of RFC 9113 §6.9.2, before SETTINGS change it.
+const DEFAULT_WINDOW: i64 = 65_535;
+
+const HELLO: &[u8] = b"Hello World";
+const OK: &[u8] = b"OK";
+
+/// Where the connection is in its opening: the client's preface, then its SETTINGS first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Preface,
+    Settings,
+    Frames,
+}
+
+/// What a request is, from its headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `serve http`'s answers: `Hello World` for GET, its headers alone for HEAD, `OK` else.
+    Hello { get: bool, head: bool },
+    /// A gRPC call: its messages echoed as they arrive.
+    Grpc(GrpcScan),
+}
+
+/// A gRPC request's messages, read as they pass: each a 5-octet prefix (a compressed flag and
+/// a 32-bit length) and that many octets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct GrpcScan {
+    prefix: [u8; 5],
+    have: usize,
+    /// Octets of the current message still to come.
+    need: usize,
+    /// A message over [`MAX_GRPC_MESSAGE`]: the rest is not echoed.
+    too_large: bool,
+}
+
+impl GrpcScan {
+    fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() && !self.too_large {
+            if self.need > 0 {
+                let n = self.need.min(data.len());
+                self.need -= n;
+                data = &data[n..];
+                continue;
+            }
+            let n = (5 - self.have).min(data.len());
+            self.prefix[self.have..self.have + n].copy_from_slice(&data[..n]);
+            self.have += n;
+            data = &data[n..];
+            if self.have == 5 {
+                let p = self.prefix;
+                self.need = u32::from_be_bytes([p[1], p[2], p[3], p[4]]) as usize;
+                self.have = 0;
+                self.too_large = self.need > MAX_GRPC_MESSAGE;
+            }
+        }
+    }
+
+    /// The call's status once its request ended: gRPC's code and message.
+    fn status(&self) -> (&'static str, Option<&'static str>) {
+        if self.too_large {
+            ("8", Some("message larger than 4 MiB")) // RESOURCE_EXHAUSTED
+        } else if self.have > 0 || self.need > 0 {
+            ("13", Some("request ended inside a message")) // INTERNAL
+        } else {
+            ("0", None)
+        }
+    }
+}
+
+/// What a stream's answer still has to send once its queued DATA is out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fin {
+    /// The request is not whole: more may be queued.
+    Open,
+    /// END_STREAM on the last DATA.
+    End,
+    /// gRPC trailers (encoded when they go: HPACK blocks must be encoded in the order sent).
+    Trailers(GrpcScan),
+    /// All sent.
+    Done,
+}
+
+/// A request still arriving.
+#[derive(Debug, Clone, Copy)]
+struct Recv {
+    kind: Kind,
+    body: u64,
+    content_length: Option<u64>,
+    /// This side's window for the stream's DATA, and DATA read since it last granted room.
+    open: i64,
+    unacked: u32,
+}
+
+/// An open stream: its request while it arrives, its answer while it goes.
+#[derive(Debug, Clone)]
+struct Stream {
+    id: u32,
+    recv: Option<Recv>,
+    /// Room the client grants this stream's answer.
+    window: i64,
+    /// Answer octets waiting for room, from `from` on.
+    queue: Vec<u8>,
+    from: usize,
+    fin: Fin,
+}
+
+/// A header block arriving in pieces (HEADERS, then CONTINUATIONs).
+#[derive(Debug, Clone)]
+struct Pending {
+    stream: u32,
+    end_stream: bool,
+    block: Vec<u8>,
+}
+
+/// The server: one value per connection.
+#[derive(Debug, Clone)]
+pub struct H2Server {
+    phase: Phase,
+    encoder: hpack::Encoder,
+    decoder: hpack::Decoder,
+    /// The client's SETTINGS_MAX_FRAME_SIZE and SETTINGS_INITIAL_WINDOW_SIZE.
+    peer_max_frame: u32,
+    peer_window: i64,
+    /// Room the client grants on the connection.
+    send_window: i64,
+    /// This side's window for the connection's DATA, and DATA read since it last granted room.
+    recv_open: i64,
+    recv_unacked: u32,
+    streams: Vec<Stream>,
+    /// The highest stream the client opened.
+    last_stream: u32,
+    pending: Option<Pending>,
+    /// Frames that did no work, and streams opened (the budget grows with them).
+    overhead: u64,
+    opened: u64,
+    /// Answer octets queued in `streams`.
+    held: usize,
+    /// The client sent GOAWAY: the connection ends once its streams are answered.
+    peer_gone: bool,
+}
+
+impl Default for H2Server {
+    fn default() -> Self {
+        H2Server {
+            phase: Phase::Preface,
+            encoder: hpack::Encoder::new(true),
+            decoder: hpack::Decoder::new(hpack::DEFAULT_TABLE_SIZE, MAX_HEADER_LIST),
+            peer_max_frame: frame::DEFAULT_MAX_FRAME,
+            peer_window: DEFAULT_WINDOW,
+            send_window: DEFAULT_WINDOW,
+            recv_open: DEFAULT_WINDOW,
+            recv_unacked: 0,
+            streams: Vec::new(),
+            last_stream: 0,
+            pending: None,
+            overhead: 0,
+            opened: 0,
+            held: 0,
+            peer_gone: false,
+        }
+    }
+}
+
+/// A connection error: the GOAWAY's code.
+type Code = u32;
+
+impl ServerCodec for H2Server {
+    fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
+        let mut served = Served::default();
+        let mut at = 0;
+        if self.phase == Phase::Preface {
+            let n = input.len().min(frame::PREFACE.len());
+            if input[..n] != frame::PREFACE[..n] {
+                // Not HTTP/2 with prior knowledge (an HTTP/1.1 request, say).
+                frame::write_goaway(out, 0, frame::PROTOCOL_ERROR);
+                return Served { consumed: input.len(), close: true, ..served };
+            }
+            if n < frame::PREFACE.len() {
+                served.awaiting = if n > 0 { Awaiting::Head } else { Awaiting::Request };
+                return served;
+            }
+            at = n;
+            self.phase = Phase::Settings;
+            frame::write_settings(
+                out,
+                &[
+                    (frame::MAX_CONCURRENT_STREAMS, MAX_STREAMS),
+                    (frame::INITIAL_WINDOW_SIZE, WINDOW),
+                    (frame::MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST as u32),
+                ],
+            );
+            frame::write_window_update(out, 0, WINDOW - DEFAULT_WINDOW as u32);
+            self.recv_open = i64::from(WINDOW);
+        }
+        while at < input.len() && !served.close {
+            let step = match frame::parse(&input[at..], frame::DEFAULT_MAX_FRAME) {
+                Ok(None) => break,
+                Ok(Some((f, n))) => {
+                    at += n;
+                    // Room is given back frame by frame, so that where reads cut the stream
+                    // changes nothing that is sent.
+                    self.frame(f, out, &mut served).map(|()| self.grant(out))
+                }
+                Err(e) => Err(e.code),
+            };
+            if let Err(code) = step {
+                frame::write_goaway(out, self.last_stream, code);
+                served.close = true;
+                at = input.len();
+            }
+        }
+        if !served.close {
+            served.close = self.peer_gone && self.streams.is_empty();
+        }
+        served.consumed = at;
+        served.awaiting = if self.phase != Phase::Frames || self.pending.is_some() {
+            Awaiting::Head
+        } else if self.streams.iter().any(|s| s.recv.is_some()) {
+            Awaiting::Body
+        } else {
+            Awaiting::Request
+        };
+        served
+    }
+
+    fn ask(&self, question: Ask<'_>) {
+        if let Ask::Busy(out) = question {
+            // At the connection limit: no stream will be served.
+            frame::write_settings(out, &[]);
+            frame::write_goaway(out, 0, frame::REFUSED_STREAM);
+        }
+    }
+}
+
+impl H2Server {
+    fn frame(&mut self, f: Frame<'_>, out: &mut Vec<u8>, served: &mut Served) -> Result<(), Code> {
+        if self.phase == Phase::Settings && !matches!(f, Frame::Settings { ack: false, .. }) {
+            return Err(frame::PROTOCOL_ERROR); // the preface's SETTINGS come first (§3.4)
+        }
+        if let Some(p) = &self.pending
+            && !matches!(f, Frame::Continuation { stream, .. } if stream == p.stream)
+        {
+            return Err(frame::PROTOCOL_ERROR);
+        }
+        match f {
+            Frame::Settings { ack: false, params } => {
+                if self.phase == Phase::Settings {
+                    self.phase = Phase::Frames;
+                } else {
+                    self.overhead()?;
+                }
+                self.settings(params, out)?;
+                frame::write_settings_ack(out);
+            }
+            Frame::Settings { ack: true, .. } => {}
+            Frame::Ping { ack, data } => {
+                self.overhead()?;
+                if !ack {
+                    frame::write_ping(out, true, data);
+                }
+            }
+            Frame::GoAway { .. } => self.peer_gone = true,
+            Frame::WindowUpdate { stream: 0, increment } => {
+                self.send_window += i64::from(increment);
+                if self.send_window > i64::from(frame::MAX_WINDOW) {
+                    return Err(frame::FLOW_CONTROL_ERROR);
+                }
+                self.flush_all(out);
+            }
+            Frame::WindowUpdate { stream, increment } => {
+                self.idle(stream)?;
+                if let Some(at) = self.find(stream) {
+                    let s = &mut self.streams[at];
+                    s.window += i64::from(increment);
+                    if s.window > i64::from(frame::MAX_WINDOW) {
+                        self.reset(at, frame::FLOW_CONTROL_ERROR, out);
+                    } else {
+                        self.flush(at, out);
+                    }
+                }
+            }
+            Frame::RstStream { stream, .. } => {
+                self.idle(stream)?;
+                self.overhead()?;
+                if let Some(at) = self.find(stream) {
+                    self.remove(at);
+                }
+            }
+            Frame::Priority { .. } | Frame::Unknown { .. } => self.overhead()?,
+            Frame::PushPromise { .. } => return Err(frame::PROTOCOL_ERROR),
+            Frame::Headers { stream, end_stream, end_headers: true, block, .. } => {
+                self.headers(stream, end_stream, block, out, served)?;
+            }
+            Frame::Headers { stream, end_stream, block, .. } => {
+                if block.len() > MAX_HEADER_LIST {
+                    return Err(frame::ENHANCE_YOUR_CALM);
+                }
+                self.pending = Some(Pending { stream, end_stream, block: block.to_vec() });
+            }
+            Frame::Continuation { end_headers, block, .. } => {
+                self.overhead()?;
+                let Some(mut p) = self.pending.take() else { return Err(frame::PROTOCOL_ERROR) };
+                if p.block.len() + block.len() > MAX_HEADER_LIST {
+                    return Err(frame::ENHANCE_YOUR_CALM);
+                }
+                p.block.extend_from_slice(block);
+                if end_headers {
+                    self.headers(p.stream, p.end_stream, &p.block, out, served)?;
+                } else {
+                    self.pending = Some(p);
+                }
+            }
+            Frame::Data { stream, end_stream, data, padding } => {
+                self.data(stream, end_stream, data, padding, out, served)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One more frame that did no work: within the budget, or the connection ends.
+    fn overhead(&mut self) -> Result<(), Code> {
+        self.overhead += 1;
+        if self.overhead > FREE_OVERHEAD + self.opened / 2 {
+            return Err(frame::ENHANCE_YOUR_CALM);
+        }
+        Ok(())
+    }
+
+    /// A frame on a stream the client never opened (§5.1: idle) is a connection error.
+    fn idle(&self, stream: u32) -> Result<(), Code> {
+        if stream > self.last_stream { Err(frame::PROTOCOL_ERROR) } else { Ok(()) }
+    }
+
+    fn find(&self, stream: u32) -> Option<usize> {
+        self.streams.iter().position(|s| s.id == stream)
+    }
+
+    fn settings(&mut self, params: &[u8], out: &mut Vec<u8>) -> Result<(), Code> {
+        for (id, value) in frame::settings(params) {
+            match id {
+                frame::MAX_FRAME_SIZE => self.peer_max_frame = value,
+                frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value as usize),
+                frame::INITIAL_WINDOW_SIZE => {
+                    // Every stream's window moves by the difference (§6.9.2).
+                    let delta = i64::from(value) - self.peer_window;
+                    self.peer_window = i64::from(value);
+                    for s in &mut self.streams {
+                        s.window += delta;
+                        if s.window > i64::from(frame::MAX_WINDOW) {
+                            return Err(frame::FLOW_CONTROL_ERROR);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.flush_all(out);
+        Ok(())
+    }
+
+    /// A whole header block on `stream`: a new request, or the trailers of one arriving.
+    fn headers(
+        &mut self,
+        stream: u32,
+        end_stream: bool,
+        block: &[u8],
+        out: &mut Vec<u8>,
+        served: &mut Served,
+    ) -> Result<(), Code> {
+        let mut head = Head::default();
+        self.decoder.decode(block, |name, value| head.field(name, value)).map_err(|e| match e {
+            hpack::Error::TooLarge => frame::ENHANCE_YOUR_CALM,
+            _ => frame::COMPRESSION_ERROR,
+        })?;
+        if let Some(at) = self.find(stream)
+            && self.streams[at].recv.is_some()
+        {
+            // Trailers: they end the request.
+            if !end_stream || head.pseudo {
+                self.reset(at, frame::PROTOCOL_ERROR, out);
+                return Ok(());
+            }
+            return self.finish(at, out, served);
+        }
+        if stream.is_multiple_of(2) || stream <= self.last_stream {
+            return Err(frame::PROTOCOL_ERROR); // §5.1.1: new streams' ids are odd and grow
+        }
+        self.last_stream = stream;
+        self.opened += 1;
+        if self.streams.len() >= MAX_STREAMS as usize {
+            frame::write_rst_stream(out, stream, frame::REFUSED_STREAM);
+            return self.overhead();
+        }
+        let (Some(method), true, false) = (head.method, head.path, head.malformed) else {
+            frame::write_rst_stream(out, stream, frame::PROTOCOL_ERROR);
+            return Ok(());
+        };
+        let kind = if head.grpc {
+            Kind::Grpc(GrpcScan::default())
+        } else {
+            Kind::Hello { get: method == Method::Get, head: method == Method::Head }
+        };
+        let recv =
+            Recv { kind, body: 0, content_length: head.content_length, open: i64::from(WINDOW), unacked: 0 };
+        self.streams.push(Stream {
+            id: stream,
+            recv: Some(recv),
+            window: self.peer_window,
+            queue: Vec::new(),
+            from: 0,
+            fin: Fin::Open,
+        });
+        if head.grpc {
+            self.write_headers(
+                stream,
+                &[(b":status", b"200"), (b"content-type", b"application/grpc")],
+                false,
+                out,
+            );
+        }
+        if end_stream {
+            self.finish(self.streams.len() - 1, out, served)?;
+        }
+        Ok(())
+    }
+
+    fn data(
+        &mut self,
+        stream: u32,
+        end_stream: bool,
+        data: &[u8],
+        padding: usize,
+        out: &mut Vec<u8>,
+        served: &mut Served,
+    ) -> Result<(), Code> {
+        let len = (data.len() + padding) as u32;
+        self.recv_open -= i64::from(len);
+        if self.recv_open < 0 {
+            return Err(frame::FLOW_CONTROL_ERROR);
+        }
+        self.recv_unacked += len;
+        if data.is_empty() && !end_stream {
+            self.overhead()?;
+        }
+        self.idle(stream)?;
+        let Some(at) = self.find(stream) else { return Ok(()) }; // reset or answered: ignored
+        let Some(r) = &mut self.streams[at].recv else {
+            // The request had ended (§5.1: half-closed remote).
+            self.reset(at, frame::STREAM_CLOSED, out);
+            return Ok(());
+        };
+        r.open -= i64::from(len);
+        if r.open < 0 {
+            self.reset(at, frame::FLOW_CONTROL_ERROR, out);
+            return Ok(());
+        }
+        r.unacked += len;
+        r.body += data.len() as u64;
+        match &mut r.kind {
+            Kind::Hello { .. } if r.body > MAX_REQUEST_BODY as u64 => {
+                // Answered before the request ends, then the rest refused (§8.1).
+                self.write_headers(stream, &[(b":status", b"413"), (b"content-length", b"0")], true, out);
+                self.reset(at, frame::NO_ERROR, out);
+                served.requests += 1;
+                return Ok(());
+            }
+            Kind::Hello { .. } => {}
+            Kind::Grpc(scan) => {
+                scan.feed(data);
+                if !scan.too_large {
+                    let s = &mut self.streams[at];
+                    s.queue.extend_from_slice(data);
+                    self.held += data.len();
+                }
+            }
+        }
+        if end_stream {
+            self.finish(at, out, served)?;
+        } else {
+            self.flush(at, out);
+        }
+        Ok(())
+    }
+
+    /// Stream `at`'s request is whole: its answer goes (as far as the client's window lets).
+    fn finish(&mut self, at: usize, out: &mut Vec<u8>, served: &mut Served) -> Result<(), Code> {
+        let Some(r) = self.streams[at].recv.take() else { return Ok(()) };
+        let stream = self.streams[at].id;
+        if r.content_length.is_some_and(|n| n != r.body) {
+            self.reset(at, frame::PROTOCOL_ERROR, out); // §8.1.1: malformed
+            return Ok(());
+        }
+        served.requests += 1;
+        match r.kind {
+            Kind::Hello { head: true, .. } => {
+                self.write_headers(stream, &[(b":status", b"200"), (b"content-length", b"11")], true, out);
+                self.streams[at].fin = Fin::Done;
+            }
+            Kind::Hello { get, .. } => {
+                let (body, len): (&[u8], &[u8]) = if get { (HELLO, b"11") } else { (OK, b"2") };
+                self.write_headers(stream, &[(b":status", b"200"), (b"content-length", len)], false, out);
+                let s = &mut self.streams[at];
+                s.queue.extend_from_slice(body);
+                s.fin = Fin::End;
+                self.held += body.len();
+            }
+            Kind::Grpc(scan) => self.streams[at].fin = Fin::Trailers(scan),
+        }
+        self.flush(at, out);
+        Ok(())
+    }
+
+    fn write_headers(&mut self, stream: u32, fields: &[(&[u8], &[u8])], end_stream: bool, out: &mut Vec<u8>) {
+        let mut block = Vec::with_capacity(32);
+        self.encoder.encode(fields.iter().copied(), &mut block);
+        frame::write_headers(out, stream, &block, end_stream, self.peer_max_frame);
+    }
+
+    /// Send what stream `at` has queued, as far as both windows let; then its end. A stream
+    /// whose request and answer are both done is gone.
+    fn flush(&mut self, at: usize, out: &mut Vec<u8>) {
+        let max = self.peer_max_frame as usize;
+        let s = &mut self.streams[at];
+        while s.from < s.queue.len() {
+            let room = s.window.min(self.send_window);
+            if room <= 0 {
+                break;
+            }
+            let n = (s.queue.len() - s.from).min(room as usize).min(max);
+            let last = s.from + n == s.queue.len() && s.fin == Fin::End;
+            frame::write_data(out, s.id, &s.queue[s.from..s.from + n], last, self.peer_max_frame);
+            s.from += n;
+            s.window -= n as i64;
+            self.send_window -= n as i64;
+            self.held -= n;
+            if last {
+                s.fin = Fin::Done;
+            }
+        }
+        if s.from == s.queue.len() {
+            s.queue.clear();
+            s.from = 0;
+            if let Fin::Trailers(scan) = s.fin {
+                s.fin = Fin::Done;
+                let (status, message) = scan.status();
+                let id = s.id;
+                match message {
+                    None => self.write_headers(id, &[(b"grpc-status", status.as_bytes())], true, out),
+                    Some(m) => self.write_headers(
+                        id,
+                        &[(b"grpc-status", status.as_bytes()), (b"grpc-message", m.as_bytes())],
+                        true,
+                        out,
+                    ),
+                }
+            }
+        }
+        let s = &self.streams[at];
+        if s.fin == Fin::Done && s.recv.is_none() {
+            self.remove(at);
+        }
+    }
+
+    /// Every stream's queue, in order, as far as the windows let.
+    fn flush_all(&mut self, out: &mut Vec<u8>) {
+        let mut at = 0;
+        while at < self.streams.len() {
+            let before = self.streams.len();
+            self.flush(at, out);
+            if self.streams.len() == before {
+                at += 1;
+            }
+        }
+    }
+
+    /// Reset stream `at` (a stream error) and forget it.
+    fn reset(&mut self, at: usize, code: u32, out: &mut Vec<u8>) {
+        frame::write_rst_stream(out, self.streams[at].id, code);
+        self.remove(at);
+    }
+
+    fn remove(&mut self, at: usize) {
+        let s = self.streams.remove(at);
+        self.held -= s.queue.len() - s.from;
+    }
+
+    /// Room given back for what was read, unless answers wait past [`HOLD`] for the client.
+    fn grant(&mut self, out: &mut Vec<u8>) {
+        if self.held >= HOLD {
+            return;
+        }
+        if self.recv_unacked >= WINDOW / 2 {
+            frame::write_window_update(out, 0, self.recv_unacked);
+            self.recv_open += i64::from(self.recv_unacked);
+            self.recv_unacked = 0;
+        }
+        for s in &mut self.streams {
+            if let Some(r) = &mut s.recv
+                && r.unacked >= WINDOW / 2
+            {
+                frame::write_window_update(out, s.id, r.unacked);
+                r.open += i64::from(r.unacked);
+                r.unacked = 0;
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    Get,
+    Head,
+    Other,
+}
+
+/// What a request's header block said, as far as this server reads it.
+#[derive(Debug, Default)]
+struct Head {
+    method: Option<Method>,
+    path: bool,
+    grpc: bool,
+    content_length: Option<u64>,
+    /// A pseudo-header was seen (trailers may carry none).
+    pseudo: bool,
+    regular: bool,
+    malformed: bool,
+}
+
+impl Head {
+    /// One field (§8.3, §8.2.2): pseudo-headers first and known, names in lower case, no
+    /// connection-specific field, `te` only as `trailers`.
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        if let Some(pseudo) = name.strip_prefix(b":") {
+            self.pseudo = true;
+            self.malformed |= self.regular;
+            match pseudo {
+                b"method" => {
+                    self.malformed |= self.method.is_some() || value.is_empty();
+                    self.method = Some(match value {
+                        b"GET" => Method::Get,
+                        b"HEAD" => Method::Head,
+                        _ => Method::Other,
+                    });
+                }
+                b"path" => {
+                    self.malformed |= self.path || value.is_empty();
+                    self.path = true;
+                }
+                b"scheme" | b"authority" => {}
+                _ => self.malformed = true,
+            }
+            return;
+        }
+        self.regular = true;
+        self.malformed |= name.iter().any(u8::is_ascii_uppercase)
+            || matches!(
+                name,
+                b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
+            )
+            || (name == b"te" && value != b"trailers");
+        match name {
+            b"content-type" => self.grpc = value.starts_with(b"application/grpc"),
+            b"content-length" => {
+                let n = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u64>().ok());
+                self.malformed |= n.is_none() || self.content_length.is_some();
+                self.content_length = n;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
