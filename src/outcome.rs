@@ -72,13 +72,15 @@ pub enum Failure {
     Nsq(&'static str),
     /// An HTTP/2 stream reset by the server, by its error code's name (`REFUSED_STREAM`, …).
     H2Reset(&'static str),
+    /// A gRPC call answered with a status other than `OK`, by its name (`UNAVAILABLE`, …).
+    Grpc(&'static str),
 }
 
 impl Failure {
     /// The class it is counted under in reports.
     pub fn class(self) -> ErrorClass {
         match self {
-            Failure::Status(_) => ErrorClass::Status,
+            Failure::Status(_) | Failure::Grpc(_) => ErrorClass::Status,
             Failure::Nsq(_) | Failure::H2Reset(_) => ErrorClass::Protocol,
         }
     }
@@ -90,6 +92,7 @@ impl fmt::Display for Failure {
             Failure::Status(code) => write!(f, "HTTP {code}"),
             Failure::Nsq(code) => f.write_str(code),
             Failure::H2Reset(code) => write!(f, "RST_STREAM {code}"),
+            Failure::Grpc(code) => write!(f, "grpc {code}"),
         }
     }
 }
@@ -105,6 +108,8 @@ pub enum Answer {
     Nsq(&'static str),
     /// The status code of a WebSocket Close the server sent (its own, or its answer to ours).
     Close(u16),
+    /// A gRPC call's `grpc-status`, by name (`OK`, `UNAVAILABLE`, …).
+    Grpc(&'static str),
 }
 
 impl Answer {
@@ -114,6 +119,7 @@ impl Answer {
             Answer::Status(code) => (200..300).contains(&code),
             Answer::Nsq(code) => code == "OK",
             Answer::Close(code) => code == 1000,
+            Answer::Grpc(code) => code == "OK",
         }
     }
 }
@@ -124,6 +130,7 @@ impl fmt::Display for Answer {
             Answer::Status(code) => write!(f, "{code}"),
             Answer::Nsq(code) => f.write_str(code),
             Answer::Close(code) => write!(f, "close {code}"),
+            Answer::Grpc(code) => write!(f, "grpc {code}"),
         }
     }
 }

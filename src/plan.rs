@@ -1024,7 +1024,7 @@ mod tests {
         );
         assert_eq!(
             error(&["http://h/", "--insecure"]),
-            "--insecure applies to TLS targets: https://, h2://, wss://, sios://, nsq+https:// or nsq://…?tls=1"
+            "--insecure applies to TLS targets: https://, h2://, grpcs://, wss://, sios://, nsq+https:// or nsq://…?tls=1"
         );
         assert!(
             error(&["http://h/", "--insecure", "--tls-resume"])

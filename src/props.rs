@@ -489,6 +489,7 @@ fn client_h2(data: &[u8]) {
         path: "/".into(),
         headers: vec![],
         body: vec![],
+        grpc: false,
     };
     let settings = |_: &[u8]| {
         let mut out = Vec::new();

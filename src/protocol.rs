@@ -71,18 +71,21 @@ pub struct CompareRow {
     pub plan: LoadPlan,
     /// How many times a message's payload crosses the wire (a publish: once; an echo: twice).
     pub payload_crossings: u8,
-    /// Its side in a "versus" ratio of the footer (the NSQ study's HTTP against TCP).
+    /// Its side in a ratio the footer prints (the NSQ study's HTTP against TCP).
     pub versus: Option<Versus>,
 }
 
-/// A pair of rows whose ratio the comparison prints: the same message over two transports.
+/// A pair of rows whose ratio the comparison prints: the same message two ways.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Versus {
-    /// What is compared, e.g. `NSQ /pub vs PUB`.
+    /// What is compared, e.g. `HTTP vs TCP (NSQ /pub vs PUB)`.
     pub title: &'static str,
-    /// This row's side: the HTTP one (numerator) or the TCP one.
-    pub http_side: bool,
+    /// This row's side: the numerator (HTTP, HTTP/2) or the denominator (TCP, HTTP/1.1).
+    pub numerator: bool,
 }
+
+/// The ratio of HTTP/2's bytes and speed to HTTP/1.1's for the same request.
+pub const H2_VS_H1: &str = "HTTP/2 vs HTTP/1.1";
 
 /// A built-in server: `wirebench serve NAME`.
 pub struct Server {
@@ -113,8 +116,15 @@ impl std::fmt::Debug for Server {
 }
 
 /// Every protocol. (Registry line: one entry per protocol.)
-pub const PROTOCOLS: [&Protocol; 6] =
-    [&http1::PROTOCOL, &h2::PROTOCOL, &ws::PROTOCOL, &sio::PROTOCOL, &nsq::PROTOCOL, &nsq::HTTP_PROTOCOL];
+pub const PROTOCOLS: [&Protocol; 7] = [
+    &http1::PROTOCOL,
+    &h2::PROTOCOL,
+    &h2::grpc::PROTOCOL,
+    &ws::PROTOCOL,
+    &sio::PROTOCOL,
+    &nsq::PROTOCOL,
+    &nsq::HTTP_PROTOCOL,
+];
 
 /// Every built-in server. (Registry line: one entry per server.)
 pub const SERVERS: [&Server; 5] = [&http1::SERVER, &h2::SERVER, &ws::SERVER, &sio::SERVER, &nsq::SERVER];
@@ -366,7 +376,7 @@ mod tests {
         }
         assert_eq!(
             schemes_text(),
-            "http://, https://, h2c://, h2://, ws://, wss://, sio://, sios://, nsq://, nsq+http:// or nsq+https://"
+            "http://, https://, h2c://, h2://, grpc://, grpcs://, ws://, wss://, sio://, sios://, nsq://, nsq+http:// or nsq+https://"
         );
         assert_eq!(schemes_of(&["nsq", "nsq-http"]), "nsq://, nsq+http:// and nsq+https://");
         for s in SERVERS {

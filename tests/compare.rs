@@ -1,4 +1,4 @@
-//! `wirebench compare` as a user runs it: six rows on the built-in servers with exact bytes,
+//! `wirebench compare` as a user runs it: eight rows on the built-in servers with exact bytes,
 //! JSON and an SVG; the same against a real nsqd; the SVG rendered by headless Chromium.
 
 mod common;
@@ -30,12 +30,27 @@ fn row<'a>(v: &'a serde_json::Value, label: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no row {label}"))
 }
 
+/// RFC 7541 Appendix B's code lengths for the characters of `127.0.0.1:PORT`: the octets of
+/// the Huffman-coded string (padded to a whole octet).
+fn huffman_len(s: &str) -> f64 {
+    let bits: u32 = s
+        .bytes()
+        .map(|b| match b {
+            b'0' | b'1' | b'2' => 5,
+            b'3'..=b'9' | b'.' => 6,
+            b':' => 7,
+            _ => panic!("no code length here for {b}"),
+        })
+        .sum();
+    f64::from(bits.div_ceil(8))
+}
+
 #[test]
-fn six_rows_on_the_builtin_servers() {
+fn every_row_on_the_builtin_servers() {
     let svg = std::env::temp_dir().join(format!("wirebench-compare-{}.svg", free_port()));
     let (stdout, v) = compare(&["-n", "3000", "-d", "5s", "--svg", svg.to_str().unwrap()]);
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 6, "{stdout}");
+    assert_eq!(rows.len(), 8, "{stdout}");
     for r in rows {
         assert_eq!(r["failed"]["total"], 0, "{}", r["label"]);
         assert_eq!(r["connection_errors"]["total"], 0, "{}", r["label"]);
@@ -71,6 +86,44 @@ fn six_rows_on_the_builtin_servers() {
     let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
     let ws_at = labels.iter().position(|l| *l == "WebSocket binary").unwrap();
     assert_eq!(labels[ws_at + 1], "Socket.IO event+ack", "beside WebSocket: {labels:?}");
+    // HTTP/2 on one connection, by RFC 9113 and 7541: the first request's header block is
+    // `:method POST` (static 3), `:scheme http` (6), `:authority` as a literal of static name 1
+    // (0x41, a length octet, the host Huffman-coded), `:path /` (4), `content-length: 400` as
+    // a literal of static name 28 (0x5c, 0x82 and "400" coded in 16 bits): 9 octets and the
+    // host's; every later one indexes the two literals: 5 octets. HEADERS and DATA heads, 9
+    // each. The answers: `:status 200` (8) and `content-length: 2` (0x5c 0x81 and 5 bits),
+    // 4 octets, then 2 (0x88 0xbe), with `OK` in DATA.
+    let h2 = row(&v, "HTTP/2 POST");
+    let host = h2["target"].as_str().unwrap().trim_start_matches("h2c://").trim_end_matches('/');
+    let first_tx = 9.0 + 9.0 + huffman_len(host) + 9.0 + 400.0;
+    let ops = h2["ops"].as_f64().unwrap();
+    assert_eq!(h2["connects"], 1, "one connection: one first request");
+    assert_eq!(h2["bytes"]["op_tx"].as_f64(), Some(first_tx + (ops - 1.0) * (9.0 + 5.0 + 9.0 + 400.0)));
+    assert_eq!(
+        h2["bytes"]["op_rx"].as_f64(),
+        Some((9.0 + 4.0 + 9.0 + 2.0) + (ops - 1.0) * (9.0 + 2.0 + 9.0 + 2.0))
+    );
+    // Once, the set-up: out the preface (24), SETTINGS with two parameters (21) and the
+    // acknowledgement of the server's (9); in, its SETTINGS with three (27). (Its
+    // acknowledgement and WINDOW_UPDATE after them are control bytes.)
+    let set_up = (h2["bytes"]["handshake_tx"].as_f64(), h2["bytes"]["handshake_rx"].as_f64());
+    assert_eq!(set_up, (Some(54.0), Some(27.0)));
+    assert!(stdout.contains("HTTP/2 vs HTTP/1.1: writes"), "{stdout}");
+    // gRPC, steady state by hand: six indexed fields (:method, :scheme, :authority, :path,
+    // content-type, te) and the message's 5-octet prefix out; back, `:status 200` and
+    // content-type indexed, the message, and trailers of one indexed `grpc-status: 0`.
+    let grpc = row(&v, "gRPC unary");
+    assert_eq!(grpc["status_counts"]["grpc OK"], grpc["ops"]);
+    let ops = grpc["ops"].as_f64().unwrap();
+    let steady_tx = 9.0 + 6.0 + 9.0 + 405.0;
+    let steady_rx = 9.0 + 2.0 + 9.0 + 405.0 + 9.0 + 1.0;
+    let op_tx = grpc["bytes"]["op_tx"].as_f64().unwrap();
+    let op_rx = grpc["bytes"]["op_rx"].as_f64().unwrap();
+    // The first call costs more (its literals); the other calls cost exactly the steady state.
+    assert!(op_tx - (ops - 1.0) * steady_tx > steady_tx, "{op_tx}");
+    assert!(op_rx - (ops - 1.0) * steady_rx > steady_rx, "{op_rx}");
+    assert!(op_tx - (ops - 1.0) * steady_tx < steady_tx + 200.0, "{op_tx}");
+    assert!(op_rx - (ops - 1.0) * steady_rx < steady_rx + 200.0, "{op_rx}");
     let http = row(&v, "NSQ HTTP /pub");
     assert_eq!(http["derived"]["rx_per_msg"].as_f64(), Some(wire::nsqd_pub_ok()));
     assert_eq!(v["http_vs_tcp"]["rx"].as_f64(), Some(wire::nsqd_pub_ok() / wire::nsq_frame("OK")));
@@ -138,7 +191,7 @@ fn no_keepalive_adds_what_a_new_connection_costs() {
         assert!(f("segs") >= 7.0, "{label}: {c}");
         assert!(f("first_op_ms") >= f("connect_ms"), "{label}: the first operation holds its connect");
         let set_up =
-            label.starts_with("WebSocket") || label.starts_with("Socket.IO") || label.starts_with("NSQ TCP");
+            ["WebSocket", "Socket.IO", "NSQ TCP", "HTTP/2", "gRPC"].iter().any(|p| label.starts_with(p));
         assert_eq!(f("setup_tx") > 0.0, set_up, "{label}: a set-up of its own, or none");
     }
     // HTTP says `Connection: close` both ways, byte for byte.
@@ -158,7 +211,7 @@ fn tls_rows_beside_the_plaintext_ones_with_what_tls_costs() {
     assert!(text.contains("what TLS costs"), "{text}");
     assert!(text.contains("per new connection"), "{text}");
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 12, "six rows, and each again over TLS");
+    assert_eq!(rows.len(), 16, "eight rows, and each again over TLS");
     for plain in rows.iter().filter(|r| !r["label"].as_str().unwrap().ends_with(" +TLS")) {
         let label = plain["label"].as_str().unwrap();
         let tls = row(&v, &format!("{label} +TLS"));

@@ -108,3 +108,40 @@ fn no_keepalive_times_are_of_the_order_of_abs() {
     );
     assert!(ab_ms / 3.0 <= ours_ms && ours_ms <= ab_ms * 3.0, "ab {ab_ms} ms, wirebench {ours_ms} ms");
 }
+
+/// `serve h2` under real HTTP/2 clients: h2load with streams in flight (GETs and POSTs, its
+/// succeeded count against the server's own), curl with prior knowledge, Node's `http2`
+/// module, and Python's grpcio calling the gRPC echo with messages up to 3 MB.
+#[test]
+#[ignore = "needs h2load, curl, node and Python's grpcio: run by .ci/run"]
+fn h2load_curl_node_and_grpcio_against_serve_h2() {
+    let dir = std::env::temp_dir().join(format!("wirebench-h2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = dir.join("body");
+    std::fs::write(&body, vec![b'x'; 1000]).unwrap();
+    for engine in SERVER_ENGINES {
+        let server = start_builtin_on(engine, "h2");
+        let addr = server.addr().to_string();
+        let url = format!("http://{addr}/");
+        let out = run("h2load", &["-n", "20000", "-c", "8", "-m", "10", &url]);
+        assert!(out.contains("20000 succeeded, 0 failed, 0 errored, 0 timeout"), "{engine}: {out}");
+        let out = run("h2load", &["-n", "2000", "-c", "4", "-m", "4", "-d", body.to_str().unwrap(), &url]);
+        assert!(out.contains("2000 succeeded, 0 failed, 0 errored, 0 timeout"), "{engine}: {out}");
+        let out = run("curl", &["-s", "--max-time", "5", "--http2-prior-knowledge", &url]);
+        assert_eq!(out, "Hello World", "{engine}");
+        let node = "const h=require('http2');const c=h.connect(process.argv[1]);let n=0,ok=0;\
+            for(let i=0;i<100;i++){const r=c.request({':method':'POST',':path':'/'});r.end('hello');\
+            let b='';r.on('data',d=>b+=d);r.on('end',()=>{if(b==='OK')ok++;\
+            if(++n===100){console.log('ok',ok);c.close();}});}";
+        let out = run("node", &["-e", node, &url]);
+        assert_eq!(out.trim(), "ok 100", "{engine}");
+        let client = format!("{}/tools/grpc-echo-client.py", env!("CARGO_MANIFEST_DIR"));
+        for (count, size) in [("500", "100"), ("3", "3000000"), ("2", "0")] {
+            let out = run("python3", &[&client, &addr, "/wirebench.Echo/Unary", count, size]);
+            assert_eq!(out.trim(), format!("echo ok {count}"), "{engine}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let tally = ServerTally::sum(&server.stop().unwrap());
+        assert_eq!(tally.requests, 20000 + 2000 + 1 + 100 + 505, "{engine}: the server's own count");
+    }
+}

@@ -165,6 +165,7 @@ fn nginx_http2_streams_on_every_engine_cost_the_first_request_then_the_steady_st
     use wirebench::proto::h2::client::{H2Client, RequestSpec};
     let (_nginx, addr) = start_nginx_with("http2", "");
     let spec = RequestSpec {
+        grpc: false,
         method: "GET".into(),
         scheme: "http",
         authority: addr.to_string(),

@@ -44,6 +44,10 @@ fi
 if ! python3 -c 'import prometheus_client' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check prometheus_client
 fi
+# A real gRPC server and client (tools/grpc-echo-*.py; tests/peer_grpc.rs, tests/peer_clients.rs).
+if ! python3 -c 'import grpc' 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check grpcio
+fi
 for module in socketio aiohttp; do
     if ! python3 -c "import $module" 2>/dev/null; then
         python3 -m pip install -q --disable-pip-version-check python-socketio aiohttp
@@ -57,4 +61,5 @@ fi
 echo "peers: $(nginx -v 2>&1), nsqd $("$here/bin/nsqd" --version 2>&1 | head -1), websockets $(python3 -c 'import websockets; print(websockets.__version__)')," \
     "python-socketio $(python3 -c 'import importlib.metadata as m; print(m.version("python-socketio"))')," \
     "socket.io $(node -p 'require("'"$here"'/sio-peers/node_modules/socket.io/package.json").version')" \
-    "and $(node -p 'require("'"$here"'/sio-peers/node_modules/socket.io-v2/package.json").version')"
+    "and $(node -p 'require("'"$here"'/sio-peers/node_modules/socket.io-v2/package.json").version')," \
+    "grpcio $(python3 -c 'import grpc; print(grpc.__version__)'), $(h2load --version | head -1)"

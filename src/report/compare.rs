@@ -288,16 +288,16 @@ pub fn line(r: &Row) -> String {
     )
 }
 
-/// The pairs the footer compares, from the rows' own declarations: (title, HTTP row, TCP row),
-/// the first of each side per title.
+/// The pairs the footer compares, from the rows' own declarations: (title, numerator row,
+/// denominator row), the first of each side per title.
 pub fn versus_pairs(rows: &[Row]) -> Vec<(&'static str, &Row, &Row)> {
     let mut pairs = Vec::new();
     for r in rows {
-        let Some(v) = r.versus.filter(|v| v.http_side) else { continue };
+        let Some(v) = r.versus.filter(|v| v.numerator) else { continue };
         if pairs.iter().any(|(title, _, _)| *title == v.title) {
             continue;
         }
-        let tcp = rows.iter().find(|t| t.versus.is_some_and(|w| w.title == v.title && !w.http_side));
+        let tcp = rows.iter().find(|t| t.versus.is_some_and(|w| w.title == v.title && !w.numerator));
         if let Some(tcp) = tcp {
             pairs.push((v.title, r, tcp));
         }
@@ -318,12 +318,12 @@ pub fn footer(rows: &[Row]) -> String {
     for (title, http, tcp) in versus_pairs(rows) {
         if !(http.has_result() && tcp.has_result()) {
             let empty = if http.has_result() { &tcp.label } else { &http.label };
-            let _ = writeln!(s, "HTTP vs TCP ({title}): no result ({empty} had no completed message)");
+            let _ = writeln!(s, "{title}: no result ({empty} had no completed message)");
             continue;
         }
         let _ = writeln!(
             s,
-            "HTTP vs TCP ({title}): writes {:.2}x ({:.0} vs {:.0} B), reads {:.2}x ({:.0} vs {:.0} B), speed {:.2}x ({} vs {} msg/s)",
+            "{title}: writes {:.2}x ({:.0} vs {:.0} B), reads {:.2}x ({:.0} vs {:.0} B), speed {:.2}x ({} vs {} msg/s)",
             ratio(http.tx_per_msg(), tcp.tx_per_msg()),
             http.tx_per_msg(),
             tcp.tx_per_msg(),
@@ -371,7 +371,7 @@ pub struct CompareResult {
     /// A row per protocol: its run's result (`label`: the row's name) and the figures
     /// per message derived from it.
     pub rows: Vec<CompareRowResult>,
-    /// The first of `versus`'s ratios (the NSQ study's HTTP against TCP).
+    /// The NSQ study's ratios, HTTP against TCP (also in `versus`).
     pub http_vs_tcp: Option<VersusRatios>,
     pub versus: Vec<VersusResult>,
 }
@@ -424,13 +424,15 @@ pub struct PerConnectionResult {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct VersusResult {
     pub title: String,
-    pub http: String,
-    pub tcp: String,
+    /// The rows divided: the numerator's figures over the denominator's.
+    pub numerator: String,
+    pub denominator: String,
     /// `None` when either side has no result.
     pub ratios: Option<VersusRatios>,
 }
 
-/// HTTP's figure over TCP's: bytes per message each way, and messages per second.
+/// The numerator's figure over the denominator's: bytes per message each way, and messages
+/// per second.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct VersusRatios {
     pub tx: f64,
@@ -479,8 +481,8 @@ pub fn json(info: &CompareInfo, rows: &[Row]) -> CompareResult {
         .into_iter()
         .map(|(title, http, tcp)| VersusResult {
             title: title.to_string(),
-            http: http.label.clone(),
-            tcp: tcp.label.clone(),
+            numerator: http.label.clone(),
+            denominator: tcp.label.clone(),
             ratios: (http.has_result() && tcp.has_result()).then(|| VersusRatios {
                 tx: ratio(http.tx_per_msg(), tcp.tx_per_msg()),
                 rx: ratio(http.rx_per_msg(), tcp.rx_per_msg()),
@@ -500,7 +502,10 @@ pub fn json(info: &CompareInfo, rows: &[Row]) -> CompareResult {
             .iter()
             .map(|r| CompareRowResult { result: r.result.clone(), derived: r.derived() })
             .collect(),
-        http_vs_tcp: versus.first().and_then(|v| v.ratios),
+        http_vs_tcp: versus
+            .iter()
+            .find(|v| v.title == crate::proto::nsq::NSQ_HTTP_VS_TCP)
+            .and_then(|v| v.ratios),
         versus,
     }
 }

@@ -68,6 +68,39 @@ pub struct RequestSpec {
     /// Extra headers, in order (names lower-cased here; connection-specific ones dropped).
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// A gRPC call: `body` is its length-prefixed message, `content-type: application/grpc`
+    /// and `te: trailers` go with it, no `content-length`, and the answer succeeds on
+    /// `grpc-status: 0` in its trailers.
+    pub grpc: bool,
+}
+
+/// What an answer without `grpc-status` counts as.
+const NO_GRPC_STATUS: &str = "no grpc-status";
+
+/// gRPC's name for a status code (grpc/doc/statuscodes.md); one it does not define is
+/// `UNKNOWN`, as gRPC's own clients take it.
+pub fn grpc_code_name(code: &[u8]) -> &'static str {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+    let code = std::str::from_utf8(code).ok().and_then(|c| c.parse::<usize>().ok());
+    code.and_then(|c| NAMES.get(c).copied()).unwrap_or("UNKNOWN")
 }
 
 /// A header field: its name and value.
@@ -96,7 +129,10 @@ impl Request {
                 fields.push((name, value.clone()));
             }
         }
-        if !spec.body.is_empty() {
+        if spec.grpc {
+            fields.push(("content-type".into(), "application/grpc".into()));
+            fields.push(("te".into(), "trailers".into()));
+        } else if !spec.body.is_empty() {
             fields.push(("content-length".into(), spec.body.len().to_string()));
         }
         let fields =
@@ -111,6 +147,8 @@ impl Request {
 struct Stream {
     id: u32,
     status: u16,
+    /// A gRPC call's `grpc-status` once its trailers (or a trailers-only answer) said it.
+    grpc_status: Option<&'static str>,
     unacked: u32,
 }
 
@@ -145,7 +183,9 @@ pub struct H2Client {
     /// DATA read on the connection since this side last granted room.
     unacked: u32,
     /// The last whole answer in the protocol's words (`None` after a reset: no status).
-    status: Option<u16>,
+    status: Option<Answer>,
+    /// Answers are gRPC calls'.
+    grpc: bool,
     /// A GOAWAY's last stream: the streams up to it may still be answered, the others will not,
     /// and no new one is sent.
     goaway: Option<u32>,
@@ -171,6 +211,7 @@ impl H2Client {
             max_frame: frame::DEFAULT_MAX_FRAME,
             unacked: 0,
             status: None,
+            grpc: spec.grpc,
             goaway: None,
             closing: false,
         }
@@ -202,15 +243,18 @@ impl H2Client {
 
     /// A whole header block for `stream`: its `:status`, and the answer's end if it ends it.
     fn headers(&mut self, stream: u32, end_stream: bool, block: &[u8]) -> Result<Outcome, Error> {
-        let mut status = None;
-        self.decoder.decode(block, |name, value| {
-            if name == b":status" {
-                status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
-            }
+        let (mut status, mut grpc_status) = (None, None);
+        self.decoder.decode(block, |name, value| match name {
+            b":status" => status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok()),
+            b"grpc-status" => grpc_status = Some(grpc_code_name(value)),
+            _ => {}
         })?;
         let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) else {
             return Ok(Outcome::Control); // a stream already ended (reset): its table was kept in step
         };
+        if self.grpc && grpc_status.is_some() {
+            s.grpc_status = grpc_status;
+        }
         self.answered = Some(stream);
         // Trailers carry no status; an answer's first block must.
         match status {
@@ -233,7 +277,13 @@ impl H2Client {
         let s = self.streams.swap_remove(at);
         self.after_goaway();
         self.answered = Some(stream);
-        self.status = Some(s.status);
+        if self.grpc && s.status < 400 {
+            // No grpc-status at all is the server's failure too (gRPC's "Protocol" spec).
+            let code = s.grpc_status.unwrap_or(NO_GRPC_STATUS);
+            self.status = Some(Answer::Grpc(code));
+            return if code == "OK" { Outcome::Op } else { Outcome::OpFailed(Failure::Grpc(code)) };
+        }
+        self.status = Some(Answer::Status(s.status));
         match s.status {
             400.. => Outcome::OpFailed(Failure::Status(s.status)),
             _ => Outcome::Op,
@@ -393,7 +443,7 @@ impl ClientCodec for H2Client {
             self.send_window -= request.body.len() as i64;
         }
         self.sent = stream;
-        self.streams.push(Stream { id: stream, status: 0, unacked: 0 });
+        self.streams.push(Stream { id: stream, status: 0, grpc_status: None, unacked: 0 });
     }
 
     fn add_entries(&mut self, other: Self) {
@@ -431,7 +481,7 @@ impl ClientCodec for H2Client {
     }
 
     fn answer(&self) -> Option<Answer> {
-        self.status.map(Answer::Status)
+        self.status
     }
 }
 
@@ -447,6 +497,7 @@ mod tests {
             path: "/a".into(),
             headers: vec![("Connection".into(), "close".into()), ("X-Trace".into(), "1".into())],
             body: body.to_vec(),
+            grpc: false,
         }
     }
 

@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod frame;
+pub mod grpc;
 pub mod hpack;
 pub mod huffman;
 pub mod server;
@@ -30,11 +31,23 @@ pub static PROTOCOL: Protocol = Protocol {
     check_payload,
     messages_per_op: crate::protocol::one_message,
     run,
-    compare_rows: |_| Vec::new(),
+    compare_rows,
     option_groups: &["http1-options"],
     http_entries: true,
     alpn: (b"h2", true),
 };
+
+/// One row: the payload as a `POST` body (unless `-m` says otherwise), beside HTTP/1.1's.
+fn compare_rows(plan: &LoadPlan) -> Vec<crate::protocol::CompareRow> {
+    let mut plan = plan.clone();
+    plan.load.options.http1.method.get_or_insert_with(|| "POST".into());
+    vec![crate::protocol::CompareRow {
+        label: format!("HTTP/2 {}", super::http1::method(&plan)),
+        plan,
+        payload_crossings: 1,
+        versus: Some(crate::protocol::Versus { title: crate::protocol::H2_VS_H1, numerator: true }),
+    }]
+}
 
 fn check_payload(_: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
     if body.len() > client::MAX_BODY {
@@ -56,6 +69,7 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
             path: p.plan.target.path.clone(),
             headers: p.plan.load.headers.clone(),
             body: p.body.to_vec(),
+            grpc: false,
         };
         client::H2Client::new(&spec, true)
     })
@@ -70,6 +84,11 @@ pub static SERVER: Server = Server {
     listeners: |addr, _, _| Ok(vec![(addr, Box::new(server::H2Server::default()))]),
     tls: &[crate::tls::options::TlsStart::AtConnect],
     alpn: b"h2",
-    urls: |addrs, tls| addrs.iter().map(|a| format!("h2{}://{a}/", if tls { "" } else { "c" })).collect(),
+    // HTTP/2 requests and gRPC calls, on the one listener.
+    urls: |addrs, tls| {
+        let (h2, grpc) = if tls { ("h2", "grpcs") } else { ("h2c", "grpc") };
+        let urls = addrs.iter().map(|a| [format!("{h2}://{a}/"), format!("{grpc}://{a}{}", grpc::ECHO_PATH)]);
+        urls.flatten().collect()
+    },
     option_groups: &[],
 };

@@ -251,9 +251,9 @@ impl ServerCodec for H2Server {
                 served.close = true;
                 at = input.len();
             }
-        }
-        if !served.close {
-            served.close = self.peer_gone && self.streams.is_empty();
+            // The client said GOAWAY and all it asked is answered: nothing after is read (frame
+            // by frame, so that where reads cut the stream changes nothing).
+            served.close |= self.peer_gone && self.streams.is_empty();
         }
         served.consumed = at;
         served.awaiting = if self.phase != Phase::Frames || self.pending.is_some() {

@@ -188,7 +188,7 @@ fn compare_rows(plan: &LoadPlan) -> Vec<CompareRow> {
         label: format!("HTTP/1.1 {}", method(&plan)),
         plan,
         payload_crossings: 1,
-        versus: None,
+        versus: Some(crate::protocol::Versus { title: crate::protocol::H2_VS_H1, numerator: false }),
     }]
 }
 

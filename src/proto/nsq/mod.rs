@@ -45,6 +45,8 @@ impl super::CodecError for Error {
 }
 
 pub const MAGIC_V2: &[u8; 4] = b"  V2";
+/// The NSQ study's ratio in `compare`: the same message published by HTTP and by TCP.
+pub const NSQ_HTTP_VS_TCP: &str = "HTTP vs TCP (NSQ /pub vs PUB)";
 pub const FRAME_RESPONSE: u32 = 0;
 pub const FRAME_ERROR: u32 = 1;
 pub const FRAME_MESSAGE: u32 = 2;
@@ -394,7 +396,7 @@ pub static PROTOCOL: Protocol = Protocol {
                 label: "NSQ TCP PUB".into(),
                 plan: with_batch(plan, 1),
                 payload_crossings: 1,
-                versus: Some(Versus { title: "NSQ /pub vs PUB", http_side: false }),
+                versus: Some(Versus { title: NSQ_HTTP_VS_TCP, numerator: false }),
             },
             CompareRow {
                 label: format!("NSQ TCP MPUB×{batch}"),
@@ -438,7 +440,7 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
             label: "NSQ HTTP /pub".into(),
             plan: with_batch(plan, 1),
             payload_crossings: 1,
-            versus: Some(Versus { title: "NSQ /pub vs PUB", http_side: true }),
+            versus: Some(Versus { title: NSQ_HTTP_VS_TCP, numerator: true }),
         }]
     },
     option_groups: &["nsq-options", "nsq-http-options"],

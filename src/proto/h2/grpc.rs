@@ -1,0 +1,82 @@
+//! gRPC unary calls over HTTP/2: `grpc://HOST:PORT/package.Service/Method` (cleartext, prior
+//! knowledge) and `grpcs://` (TLS, agreed by ALPN `h2`). An operation is one call: its request
+//! is the payload (`--size`, `--body-file`, or a `--requests` entry's body) sent as one
+//! uncompressed length-prefixed message, with `content-type: application/grpc` and
+//! `te: trailers`; it succeeds when the answer's trailers say `grpc-status: 0`, and any other
+//! status fails it as `status`, counted by name (`grpc UNAVAILABLE: 3`). The HTTP/2 client
+//! ([`super::client`]) carries it: the calls are its streams.
+
+use super::client::{self, H2Client, RequestSpec};
+use crate::plan::{LoadPlan, Prepared};
+use crate::protocol::{CompareRow, Protocol, Scheme};
+
+/// The path `compare` calls on the built-in server (which echoes any method).
+pub const ECHO_PATH: &str = "/wirebench.Echo/Unary";
+/// A gRPC message's prefix: a compressed flag and the length, 32 bits big-endian.
+const PREFIX: usize = 5;
+
+pub static PROTOCOL: Protocol = Protocol {
+    name: "grpc",
+    schemes: &[
+        Scheme { name: "grpc", default_port: 50051, tls: None },
+        Scheme { name: "grpcs", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
+    ],
+    default_payload: 0,
+    validate,
+    check_payload,
+    messages_per_op: crate::protocol::one_message,
+    run,
+    compare_rows,
+    option_groups: &[],
+    http_entries: false,
+    alpn: (b"h2", true),
+};
+
+/// A call names its method: `/package.Service/Method`.
+fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
+    let path = &plan.target.path;
+    let mut parts = path.strip_prefix('/').unwrap_or_default().split('/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(service), Some(method), None) if !service.is_empty() && !method.is_empty() => Ok(()),
+        _ => anyhow::bail!(
+            "{}: a gRPC URL names the method it calls, e.g. grpc://127.0.0.1:50051/package.Service/Method",
+            plan.target.url
+        ),
+    }
+}
+
+fn check_payload(_: &LoadPlan, message: &[u8]) -> anyhow::Result<()> {
+    if message.len() + PREFIX > client::MAX_BODY {
+        anyhow::bail!(
+            "a message of {} bytes: gRPC requests go out whole here, so at most {} bytes (the initial flow-control window less the message's 5-byte prefix)",
+            message.len(),
+            client::MAX_BODY - PREFIX
+        );
+    }
+    Ok(())
+}
+
+/// The message as gRPC frames it: uncompressed, its length, itself.
+pub fn framed(message: &[u8]) -> Vec<u8> {
+    [&[0][..], &(message.len() as u32).to_be_bytes(), message].concat()
+}
+
+fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    p.drive(|p| {
+        let spec = RequestSpec {
+            method: "POST".into(),
+            scheme: if p.plan.target.tls.is_some() { "https" } else { "http" },
+            authority: p.authority().to_string(),
+            path: p.plan.target.path.clone(),
+            headers: p.plan.load.headers.clone(),
+            body: framed(&p.body),
+            grpc: true,
+        };
+        H2Client::new(&spec, true)
+    })
+}
+
+/// One row: a unary call the built-in server echoes (its payload crosses twice).
+fn compare_rows(plan: &LoadPlan) -> Vec<CompareRow> {
+    vec![CompareRow { label: "gRPC unary".into(), plan: plan.clone(), payload_crossings: 2, versus: None }]
+}
