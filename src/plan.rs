@@ -156,8 +156,10 @@ pub struct LoadArgs {
     /// first) or `random` (in proportion to the weights).
     #[arg(long, value_enum, default_value_t, requires = "requests")]
     pub order: crate::requests::Order,
-    /// Operations in flight per connection (HTTP pipelining, NSQ publishes in flight).
-    #[arg(long, default_value_t = 1)]
+    /// Operations in flight per connection (HTTP/1.1 pipelining, NSQ publishes in flight;
+    /// HTTP/2 and gRPC: streams, never more than the server's MAX_CONCURRENT_STREAMS, so
+    /// `--streams` is the same flag, h2load's `-m`).
+    #[arg(long, visible_alias = "streams", default_value_t = 1)]
     pub depth: usize,
     /// Fixed rate: R operations per second in all, spread evenly over the connections (at most
     /// --depth in flight each); latency counts from when each operation was due (wrk2), and the

@@ -138,6 +138,9 @@ pub struct ProtocolOptions {
     pub http1: http1::Options,
     #[command(flatten)]
     #[serde(flatten)]
+    pub h2: h2::Options,
+    #[command(flatten)]
+    #[serde(flatten)]
     pub ws: ws::Options,
     #[command(flatten)]
     #[serde(flatten)]

@@ -523,6 +523,24 @@ mod tests {
         seen
     }
 
+    /// The first request's header block, by RFC 7541 by hand: `:method GET` (0x82), `:scheme
+    /// http` (0x86), `:authority` as a literal of static name 1 (0x41, a length, the value),
+    /// `:path /a` of static name 4 (0x44, …), `x-trace: 1` with a new name (0x40, …); raw: 33
+    /// octets. Huffman-coded (Appendix B): the authority's 78 bits in 10 octets instead of 14,
+    /// `x-trace`'s 39 bits in 5 instead of 7, `/a` and `1` no shorter: 27 octets.
+    #[test]
+    fn huffman_off_sends_the_strings_as_they_are() {
+        for (huffman, block) in [(false, 33), (true, 27)] {
+            let mut c = H2Client::new(&spec("get", b""), huffman);
+            let mut out = Vec::new();
+            c.encode_op(0, &mut out);
+            assert_eq!(out.len(), frame::HEAD_LEN + block, "huffman {huffman}");
+            if !huffman {
+                assert!(out.windows(14).any(|w| w == b"127.0.0.1:8080"));
+            }
+        }
+    }
+
     #[test]
     fn handshake_then_streams_answered_out_of_order() {
         let mut c = H2Client::new(&spec("get", b""), true);

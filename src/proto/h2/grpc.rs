@@ -27,7 +27,7 @@ pub static PROTOCOL: Protocol = Protocol {
     messages_per_op: crate::protocol::one_message,
     run,
     compare_rows,
-    option_groups: &[],
+    option_groups: &["h2-options"],
     http_entries: false,
     alpn: (b"h2", true),
 };
@@ -72,7 +72,7 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
             body: framed(&p.body),
             grpc: true,
         };
-        H2Client::new(&spec, true)
+        H2Client::new(&spec, super::huffman(&p.plan))
     })
 }
 

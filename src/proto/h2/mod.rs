@@ -16,6 +16,30 @@ pub mod server;
 use crate::plan::{LoadPlan, Prepared};
 use crate::protocol::{Protocol, Scheme, Server};
 
+/// HTTP/2's load options (gRPC's too).
+#[derive(Debug, Clone, Copy, Default, clap::Args, serde::Serialize)]
+#[group(id = "h2-options")]
+pub struct Options {
+    /// HTTP/2 and gRPC: whether HPACK codes header strings with Huffman's code when that is
+    /// shorter (`on`, as browsers and h2load do; the default) or sends them as they are (`off`),
+    /// to see what it saves.
+    #[arg(long, value_enum, value_name = "ON|OFF")]
+    pub huffman: Option<Switch>,
+}
+
+/// A flag's `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Switch {
+    On,
+    Off,
+}
+
+/// Whether the plan asks for Huffman-coded header strings (`--huffman`, on unless `off`).
+pub fn huffman(plan: &LoadPlan) -> bool {
+    plan.load.options.h2.huffman != Some(Switch::Off)
+}
+
 /// `h2c://HOST:PORT/PATH`: HTTP/2 over cleartext TCP with prior knowledge (no upgrade from
 /// HTTP/1.1); `h2://`: over TLS, agreed by ALPN (`h2`). Each connection keeps `--depth`
 /// streams in flight (h2load's `-m`).
@@ -32,7 +56,7 @@ pub static PROTOCOL: Protocol = Protocol {
     messages_per_op: crate::protocol::one_message,
     run,
     compare_rows,
-    option_groups: &["http1-options"],
+    option_groups: &["http1-options", "h2-options"],
     http_entries: true,
     alpn: (b"h2", true),
 };
@@ -71,7 +95,7 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
             body: p.body.to_vec(),
             grpc: false,
         };
-        client::H2Client::new(&spec, true)
+        client::H2Client::new(&spec, huffman(&p.plan))
     })
 }
 
