@@ -99,7 +99,8 @@ pub fn grpc_code_name(code: &[u8]) -> &'static str {
         "DATA_LOSS",
         "UNAUTHENTICATED",
     ];
-    let code = std::str::from_utf8(code).ok().and_then(|c| c.parse::<usize>().ok());
+    let digits = !code.is_empty() && code.len() <= 2 && code.iter().all(u8::is_ascii_digit);
+    let code = digits.then(|| code.iter().fold(0, |n, d| n * 10 + usize::from(d - b'0')));
     code.and_then(|c| NAMES.get(c).copied()).unwrap_or("UNKNOWN")
 }
 
@@ -125,7 +126,9 @@ impl Request {
         ];
         for (name, value) in &spec.headers {
             let name = name.to_ascii_lowercase();
-            if !CONNECTION_SPECIFIC.contains(&name.as_str()) && name != "content-length" {
+            // gRPC's own content-type and te go below, once.
+            let grpc_own = spec.grpc && (name == "content-type" || name == "te");
+            if !CONNECTION_SPECIFIC.contains(&name.as_str()) && name != "content-length" && !grpc_own {
                 fields.push((name, value.clone()));
             }
         }
@@ -252,7 +255,9 @@ impl H2Client {
         let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) else {
             return Ok(Outcome::Control); // a stream already ended (reset): its table was kept in step
         };
-        if self.grpc && grpc_status.is_some() {
+        // Only the block that ends the answer says how the call ended (trailers, or a
+        // trailers-only answer).
+        if self.grpc && end_stream {
             s.grpc_status = grpc_status;
         }
         self.answered = Some(stream);
@@ -539,6 +544,34 @@ mod tests {
                 assert!(out.windows(14).any(|w| w == b"127.0.0.1:8080"));
             }
         }
+    }
+
+    #[test]
+    fn grpc_status_names_only_plain_codes() {
+        assert_eq!(grpc_code_name(b"0"), "OK");
+        assert_eq!(grpc_code_name(b"14"), "UNAVAILABLE");
+        for odd in [&b"+0"[..], b"", b"017", b"17", b" 0"] {
+            assert_eq!(grpc_code_name(odd), "UNKNOWN", "{odd:?}");
+        }
+    }
+
+    /// A call's status is the one its last block says: a `grpc-status` in the leading
+    /// HEADERS does not make trailers without one a success.
+    #[test]
+    fn a_grpc_status_counts_only_in_the_block_that_ends_the_answer() {
+        let mut c = H2Client::new(&RequestSpec { grpc: true, ..spec("post", b"\0\0\0\0\0") }, true);
+        c.encode_op(0, &mut Vec::new());
+        let mut enc = hpack::Encoder::new(true);
+        let mut input = Vec::new();
+        let mut block = Vec::new();
+        enc.encode([(&b":status"[..], &b"200"[..]), (b"grpc-status", b"0")], &mut block);
+        frame::write_headers(&mut input, 1, &block, false, 16_384);
+        frame::write_data(&mut input, 1, b"\0\0\0\0\0", false, 16_384);
+        let mut block = Vec::new();
+        enc.encode([(&b"x-other"[..], &b"1"[..])], &mut block);
+        frame::write_headers(&mut input, 1, &block, true, 16_384);
+        let seen = decode_all(&mut c, &input, &mut Vec::new());
+        assert_eq!(seen.last().map(|s| s.0), Some(Outcome::OpFailed(Failure::Grpc("no grpc-status"))));
     }
 
     #[test]

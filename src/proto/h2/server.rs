@@ -77,10 +77,14 @@ struct GrpcScan {
 }
 
 impl GrpcScan {
-    fn feed(&mut self, mut data: &[u8]) {
+    /// Read `data`, appending to `echo` what goes back: a prefix once it is whole and its
+    /// message within the limit, then the message's octets as they come; nothing after a
+    /// message over the limit.
+    fn feed(&mut self, mut data: &[u8], echo: &mut Vec<u8>) {
         while !data.is_empty() && !self.too_large {
             if self.need > 0 {
                 let n = self.need.min(data.len());
+                echo.extend_from_slice(&data[..n]);
                 self.need -= n;
                 data = &data[n..];
                 continue;
@@ -94,6 +98,9 @@ impl GrpcScan {
                 self.need = u32::from_be_bytes([p[1], p[2], p[3], p[4]]) as usize;
                 self.have = 0;
                 self.too_large = self.need > MAX_GRPC_MESSAGE;
+                if !self.too_large {
+                    echo.extend_from_slice(&p);
+                }
             }
         }
     }
@@ -180,7 +187,18 @@ pub struct H2Server {
     held: usize,
     /// The client sent GOAWAY: the connection ends once its streams are answered.
     peer_gone: bool,
+    /// A HEADERS or DATA that did work came since the last PING: that PING is free (a client
+    /// may ping once per round of answers, as grpc-go's bandwidth probe does).
+    worked_since_ping: bool,
+    /// SETTINGS acknowledgements seen (this side sends one SETTINGS: one is expected).
+    acks: u64,
+    /// The latest streams this side reset or refused: frames the client sent on them before it
+    /// knew are ignored (§5.1), not taken for a stream id going back.
+    reset: std::collections::VecDeque<u32>,
 }
+
+/// How many of the streams this side reset it remembers.
+const RESETS_KEPT: usize = 128;
 
 impl Default for H2Server {
     fn default() -> Self {
@@ -200,6 +218,9 @@ impl Default for H2Server {
             opened: 0,
             held: 0,
             peer_gone: false,
+            worked_since_ping: false,
+            acks: 0,
+            reset: std::collections::VecDeque::new(),
         }
     }
 }
@@ -295,15 +316,25 @@ impl H2Server {
                 self.settings(params, out)?;
                 frame::write_settings_ack(out);
             }
-            Frame::Settings { ack: true, .. } => {}
+            Frame::Settings { ack: true, .. } => {
+                self.acks += 1;
+                if self.acks > 1 {
+                    self.overhead()?;
+                }
+            }
             Frame::Ping { ack, data } => {
-                self.overhead()?;
+                if !std::mem::take(&mut self.worked_since_ping) {
+                    self.overhead()?;
+                }
                 if !ack {
                     frame::write_ping(out, true, data);
                 }
             }
             Frame::GoAway { .. } => self.peer_gone = true,
             Frame::WindowUpdate { stream: 0, increment } => {
+                if self.held == 0 {
+                    self.overhead()?; // room for nothing waiting
+                }
                 self.send_window += i64::from(increment);
                 if self.send_window > i64::from(frame::MAX_WINDOW) {
                     return Err(frame::FLOW_CONTROL_ERROR);
@@ -312,6 +343,9 @@ impl H2Server {
             }
             Frame::WindowUpdate { stream, increment } => {
                 self.idle(stream)?;
+                if self.find(stream).is_none_or(|at| self.streams[at].from == self.streams[at].queue.len()) {
+                    self.overhead()?; // room for nothing waiting
+                }
                 if let Some(at) = self.find(stream) {
                     let s = &mut self.streams[at];
                     s.window += i64::from(increment);
@@ -425,17 +459,21 @@ impl H2Server {
             }
             return self.finish(at, out, served);
         }
+        if self.reset.contains(&stream) {
+            return self.overhead(); // sent before the client knew (decoded: the table is in step)
+        }
         if stream.is_multiple_of(2) || stream <= self.last_stream {
             return Err(frame::PROTOCOL_ERROR); // §5.1.1: new streams' ids are odd and grow
         }
+        self.worked_since_ping = true;
         self.last_stream = stream;
         self.opened += 1;
         if self.streams.len() >= MAX_STREAMS as usize {
-            frame::write_rst_stream(out, stream, frame::REFUSED_STREAM);
+            self.reset_id(stream, frame::REFUSED_STREAM, out);
             return self.overhead();
         }
         let (Some(method), true, false) = (head.method, head.path, head.malformed) else {
-            frame::write_rst_stream(out, stream, frame::PROTOCOL_ERROR);
+            self.reset_id(stream, frame::PROTOCOL_ERROR, out);
             return Ok(());
         };
         let kind = if head.grpc {
@@ -486,7 +524,12 @@ impl H2Server {
             self.overhead()?;
         }
         self.idle(stream)?;
-        let Some(at) = self.find(stream) else { return Ok(()) }; // reset or answered: ignored
+        let Some(at) = self.find(stream) else {
+            return self.overhead(); // reset or answered: ignored
+        };
+        if !data.is_empty() {
+            self.worked_since_ping = true;
+        }
         let Some(r) = &mut self.streams[at].recv else {
             // The request had ended (§5.1: half-closed remote).
             self.reset(at, frame::STREAM_CLOSED, out);
@@ -509,11 +552,13 @@ impl H2Server {
             }
             Kind::Hello { .. } => {}
             Kind::Grpc(scan) => {
-                scan.feed(data);
-                if !scan.too_large {
-                    let s = &mut self.streams[at];
-                    s.queue.extend_from_slice(data);
-                    self.held += data.len();
+                let mut scan = *scan;
+                let s = &mut self.streams[at];
+                let before = s.queue.len();
+                scan.feed(data, &mut s.queue);
+                self.held += s.queue.len() - before;
+                if let Some(Recv { kind: Kind::Grpc(kept), .. }) = &mut s.recv {
+                    *kept = scan;
                 }
             }
         }
@@ -580,22 +625,26 @@ impl H2Server {
                 s.fin = Fin::Done;
             }
         }
-        if s.from == s.queue.len() {
-            s.queue.clear();
+        if s.from > 0 && s.from >= s.queue.len() / 2 {
+            // What went is dropped once it is half the queue: the queue never outgrows twice
+            // what waits in it (a stream whose window lags by a byte would grow it for ever).
+            s.queue.drain(..s.from);
             s.from = 0;
-            if let Fin::Trailers(scan) = s.fin {
-                s.fin = Fin::Done;
-                let (status, message) = scan.status();
-                let id = s.id;
-                match message {
-                    None => self.write_headers(id, &[(b"grpc-status", status.as_bytes())], true, out),
-                    Some(m) => self.write_headers(
-                        id,
-                        &[(b"grpc-status", status.as_bytes()), (b"grpc-message", m.as_bytes())],
-                        true,
-                        out,
-                    ),
-                }
+        }
+        if s.from == s.queue.len()
+            && let Fin::Trailers(scan) = s.fin
+        {
+            s.fin = Fin::Done;
+            let (status, message) = scan.status();
+            let id = s.id;
+            match message {
+                None => self.write_headers(id, &[(b"grpc-status", status.as_bytes())], true, out),
+                Some(m) => self.write_headers(
+                    id,
+                    &[(b"grpc-status", status.as_bytes()), (b"grpc-message", m.as_bytes())],
+                    true,
+                    out,
+                ),
             }
         }
         let s = &self.streams[at];
@@ -618,8 +667,17 @@ impl H2Server {
 
     /// Reset stream `at` (a stream error) and forget it.
     fn reset(&mut self, at: usize, code: u32, out: &mut Vec<u8>) {
-        frame::write_rst_stream(out, self.streams[at].id, code);
+        self.reset_id(self.streams[at].id, code, out);
         self.remove(at);
+    }
+
+    /// Reset `stream`, remembering it among the latest reset.
+    fn reset_id(&mut self, stream: u32, code: u32, out: &mut Vec<u8>) {
+        frame::write_rst_stream(out, stream, code);
+        if self.reset.len() == RESETS_KEPT {
+            self.reset.pop_front();
+        }
+        self.reset.push_back(stream);
     }
 
     fn remove(&mut self, at: usize) {
