@@ -6,12 +6,16 @@
 # median requests/s, client CPU µs per request (user + sys from the process's own accounting,
 # GNU time), user-space µs per request, syscalls per request (strace -c -f, separate short run)
 # and peak RSS; ratios against wrk. Part 1b: the same over TLS (nginx with `ssl`, TLS 1.3, a
-# certificate made here; every client skips verification or trusts it). Part 2: nginx against `wirebench serve http` on the same CPU,
+# certificate made here; every client skips verification or trusts it). Part h2: HTTP/2 clients
+# against nginx (`listen … http2`, h2c; and `ssl http2`) at CONNS connections × STREAMS streams:
+# h2load (the anchor), wirebench's h2c:// and h2:// clients, and wirebench's HTTP/1.1 client
+# pipelining STREAMS deep at the same concurrency. Part h2b: nginx's h2c against `wirebench
+# serve h2` at the same offered load, server CPU per request. Part 2: nginx against `wirebench serve http` on the same CPU,
 # loaded by the same clients. Part 3: memory per connection at 10,000 connections, and RSS of a
 # short and a long run. Stops by itself, cleans up, prints the machine.
 #
 # Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run;
-#                                      PARTS="1 tls 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
+#                                      PARTS="1 tls h2 h2b 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
 #                                      part 1's clients; BASE=path/to/an/older/wirebench adds it as
 #                                      `wirebench-base`, for a change measured side by side)
 set -euo pipefail
@@ -19,7 +23,8 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
 LONG=${LONG:-60}
-PARTS=" ${PARTS:-1 tls 2 2b 3} "
+STREAMS=${STREAMS:-10}
+PARTS=" ${PARTS:-1 tls h2 h2b 2 2b 3} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -58,10 +63,14 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 start_nginx() {
     local port=$1 listen="" server=""
-    if [ "${2:-}" = tls ]; then
-        listen=ssl
-        server="ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem; ssl_protocols TLSv1.3;"
-    fi
+    case "${2:-}" in
+        tls | h2tls)
+            listen=ssl
+            server="ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem; ssl_protocols TLSv1.3;"
+            ;;
+    esac
+    # HTTP/2: with prior knowledge in cleartext (h2c), by ALPN over TLS.
+    case "${2:-}" in h2c | h2tls) listen="$listen http2" ;; esac
     mkdir -p "$work/nginx"
     cat >"$work/nginx/nginx.conf" <<CONF
 worker_processes 1;
@@ -114,6 +123,13 @@ client_cmd() {
         # The same client pipelining 16 requests per connection: it then costs so little per
         # request that the server, not the client, is what saturates.
         wirebench-depth16) echo "$WB bench $url -c $CONNS --depth 16 -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
+        # HTTP/2 (part h2): h2load is h2c for http:// and h2 by ALPN for https://.
+        h2load-h2) echo "h2load -t1 -c $CONNS -m $STREAMS -D $secs $url" ;;
+        wirebench-h2)
+            local u=${url/#http:/h2c:}; u=${u/#https:/h2:}
+            echo "$WB bench $u $insecure -c $CONNS --streams $STREAMS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
+        # Its HTTP/1.1 client at the same concurrency, pipelining (against $H1_URL).
+        wirebench-h1) echo "$WB bench $H1_URL $insecure -c $CONNS --depth $STREAMS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
     esac
 }
 
@@ -123,7 +139,7 @@ rps_of() {
     case $tool in
         wrk) awk '/Requests\/sec:/ {print $2}' "$file" ;;
         ab) awk '/Requests per second:/ {print $4}' "$file" ;;
-        h2load) sed -n 's/.*finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' "$file" ;;
+        h2load*) sed -n 's/.*finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' "$file" ;;
         oha) awk '/Requests\/sec:/ {print $2}' "$file" ;;
         minimal) sed -n 's/.* = \([0-9.]*\)\/s/\1/p' "$file" ;;
         wirebench*) python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ops_per_sec"])' "$file" ;;
@@ -155,7 +171,7 @@ read -r -a TOOLS <<<"${CLIENTS:-wrk wirebench ab h2load oha minimal}"
 
 measure_clients() {
     local url=$1 label=$2
-    local results="$work/results-${label// /_}"
+    local results="$work/results-${label//[^A-Za-z0-9]/_}"
     : >"$results"
     for r in $(seq "$ROUNDS"); do
         # Rotate the order each round so that no tool always runs first or last.
@@ -166,9 +182,9 @@ measure_clients() {
         done
     done
     for t in "${TOOLS[@]}"; do echo "$t sys $(syscalls_per_req "$t" "$url")" >>"$results"; done
-    python3 - "$results" "$DURATION" "$label" <<'PY'
+    python3 - "$results" "$DURATION" "$label" "${ANCHOR:-wrk}" <<'PY'
 import statistics, sys
-rows, secs, label = {}, float(sys.argv[2]), sys.argv[3]
+rows, secs, label, anchor = {}, float(sys.argv[2]), sys.argv[3], sys.argv[4]
 sysc = {}
 for line in open(sys.argv[1]):
     f = line.split()
@@ -179,14 +195,14 @@ for line in open(sys.argv[1]):
     reqs = rps * secs
     rows.setdefault(f[0], []).append((rps, (user + system) * 1e6 / reqs, user * 1e6 / reqs, rss))
 med = {t: [statistics.median(x[i] for x in v) for i in range(4)] for t, v in rows.items()}
-w = med.get("wrk")
+w = med.get(anchor)
 print(f"\n### {label}: clients on CPU 0, median of {len(next(iter(rows.values())))} alternating rounds of {secs:.0f}s\n")
-print("| client | requests/s | CPU µs/req | user µs/req | syscalls/req | peak RSS | CPU vs wrk | user vs wrk | syscalls vs wrk |")
+print(f"| client | requests/s | CPU µs/req | user µs/req | syscalls/req | peak RSS | CPU vs {anchor} | user vs {anchor} | syscalls vs {anchor} |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for t, (rps, cpu, user, rss) in sorted(med.items(), key=lambda kv: kv[1][1]):
     s = sysc.get(t, float("nan"))
     ratio = lambda a, b: f"{a / b:.2f}" if w and b else "-"
-    print(f"| {t} | {rps:,.0f} | {cpu:.2f} | {user:.2f} | {s:.2f} | {rss / 1024:.1f} MiB | {ratio(cpu, w[1])} | {ratio(user, w[2])} | {ratio(s, sysc.get('wrk', 0))} |")
+    print(f"| {t} | {rps:,.0f} | {cpu:.2f} | {user:.2f} | {s:.2f} | {rss / 1024:.1f} MiB | {ratio(cpu, w[1])} | {ratio(user, w[2])} | {ratio(s, sysc.get(anchor, 0))} |")
 PY
 }
 
@@ -214,6 +230,71 @@ if part tls; then
     TOOLS=("${tls_tools[@]}")
     measure_clients "https://127.0.0.1:$port/" "Clients against nginx over TLS 1.3 (1 worker)"
     stop_servers
+fi
+
+# Part h2: HTTP/2 clients against nginx, h2c and over TLS, at CONNS × STREAMS; h2load is the
+# anchor. wirebench's HTTP/1.1 client beside them pipelines as deep against a plain nginx.
+if part h2; then
+    [ -f "$work/cert.pem" ] || openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$work/key.pem" \
+        -out "$work/cert.pem" 2>/dev/null
+    saved=("${TOOLS[@]}")
+    for mode in h2c h2tls; do
+        p1=$(free_port); p2=$(free_port)
+        start_nginx "$p1" "$mode"
+        if [ "$mode" = h2c ]; then
+            start_nginx "$p2"
+            H1_URL="http://127.0.0.1:$p2/"; url="http://127.0.0.1:$p1/"
+        else
+            start_nginx "$p2" tls
+            H1_URL="https://127.0.0.1:$p2/"; url="https://127.0.0.1:$p1/"
+        fi
+        TOOLS=(h2load-h2 wirebench-h2 wirebench-h1)
+        ANCHOR=h2load-h2 measure_clients "$url" "HTTP/2 ($mode) against nginx, $CONNS connections × $STREAMS streams (wirebench-h1: HTTP/1.1 pipelining $STREAMS deep)"
+        stop_servers
+    done
+    TOOLS=("${saved[@]}")
+fi
+
+# Part h2b: the HTTP/2 servers at the same offered load (wirebench h2c:// --rate, CONNS × STREAMS,
+# on CPU 0): nginx's h2c and wirebench serve h2, each alone on CPU 1, CPU per request from /proc.
+if part h2b; then
+echo
+echo "### HTTP/2 server CPU per request at the same offered load (server on CPU $SERVER_CPU, wirebench h2c:// --rate on CPU $CLIENT_CPU, $CONNS connections × $STREAMS streams; median of $ROUNDS alternating rounds of ${DURATION}s)"
+echo
+echo "| load | nginx h2c µs/req | serve h2 (uring) µs/req | serve h2 / nginx |"
+echo "|---|---:|---:|---:|"
+for load in 40000 80000; do
+    res="$work/h2eq-$load"; : >"$res"
+    for r in $(seq "$ROUNDS"); do
+        for server in nginx serve; do
+            port=$(free_port)
+            if [ "$server" = nginx ]; then
+                start_nginx "$port" h2c
+            else
+                "$WB" serve h2 --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >/dev/null &
+                pids+=($!)
+                wait_port "$port"
+            fi
+            key=${pids[-1]}
+            before=$(proc_cpu "$key")
+            "$WB" bench "h2c://127.0.0.1:$port/" -c "$CONNS" --streams "$STREAMS" --rate "$load" -d "${DURATION}s" \
+                --cores "$CLIENT_CPU" --json "$work/eq.json" >/dev/null 2>&1 || true
+            after=$(proc_cpu "$key")
+            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); n=d['ops']; print(sys.argv[2], (float(sys.argv[4])-float(sys.argv[3]))*1e6/n if n else 'nan')" "$work/eq.json" "$server" "$before" "$after" >>"$res"
+            stop_servers
+        done
+    done
+    python3 - "$res" "$load" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, cpu = line.split()
+    rows.setdefault(name, []).append(float(cpu))
+n, w = statistics.median(rows["nginx"]), statistics.median(rows["serve"])
+print(f"| {int(sys.argv[2]):,} req/s | {n:.2f} | {w:.2f} | {w / n:.2f} |")
+PY
+done
 fi
 
 # Part 2: nginx against wirebench serve http, the same clients (wirebench's and wrk), alternating.
