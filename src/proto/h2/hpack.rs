@@ -267,11 +267,21 @@ pub struct Encoder {
     /// the smallest and the last, announced at the start of the next block (§4.2: the
     /// smallest first, when it was lower than the last).
     resize: Option<(usize, usize)>,
+    /// Changes to the table so far (inserts, resizes): a block encoded without any, while
+    /// none happened since, would be encoded again octet for octet ([`Encoder::state`]).
+    changes: u64,
 }
 
 impl Encoder {
     pub fn new(huffman: bool) -> Encoder {
-        Encoder { table: Table::new(DEFAULT_TABLE_SIZE), huffman, resize: None }
+        Encoder { table: Table::new(DEFAULT_TABLE_SIZE), huffman, resize: None, changes: 0 }
+    }
+
+    /// The state the next block depends on: equal before two blocks of the same fields, and
+    /// unchanged by the first, means the second is the first's octets again (a caller may
+    /// keep them). `None` while a size update waits to be announced.
+    pub fn state(&self) -> Option<u64> {
+        self.resize.is_none().then_some(self.changes)
     }
 
     /// The peer's SETTINGS_HEADER_TABLE_SIZE: the table never grows past it (it may only
@@ -279,6 +289,7 @@ impl Encoder {
     pub fn peer_table_size(&mut self, max: usize) {
         let max = max.min(DEFAULT_TABLE_SIZE);
         if max != self.table.max || self.resize.is_some() {
+            self.changes += 1;
             self.table.set_max(max);
             let least = self.resize.map_or(max, |(least, _)| least.min(max));
             self.resize = Some((least, max));
@@ -304,12 +315,14 @@ impl Encoder {
                     encode_int(out, 0x40, 6, index as u64);
                     encode_str(out, value, self.huffman);
                     self.table.insert(name, value);
+                    self.changes += 1;
                 }
                 (None, None) => {
                     out.push(0x40);
                     encode_str(out, name, self.huffman);
                     encode_str(out, value, self.huffman);
                     self.table.insert(name, value);
+                    self.changes += 1;
                 }
             }
         }
