@@ -183,8 +183,6 @@ pub struct H2Server {
     /// Frames that did no work, and streams opened (the budget grows with them).
     overhead: u64,
     opened: u64,
-    /// Answer octets queued in `streams`.
-    held: usize,
     /// The client sent GOAWAY: the connection ends once its streams are answered.
     peer_gone: bool,
     /// A HEADERS or DATA that did work came since the last PING: that PING is free (a client
@@ -216,7 +214,6 @@ impl Default for H2Server {
             pending: None,
             overhead: 0,
             opened: 0,
-            held: 0,
             peer_gone: false,
             worked_since_ping: false,
             acks: 0,
@@ -332,7 +329,7 @@ impl H2Server {
             }
             Frame::GoAway { .. } => self.peer_gone = true,
             Frame::WindowUpdate { stream: 0, increment } => {
-                if self.held == 0 {
+                if self.held() == 0 {
                     self.overhead()?; // room for nothing waiting
                 }
                 self.send_window += i64::from(increment);
@@ -360,7 +357,7 @@ impl H2Server {
                 self.idle(stream)?;
                 self.overhead()?;
                 if let Some(at) = self.find(stream) {
-                    self.remove(at);
+                    self.streams.remove(at);
                 }
             }
             Frame::Priority { .. } | Frame::Unknown { .. } => self.overhead()?,
@@ -554,9 +551,7 @@ impl H2Server {
             Kind::Grpc(scan) => {
                 let mut scan = *scan;
                 let s = &mut self.streams[at];
-                let before = s.queue.len();
                 scan.feed(data, &mut s.queue);
-                self.held += s.queue.len() - before;
                 if let Some(Recv { kind: Kind::Grpc(kept), .. }) = &mut s.recv {
                     *kept = scan;
                 }
@@ -590,7 +585,6 @@ impl H2Server {
                 let s = &mut self.streams[at];
                 s.queue.extend_from_slice(body);
                 s.fin = Fin::End;
-                self.held += body.len();
             }
             Kind::Grpc(scan) => self.streams[at].fin = Fin::Trailers(scan),
         }
@@ -620,7 +614,6 @@ impl H2Server {
             s.from += n;
             s.window -= n as i64;
             self.send_window -= n as i64;
-            self.held -= n;
             if last {
                 s.fin = Fin::Done;
             }
@@ -649,7 +642,7 @@ impl H2Server {
         }
         let s = &self.streams[at];
         if s.fin == Fin::Done && s.recv.is_none() {
-            self.remove(at);
+            self.streams.remove(at);
         }
     }
 
@@ -668,7 +661,7 @@ impl H2Server {
     /// Reset stream `at` (a stream error) and forget it.
     fn reset(&mut self, at: usize, code: u32, out: &mut Vec<u8>) {
         self.reset_id(self.streams[at].id, code, out);
-        self.remove(at);
+        self.streams.remove(at);
     }
 
     /// Reset `stream`, remembering it among the latest reset.
@@ -680,14 +673,14 @@ impl H2Server {
         self.reset.push_back(stream);
     }
 
-    fn remove(&mut self, at: usize) {
-        let s = self.streams.remove(at);
-        self.held -= s.queue.len() - s.from;
+    /// Answer octets queued for the client's window, on every stream.
+    fn held(&self) -> usize {
+        self.streams.iter().map(|s| s.queue.len() - s.from).sum()
     }
 
     /// Room given back for what was read, unless answers wait past [`HOLD`] for the client.
     fn grant(&mut self, out: &mut Vec<u8>) {
-        if self.held >= HOLD {
+        if self.held() >= HOLD {
             return;
         }
         if self.recv_unacked >= WINDOW / 2 {

@@ -191,7 +191,7 @@ fn grpc_calls_are_echoed_as_they_arrive_with_their_status_in_trailers() {
             true
         ))
     );
-    assert!(server.streams.is_empty() && server.held == 0);
+    assert!(server.streams.is_empty() && server.held() == 0);
 }
 
 #[test]
@@ -215,7 +215,7 @@ fn answers_wait_for_the_clients_window_and_the_server_stops_granting_past_its_ho
     };
     let first = echoed(&read(&mut decoder, &out));
     assert_eq!(first, 65_535);
-    assert_eq!(server.held, message.len() - 65_535);
+    assert_eq!(server.held(), message.len() - 65_535);
     // The client reads it and grants room: the rest follows, then the trailers.
     let mut grant = Vec::new();
     frame::write_window_update(&mut grant, 0, 1 << 24);
@@ -224,7 +224,7 @@ fn answers_wait_for_the_clients_window_and_the_server_stops_granting_past_its_ho
     let seen = read(&mut decoder, &out);
     assert_eq!(first + echoed(&seen), message.len());
     assert_eq!(seen.last(), Some(&Seen::Headers(1, fields(&[("grpc-status", "0")]), true)));
-    assert_eq!(server.held, 0);
+    assert_eq!(server.held(), 0);
 
     // A client that never reads: past HOLD the server gives no room back, so the client is
     // stopped with what it holds bounded (the client here sends all its windows allow, at
@@ -243,10 +243,10 @@ fn answers_wait_for_the_clients_window_and_the_server_stops_granting_past_its_ho
         assert!(!served.close);
         pushed += frames * 16_384;
         granted += window_given(&out);
-        assert!(server.held <= HOLD + WINDOW as usize, "held {}", server.held);
+        assert!(server.held() <= HOLD + WINDOW as usize, "held {}", server.held());
         stream += 2;
     }
-    assert!(server.held >= HOLD, "held {}", server.held);
+    assert!(server.held() >= HOLD, "held {}", server.held());
 }
 
 /// Connection window given back in `out`.
@@ -460,7 +460,7 @@ fn a_window_that_lags_a_byte_does_not_grow_the_queue() {
         let s = &server.streams[0];
         assert!(s.queue.len() <= 2 * (s.queue.len() - s.from) + 16_384, "{} queued", s.queue.len());
     }
-    assert!(server.held < 100_000, "held {}", server.held);
+    assert!(server.held() < 100_000, "held {}", server.held());
 }
 
 /// A client that pings once per call (grpc-go's bandwidth probe does, on loopback) is not
