@@ -148,7 +148,7 @@ fn h2_grpc(stream: u32, message: &[u8]) -> Vec<u8> {
     block.extend_from_slice(b"application/grpc");
     let mut out = Vec::new();
     wirebench::proto::h2::frame::write_headers(&mut out, stream, &block, false, 16_384);
-    let body = [&[0][..], &(message.len() as u32).to_be_bytes(), message].concat();
+    let body = wirebench::proto::h2::grpc::framed(message);
     wirebench::proto::h2::frame::write_data(&mut out, stream, &body, true, 16_384);
     out
 }

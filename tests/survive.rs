@@ -358,7 +358,7 @@ fn every_server_answers_every_size_of_request_and_serves_a_bystander_throughout(
             let answer = h2_exchange(servers.h2, &[0x83, 0x86, 0x84], &vec![b'b'; size]);
             check(format!("h2 POST {size} B"), answer, &[":status=200 data 2"]);
             let grpc = b"\x83\x86\x84\x0f\x10\x10application/grpc";
-            let message = [&[0][..], &(size as u32).to_be_bytes(), &vec![b'g'; size]].concat();
+            let message = wirebench::proto::h2::grpc::framed(&vec![b'g'; size]);
             let answer = h2_exchange(servers.h2, grpc, &message);
             check(
                 format!("h2 gRPC {size} B"),

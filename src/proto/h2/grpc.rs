@@ -6,7 +6,7 @@
 //! status fails it as `status`, counted by name (`grpc UNAVAILABLE: 3`). The HTTP/2 client
 //! ([`super::client`]) carries it: the calls are its streams.
 
-use super::client::{self, H2Client, RequestSpec};
+use super::client;
 use crate::plan::{LoadPlan, Prepared};
 use crate::protocol::{CompareRow, Protocol, Scheme};
 
@@ -62,18 +62,7 @@ pub fn framed(message: &[u8]) -> Vec<u8> {
 }
 
 fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    p.drive(|p| {
-        let spec = RequestSpec {
-            method: "POST".into(),
-            scheme: if p.plan.target.tls.is_some() { "https" } else { "http" },
-            authority: p.authority().to_string(),
-            path: p.plan.target.path.clone(),
-            headers: p.plan.load.headers.clone(),
-            body: framed(&p.body),
-            grpc: true,
-        };
-        H2Client::new(&spec, super::huffman(&p.plan))
-    })
+    p.drive(|p| super::client_for(p, "POST".into(), framed(&p.body), true))
 }
 
 /// One row: a unary call the built-in server echoes (its payload crosses twice).

@@ -63,14 +63,7 @@ pub static PROTOCOL: Protocol = Protocol {
 
 /// One row: the payload as a `POST` body (unless `-m` says otherwise), beside HTTP/1.1's.
 fn compare_rows(plan: &LoadPlan) -> Vec<crate::protocol::CompareRow> {
-    let mut plan = plan.clone();
-    plan.load.options.http1.method.get_or_insert_with(|| "POST".into());
-    vec![crate::protocol::CompareRow {
-        label: format!("HTTP/2 {}", super::http1::method(&plan)),
-        plan,
-        payload_crossings: 1,
-        versus: Some(crate::protocol::Versus { title: crate::protocol::H2_VS_H1, numerator: true }),
-    }]
+    vec![super::http1::post_row(plan, "HTTP/2", true)]
 }
 
 fn check_payload(_: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
@@ -85,18 +78,22 @@ fn check_payload(_: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
 }
 
 fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    p.drive(|p| {
-        let spec = client::RequestSpec {
-            method: super::http1::method(&p.plan),
-            scheme: if p.plan.target.tls.is_some() { "https" } else { "http" },
-            authority: p.authority().to_string(),
-            path: p.plan.target.path.clone(),
-            headers: p.plan.load.headers.clone(),
-            body: p.body.to_vec(),
-            grpc: false,
-        };
-        client::H2Client::new(&spec, huffman(&p.plan))
-    })
+    p.drive(|p| client_for(p, super::http1::method(&p.plan), p.body.to_vec(), false))
+}
+
+/// The HTTP/2 client of a prepared plan: its target's scheme, authority and path, the user's
+/// headers and `--huffman`, with this method and body (a gRPC call's: its framed message).
+pub fn client_for(p: &Prepared, method: String, body: Vec<u8>, grpc: bool) -> client::H2Client {
+    let spec = client::RequestSpec {
+        method,
+        scheme: if p.plan.target.tls.is_some() { "https" } else { "http" },
+        authority: p.authority().to_string(),
+        path: p.plan.target.path.clone(),
+        headers: p.plan.load.headers.clone(),
+        body,
+        grpc,
+    };
+    client::H2Client::new(&spec, huffman(&p.plan))
 }
 
 /// `serve h2`: h2c with prior knowledge (`h2://` with `--tls`, ALPN `h2`), answering as

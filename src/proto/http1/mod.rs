@@ -182,14 +182,20 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
 
 /// One row: the payload as a `POST` body (unless `-m` says otherwise).
 fn compare_rows(plan: &LoadPlan) -> Vec<CompareRow> {
+    vec![post_row(plan, "HTTP/1.1", false)]
+}
+
+/// The row of an HTTP version (`HTTP/1.1`, `HTTP/2`) in `compare`: the payload as a `POST`
+/// body unless `-m` says otherwise, on its side of the HTTP/2 vs HTTP/1.1 ratio.
+pub fn post_row(plan: &LoadPlan, version: &str, numerator: bool) -> CompareRow {
     let mut plan = plan.clone();
     plan.load.options.http1.method.get_or_insert_with(|| "POST".into());
-    vec![CompareRow {
-        label: format!("HTTP/1.1 {}", method(&plan)),
+    CompareRow {
+        label: format!("{version} {}", method(&plan)),
         plan,
         payload_crossings: 1,
-        versus: Some(crate::protocol::Versus { title: crate::protocol::H2_VS_H1, numerator: false }),
-    }]
+        versus: Some(crate::protocol::Versus { title: crate::protocol::H2_VS_H1, numerator }),
+    }
 }
 
 pub static SERVER: Server = Server {
