@@ -89,10 +89,21 @@ CONF
 }
 
 start_serve() {
-    local port=$1 engine=${2:-}
-    "$WB" serve http --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 ${engine:+--engine $engine} >/dev/null &
+    local port=$1 engine=${2:-} kind=${3:-http}
+    "$WB" serve "$kind" --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 ${engine:+--engine $engine} >/dev/null &
     pids+=($!)
     wait_port "$port"
+}
+
+# The last server started, under wirebench's load at URL (bench's further arguments after it):
+# appends "NAME cpu-µs-per-request requests/s" to $res, the server's CPU from /proc.
+server_cpu_per_req() {
+    local name=$1 url=$2 key=${pids[-1]} before after
+    shift 2
+    before=$(proc_cpu "$key")
+    "$WB" bench "$url" -c "$CONNS" -d "${DURATION}s" --cores "$CLIENT_CPU" "$@" --json "$work/eq.json" >/dev/null 2>&1 || true
+    after=$(proc_cpu "$key")
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); n=d['ops']; print(sys.argv[2], (float(sys.argv[4])-float(sys.argv[3]))*1e6/n if n else 'nan', d['ops_per_sec'])" "$work/eq.json" "$name" "$before" "$after" >>"$res"
 }
 
 start_minimal_server() {
@@ -269,19 +280,8 @@ for load in 40000 80000; do
     for r in $(seq "$ROUNDS"); do
         for server in nginx serve; do
             port=$(free_port)
-            if [ "$server" = nginx ]; then
-                start_nginx "$port" h2c
-            else
-                "$WB" serve h2 --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >/dev/null &
-                pids+=($!)
-                wait_port "$port"
-            fi
-            key=${pids[-1]}
-            before=$(proc_cpu "$key")
-            "$WB" bench "h2c://127.0.0.1:$port/" -c "$CONNS" --streams "$STREAMS" --rate "$load" -d "${DURATION}s" \
-                --cores "$CLIENT_CPU" --json "$work/eq.json" >/dev/null 2>&1 || true
-            after=$(proc_cpu "$key")
-            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); n=d['ops']; print(sys.argv[2], (float(sys.argv[4])-float(sys.argv[3]))*1e6/n if n else 'nan')" "$work/eq.json" "$server" "$before" "$after" >>"$res"
+            if [ "$server" = nginx ]; then start_nginx "$port" h2c; else start_serve "$port" "" h2; fi
+            server_cpu_per_req "$server" "h2c://127.0.0.1:$port/" --streams "$STREAMS" --rate "$load"
             stop_servers
         done
     done
@@ -289,7 +289,7 @@ for load in 40000 80000; do
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    name, cpu = line.split()
+    name, cpu, _ = line.split()
     rows.setdefault(name, []).append(float(cpu))
 n, w = statistics.median(rows["nginx"]), statistics.median(rows["serve"])
 print(f"| {int(sys.argv[2]):,} req/s | {n:.2f} | {w:.2f} | {w / n:.2f} |")
@@ -336,12 +336,8 @@ for load in 40000 80000 depth16; do
                 minimal) start_minimal_server "$port" ;;
                 *) start_serve "$port" "$server" ;;
             esac
-            key=${pids[-1]}
             if [ "$load" = depth16 ]; then args=(--depth 16); else args=(--rate "$load"); fi
-            before=$(proc_cpu "$key")
-            "$WB" bench "http://127.0.0.1:$port/" -c "$CONNS" -d "${DURATION}s" --cores "$CLIENT_CPU" "${args[@]}" --json "$work/eq.json" >/dev/null 2>&1 || true
-            after=$(proc_cpu "$key")
-            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); n=d['ops']; print(sys.argv[2], (float(sys.argv[4])-float(sys.argv[3]))*1e6/n if n else 'nan', d['ops_per_sec'])" "$work/eq.json" "$server" "$before" "$after" >>"$res"
+            server_cpu_per_req "$server" "http://127.0.0.1:$port/" "${args[@]}"
             stop_servers
         done
     done
