@@ -188,3 +188,35 @@ fn nginx_http2_streams_on_every_engine_cost_the_first_request_then_the_steady_st
         assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 20000)], "{engine}");
     }
 }
+
+/// 1 MiB POSTs over h2c to nginx, whose stream windows start at 65,535 (its
+/// `http2_body_preread_size` is 64k), proxied to the built-in `serve http` (so nginx reads
+/// each body whole before it answers): each body goes out as nginx grants room, on every
+/// engine; every one answered, the kernel's counts equal to the report's, each request more
+/// than its body and a frame header (nginx takes frames up to 2^24-1 octets: its
+/// SETTINGS_MAX_FRAME_SIZE), and the backend got every body.
+#[test]
+#[ignore = "needs nginx: run by .ci/run"]
+fn nginx_http2_takes_mebibyte_posts_under_its_flow_control_on_every_engine() {
+    let backend = start_builtin("http");
+    let server = format!("client_max_body_size 2m; location /up {{ proxy_pass http://{}; }}", backend.addr());
+    let (_nginx, addr) = start_nginx_with("http2", &server);
+    let url = format!("h2c://{addr}/up");
+    let cpu = client_cpu().to_string();
+    for engine in ENGINES {
+        let r = bench_on(
+            engine,
+            &[
+                &url, "-m", "POST", "--size", "1048576", "-c", "2", "--depth", "4", "-n", "64", "--cores",
+                &cpu,
+            ],
+        );
+        assert_clean(&r);
+        assert_eq!(r.ops, 64, "{engine}");
+        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 64)], "{engine}");
+        assert!(r.tx_per_op() > (1_048_576 + 9) as f64, "{engine}: {}", r.tx_per_op());
+    }
+    let served = ServerTally::sum(&backend.stop().unwrap());
+    assert_eq!(served.requests, 3 * 64);
+    assert!(served.rx >= 3 * 64 * 1_048_576, "{}", served.rx);
+}

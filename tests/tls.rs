@@ -315,16 +315,20 @@ fn pythons_websockets_over_ssl_echoes_inside_one_record_each_way() {
     }
 }
 
-/// `h2://`: HTTP/2 over TLS, agreed by ALPN, against nginx's `ssl http2` on every engine;
-/// and nginx with TLS but without HTTP/2 (it agrees to nothing) is one clear line, exit 2.
+/// `h2://`: HTTP/2 over TLS, agreed by ALPN, against nginx's `ssl http2` on every engine
+/// (GETs, and 1 MiB POSTs sent as nginx grants room); and nginx with TLS but without HTTP/2 (it agrees to nothing) is one clear line, exit 2.
 #[test]
 #[ignore = "needs nginx: run by .ci/run"]
 fn http2_over_tls_is_agreed_by_alpn_or_refused_in_one_line() {
     let (cert, key) = cert_files("nginx-h2", &["localhost", "127.0.0.1"]);
+    // Uploads to /up are proxied to the built-in server: nginx reads each body whole.
+    let backend = start_builtin("http");
     let server = format!(
-        "ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.3;",
+        "ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.3; client_max_body_size 2m; \
+         location /up {{ proxy_pass http://{}; }}",
         cert.display(),
-        key.display()
+        key.display(),
+        backend.addr()
     );
     let ca = cert.to_str().unwrap();
     let cpu = client_cpu().to_string();
@@ -336,6 +340,13 @@ fn http2_over_tls_is_agreed_by_alpn_or_refused_in_one_line() {
         assert_clean(&r);
         assert_eq!(r.ops, 2000, "{engine}");
         assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 2000)], "{engine}");
+        let post =
+            ["-m", "POST", "--size", "1048576", "-c", "2", "--depth", "4", "-n", "32", "--cores", &cpu];
+        let up = format!("{url}up");
+        let r = bench_on(engine, &[&[up.as_str(), "--ca", ca][..], &post].concat());
+        assert_clean(&r);
+        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 32)], "{engine}");
+        assert!(r.tx_per_op() > (1_048_576 + 9) as f64, "{engine}: {}", r.tx_per_op());
     }
     let (_h1, addr) = start_nginx_with("ssl", &server);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_wirebench"))

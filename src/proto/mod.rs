@@ -85,6 +85,22 @@ pub trait ClientCodec: Clone {
     fn op_id(&self) -> Option<u64> {
         None
     }
+    /// Whether the operation just appended by [`encode_op`](Self::encode_op) has more bytes
+    /// to send once the peer makes room for them (an HTTP/2 body past the flow-control
+    /// windows): they come from [`op_more`](Self::op_more).
+    fn op_open(&self) -> bool {
+        false
+    }
+    /// Append more of an operation in flight whose bytes waited for the peer's room (the
+    /// next DATA of an HTTP/2 body the server's WINDOW_UPDATEs let go): the operation's id
+    /// ([`op_id`](Self::op_id)) and whether that was its last piece. `None`: nothing can go
+    /// now. One call gives one operation's piece, as much of it as the room allows; the
+    /// engine calls again until `None`, at most once per operation in flight (and a few).
+    /// An operation that ended meanwhile has no more: its id may still come with the
+    /// stream's closing bytes, which then count as control.
+    fn op_more(&mut self, _out: &mut Vec<u8>) -> Option<(u64, bool)> {
+        None
+    }
     /// The operation the message just decoded by [`decode_op`](Self::decode_op) completes or
     /// belongs to ([`Outcome::Op`], [`Outcome::OpFailed`], [`Outcome::OpPart`]), by the id
     /// [`op_id`](Self::op_id) gave it; `None`: the oldest in flight.

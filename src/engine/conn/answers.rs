@@ -86,7 +86,7 @@ impl<C: ClientCodec> Conn<C> {
                         // The upgrade: this step's reply (if any) in plaintext, then TLS.
                         let from = self.send.len();
                         self.send.buf().extend_from_slice(&reply);
-                        self.send.tag(from, Traffic::Handshake);
+                        self.send.tag(from, Traffic::Handshake, None);
                         return self.start_tls(now, rec);
                     }
                 }

@@ -83,15 +83,15 @@ impl Carrier {
         }))
     }
 
-    /// The bytes appended to `send` from `from` on are plaintext of class `traffic`: with
-    /// TLS, sealed into records in their place (plaintext and records counted). Returns
-    /// their length on the wire.
+    /// The bytes appended to `send` from `from` on are plaintext of class `traffic` (and
+    /// operation `op`'s, by its place in the ledger): with TLS, sealed into records in their
+    /// place (plaintext and records counted). Returns their length on the wire.
     #[inline]
     pub fn seal(
         &mut self,
         send: &mut SendQueue,
         from: usize,
-        traffic: Traffic,
+        (traffic, op): (Traffic, Option<u64>),
         rec: &mut CoreRecorder,
     ) -> u64 {
         let plain = send.len() - from;
@@ -105,7 +105,7 @@ impl Carrier {
             rec.tls.plain_tx.add(traffic, plain as u64);
             rec.tls.records_tx.add(traffic, records);
         }
-        send.tag(from, traffic)
+        send.tag(from, traffic, op)
     }
 
     /// Queue what the TLS session has to send (handshake messages, alerts) as `tls` bytes.
@@ -119,7 +119,7 @@ impl Carrier {
                 session.handshake_tx += len;
             }
             rec.tls.records_tx.add(Traffic::Tls, records);
-            send.tag(from, Traffic::Tls);
+            send.tag(from, Traffic::Tls, None);
         }
     }
 
@@ -189,7 +189,7 @@ mod tests {
         let mut send = SendQueue::default();
         let mut rec = CoreRecorder::new(0);
         send.buf().extend_from_slice(b"GET");
-        assert_eq!(c.seal(&mut send, 0, Traffic::Op, &mut rec), 3);
+        assert_eq!(c.seal(&mut send, 0, (Traffic::Op, Some(0)), &mut rec), 3);
         assert_eq!(rec.tls.plain_tx.total(), 0, "no plaintext apart without TLS");
         assert!(c.start(Instant::now()).is_err(), "TLS asked for where the URL set up none");
     }

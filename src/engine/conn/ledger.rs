@@ -4,9 +4,11 @@
 //! complete them in any order; a codec that answers in order gives none, and its answers
 //! complete the oldest ([`Ledger::complete`] with `None`).
 //!
-//! The bytes a write moved belong to the operations in the order they were queued
-//! ([`Ledger::written`]), each of its own length; an operation answered before all of it was
-//! written (a server may answer early) keeps the rest of its bytes from going to another.
+//! The bytes a write moved are credited to the operation whose they are: the send queue
+//! keeps each run of an operation's bytes tagged with its place in the ledger
+//! ([`Ledger::written`]), so an operation whose bytes go out in pieces between others' (an
+//! HTTP/2 body sent as the server grants room) is credited with each piece, and bytes of one
+//! answered before they all went (a server may answer early) go to no other.
 
 use crate::clock::Instant;
 use crate::stats::Traffic;
@@ -37,6 +39,10 @@ pub struct InFlight {
     /// When its last byte was written, and when the first byte of its answer arrived.
     pub written: Option<Instant>,
     pub first_byte: Option<Instant>,
+    /// More of its bytes are to come, as the peer makes room
+    /// ([`crate::proto::ClientCodec::op_more`]): `tx_len` grows with each piece queued, and
+    /// it is written whole only once this is `false`.
+    pub open: bool,
     /// Its place in the order operations were queued (the ledger's own).
     seq: u64,
 }
@@ -57,8 +63,15 @@ impl InFlight {
             rx: 0,
             written: None,
             first_byte: None,
+            open: false,
             seq: 0,
         }
+    }
+
+    /// Its place in the ledger, which the send queue tags its bytes with.
+    #[inline]
+    pub fn seq(&self) -> u64 {
+        self.seq
     }
 }
 
@@ -66,11 +79,6 @@ impl InFlight {
 #[derive(Debug, Default)]
 pub struct Ledger {
     ops: VecDeque<InFlight>,
-    /// The operation whose bytes a write carries next (its `seq`): the queue's order.
-    cursor: u64,
-    /// Operations answered before they were written whole: (their `seq`, bytes left), in
-    /// order. Their bytes are still theirs when they go.
-    answered_early: VecDeque<(u64, u64)>,
     next_seq: u64,
     /// Measured operations in flight.
     measured: u64,
@@ -104,7 +112,13 @@ impl Ledger {
         self.ops.front()
     }
 
-    /// A new operation, its bytes queued after every other's.
+    /// The place the next operation pushed will have (its bytes are tagged with it).
+    #[inline]
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// A new operation, in the place [`next_seq`](Self::next_seq) said.
     #[inline]
     pub fn push(&mut self, mut op: InFlight) {
         op.seq = self.next_seq;
@@ -152,54 +166,18 @@ impl Ledger {
         if op.traffic == Traffic::Op {
             self.measured -= 1;
         }
-        if op.tx_written < op.tx_len {
-            // Answered early (rare): its bytes still go, in their place.
-            let at = self.answered_early.partition_point(|(seq, _)| *seq < op.seq);
-            self.answered_early.insert(at, (op.seq, op.tx_len - op.tx_written));
-        }
         Some(op)
     }
 
-    /// `n` bytes of operations were written (their class's bytes, in the order queued): each
-    /// operation's share is counted, and an operation written whole is stamped `now`.
+    /// `n` bytes of the operation queued as `seq` were written: counted, and the operation
+    /// stamped `now` once written whole. Bytes of one already answered go to no other.
     #[inline]
-    pub fn written(&mut self, n: u64, now: Instant) {
-        let mut left = n;
-        // The common case: the oldest operation in flight is the one being written.
-        if let Some(op) = self.ops.front_mut()
-            && op.seq == self.cursor
-            && left <= op.tx_len - op.tx_written
-        {
-            op.tx_written += left;
-            if op.tx_written == op.tx_len {
+    pub fn written(&mut self, seq: u64, n: u64, now: Instant) {
+        if let Some(at) = self.find(seq) {
+            let op = &mut self.ops[at];
+            op.tx_written += n;
+            if op.tx_written >= op.tx_len && !op.open {
                 op.written = Some(now);
-                self.cursor += 1;
-            }
-            return;
-        }
-        while left > 0 && self.cursor < self.next_seq {
-            let seq = self.cursor;
-            if let Some(at) = self.find(seq) {
-                let op = &mut self.ops[at];
-                let take = left.min(op.tx_len - op.tx_written);
-                op.tx_written += take;
-                left -= take;
-                if op.tx_written == op.tx_len {
-                    op.written = Some(now);
-                    self.cursor += 1;
-                }
-            } else if let Some((early, rest)) = self.answered_early.front_mut()
-                && *early == seq
-            {
-                let take = left.min(*rest);
-                *rest -= take;
-                left -= take;
-                if *rest == 0 {
-                    self.answered_early.pop_front();
-                    self.cursor += 1;
-                }
-            } else {
-                self.cursor += 1; // written whole and answered already
             }
         }
     }
@@ -208,8 +186,6 @@ impl Ledger {
     #[inline]
     pub fn drain(&mut self) -> impl Iterator<Item = InFlight> + '_ {
         self.measured = 0;
-        self.cursor = self.next_seq;
-        self.answered_early.clear();
         self.ops.drain(..)
     }
 }
@@ -230,7 +206,8 @@ mod tests {
         let mut l = Ledger::default();
         l.push(op(None, 10, t));
         l.push(op(None, 20, t + Duration::from_millis(1)));
-        l.written(30, t);
+        l.written(0, 10, t);
+        l.written(1, 20, t);
         assert_eq!(l.complete(None).map(|o| (o.tx_len, o.tx_written)), Some((10, 10)));
         assert_eq!(l.complete(None).map(|o| (o.tx_len, o.tx_written)), Some((20, 20)));
         assert_eq!(l.complete(None), None);
@@ -246,7 +223,9 @@ mod tests {
             l.push(op(Some(id), 10, t));
         }
         assert_eq!(l.measured(), 3);
-        l.written(30, t);
+        for seq in 0..3 {
+            l.written(seq, 10, t);
+        }
         assert_eq!(l.complete(Some(3)).map(|o| o.id), Some(Some(3)));
         assert_eq!(l.complete(Some(7)), None, "no such operation");
         l.get_mut(Some(5)).unwrap().rx += 4;
@@ -256,30 +235,31 @@ mod tests {
         assert_eq!(l.measured(), 0);
     }
 
-    /// Written bytes go to the operations in the order they were queued, each stamped once
-    /// whole; an operation answered before it was written whole keeps its bytes from going
-    /// to the next one.
+    /// Written bytes go to the operation they are tagged with, each stamped once whole; an
+    /// open one (its body still going out in pieces) only once its last piece went; bytes of
+    /// one answered early go to no other.
     #[test]
-    fn written_bytes_follow_the_queue_even_past_an_early_answer() {
+    fn written_bytes_go_to_their_own_operation_piece_by_piece() {
         let t = Instant::now();
         let later = t + Duration::from_millis(5);
         let mut l = Ledger::default();
         for id in [1, 2, 3] {
             l.push(op(Some(id), 100, t));
         }
-        l.written(150, t);
+        l.get_mut(Some(2)).unwrap().open = true;
+        l.written(0, 100, t);
+        l.written(1, 100, t);
         assert_eq!(l.get_mut(Some(1)).unwrap().written, Some(t));
-        assert_eq!(l.get_mut(Some(2)).unwrap().tx_written, 50);
-        // 3 answered before a byte of it went: 50 more of 2, then 3's 100 are its own.
+        assert_eq!(l.get_mut(Some(2)).unwrap().written, None, "2 has more to come");
+        // 3 answered before a byte of it went: its bytes are no one's.
         assert_eq!(l.complete(Some(3)).map(|o| o.tx_written), Some(0));
-        l.written(50, later);
+        l.written(2, 100, later);
+        // 2's last piece: 50 more bytes, queued and written.
+        let two = l.get_mut(Some(2)).unwrap();
+        (two.tx_len, two.open) = (150, false);
+        l.written(1, 50, later);
         assert_eq!(l.get_mut(Some(2)).unwrap().written, Some(later));
-        l.push(op(Some(4), 10, t));
-        l.written(100, later);
-        assert_eq!(l.get_mut(Some(4)).unwrap().tx_written, 0, "3's bytes are not 4's");
-        l.written(10, later);
-        assert_eq!(l.get_mut(Some(4)).unwrap().written, Some(later));
-        assert_eq!(l.complete(Some(2)).map(|o| o.tx_written), Some(100));
-        assert_eq!(l.drain().count(), 2);
+        assert_eq!(l.complete(Some(2)).map(|o| o.tx_written), Some(150));
+        assert_eq!(l.drain().count(), 1);
     }
 }

@@ -388,7 +388,7 @@ impl<C: ClientCodec> Conn<C> {
     /// Queue the bytes appended to `send` from `from` on as class `traffic` (sealed, with
     /// TLS); returns their length on the wire.
     fn queue(&mut self, from: usize, traffic: Traffic, rec: &mut CoreRecorder) -> u64 {
-        self.carrier.seal(&mut self.send, from, traffic, rec)
+        self.carrier.seal(&mut self.send, from, (traffic, None), rec)
     }
 
     /// Queue `bytes` as class `traffic`.
@@ -492,10 +492,13 @@ impl<C: ClientCodec> Conn<C> {
         })
     }
 
-    /// Queue what the workload allows now, as one batch of one traffic class (warm-up or
-    /// measured); `true` when something is to be written.
+    /// Queue what the workload allows now: first more of the operations already sent whose
+    /// bytes wait for the peer's room ([`ClientCodec::op_more`]), then new operations as one
+    /// batch of one traffic class (warm-up or measured); `true` when something is to be
+    /// written.
     fn send_batch(&mut self, now: Instant, stopping: bool, rec: &mut CoreRecorder) -> bool {
         self.send.clear();
+        let more = self.send_more(rec);
         let mut batch = None;
         while self.ledger.len() < self.depth
             && self.codec.accepts_ops()
@@ -529,17 +532,46 @@ impl<C: ClientCodec> Conn<C> {
             self.codec.encode_op(entry, self.send.buf());
             let plain = (self.send.len() - before) as u64;
             // With TLS, a record per operation.
-            let tx_len = self.queue(before, traffic, rec);
+            let seq = self.ledger.next_seq();
+            let tx_len = self.carrier.seal(&mut self.send, before, (traffic, Some(seq)), rec);
             let mut op = InFlight::new(self.codec.op_id(), intended, now, traffic, tx_len);
             op.tx_plain = if self.carrier.active() { plain } else { 0 };
             op.kind = kind as u16;
+            op.open = self.codec.op_open();
             self.ledger.push(op);
             if traffic == Traffic::Op {
                 rec.sent += 1;
                 rec.share_sent(self.target, kind);
             }
         }
-        batch.is_some()
+        more || batch.is_some()
+    }
+
+    /// Queue the pieces of operations in flight the codec can send now (an HTTP/2 body, as
+    /// far as the server's windows allow), each as its operation's bytes; `true` if any.
+    /// Bounded: each piece is one operation's, and the codec gives at most one per operation
+    /// it holds open, so a pass takes at most `depth` of them (the bound counts a few more).
+    fn send_more(&mut self, rec: &mut CoreRecorder) -> bool {
+        let mut any = false;
+        for _ in 0..self.depth + 2 {
+            let before = self.send.len();
+            let Some((id, last)) = self.codec.op_more(self.send.buf()) else { break };
+            any = true;
+            let plain = (self.send.len() - before) as u64;
+            let Some(op) = self.ledger.get_mut(Some(id)) else {
+                // An operation already ended: its stream's last bytes are the connection's.
+                self.queue(before, Traffic::Control, rec);
+                continue;
+            };
+            let (traffic, seq, tls) = (op.traffic, op.seq(), self.carrier.active());
+            let wire = self.carrier.seal(&mut self.send, before, (traffic, Some(seq)), rec);
+            if let Some(op) = self.ledger.get_mut(Some(id)) {
+                op.tx_len += wire;
+                op.tx_plain += if tls { plain } else { 0 };
+                op.open = !last;
+            }
+        }
+        any
     }
 
     /// The run is over for this connection (or its one operation is done): the protocol's
@@ -672,10 +704,10 @@ impl<C: ClientCodec> Conn<C> {
         }
         self.life.tx += n as u64;
         let ledger = &mut self.ledger;
-        self.send.wrote(n, |traffic, bytes| {
+        self.send.wrote(n, |traffic, op, bytes| {
             rec.tx.add(traffic, bytes);
-            if matches!(traffic, Traffic::Op | Traffic::WarmupOp) {
-                ledger.written(bytes, now);
+            if let Some(seq) = op {
+                ledger.written(seq, bytes, now);
             }
         });
     }
@@ -791,7 +823,14 @@ impl<C: ClientCodec> Conn<C> {
             None => self.first_byte(now),
         }
         match self.phase.clone() {
-            Phase::Handshake => self.decode_handshake(now, rec),
+            Phase::Handshake => {
+                self.decode_handshake(now, rec);
+                // What came after the handshake's end in the same read (an HTTP/2 server's
+                // SETTINGS ACK and WINDOW_UPDATE) is decoded now, not at the next read.
+                if matches!(self.phase, Phase::Running) && !self.recv.data().is_empty() {
+                    self.decode_ops(now, rec);
+                }
+            }
             Phase::Running => {
                 self.decode_ops(now, rec);
             }

@@ -7,9 +7,13 @@
 //! Requests are HPACK-encoded as clients do, on the connection's own dynamic table: the first
 //! request inserts its headers, the next ones index them, so the first costs more bytes than
 //! the steady state. This side grants the server flow-control room as it reads (a
-//! WINDOW_UPDATE for the connection and the stream once half a window is used); its own
-//! bodies go out whole, so they are refused above the initial window (65,535 bytes) until
-//! sending under the server's grants is built.
+//! WINDOW_UPDATE for the connection and the stream once half a window is used), and sends its
+//! own bodies as far as the server's windows allow: the HEADERS and the first DATA go with
+//! the operation, the rest as the server's WINDOW_UPDATEs (or a larger
+//! SETTINGS_INITIAL_WINDOW_SIZE) make room ([`ClientCodec::op_more`]), each piece its
+//! operation's bytes. A server that never makes room leaves the operation to its timeout.
+//! A stream answered whole before its body went out whole is reset (`CANCEL`): the rest of
+//! its body does not go.
 
 use super::frame::{self, Frame};
 use super::hpack;
@@ -36,16 +40,12 @@ pub enum Error {
     FlowControl,
     #[error("HTTP/2 PROTOCOL_ERROR: DATA before a response's final HEADERS")]
     DataBeforeHeaders,
-    #[error(
-        "HTTP/2: the server's stream window (SETTINGS_INITIAL_WINDOW_SIZE) is smaller than the request body, which goes out whole here"
-    )]
-    WindowBelowBody,
+    #[error("HTTP/2 FLOW_CONTROL_ERROR: the server's WINDOW_UPDATE or SETTINGS took a window past 2^31-1")]
+    WindowOverflow,
 }
 
 impl CodecError for Error {}
 
-/// The bodies this side sends whole: the initial flow-control window.
-pub const MAX_BODY: usize = 65_535;
 /// The largest frame this side accepts (its SETTINGS_MAX_FRAME_SIZE: the default).
 const MAX_FRAME: u32 = frame::DEFAULT_MAX_FRAME;
 /// The largest header list this side accepts.
@@ -144,8 +144,8 @@ impl Request {
     }
 }
 
-/// A stream in flight: the status of its answer so far, and DATA read since this side last
-/// granted it room.
+/// A stream in flight: the status of its answer so far, DATA read since this side last
+/// granted it room, and how far its own body went.
 #[derive(Debug, Clone, Copy)]
 struct Stream {
     id: u32,
@@ -153,6 +153,19 @@ struct Stream {
     /// A gRPC call's `grpc-status` once its trailers (or a trailers-only answer) said it.
     grpc_status: Option<&'static str>,
     unacked: u32,
+    /// Its request (the entry), the octets of its body sent so far, and the room the server
+    /// grants its DATA (the stream's send window; may go below 0 when SETTINGS shrink it).
+    entry: usize,
+    body_sent: usize,
+    body_len: usize,
+    window: i64,
+}
+
+impl Stream {
+    /// More of its body waits for room.
+    fn uploading(&self) -> bool {
+        self.body_sent < self.body_len
+    }
 }
 
 /// A header block arriving in pieces (HEADERS, then CONTINUATIONs).
@@ -183,9 +196,12 @@ pub struct H2Client {
     max_frame: u32,
     max_streams: u32,
     /// Room the server grants this side's DATA on the connection (its WINDOW_UPDATEs on stream
-    /// 0 add to it), and the largest body of the requests: no request goes without room for it.
+    /// 0 add to it), and the room each new stream starts with (its
+    /// SETTINGS_INITIAL_WINDOW_SIZE).
     send_window: i64,
-    largest_body: usize,
+    stream_window: i64,
+    /// The request just encoded has more body to send ([`ClientCodec::op_open`]).
+    open: bool,
     /// DATA read on the connection since this side last granted room.
     unacked: u32,
     /// The last whole answer in the protocol's words (`None` after a reset: no status).
@@ -203,9 +219,10 @@ pub struct H2Client {
 impl H2Client {
     pub fn new(spec: &RequestSpec, huffman: bool) -> Self {
         H2Client {
-            largest_body: spec.body.len(),
             max_streams: u32::MAX,
             send_window: i64::from(INITIAL_WINDOW),
+            stream_window: i64::from(INITIAL_WINDOW),
+            open: false,
             requests: Arc::new(vec![Request::new(spec)]),
             encoder: hpack::Encoder::new(huffman),
             blocks: Vec::new(),
@@ -239,8 +256,16 @@ impl H2Client {
                 frame::MAX_FRAME_SIZE => self.max_frame = value,
                 frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value as usize),
                 frame::MAX_CONCURRENT_STREAMS => self.max_streams = value,
-                frame::INITIAL_WINDOW_SIZE if (value as usize) < self.largest_body => {
-                    return Err(Error::WindowBelowBody);
+                frame::INITIAL_WINDOW_SIZE => {
+                    // Every open stream's window moves by the change (RFC 9113 §6.9.2).
+                    let delta = i64::from(value) - self.stream_window;
+                    self.stream_window = i64::from(value);
+                    for s in &mut self.streams {
+                        s.window += delta;
+                        if s.window > i64::from(frame::MAX_WINDOW) {
+                            return Err(Error::WindowOverflow);
+                        }
+                    }
                 }
                 _ => {}
             }
@@ -249,7 +274,13 @@ impl H2Client {
     }
 
     /// A whole header block for `stream`: its `:status`, and the answer's end if it ends it.
-    fn headers(&mut self, stream: u32, end_stream: bool, block: &[u8]) -> Result<Outcome, Error> {
+    fn headers(
+        &mut self,
+        stream: u32,
+        end_stream: bool,
+        block: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Outcome, Error> {
         let (mut status, mut grpc_status) = (None, None);
         self.decoder.decode(block, |name, value| match name {
             b":status" => status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok()),
@@ -277,13 +308,16 @@ impl H2Client {
             s.status = 0;
             return Ok(Outcome::OpPart);
         }
-        Ok(if end_stream { self.finish(stream) } else { Outcome::OpPart })
+        Ok(if end_stream { self.finish(stream, out) } else { Outcome::OpPart })
     }
 
-    /// `stream`'s answer is whole.
-    fn finish(&mut self, stream: u32) -> Outcome {
+    /// `stream`'s answer is whole (a body still going out stops there: the stream is reset).
+    fn finish(&mut self, stream: u32, out: &mut Vec<u8>) -> Outcome {
         let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Outcome::Control };
         let s = self.streams.swap_remove(at);
+        if s.uploading() {
+            frame::write_rst_stream(out, stream, frame::CANCEL);
+        }
         self.after_goaway();
         self.answered = Some(stream);
         if self.grpc && s.status < 400 {
@@ -358,7 +392,7 @@ impl H2Client {
                 None => Outcome::Control,
             },
             Frame::Headers { stream, end_stream, end_headers: true, block, .. } => {
-                self.headers(stream, end_stream, block)?
+                self.headers(stream, end_stream, block, out)?
             }
             Frame::Headers { stream, end_stream, block, .. } => {
                 self.pending = Some(Pending { stream, end_stream, block: block.to_vec() });
@@ -371,7 +405,7 @@ impl H2Client {
                 }
                 p.block.extend_from_slice(block);
                 if end_headers {
-                    self.headers(stream, p.end_stream, &p.block)?
+                    self.headers(stream, p.end_stream, &p.block, out)?
                 } else {
                     self.pending = Some(p);
                     self.part_of(stream)
@@ -379,20 +413,46 @@ impl H2Client {
             }
             Frame::Data { stream, end_stream, data, padding } => {
                 self.data(stream, (data.len() + padding) as u32, end_stream, out)?;
-                if end_stream { self.finish(stream) } else { self.part_of(stream) }
+                if end_stream { self.finish(stream, out) } else { self.part_of(stream) }
             }
             Frame::PushPromise { .. } => return Err(Error::Push),
-            Frame::WindowUpdate { stream: 0, increment } => {
-                self.send_window =
-                    (self.send_window + i64::from(increment)).min(i64::from(frame::MAX_WINDOW));
+            Frame::WindowUpdate { stream, increment } => {
+                let window = match stream {
+                    0 => Some(&mut self.send_window),
+                    _ => self.streams.iter_mut().find(|s| s.id == stream).map(|s| &mut s.window),
+                };
+                // A stream already ended: nothing more goes on it.
+                if let Some(window) = window {
+                    *window += i64::from(increment);
+                    if *window > i64::from(frame::MAX_WINDOW) {
+                        return Err(Error::WindowOverflow);
+                    }
+                }
                 Outcome::Control
             }
             Frame::Settings { ack: true, .. }
             | Frame::Ping { ack: true, .. }
-            | Frame::WindowUpdate { .. }
             | Frame::Priority { .. }
             | Frame::Unknown { .. } => Outcome::Control,
         })
+    }
+
+    /// As much of the body of the stream at `at` as the windows allow (at least one octet, or
+    /// its whole rest); `true` once its last octet went (with END_STREAM).
+    fn send_body(&mut self, at: usize, out: &mut Vec<u8>) -> bool {
+        let s = &mut self.streams[at];
+        let room = usize::try_from(self.send_window.min(s.window)).unwrap_or(0);
+        let n = (s.body_len - s.body_sent).min(room);
+        if n == 0 {
+            return false;
+        }
+        let last = s.body_sent + n == s.body_len;
+        let body = &self.requests[s.entry].body[s.body_sent..s.body_sent + n];
+        frame::write_data(out, s.id, body, last, self.max_frame);
+        s.body_sent += n;
+        s.window -= n as i64;
+        self.send_window -= n as i64;
+        last
     }
 
     /// A piece of `stream`'s answer: the operation's bytes if it is in flight.
@@ -460,16 +520,21 @@ impl ClientCodec for H2Client {
                 self.blocks[entry] = state.filter(|&s| self.encoder.state() == Some(s)).map(|s| (s, block));
             }
         }
-        if body {
-            frame::write_data(out, stream, &request.body, true, self.max_frame);
-            self.send_window -= request.body.len() as i64;
-        }
         self.sent = stream;
-        self.streams.push(Stream { id: stream, status: 0, grpc_status: None, unacked: 0 });
+        self.streams.push(Stream {
+            id: stream,
+            status: 0,
+            grpc_status: None,
+            unacked: 0,
+            entry,
+            body_sent: 0,
+            body_len: request.body.len(),
+            window: self.stream_window,
+        });
+        self.open = body && !self.send_body(self.streams.len() - 1, out);
     }
 
     fn add_entries(&mut self, other: Self) {
-        self.largest_body = self.largest_body.max(other.largest_body);
         Arc::make_mut(&mut self.requests).extend(other.requests.iter().cloned());
     }
 
@@ -479,6 +544,20 @@ impl ClientCodec for H2Client {
 
     fn answers_op(&self) -> Option<u64> {
         self.answered.map(u64::from)
+    }
+
+    fn op_open(&self) -> bool {
+        self.open
+    }
+
+    /// The first stream whose body waits and has room now: as much of it as goes.
+    fn op_more(&mut self, out: &mut Vec<u8>) -> Option<(u64, bool)> {
+        if self.send_window <= 0 {
+            return None;
+        }
+        let at = self.streams.iter().position(|s| s.uploading() && s.window > 0)?;
+        let last = self.send_body(at, out);
+        Some((u64::from(self.streams[at].id), last))
     }
 
     fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
@@ -493,13 +572,9 @@ impl ClientCodec for H2Client {
     }
 
     /// No new stream after a GOAWAY (the server would not answer it) or once the stream ids
-    /// ran out, none past the server's MAX_CONCURRENT_STREAMS, and none without the
-    /// connection's room for the largest body (the server's WINDOW_UPDATEs give it back).
+    /// ran out, and none past the server's MAX_CONCURRENT_STREAMS.
     fn accepts_ops(&self) -> bool {
-        self.goaway.is_none()
-            && !self.closing
-            && (self.streams.len() as u64) < u64::from(self.max_streams)
-            && self.send_window >= self.largest_body as i64
+        self.goaway.is_none() && !self.closing && (self.streams.len() as u64) < u64::from(self.max_streams)
     }
 
     fn answer(&self) -> Option<Answer> {
@@ -712,20 +787,6 @@ mod tests {
         assert!(c.accepts_ops());
         c.encode_op(0, &mut Vec::new());
         assert!(!c.accepts_ops(), "one stream in flight is the server's limit");
-        // Bodies: a stream window below the body is one clear error; the connection's window
-        // is spent by bodies sent and given back by WINDOW_UPDATE.
-        let body = vec![b'b'; 30_000];
-        let mut c = H2Client::new(&spec("POST", &body), false);
-        let mut small = Vec::new();
-        frame::write_settings(&mut small, &[(frame::INITIAL_WINDOW_SIZE, 1000)]);
-        assert_eq!(c.clone().decode_op(&small, &mut out), Err(Error::WindowBelowBody));
-        c.encode_op(0, &mut Vec::new());
-        c.encode_op(0, &mut Vec::new());
-        assert!(!c.accepts_ops(), "5,535 bytes of room left for a 30,000-byte body");
-        let mut grant = Vec::new();
-        frame::write_window_update(&mut grant, 0, 60_000);
-        c.decode_op(&grant, &mut out).unwrap();
-        assert!(c.accepts_ops());
         // A stream's last DATA takes no WINDOW_UPDATE for the stream (it is closed).
         let mut c = H2Client::new(&spec("GET", b""), false);
         c.encode_op(0, &mut Vec::new());
@@ -746,6 +807,101 @@ mod tests {
             rest = &rest[used..];
         }
         assert_eq!(updates, [Frame::WindowUpdate { stream: 0, increment: 36_384 }], "{updates:?}");
+    }
+
+    /// The frames in `bytes`: (type, flags, stream, payload length) each.
+    fn frames(mut bytes: &[u8]) -> Vec<(u8, u8, u32, usize)> {
+        let mut seen = Vec::new();
+        while bytes.len() >= frame::HEAD_LEN {
+            let len = usize::from(bytes[0]) << 16 | usize::from(bytes[1]) << 8 | usize::from(bytes[2]);
+            let stream = u32::from_be_bytes(bytes[5..9].try_into().unwrap());
+            seen.push((bytes[3], bytes[4], stream, len));
+            bytes = &bytes[frame::HEAD_LEN + len..];
+        }
+        assert!(bytes.is_empty());
+        seen
+    }
+
+    /// A body past the windows (RFC 9113 §6.9: 65,535 octets for the connection and each
+    /// stream until the server says more) goes as far as they allow, in DATA frames of at
+    /// most 16,384 octets, and the rest as the server's WINDOW_UPDATEs make room — on the
+    /// connection and on the stream both; END_STREAM on the very last frame only.
+    #[test]
+    fn a_body_past_the_windows_goes_as_the_server_grants_room() {
+        const DATA: u8 = 0x0;
+        const END: u8 = 0x1;
+        let mut c = H2Client::new(&spec("POST", &vec![b'b'; 100_000]), false);
+        let mut first = Vec::new();
+        c.encode_op(0, &mut first);
+        assert!(c.op_open());
+        let data: Vec<_> = frames(&first).into_iter().skip(1).collect();
+        // 65,535 = 3 × 16,384 + 16,383, none the last.
+        assert_eq!(
+            data,
+            [(DATA, 0, 1, 16_384), (DATA, 0, 1, 16_384), (DATA, 0, 1, 16_384), (DATA, 0, 1, 16_383)]
+        );
+        let mut out = Vec::new();
+        assert_eq!(c.op_more(&mut out), None, "both windows spent");
+        let mut grant = Vec::new();
+        frame::write_window_update(&mut grant, 1, 40_000);
+        c.decode_op(&grant, &mut Vec::new()).unwrap();
+        assert_eq!(c.op_more(&mut out), None, "the connection's window is still spent");
+        grant.clear();
+        frame::write_window_update(&mut grant, 0, 20_000);
+        c.decode_op(&grant, &mut Vec::new()).unwrap();
+        assert_eq!(c.op_more(&mut out), Some((1, false)));
+        assert_eq!(frames(&out), [(DATA, 0, 1, 16_384), (DATA, 0, 1, 3_616)]);
+        assert_eq!(out.len(), 20_000 + 2 * 9);
+        assert_eq!(c.op_more(&mut Vec::new()), None);
+        grant.clear();
+        frame::write_window_update(&mut grant, 0, 100_000);
+        c.decode_op(&grant, &mut Vec::new()).unwrap();
+        out.clear();
+        // The stream's own window has 20,000 left; the body's last 14,465 fit.
+        assert_eq!(c.op_more(&mut out), Some((1, true)));
+        assert_eq!(frames(&out), [(DATA, END, 1, 14_465)]);
+        assert_eq!(c.op_more(&mut Vec::new()), None);
+        // A WINDOW_UPDATE past 2^31-1 breaks flow control.
+        grant.clear();
+        frame::write_window_update(&mut grant, 0, frame::MAX_WINDOW);
+        assert_eq!(c.decode_op(&grant, &mut Vec::new()), Err(Error::WindowOverflow));
+    }
+
+    /// SETTINGS_INITIAL_WINDOW_SIZE sets a new stream's room and moves an open stream's by
+    /// the change (§6.9.2), below zero too; a stream answered before its body went whole is
+    /// reset (CANCEL) and sends no more.
+    #[test]
+    fn settings_move_the_stream_windows_and_an_early_answer_stops_the_body() {
+        let mut c = H2Client::new(&spec("POST", &vec![b'b'; 5_000]), false);
+        let mut settings = Vec::new();
+        frame::write_settings(&mut settings, &[(frame::INITIAL_WINDOW_SIZE, 1_000)]);
+        c.decode_op(&settings, &mut Vec::new()).unwrap();
+        let mut first = Vec::new();
+        c.encode_op(0, &mut first);
+        assert_eq!(frames(&first)[1..], [(0x0, 0, 1, 1_000)]);
+        // 1,000 → 0: the stream's window goes to -1,000; 2,000 more makes 1,000 of room.
+        settings.clear();
+        frame::write_settings(&mut settings, &[(frame::INITIAL_WINDOW_SIZE, 0)]);
+        frame::write_window_update(&mut settings, 1, 2_000);
+        let mut input = &settings[..];
+        while let Decoded::Done { consumed, .. } = c.decode_op(input, &mut Vec::new()).unwrap() {
+            input = &input[consumed..];
+        }
+        let mut out = Vec::new();
+        assert_eq!(c.op_more(&mut out), Some((1, false)));
+        assert_eq!(frames(&out), [(0x0, 0, 1, 1_000)]);
+        // The answer, whole, before the body: the stream is reset and goes no further.
+        let mut answer_bytes = Vec::new();
+        answer(&mut hpack::Encoder::new(false), 1, "413", b"", &mut answer_bytes);
+        let mut replies = Vec::new();
+        let seen = decode_all(&mut c, &answer_bytes, &mut replies);
+        assert_eq!(seen, [(Outcome::OpFailed(Failure::Status(413)), Some(1))]);
+        assert_eq!(frames(&replies), [(frame::RST_STREAM, 0, 1, 4)]);
+        assert_eq!(replies[frame::HEAD_LEN..], frame::CANCEL.to_be_bytes());
+        let mut grant = Vec::new();
+        frame::write_window_update(&mut grant, 1, 50_000);
+        assert_eq!(decode_all(&mut c, &grant, &mut Vec::new()), [(Outcome::Control, None)]);
+        assert_eq!(c.op_more(&mut Vec::new()), None, "the stream ended");
     }
 
     #[test]

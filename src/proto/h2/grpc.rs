@@ -6,14 +6,11 @@
 //! status fails it as `status`, counted by name (`grpc UNAVAILABLE: 3`). The HTTP/2 client
 //! ([`super::client`]) carries it: the calls are its streams.
 
-use super::client;
 use crate::plan::{LoadPlan, Prepared};
 use crate::protocol::{CompareRow, Protocol, Scheme};
 
 /// The path `compare` calls on the built-in server (which echoes any method).
 pub const ECHO_PATH: &str = "/wirebench.Echo/Unary";
-/// A gRPC message's prefix: a compressed flag and the length, 32 bits big-endian.
-const PREFIX: usize = 5;
 
 pub static PROTOCOL: Protocol = Protocol {
     name: "grpc",
@@ -23,7 +20,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     default_payload: 0,
     validate,
-    check_payload,
+    check_payload: super::any_payload,
     messages_per_op: crate::protocol::one_message,
     run,
     compare_rows,
@@ -45,18 +42,8 @@ fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
     }
 }
 
-fn check_payload(_: &LoadPlan, message: &[u8]) -> anyhow::Result<()> {
-    if message.len() + PREFIX > client::MAX_BODY {
-        anyhow::bail!(
-            "a message of {} bytes: gRPC requests go out whole here, so at most {} bytes (the initial flow-control window less the message's 5-byte prefix)",
-            message.len(),
-            client::MAX_BODY - PREFIX
-        );
-    }
-    Ok(())
-}
-
-/// The message as gRPC frames it: uncompressed, its length, itself.
+/// The message as gRPC frames it: uncompressed, its length (32 bits big-endian: a message
+/// is at most `plan::MAX_PAYLOAD`), itself.
 pub fn framed(message: &[u8]) -> Vec<u8> {
     [&[0][..], &(message.len() as u32).to_be_bytes(), message].concat()
 }
