@@ -108,6 +108,18 @@ fn every_row_on_the_builtin_servers() {
     // acknowledgement and WINDOW_UPDATE after them are control bytes.)
     let set_up = (h2["bytes"]["handshake_tx"].as_f64(), h2["bytes"]["handshake_rx"].as_f64());
     assert_eq!(set_up, (Some(54.0), Some(27.0)));
+    // The same bytes by layer, as the codec counted them: [headers, trailers, framing,
+    // prefix, payload] for the first request and for the rest (totals).
+    let layers = |row: &serde_json::Value, which: &str, dir: &str| -> Vec<f64> {
+        let l = &row["layers"][which][dir];
+        ["headers", "trailers", "framing", "prefix", "payload"].map(|k| l[k].as_f64().unwrap()).to_vec()
+    };
+    let n = ops - 1.0;
+    assert_eq!(layers(h2, "first", "tx"), [9.0 + huffman_len(host), 0.0, 18.0, 0.0, 400.0]);
+    assert_eq!(layers(h2, "steady", "tx"), [5.0 * n, 0.0, 18.0 * n, 0.0, 400.0 * n]);
+    assert_eq!(layers(h2, "first", "rx"), [4.0, 0.0, 18.0, 0.0, 2.0]);
+    assert_eq!(layers(h2, "steady", "rx"), [2.0 * n, 0.0, 18.0 * n, 0.0, 2.0 * n]);
+    assert!(stdout.contains("bytes per request by layer"), "{stdout}");
     assert!(stdout.contains("HTTP/2 vs HTTP/1.1: writes"), "{stdout}");
     // gRPC, steady state by hand: six indexed fields (:method, :scheme, :authority, :path,
     // content-type, te) and the message's 5-octet prefix out; back, `:status 200` and
@@ -124,6 +136,10 @@ fn every_row_on_the_builtin_servers() {
     assert!(op_rx - (ops - 1.0) * steady_rx > steady_rx, "{op_rx}");
     assert!(op_tx - (ops - 1.0) * steady_tx < steady_tx + 200.0, "{op_tx}");
     assert!(op_rx - (ops - 1.0) * steady_rx < steady_rx + 200.0, "{op_rx}");
+    let n = ops - 1.0;
+    assert_eq!(layers(grpc, "steady", "tx"), [6.0 * n, 0.0, 18.0 * n, 5.0 * n, 400.0 * n]);
+    assert_eq!(layers(grpc, "steady", "rx"), [2.0 * n, 1.0 * n, 27.0 * n, 5.0 * n, 400.0 * n]);
+    assert_eq!(grpc["layers"]["first"]["ops"], 1);
     let http = row(&v, "NSQ HTTP /pub");
     assert_eq!(http["derived"]["rx_per_msg"].as_f64(), Some(wire::nsqd_pub_ok()));
     assert_eq!(v["http_vs_tcp"]["rx"].as_f64(), Some(wire::nsqd_pub_ok() / wire::nsq_frame("OK")));
@@ -185,7 +201,7 @@ fn no_keepalive_adds_what_a_new_connection_costs() {
         let c = &r["derived"]["per_connection"];
         let f = |k: &str| c[k].as_f64().unwrap_or_else(|| panic!("{label}: {k} in {c}"));
         // Every byte of the connection is in one of its classes.
-        let sum = f("setup_tx") + f("setup_rx") + f("op_tx") + f("op_rx") + f("close_tx") + f("close_rx");
+        let sum = f("setup_tx") + f("setup_rx") + f("op_tx") + f("op_rx") + f("control_tx") + f("control_rx");
         assert!((f("bytes") - sum).abs() < 1e-6, "{label}: {c}");
         // A TCP connection's life: at least SYN, SYN-ACK, ACK, a request, its answer, FIN, FIN.
         assert!(f("segs") >= 7.0, "{label}: {c}");

@@ -39,6 +39,15 @@ fn mebibyte_bodies_go_out_as_the_server_grants_room_on_every_engine() {
                 // The echo: the message back, framed.
                 assert!(r.rx_per_op() >= body as f64 + 9.0 * frames, "{engine}: {}", r.rx_per_op());
             }
+            // The layers: every stream's byte in one, each connection's first stream apart,
+            // and the payload (and gRPC's prefixes) exactly what went.
+            let l = r.layers.expect("HTTP/2 counts its layers");
+            let ops = |s: &wirebench::stats::ByteSplit| s.op + s.warmup_op + s.failed;
+            assert_eq!(l.totals(), (ops(&r.tx), ops(&r.rx)), "{engine} {scheme}: {l:?}");
+            assert_eq!((l.first.ops, l.steady.ops), (2, n - 2), "{engine} {scheme}");
+            let prefix = (body - MIB) as u64;
+            assert_eq!(l.first.tx.payload + l.steady.tx.payload, n * MIB as u64, "{engine} {scheme}");
+            assert_eq!(l.first.tx.prefix + l.steady.tx.prefix, n * prefix, "{engine} {scheme}");
         }
     }
 }

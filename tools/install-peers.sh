@@ -6,7 +6,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 NSQ_VERSION="${NSQ_VERSION:-v1.3.0}"
 
 # nginx (HTTP/1.1 peer), Chromium (renders the SVG charts in a test), prlimit/setpriv (limit
-# tests), and the clients users point at the built-in servers: ab, wrk, h2load, curl.
+# tests), tcpdump (the packet capture the reported bytes are checked against), and the clients
+# users point at the built-in servers: ab, wrk, h2load, curl.
 missing=()
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 command -v chromium >/dev/null || missing+=(chromium)
@@ -15,6 +16,7 @@ command -v ab >/dev/null || missing+=(apache2-utils)
 command -v wrk >/dev/null || missing+=(wrk)
 command -v h2load >/dev/null || missing+=(nghttp2-client)
 command -v curl >/dev/null || missing+=(curl)
+command -v tcpdump >/dev/null || [ -x /usr/bin/tcpdump ] || missing+=(tcpdump)
 if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -115,6 +115,9 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     if rows.iter().any(|r| r.label.ends_with(table::TLS_MARK)) {
         footer += &table::tls_table(&rows);
     }
+    if rows.iter().any(|r| r.result.layers.is_some()) {
+        footer += &table::layers_table(&rows);
+    }
     if load.shape.per_op {
         footer += &table::per_connection_table(&rows);
     }

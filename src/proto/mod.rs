@@ -137,6 +137,12 @@ pub trait ClientCodec: Clone {
     fn answer(&self) -> Option<crate::outcome::Answer> {
         None
     }
+    /// This connection's operation bytes by the protocol's layers (header blocks, frame
+    /// heads, payload, …), where the codec counts them: added to the core's figures when the
+    /// connection closes. `None`: the protocol does not split them.
+    fn layers(&self) -> Option<&crate::stats::Layers> {
+        None
+    }
     /// The code of the WebSocket Close the server sent on this connection, if it sent one.
     fn close_code(&self) -> Option<u16> {
         None

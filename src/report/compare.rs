@@ -112,7 +112,7 @@ impl Row {
             // With TLS, its handshake (and tickets, alerts) is part of the set-up.
             setup: (per(r.bytes.handshake_tx + r.bytes.tls_tx), per(r.bytes.handshake_rx + r.bytes.tls_rx)),
             op: (self.tx_per_msg() * r.messages_per_op as f64, self.rx_per_msg() * r.messages_per_op as f64),
-            close: (per(r.bytes.control_tx), per(r.bytes.control_rx)),
+            control: (per(r.bytes.control_tx), per(r.bytes.control_rx)),
             bytes,
             segs,
             wire: bytes + segs * self.header_bytes(),
@@ -131,10 +131,11 @@ impl Row {
 /// What one new connection costs (`compare --no-keepalive`), means over the run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PerConnection {
-    /// (tx, rx) bytes: the protocol's set-up, one operation, the goodbye (control bytes).
+    /// (tx, rx) bytes: the protocol's set-up, one operation, and the connection's own
+    /// messages besides (control: acknowledgements, window updates, pings, the goodbye).
     pub setup: (f64, f64),
     pub op: (f64, f64),
-    pub close: (f64, f64),
+    pub control: (f64, f64),
     /// Every byte both ways, segments both ways (SYN and FIN included), and the wire estimate.
     pub bytes: f64,
     pub segs: f64,
@@ -193,11 +194,30 @@ protocol                  wire tx/rx per msg    plaintext tx/rx   TLS tx/rx   re
     s
 }
 
+/// Bytes per request by layer, for the rows whose protocol counts them (HTTP/2, gRPC): each
+/// connection's first request beside the ones after it, each way.
+pub fn layers_table(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "
+bytes per request by layer (each connection's first request / the ones after it; means over every request sent):
+",
+    );
+    s += &super::layer_heading(20);
+    for r in rows {
+        if let Some(l) = &r.result.layers {
+            s += &super::layer_lines(&format!("{:<20}", r.label), l);
+        }
+    }
+    s += "framing = frame heads (9 bytes per HTTP/2 frame) and padding; prefix = gRPC's 5-byte message prefix
+";
+    s
+}
+
 pub fn per_connection_table(rows: &[Row]) -> String {
     let mut s = String::from(
         "
 per new connection (--no-keepalive: connect, set-up, one operation, close; means):
-protocol              set-up tx/rx      op tx/rx   close tx/rx  bytes/conn  segs/conn  wire/conn  connect   set-up  first op
+protocol              set-up tx/rx      op tx/rx control tx/rx  bytes/conn  segs/conn  wire/conn  connect   set-up  first op
 ",
     );
     for r in rows {
@@ -213,8 +233,8 @@ protocol              set-up tx/rx      op tx/rx   close tx/rx  bytes/conn  segs
             c.setup.1,
             c.op.0,
             c.op.1,
-            c.close.0,
-            c.close.1,
+            c.control.0,
+            c.control.1,
             c.bytes,
             c.segs,
             c.wire,
@@ -223,7 +243,7 @@ protocol              set-up tx/rx      op tx/rx   close tx/rx  bytes/conn  segs
             c.first_op_ms
         );
     }
-    s += "first op = from when the operation was due (before its connect) to its answer; segments include SYN and FIN
+    s += "control = the connection's own messages besides its set-up and its operation (acknowledgements, window updates, pings, goodbyes); first op = from when the operation was due (before its connect) to its answer; segments include SYN and FIN
 ";
     s
 }
@@ -411,8 +431,8 @@ pub struct PerConnectionResult {
     pub setup_rx: f64,
     pub op_tx: f64,
     pub op_rx: f64,
-    pub close_tx: f64,
-    pub close_rx: f64,
+    pub control_tx: f64,
+    pub control_rx: f64,
     pub bytes: f64,
     pub segs: f64,
     pub wire: f64,
@@ -462,8 +482,8 @@ impl Row {
                     setup_rx: c.setup.1,
                     op_tx: c.op.0,
                     op_rx: c.op.1,
-                    close_tx: c.close.0,
-                    close_rx: c.close.1,
+                    control_tx: c.control.0,
+                    control_rx: c.control.1,
                     bytes: c.bytes,
                     segs: c.segs,
                     wire: c.wire,

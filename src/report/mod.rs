@@ -9,6 +9,7 @@ pub mod sweep;
 pub mod text;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use std::fmt::Write as _;
 use std::time::Duration;
 
 /// Write `text` to stdout. Output to a closed pipe (`wirebench compare | head -2`) ends the
@@ -165,6 +166,41 @@ pub fn write_hlog(
     std::fs::write(path, out).with_context(|| format!("cannot write --hlog {}", path.display()))
 }
 
+/// The layers' names, in [`crate::stats::LayerBytes::per`]'s order.
+const LAYERS: [&str; 5] = ["headers", "trailers", "framing", "prefix", "payload"];
+
+/// A mean of bytes: whole when it is (HPACK's blocks are), else to a tenth.
+fn mean_bytes(x: f64) -> String {
+    if (x - x.round()).abs() < 0.05 { format!("{x:.0}") } else { format!("{x:.1}") }
+}
+
+/// Bytes per operation by layer, each connection's first operation / the ones after it: a
+/// line per direction, `label` before the first (and as wide in blanks before the second).
+pub fn layer_lines(label: &str, l: &crate::stats::Layers) -> String {
+    let mut s = String::new();
+    for (dir, first, steady) in [("tx", &l.first.tx, &l.steady.tx), ("rx", &l.first.rx, &l.steady.rx)] {
+        let lead = if dir == "tx" { label.to_string() } else { " ".repeat(label.chars().count()) };
+        let _ = write!(s, "{lead} {dir} ");
+        let (a, b) = (first.per(l.first.ops), steady.per(l.steady.ops));
+        for i in 0..LAYERS.len() {
+            let _ = write!(s, " {:>13}", format!("{} / {}", mean_bytes(a[i]), mean_bytes(b[i])));
+        }
+        let total = |v: [f64; 5]| v.iter().sum::<f64>();
+        let _ = writeln!(s, " {:>15}", format!("{} / {}", mean_bytes(total(a)), mean_bytes(total(b))));
+    }
+    s
+}
+
+/// The heading over [`layer_lines`] whose labels are `width` wide.
+pub fn layer_heading(width: usize) -> String {
+    let mut s = format!("{:<width$}    ", "");
+    for name in LAYERS {
+        let _ = write!(s, " {name:>13}");
+    }
+    s += &format!(" {:>15}\n", "total");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +212,25 @@ mod tests {
         assert_eq!(bytes(1536.0), "1.50 KiB");
         assert_eq!(micros(850.0), "850.0us");
         assert_eq!(micros(12_300.0), "12.30ms");
+    }
+
+    /// The layers' lines, exactly: means per operation, first / after, whole numbers bare.
+    #[test]
+    fn layer_lines_are_exactly_these() {
+        let mut l = crate::stats::Layers::default();
+        l.first.ops = 1;
+        l.first.tx.headers = 20;
+        l.first.tx.framing = 18;
+        l.first.tx.payload = 400;
+        l.steady.ops = 4;
+        l.steady.tx.headers = 21;
+        l.steady.tx.framing = 72;
+        l.steady.tx.payload = 1600;
+        let want = format!(
+            "{}\n{}\n",
+            "HTTP/2 tx       20 / 5.2         0 / 0       18 / 18         0 / 0     400 / 400     438 / 423.2",
+            "       rx          0 / 0         0 / 0         0 / 0         0 / 0         0 / 0           0 / 0"
+        );
+        assert_eq!(super::layer_lines("HTTP/2", &l), want);
     }
 }

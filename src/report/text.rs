@@ -258,6 +258,15 @@ fn traffic(r: &RunResult) -> String {
     if let Some(tls) = &r.tls {
         s += &tls_lines(r, tls);
     }
+    if let Some(l) = &r.layers {
+        let _ = writeln!(
+            s,
+            "  layers/op   each connection's first request ({}) / the ones after it ({}), every one sent:",
+            l.first.ops, l.steady.ops
+        );
+        s += &super::layer_heading(13);
+        s += &super::layer_lines("             ", l);
+    }
     let _ = writeln!(
         s,
         "  other bytes handshake tx {} rx {}  control tx {} rx {}  warm-up tx {} rx {}  failed ops tx {} rx {}{}",

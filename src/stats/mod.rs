@@ -7,6 +7,7 @@
 
 mod audit;
 pub mod encoded;
+mod layers;
 pub mod live;
 mod net;
 pub mod result;
@@ -15,6 +16,7 @@ mod server;
 mod tally;
 
 pub use audit::{Audit, Inexact, KernelSocket, SocketAudit};
+pub use layers::{LayerBytes, LayerCount, Layers, merge_into as layers_merge_into};
 pub use net::NetCounters;
 pub use series::{Interval, MAX_INTERVALS, Series};
 pub use server::ServerTally;
@@ -256,6 +258,8 @@ pub struct CoreRecorder {
     pub rx: ByteSplit,
     /// TLS: plaintext, records and handshakes (all zero without TLS).
     pub tls: TlsTally,
+    /// Operation bytes by the protocol's layers, where its codec counts them (HTTP/2, gRPC).
+    pub layers: Option<Layers>,
     pub connects: u64,
     pub reconnects: u64,
     pub audit: Audit,
@@ -352,6 +356,7 @@ impl CoreRecorder {
             tx: ByteSplit::default(),
             rx: ByteSplit::default(),
             tls: TlsTally::default(),
+            layers: None,
             connects: 0,
             reconnects: 0,
             audit: Audit::default(),
@@ -686,6 +691,7 @@ impl CoreRecorder {
         self.tx.merge(&c.tx);
         self.rx.merge(&c.rx);
         self.tls.merge(&c.tls);
+        layers::merge_into(&mut self.layers, c.layers.as_ref());
         self.connects += c.connects;
         self.reconnects += c.reconnects;
         self.audit.merge(&c.audit);

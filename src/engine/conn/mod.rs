@@ -933,6 +933,7 @@ impl<C: ClientCodec> Conn<C> {
         if let Some(code) = self.codec.close_code() {
             rec.answers.add(crate::outcome::Answer::Close(code), 1);
         }
+        crate::stats::layers_merge_into(&mut rec.layers, self.codec.layers());
         self.codec = self.prototype.clone();
         self.lives += 1;
         self.codec.seed(self.seed ^ self.lives.wrapping_mul(SEED_STEP));

@@ -14,11 +14,18 @@
 //! operation's bytes. A server that never makes room leaves the operation to its timeout.
 //! A stream answered whole before its body went out whole is reset (`CANCEL`): the rest of
 //! its body does not go.
+//!
+//! It counts its streams' bytes by layer ([`Layers`]): header blocks (an answer's trailers
+//! apart), frame heads (and padding, and a RST_STREAM that ends a stream), gRPC's message
+//! prefixes (the first 5 octets of a call's DATA each way: unary, one message) and payload;
+//! stream 1, the connection's first, apart from the others. Frames on stream 0 and this side's
+//! WINDOW_UPDATEs and resets are the connection's, not a stream's: they are not in it.
 
 use super::frame::{self, Frame};
 use super::hpack;
 use crate::outcome::{Answer, Failure};
 use crate::proto::{ClientCodec, CodecError, Decoded, Outcome};
+use crate::stats::Layers;
 use std::sync::Arc;
 
 /// What can break an HTTP/2 connection from this side's view.
@@ -159,6 +166,8 @@ struct Stream {
     body_sent: usize,
     body_len: usize,
     window: i64,
+    /// DATA octets of its answer so far (for the layers: where a gRPC prefix ends).
+    rx_data: usize,
 }
 
 impl Stream {
@@ -166,6 +175,20 @@ impl Stream {
     fn uploading(&self) -> bool {
         self.body_sent < self.body_len
     }
+}
+
+/// What a frame on a stream holds, for the layers: DATA's octets, a header block's, or
+/// nothing but framing.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    Data(usize),
+    Block(usize),
+    Framing,
+}
+
+/// Of `n` message octets from offset `at` of a gRPC call's DATA, those of its 5-octet prefix.
+fn grpc_prefix(at: usize, n: usize) -> usize {
+    5usize.saturating_sub(at).min(n)
 }
 
 /// A header block arriving in pieces (HEADERS, then CONTINUATIONs).
@@ -202,6 +225,8 @@ pub struct H2Client {
     stream_window: i64,
     /// The request just encoded has more body to send ([`ClientCodec::op_open`]).
     open: bool,
+    /// The streams' bytes by layer.
+    layers: Layers,
     /// DATA read on the connection since this side last granted room.
     unacked: u32,
     /// The last whole answer in the protocol's words (`None` after a reset: no status).
@@ -223,6 +248,7 @@ impl H2Client {
             send_window: i64::from(INITIAL_WINDOW),
             stream_window: i64::from(INITIAL_WINDOW),
             open: false,
+            layers: Layers::default(),
             requests: Arc::new(vec![Request::new(spec)]),
             encoder: hpack::Encoder::new(huffman),
             blocks: Vec::new(),
@@ -448,11 +474,39 @@ impl H2Client {
         }
         let last = s.body_sent + n == s.body_len;
         let body = &self.requests[s.entry].body[s.body_sent..s.body_sent + n];
+        let from = out.len();
         frame::write_data(out, s.id, body, last, self.max_frame);
+        let tx = &mut self.layers.of(s.id == 1).tx;
+        let prefix = if self.grpc { grpc_prefix(s.body_sent, n) } else { 0 };
+        tx.framing += (out.len() - from - n) as u64;
+        tx.prefix += prefix as u64;
+        tx.payload += (n - prefix) as u64;
         s.body_sent += n;
         s.window -= n as i64;
         self.send_window -= n as i64;
         last
+    }
+
+    /// A frame of `stream`'s answer (`consumed` octets), by layer: a header block after the
+    /// status is trailers; a gRPC answer's first 5 DATA octets are its message's prefix.
+    fn count_rx(&mut self, stream: u32, part: Part, consumed: usize, trailers: bool, rx_data: usize) {
+        let rx = &mut self.layers.of(stream == 1).rx;
+        match part {
+            Part::Data(n) => {
+                let prefix = if self.grpc { grpc_prefix(rx_data, n) } else { 0 };
+                rx.prefix += prefix as u64;
+                rx.payload += (n - prefix) as u64;
+                rx.framing += (consumed - n) as u64;
+                if let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) {
+                    s.rx_data += n;
+                }
+            }
+            Part::Block(n) => {
+                *(if trailers { &mut rx.trailers } else { &mut rx.headers }) += n as u64;
+                rx.framing += (consumed - n) as u64;
+            }
+            Part::Framing => rx.framing += consumed as u64,
+        }
     }
 
     /// A piece of `stream`'s answer: the operation's bytes if it is in flight.
@@ -508,18 +562,26 @@ impl ClientCodec for H2Client {
             self.blocks.resize(entry + 1, None);
         }
         let state = self.encoder.state();
-        match &self.blocks[entry] {
+        let from = out.len();
+        let block_len = match &self.blocks[entry] {
             Some((at, block)) if state == Some(*at) => {
                 frame::write_headers(out, stream, block, !body, self.max_frame);
+                block.len()
             }
             _ => {
                 let mut block = Vec::with_capacity(64);
                 self.encoder.encode(request.fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut block);
                 frame::write_headers(out, stream, &block, !body, self.max_frame);
+                let len = block.len();
                 // Encoded without a change to the table: the same octets next time too.
                 self.blocks[entry] = state.filter(|&s| self.encoder.state() == Some(s)).map(|s| (s, block));
+                len
             }
-        }
+        };
+        let layers = self.layers.of(stream == 1);
+        layers.ops += 1;
+        layers.tx.headers += block_len as u64;
+        layers.tx.framing += (out.len() - from - block_len) as u64;
         self.sent = stream;
         self.streams.push(Stream {
             id: stream,
@@ -530,6 +592,7 @@ impl ClientCodec for H2Client {
             body_sent: 0,
             body_len: request.body.len(),
             window: self.stream_window,
+            rx_data: 0,
         });
         self.open = body && !self.send_body(self.streams.len() - 1, out);
     }
@@ -563,8 +626,28 @@ impl ClientCodec for H2Client {
     fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
         self.answered = None;
         let Some((f, consumed)) = frame::parse(input, MAX_FRAME)? else { return Ok(Decoded::Partial) };
+        // What the frame may hold of a stream's answer, counted once it proves to be one's.
+        let part = match &f {
+            Frame::Data { stream, data, .. } => Some((*stream, Part::Data(data.len()))),
+            Frame::Headers { stream, block, .. } | Frame::Continuation { stream, block, .. } => {
+                Some((*stream, Part::Block(block.len())))
+            }
+            Frame::RstStream { stream, .. } => Some((*stream, Part::Framing)),
+            _ => None,
+        };
+        let before =
+            part.and_then(|(id, _)| self.streams.iter().find(|s| s.id == id)).map(|s| (s.status, s.rx_data));
         let outcome = self.frame(f, out)?;
+        if let (Some((id, part)), Some((status, rx_data))) = (part, before)
+            && outcome != Outcome::Control
+        {
+            self.count_rx(id, part, consumed, status != 0, rx_data);
+        }
         Ok(Decoded::Done { consumed, outcome })
+    }
+
+    fn layers(&self) -> Option<&Layers> {
+        Some(&self.layers)
     }
 
     fn peer_closing(&self) -> bool {
@@ -902,6 +985,63 @@ mod tests {
         frame::write_window_update(&mut grant, 1, 50_000);
         assert_eq!(decode_all(&mut c, &grant, &mut Vec::new()), [(Outcome::Control, None)]);
         assert_eq!(c.op_more(&mut Vec::new()), None, "the stream ended");
+    }
+
+    /// The layers of a gRPC call, by RFC 9113 and gRPC's framing by hand: out, a HEADERS
+    /// frame (9 + its block) and one DATA frame (9) of a 5-octet prefix and the message; back,
+    /// `:status 200` (one octet, 0x88, static index 8), a DATA frame of prefix and message, and
+    /// trailers `grpc-status: 0` (a literal with a new name: 0x40, 11 + "grpc-status", 1 + "0":
+    /// 15 octets). Stream 1 is the connection's first; stream 3 counts apart. A frame on stream
+    /// 0 is in none.
+    #[test]
+    fn each_streams_bytes_are_counted_by_layer_first_apart() {
+        let mut request = spec("POST", &crate::proto::h2::grpc::framed(&[b'm'; 400]));
+        request.grpc = true;
+        let mut c = H2Client::new(&request, false);
+        let mut out = Vec::new();
+        c.encode_op(0, &mut out);
+        let first_block = out.len() - 9 - 9 - 405;
+        c.encode_op(0, &mut out);
+        let mut server = hpack::Encoder::new(false);
+        let mut input = Vec::new();
+        for stream in [1, 3] {
+            let mut block = Vec::new();
+            server.encode([(&b":status"[..], &b"200"[..])], &mut block);
+            assert_eq!(block, [0x88]);
+            frame::write_headers(&mut input, stream, &block, false, 16_384);
+            frame::write_data(
+                &mut input,
+                stream,
+                &crate::proto::h2::grpc::framed(&[b'e'; 300]),
+                false,
+                16_384,
+            );
+            block.clear();
+            server.encode([(&b"grpc-status"[..], &b"0"[..])], &mut block);
+            assert_eq!(block.len(), if stream == 1 { 15 } else { 1 }, "a literal inserted, then its index");
+            frame::write_headers(&mut input, stream, &block, true, 16_384);
+            frame::write_ping(&mut input, false, [0; 8]);
+        }
+        let seen = decode_all(&mut c, &input, &mut Vec::new());
+        assert_eq!(seen.iter().filter(|(o, _)| *o == Outcome::Op).count(), 2);
+        let l = c.layers().unwrap();
+        let bytes = |headers, trailers, framing, prefix, payload| crate::stats::LayerBytes {
+            headers,
+            trailers,
+            framing,
+            prefix,
+            payload,
+        };
+        assert_eq!((l.first.ops, l.steady.ops), (1, 1));
+        assert_eq!(l.first.tx, bytes(first_block as u64, 0, 18, 5, 400));
+        assert_eq!(l.first.rx, bytes(1, 15, 27, 5, 300));
+        // The second call's headers all indexed, one octet each: :method, :scheme, :authority,
+        // :path, x-trace, content-type and te (`connection` is dropped); its trailers too.
+        assert_eq!(l.steady.tx, bytes(7, 0, 18, 5, 400));
+        assert_eq!(l.steady.rx, bytes(1, 1, 27, 5, 300));
+        let (tx, rx) = l.totals();
+        assert_eq!(tx as usize, out.len());
+        assert_eq!(rx as usize, input.len() - 2 * 17, "all but the PINGs");
     }
 
     #[test]

@@ -59,6 +59,7 @@ impl RunResult {
             due_while_busy,
             due_unsent,
             tls,
+            layers,
             bytes,
             latency_us: _,
             latency_uncorrected_us: _,
@@ -119,6 +120,7 @@ impl RunResult {
             (a @ None, Some(b)) => *a = Some(*b),
             _ => {}
         }
+        crate::stats::layers_merge_into(&mut self.layers, layers.as_ref());
         self.bytes.merge(bytes);
         self.preflight.connections += preflight.connections;
         self.preflight.tx += preflight.tx;

@@ -152,6 +152,12 @@ pub struct RunResult {
     pub due_while_busy: u64,
     pub due_unsent: u64,
     pub tls: Option<TlsResult>,
+    /// Operation bytes by the protocol's layers (header blocks, trailers, frame heads,
+    /// message prefixes, payload), each connection's first operation apart; for the
+    /// protocols whose codecs count them (HTTP/2, gRPC). Totals over every operation sent,
+    /// warm-up and failed ones too: divide by `ops` of each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<crate::stats::Layers>,
     pub bytes: Bytes,
     /// Derived from the latency histogram, µs.
     #[serde(default)]
@@ -308,6 +314,7 @@ impl RunResult {
             due_while_busy: r.due_while_busy,
             due_unsent: r.due_unsent,
             tls,
+            layers: r.layers,
             bytes: Bytes::of(&r.tx, &r.rx),
             latency_us: Spread::default(),
             latency_uncorrected_us: None,
