@@ -21,6 +21,9 @@ pub struct ClientTrace {
     pub messages: Vec<(usize, Outcome)>,
     /// Bytes of control replies the codec queued (pongs, NOPs; masks differ, lengths do not).
     pub replies: usize,
+    /// Bytes of operations the codec sent later, as the peer made room (`op_more`: an HTTP/2
+    /// body under flow control), with the operations they belonged to.
+    pub more: Vec<(u64, bool, usize)>,
     /// How the stream ended: a protocol error, the peer closing (the codec said so), or the
     /// end of the bytes with what `decode_eof` made of the rest.
     pub end: ClientEnd,
@@ -85,8 +88,13 @@ pub fn decode_client<C: ClientCodec>(
     codec.handshake(&mut request);
     let mut input = if request.is_empty() { Vec::new() } else { answer(&request) };
     input.extend_from_slice(stream);
-    let mut trace =
-        ClientTrace { handshake: None, messages: Vec::new(), replies: 0, end: ClientEnd::PeerClosing };
+    let mut trace = ClientTrace {
+        handshake: None,
+        messages: Vec::new(),
+        replies: 0,
+        more: Vec::new(),
+        end: ClientEnd::PeerClosing,
+    };
     let mut buf: Vec<u8> = Vec::new();
     let mut replies = Vec::new();
     let mut handshake_bytes = 0;
@@ -148,6 +156,14 @@ pub fn decode_client<C: ClientCodec>(
                     trace.messages.push((consumed, outcome));
                     if matches!(outcome, Outcome::Op | Outcome::OpFailed(_)) {
                         codec.encode_op(0, &mut Vec::new());
+                    }
+                    // What the message let go of bodies waiting for room, as the engine asks:
+                    // at most once per operation in flight and a few more.
+                    for _ in 0..IN_FLIGHT + 2 {
+                        let mut piece = Vec::new();
+                        let Some((op, last)) = codec.op_more(&mut piece) else { break };
+                        assert!(!piece.is_empty(), "op_more gave operation {op} nothing");
+                        trace.more.push((op, last, piece.len()));
                     }
                     if codec.peer_closing() {
                         trace.replies = replies.len();
@@ -483,17 +499,20 @@ pub const TARGETS: [(&str, Target); 12] = [
     ("server_h2", server_h2),
 ];
 
-/// The HTTP/2 client after the server's SETTINGS, on whatever frames follow.
+/// The HTTP/2 client after the server's SETTINGS, on whatever frames follow; its requests
+/// are gRPC calls of 100,000 octets (past every window, so WINDOW_UPDATEs and SETTINGS let the
+/// rest go: `op_more`) when the stream's length is odd, GETs when even.
 fn client_h2(data: &[u8]) {
     let (seed, stream) = split_input(data);
+    let grpc = stream.len() % 2 == 1;
     let spec = proto::h2::client::RequestSpec {
-        method: "GET".into(),
+        method: if grpc { "POST" } else { "GET" }.into(),
         scheme: "http",
         authority: "h".into(),
         path: "/".into(),
         headers: vec![],
-        body: vec![],
-        grpc: false,
+        body: if grpc { proto::h2::grpc::framed(&[b'g'; 99_995]) } else { vec![] },
+        grpc,
     };
     let settings = |_: &[u8]| {
         let mut out = Vec::new();
