@@ -53,6 +53,16 @@ pub enum Error {
 
 impl CodecError for Error {}
 
+impl From<frame::BlockError> for Error {
+    fn from(e: frame::BlockError) -> Error {
+        match e {
+            frame::BlockError::Interleaved(kind) => Error::Interleaved(kind),
+            frame::BlockError::Stray => Error::StrayContinuation,
+            frame::BlockError::TooLarge => Error::Hpack(hpack::Error::TooLarge),
+        }
+    }
+}
+
 /// The largest frame this side accepts (its SETTINGS_MAX_FRAME_SIZE: the default).
 const MAX_FRAME: u32 = frame::DEFAULT_MAX_FRAME;
 /// The largest header list this side accepts.
@@ -191,14 +201,6 @@ fn grpc_prefix(at: usize, n: usize) -> usize {
     5usize.saturating_sub(at).min(n)
 }
 
-/// A header block arriving in pieces (HEADERS, then CONTINUATIONs).
-#[derive(Debug, Clone, Default)]
-struct Pending {
-    stream: u32,
-    end_stream: bool,
-    block: Vec<u8>,
-}
-
 /// The client: one value per connection, cloned from a prototype holding the requests.
 #[derive(Debug, Clone)]
 pub struct H2Client {
@@ -213,7 +215,8 @@ pub struct H2Client {
     sent: u32,
     answered: Option<u32>,
     streams: Vec<Stream>,
-    pending: Option<Pending>,
+    /// A header block arriving in pieces.
+    incoming: frame::Blocks,
     /// The server's SETTINGS_MAX_FRAME_SIZE, for this side's frames, and its
     /// SETTINGS_MAX_CONCURRENT_STREAMS (this side keeps no more in flight).
     max_frame: u32,
@@ -257,7 +260,7 @@ impl H2Client {
             sent: 0,
             answered: None,
             streams: Vec::new(),
-            pending: None,
+            incoming: frame::Blocks::default(),
             max_frame: frame::DEFAULT_MAX_FRAME,
             unacked: 0,
             status: None,
@@ -387,11 +390,7 @@ impl H2Client {
     }
 
     fn frame(&mut self, f: Frame<'_>, out: &mut Vec<u8>) -> Result<Outcome, Error> {
-        if let Some(p) = &self.pending
-            && !matches!(f, Frame::Continuation { stream, .. } if stream == p.stream)
-        {
-            return Err(Error::Interleaved(frame::type_name(f.kind())));
-        }
+        self.incoming.check(&f)?;
         Ok(match f {
             Frame::Settings { ack: false, params } => {
                 self.apply_settings(params)?;
@@ -417,24 +416,10 @@ impl H2Client {
                 }
                 None => Outcome::Control,
             },
-            Frame::Headers { stream, end_stream, end_headers: true, block, .. } => {
-                self.headers(stream, end_stream, block, out)?
-            }
-            Frame::Headers { stream, end_stream, block, .. } => {
-                self.pending = Some(Pending { stream, end_stream, block: block.to_vec() });
-                self.part_of(stream)
-            }
-            Frame::Continuation { stream, end_headers, block } => {
-                let Some(mut p) = self.pending.take() else { return Err(Error::StrayContinuation) };
-                if p.block.len() + block.len() > MAX_HEADER_LIST {
-                    return Err(Error::Hpack(hpack::Error::TooLarge));
-                }
-                p.block.extend_from_slice(block);
-                if end_headers {
-                    self.headers(stream, p.end_stream, &p.block, out)?
-                } else {
-                    self.pending = Some(p);
-                    self.part_of(stream)
+            Frame::Headers { stream, .. } | Frame::Continuation { stream, .. } => {
+                match self.incoming.add(&f, MAX_HEADER_LIST)? {
+                    Some(b) => self.headers(b.stream, b.end_stream, &b.bytes, out)?,
+                    None => self.part_of(stream),
                 }
             }
             Frame::Data { stream, end_stream, data, padding } => {

@@ -328,6 +328,83 @@ pub fn write_goaway(out: &mut Vec<u8>, last_stream: u32, code: u32) {
     out.extend_from_slice(&code.to_be_bytes());
 }
 
+/// A header block, whole: the stream it is on, whether its HEADERS ended the stream, and its
+/// octets (borrowed from a HEADERS that had them all, or assembled from its pieces).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block<'a> {
+    pub stream: u32,
+    pub end_stream: bool,
+    pub bytes: std::borrow::Cow<'a, [u8]>,
+}
+
+/// How a header block broke RFC 9113 §6.10, or the receiver's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockError {
+    /// A frame of this kind (or on another stream) came while a block awaited its
+    /// CONTINUATION.
+    Interleaved(&'static str),
+    /// A CONTINUATION with no header block open.
+    Stray,
+    /// The block grew past the receiver's limit before its END_HEADERS.
+    TooLarge,
+}
+
+/// Header blocks arriving in pieces — a HEADERS without END_HEADERS, then CONTINUATIONs on its
+/// stream and nothing else between (§6.10) — assembled, both roles' one way: at most `limit`
+/// octets held, so a CONTINUATION flood ends at the limit.
+#[derive(Debug, Clone, Default)]
+pub struct Blocks {
+    open: Option<(u32, bool, Vec<u8>)>,
+}
+
+impl Blocks {
+    /// A block is open: only its CONTINUATIONs may come.
+    pub fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Whether `f` may come now: anything while no block is open, else only the open block's
+    /// CONTINUATION.
+    pub fn check(&self, f: &Frame<'_>) -> Result<(), BlockError> {
+        match (&self.open, f) {
+            (None, _) => Ok(()),
+            (Some((open, ..)), Frame::Continuation { stream, .. }) if stream == open => Ok(()),
+            (Some(_), f) => Err(BlockError::Interleaved(type_name(f.kind()))),
+        }
+    }
+
+    /// A HEADERS or CONTINUATION (any other frame: `Ok(None)`): the whole block once its
+    /// END_HEADERS came, else `None` and the piece kept (up to `limit` octets in all).
+    pub fn add<'a>(&mut self, f: &Frame<'a>, limit: usize) -> Result<Option<Block<'a>>, BlockError> {
+        self.check(f)?;
+        match *f {
+            Frame::Headers { stream, end_stream, end_headers: true, block, .. } => {
+                Ok(Some(Block { stream, end_stream, bytes: std::borrow::Cow::Borrowed(block) }))
+            }
+            Frame::Headers { stream, end_stream, block, .. } => {
+                if block.len() > limit {
+                    return Err(BlockError::TooLarge);
+                }
+                self.open = Some((stream, end_stream, block.to_vec()));
+                Ok(None)
+            }
+            Frame::Continuation { end_headers, block, .. } => {
+                let Some((_, _, held)) = &mut self.open else { return Err(BlockError::Stray) };
+                if held.len() + block.len() > limit {
+                    return Err(BlockError::TooLarge);
+                }
+                held.extend_from_slice(block);
+                if !end_headers {
+                    return Ok(None);
+                }
+                let (stream, end_stream, bytes) = self.open.take().ok_or(BlockError::Stray)?;
+                Ok(Some(Block { stream, end_stream, bytes: std::borrow::Cow::Owned(bytes) }))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
 /// Append a header block as a HEADERS frame and as many CONTINUATIONs as frames of at most
 /// `max` octets need; returns how many frames it took.
 pub fn write_headers(out: &mut Vec<u8>, stream: u32, block: &[u8], end_stream: bool, max: u32) -> usize {
@@ -481,5 +558,35 @@ mod tests {
         // Too large is known from the head alone: no waiting for a payload that may never end.
         assert_eq!(parse(&big[..9], 16).unwrap_err().code, FRAME_SIZE_ERROR);
         assert_eq!(code_name(0xb), "ENHANCE_YOUR_CALM");
+    }
+
+    /// A header block in three pieces is whole at its END_HEADERS; one in one piece is
+    /// borrowed as it is; another frame in the middle, a CONTINUATION of nothing or of another
+    /// stream, and a block past the limit are each refused (§6.10).
+    #[test]
+    fn header_blocks_are_assembled_from_their_pieces_and_nothing_else() {
+        let headers = |end_headers, block| Frame::Headers {
+            stream: 1,
+            end_stream: true,
+            end_headers,
+            block,
+            padding: 0,
+        };
+        let more = |stream, end_headers, block| Frame::Continuation { stream, end_headers, block };
+        let mut b = Blocks::default();
+        let whole = b.add(&headers(true, b"abc"), 10).unwrap().unwrap();
+        assert!(matches!(whole.bytes, std::borrow::Cow::Borrowed(b"abc")));
+        assert_eq!(b.add(&headers(false, b"ab"), 10), Ok(None));
+        assert!(b.is_open());
+        assert_eq!(b.add(&more(1, false, b"cd"), 10), Ok(None));
+        let ping = Frame::Ping { ack: false, data: [0; 8] };
+        assert_eq!(b.check(&ping), Err(BlockError::Interleaved("PING")));
+        assert_eq!(b.check(&more(3, true, b"")), Err(BlockError::Interleaved("CONTINUATION")));
+        let done = b.add(&more(1, true, b"ef"), 10).unwrap().unwrap();
+        assert_eq!((done.stream, done.end_stream, &done.bytes[..]), (1, true, &b"abcdef"[..]));
+        assert!(!b.is_open());
+        assert_eq!(b.add(&more(1, true, b"x"), 10), Err(BlockError::Stray));
+        assert_eq!(b.add(&headers(false, b"0123456789"), 10), Ok(None));
+        assert_eq!(b.add(&more(1, false, b"x"), 10), Err(BlockError::TooLarge));
     }
 }

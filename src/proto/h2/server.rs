@@ -154,12 +154,13 @@ struct Stream {
     fin: Fin,
 }
 
-/// A header block arriving in pieces (HEADERS, then CONTINUATIONs).
-#[derive(Debug, Clone)]
-struct Pending {
-    stream: u32,
-    end_stream: bool,
-    block: Vec<u8>,
+/// A header block's break: past the limit, `ENHANCE_YOUR_CALM` (a CONTINUATION flood, an
+/// HPACK bomb's block); else `PROTOCOL_ERROR` (§6.10).
+fn block_code(e: frame::BlockError) -> Code {
+    match e {
+        frame::BlockError::TooLarge => frame::ENHANCE_YOUR_CALM,
+        frame::BlockError::Interleaved(_) | frame::BlockError::Stray => frame::PROTOCOL_ERROR,
+    }
 }
 
 /// The server: one value per connection.
@@ -179,7 +180,7 @@ pub struct H2Server {
     streams: Vec<Stream>,
     /// The highest stream the client opened.
     last_stream: u32,
-    pending: Option<Pending>,
+    blocks: frame::Blocks,
     /// Frames that did no work, and streams opened (the budget grows with them).
     overhead: u64,
     opened: u64,
@@ -211,7 +212,7 @@ impl Default for H2Server {
             recv_unacked: 0,
             streams: Vec::new(),
             last_stream: 0,
-            pending: None,
+            blocks: frame::Blocks::default(),
             overhead: 0,
             opened: 0,
             peer_gone: false,
@@ -274,7 +275,7 @@ impl ServerCodec for H2Server {
             served.close |= self.peer_gone && self.streams.is_empty();
         }
         served.consumed = at;
-        served.awaiting = if self.phase != Phase::Frames || self.pending.is_some() {
+        served.awaiting = if self.phase != Phase::Frames || self.blocks.is_open() {
             Awaiting::Head
         } else if self.streams.iter().any(|s| s.recv.is_some()) {
             Awaiting::Body
@@ -298,11 +299,7 @@ impl H2Server {
         if self.phase == Phase::Settings && !matches!(f, Frame::Settings { ack: false, .. }) {
             return Err(frame::PROTOCOL_ERROR); // the preface's SETTINGS come first (§3.4)
         }
-        if let Some(p) = &self.pending
-            && !matches!(f, Frame::Continuation { stream, .. } if stream == p.stream)
-        {
-            return Err(frame::PROTOCOL_ERROR);
-        }
+        self.blocks.check(&f).map_err(block_code)?;
         match f {
             Frame::Settings { ack: false, params } => {
                 if self.phase == Phase::Settings {
@@ -362,26 +359,12 @@ impl H2Server {
             }
             Frame::Priority { .. } | Frame::Unknown { .. } => self.overhead()?,
             Frame::PushPromise { .. } => return Err(frame::PROTOCOL_ERROR),
-            Frame::Headers { stream, end_stream, end_headers: true, block, .. } => {
-                self.headers(stream, end_stream, block, out, served)?;
-            }
-            Frame::Headers { stream, end_stream, block, .. } => {
-                if block.len() > MAX_HEADER_LIST {
-                    return Err(frame::ENHANCE_YOUR_CALM);
+            Frame::Headers { .. } | Frame::Continuation { .. } => {
+                if matches!(f, Frame::Continuation { .. }) {
+                    self.overhead()?;
                 }
-                self.pending = Some(Pending { stream, end_stream, block: block.to_vec() });
-            }
-            Frame::Continuation { end_headers, block, .. } => {
-                self.overhead()?;
-                let Some(mut p) = self.pending.take() else { return Err(frame::PROTOCOL_ERROR) };
-                if p.block.len() + block.len() > MAX_HEADER_LIST {
-                    return Err(frame::ENHANCE_YOUR_CALM);
-                }
-                p.block.extend_from_slice(block);
-                if end_headers {
-                    self.headers(p.stream, p.end_stream, &p.block, out, served)?;
-                } else {
-                    self.pending = Some(p);
+                if let Some(b) = self.blocks.add(&f, MAX_HEADER_LIST).map_err(block_code)? {
+                    self.headers(b.stream, b.end_stream, &b.bytes, out, served)?;
                 }
             }
             Frame::Data { stream, end_stream, data, padding } => {
