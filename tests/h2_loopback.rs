@@ -101,3 +101,27 @@ fn a_server_that_never_grants_room_costs_a_timeout_per_operation_on_every_engine
         assert!(started.elapsed().as_secs() < 5, "{engine}: {:?}", started.elapsed());
     }
 }
+
+/// `--window`: 1 MiB echoes take the server's DATA under this side's grants; with a 4 MiB
+/// window the client sends a fraction of the WINDOW_UPDATEs the default 65,535 needs (one
+/// per half window used), and both runs are clean.
+#[test]
+fn a_larger_window_takes_fewer_grants_on_every_engine() {
+    let cpu = client_cpu().to_string();
+    for engine in ENGINES {
+        let server = start_builtin_on(engine, "h2");
+        let url = format!("grpc://{}/x.Echo/Call", server.addr());
+        let run = |window: &[&str]| {
+            let args =
+                [&[url.as_str(), "--size", "1048576", "-c", "1", "-n", "16", "--cores", &cpu][..], window];
+            let r = bench_on(engine, &args.concat());
+            assert_clean(&r);
+            r.tx.control as f64 / r.ops as f64
+        };
+        let (default, large) = (run(&[]), run(&["--window", "4194304"]));
+        // 1 MiB back at a grant per 32 KiB: 32 each for the stream and the connection, 13
+        // bytes each.
+        assert!(default >= 60.0 * 13.0, "{engine}: {default} control bytes per call");
+        assert!(large * 8.0 <= default, "{engine}: {large} against {default}");
+    }
+}

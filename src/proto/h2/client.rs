@@ -67,7 +67,7 @@ impl From<frame::BlockError> for Error {
 const MAX_FRAME: u32 = frame::DEFAULT_MAX_FRAME;
 /// The largest header list this side accepts.
 const MAX_HEADER_LIST: usize = 64 << 10;
-/// The initial windows, both ways, until SETTINGS say otherwise.
+/// The initial windows, both ways, until SETTINGS say otherwise (RFC 9113 §6.9.2).
 const INITIAL_WINDOW: u32 = 65_535;
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2); `host` becomes `:authority`.
 const CONNECTION_SPECIFIC: [&str; 6] =
@@ -230,8 +230,10 @@ pub struct H2Client {
     open: bool,
     /// The streams' bytes by layer.
     layers: Layers,
-    /// DATA read on the connection since this side last granted room.
+    /// DATA read on the connection since this side last granted room, and the window this
+    /// side grants each stream and the connection (`--window`).
     unacked: u32,
+    recv_window: u32,
     /// The last whole answer in the protocol's words (`None` after a reset: no status).
     status: Option<Answer>,
     /// Answers are gRPC calls'.
@@ -263,11 +265,18 @@ impl H2Client {
             incoming: frame::Blocks::default(),
             max_frame: frame::DEFAULT_MAX_FRAME,
             unacked: 0,
+            recv_window: INITIAL_WINDOW,
             status: None,
             grpc: spec.grpc,
             goaway: None,
             closing: false,
         }
+    }
+
+    /// The receive window this side grants (`--window`; `None`: RFC 9113's 65,535).
+    pub fn with_window(mut self, window: Option<u32>) -> Self {
+        self.recv_window = window.unwrap_or(INITIAL_WINDOW).clamp(1, frame::MAX_WINDOW);
+        self
     }
 
     /// After a GOAWAY, the connection ends once no stream it promised to answer is in flight.
@@ -365,11 +374,13 @@ impl H2Client {
     /// DATA of `len` octets on `stream`: room granted back once half a window is used.
     /// (Not for the stream when this DATA ends it: a closed stream takes no WINDOW_UPDATE.)
     fn data(&mut self, stream: u32, len: u32, end_stream: bool, out: &mut Vec<u8>) -> Result<(), Error> {
+        // The connection's window is never below 65,535 (SETTINGS change the streams' only).
+        let conn_window = self.recv_window.max(INITIAL_WINDOW);
         self.unacked += len;
-        if self.unacked > INITIAL_WINDOW {
+        if self.unacked > conn_window {
             return Err(Error::FlowControl);
         }
-        if self.unacked >= INITIAL_WINDOW / 2 {
+        if self.unacked >= conn_window / 2 {
             frame::write_window_update(out, 0, self.unacked);
             self.unacked = 0;
         }
@@ -378,10 +389,10 @@ impl H2Client {
                 return Err(Error::DataBeforeHeaders);
             }
             s.unacked += len;
-            if s.unacked > INITIAL_WINDOW {
+            if s.unacked > self.recv_window {
                 return Err(Error::FlowControl);
             }
-            if s.unacked >= INITIAL_WINDOW / 2 && !end_stream {
+            if s.unacked >= self.recv_window / 2 && !end_stream {
                 frame::write_window_update(out, stream, s.unacked);
                 s.unacked = 0;
             }
@@ -508,14 +519,21 @@ impl H2Client {
 impl ClientCodec for H2Client {
     type Error = Error;
 
-    /// The preface and this side's SETTINGS: no server push, the header list it accepts, and
-    /// the defaults otherwise.
+    /// The preface and this side's SETTINGS: no server push, the header list it accepts, its
+    /// streams' window if `--window` changed it (and a WINDOW_UPDATE raising the connection's
+    /// to the same), the defaults otherwise.
     fn handshake(&mut self, out: &mut Vec<u8>) {
         out.extend_from_slice(frame::PREFACE);
-        frame::write_settings(
-            out,
-            &[(frame::ENABLE_PUSH, 0), (frame::MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST as u32)],
-        );
+        let push = (frame::ENABLE_PUSH, 0);
+        let list = (frame::MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST as u32);
+        if self.recv_window == INITIAL_WINDOW {
+            frame::write_settings(out, &[push, list]);
+        } else {
+            frame::write_settings(out, &[push, list, (frame::INITIAL_WINDOW_SIZE, self.recv_window)]);
+        }
+        if self.recv_window > INITIAL_WINDOW {
+            frame::write_window_update(out, 0, self.recv_window - INITIAL_WINDOW);
+        }
     }
 
     /// Done at the server's first SETTINGS (acknowledged); anything before it is a step.
@@ -1027,6 +1045,32 @@ mod tests {
         let (tx, rx) = l.totals();
         assert_eq!(tx as usize, out.len());
         assert_eq!(rx as usize, input.len() - 2 * 17, "all but the PINGs");
+    }
+
+    /// `--window 1 MiB`: SETTINGS_INITIAL_WINDOW_SIZE in this side's SETTINGS (a third
+    /// parameter: 9 + 18 octets) and a WINDOW_UPDATE raising the connection's by 1,048,576 −
+    /// 65,535 (13 octets); then 600,000 octets of DATA on a stream take one grant each for the
+    /// stream and the connection (at half a window), where 65,535 would have taken 18.
+    #[test]
+    fn a_larger_window_is_announced_and_granted_at_its_half() {
+        let mut c = H2Client::new(&spec("GET", b""), false).with_window(Some(1 << 20));
+        let mut hello = Vec::new();
+        c.handshake(&mut hello);
+        assert_eq!(hello.len(), 24 + 27 + 13);
+        let settings = &hello[24..24 + 27];
+        assert_eq!(&settings[21..27], &[0, 4, 0, 0x10, 0, 0][..], "INITIAL_WINDOW_SIZE 1,048,576");
+        assert_eq!(&hello[24 + 27 + 9..], &(1_048_576u32 - 65_535).to_be_bytes()[..]);
+        c.encode_op(0, &mut Vec::new());
+        let mut input = Vec::new();
+        let mut block = Vec::new();
+        hpack::Encoder::new(false).encode([(&b":status"[..], &b"200"[..])], &mut block);
+        frame::write_headers(&mut input, 1, &block, false, 16_384);
+        frame::write_data(&mut input, 1, &vec![b'x'; 600_000], false, 16_384);
+        let mut replies = Vec::new();
+        decode_all(&mut c, &input, &mut replies);
+        let updates: Vec<_> =
+            frames(&replies).into_iter().map(|(kind, _, stream, _)| (kind, stream)).collect();
+        assert_eq!(updates, [(frame::WINDOW_UPDATE, 0), (frame::WINDOW_UPDATE, 1)]);
     }
 
     #[test]

@@ -25,6 +25,12 @@ pub struct Options {
     /// to see what it saves.
     #[arg(long, value_enum, value_name = "ON|OFF")]
     pub huffman: Option<Switch>,
+    /// HTTP/2 and gRPC: the receive window this side grants, in bytes, for each stream
+    /// (SETTINGS_INITIAL_WINDOW_SIZE) and for the connection (a WINDOW_UPDATE after the
+    /// preface raises it from 65,535); room is given back once half of it is used. Default
+    /// 65,535, RFC 9113's (h2load's `-w 16 -W 16`); at most 2^31-1.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=2_147_483_647))]
+    pub window: Option<u32>,
 }
 
 /// A flag's `on` or `off`.
@@ -87,7 +93,7 @@ pub fn client_for(p: &Prepared, method: String, body: Vec<u8>, grpc: bool) -> cl
         body,
         grpc,
     };
-    client::H2Client::new(&spec, huffman(&p.plan))
+    client::H2Client::new(&spec, huffman(&p.plan)).with_window(p.plan.load.options.h2.window)
 }
 
 /// `serve h2`: h2c with prior knowledge (`h2://` with `--tls`, ALPN `h2`), answering as
