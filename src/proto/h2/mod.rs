@@ -1,10 +1,12 @@
-//! HTTP/2 (RFC 9113), being built: `h2c://` (cleartext, prior knowledge), its client
-//! ([`client`]: a stream per operation, answered in any order — the connection machine's ledger
-//! finds each by its id), its frames ([`frame`]: every rule of §6 on a frame's length, stream
-//! and flags checked, each broken one named with its error code) and HPACK ([`hpack`], RFC
-//! 7541) with its Huffman code ([`huffman`]) — the header compression whose bytes per request
-//! differ between the first request on a connection and the ones after it. What is not built
-//! yet is listed in `docs/protocols.md`.
+//! HTTP/2 (RFC 9113): `h2c://` (cleartext, prior knowledge) and `h2://` (TLS, ALPN `h2`), and
+//! gRPC over it ([`grpc`]). Its client ([`client`]: a stream per operation, answered in any
+//! order — the connection machine's ledger finds each by its id — bodies sent under the
+//! server's flow control, each stream's bytes counted by layer), its frames ([`frame`]: every
+//! rule of §6 on a frame's length, stream and flags checked, each broken one named with its
+//! error code; header blocks assembled from their pieces), HPACK ([`hpack`], RFC 7541) with
+//! its Huffman code ([`huffman`]) — the header compression whose bytes per request differ
+//! between the first request on a connection and the ones after it — and the built-in server
+//! ([`server`]). `docs/protocols.md` says what each costs on the wire.
 
 pub mod client;
 pub mod frame;
