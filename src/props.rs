@@ -484,7 +484,7 @@ pub type Target = fn(&[u8]);
 
 /// Every fuzz target by name (`fuzz/fuzz_targets/NAME.rs` calls [`run`] with its name; the
 /// corpus under `fuzz/corpus/NAME/` is replayed by `cargo test`).
-pub const TARGETS: [(&str, Target); 12] = [
+pub const TARGETS: [(&str, Target); 13] = [
     ("client_http1", client_http1),
     ("client_ws", client_ws),
     ("client_nsq", client_nsq),
@@ -497,6 +497,7 @@ pub const TARGETS: [(&str, Target); 12] = [
     ("hpack", hpack),
     ("client_h2", client_h2),
     ("server_h2", server_h2),
+    ("h3", h3),
 ];
 
 /// The HTTP/2 client after the server's SETTINGS, on whatever frames follow; its requests
@@ -555,6 +556,44 @@ fn hpack(data: &[u8]) {
             back.decode(&again, |n, v| decoded.push((n.to_vec(), v.to_vec())))
                 .expect("our own block decodes");
             assert_eq!(decoded, fields, "re-encoded fields differ");
+        }
+    }
+}
+
+/// HTTP/3's frames and QPACK on an arbitrary stream ([`expand`]ed): parsed frame by frame with
+/// no panic, a cut anywhere never giving another frame than the whole stream gives (only "not
+/// yet"), and each HEADERS payload's field section, if QPACK takes it, encoded again (Huffman
+/// on and off) decoding to the same fields.
+fn h3(data: &[u8]) {
+    use proto::h3::{frame, qpack};
+    let stream = expand(data);
+    let mut rest = &stream[..];
+    let mut frames = 0usize;
+    while let Ok(Some((f, used))) = frame::parse(rest, 1 << 20) {
+        assert!(used > 0 && used <= rest.len(), "a frame of {used} octets in {}", rest.len());
+        // Any cut short of the whole frame is "not yet" (or the same error), never a frame.
+        for cut in [0, used / 2, used - 1] {
+            if let Ok(Some((g, n))) = frame::parse(&rest[..cut], 1 << 20) {
+                panic!("{cut} octets of a {used}-octet frame parsed as {g:?} of {n}");
+            }
+        }
+        if let frame::Frame::Headers(section) = f {
+            let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            if qpack::decode(section, 1 << 16, |n, v| fields.push((n.to_vec(), v.to_vec()))).is_ok() {
+                for huffman in [false, true] {
+                    let mut again = Vec::new();
+                    qpack::encode(fields.iter().map(|(n, v)| (&n[..], &v[..])), huffman, &mut again);
+                    let mut back = Vec::new();
+                    qpack::decode(&again, usize::MAX, |n, v| back.push((n.to_vec(), v.to_vec())))
+                        .expect("our own field section decodes");
+                    assert_eq!(back, fields, "re-encoded fields differ");
+                }
+            }
+        }
+        rest = &rest[used..];
+        frames += 1;
+        if frames > 1 << 20 {
+            break;
         }
     }
 }

@@ -6,6 +6,7 @@
 //! (the quinn-proto / httparse split), so each codec is tested with plain byte vectors.
 
 pub mod h2;
+pub mod h3;
 pub mod http1;
 pub mod nsq;
 pub mod sio;

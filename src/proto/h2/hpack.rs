@@ -233,20 +233,31 @@ pub fn decode_int(input: &[u8], prefix: u8) -> Result<(u64, usize), Error> {
 /// Append a string literal (§5.2): Huffman-coded when `huffman` and that is no longer (as the
 /// RFC's examples do: `307` is three octets either way, and coded).
 fn encode_str(out: &mut Vec<u8>, s: &[u8], huffman: bool) {
+    encode_str_prefixed(out, 0, 7, s, huffman);
+}
+
+/// The same with the length's prefix `prefix` bits long, the Huffman flag the bit above it, and
+/// the first octet's bits above that `first` (QPACK's literal names: a 3-bit prefix).
+pub fn encode_str_prefixed(out: &mut Vec<u8>, first: u8, prefix: u8, s: &[u8], huffman: bool) {
     let coded = huffman::encoded_len(s);
     if huffman && coded <= s.len() {
-        encode_int(out, 0x80, 7, coded as u64);
+        encode_int(out, first | 1 << prefix, prefix, coded as u64);
         huffman::encode(s, out);
     } else {
-        encode_int(out, 0, 7, s.len() as u64);
+        encode_int(out, first, prefix, s.len() as u64);
         out.extend_from_slice(s);
     }
 }
 
 /// A string literal at the start of `input` (decoded into `out`), and the octets it took.
 fn decode_str(input: &[u8], out: &mut Vec<u8>) -> Result<usize, Error> {
-    let huffman = input.first().is_some_and(|b| b & 0x80 != 0);
-    let (len, at) = decode_int(input, 7)?;
+    decode_str_prefixed(input, 7, out)
+}
+
+/// The same with the length's prefix `prefix` bits long and the Huffman flag the bit above it.
+pub fn decode_str_prefixed(input: &[u8], prefix: u8, out: &mut Vec<u8>) -> Result<usize, Error> {
+    let huffman = input.first().is_some_and(|b| b & (1 << prefix) != 0);
+    let (len, at) = decode_int(input, prefix)?;
     let end = at.checked_add(len as usize).filter(|&e| e <= input.len()).ok_or(Error::Truncated)?;
     let raw = &input[at..end];
     out.clear();
