@@ -74,6 +74,9 @@ pub enum Failure {
     H2Reset(&'static str),
     /// A gRPC call answered with a status other than `OK`, by its name (`UNAVAILABLE`, …).
     Grpc(&'static str),
+    /// An HTTP/3 request stream reset by the server (QUIC's RESET_STREAM), by its error code's
+    /// name (`H3_REQUEST_REJECTED`, …).
+    H3Reset(&'static str),
 }
 
 impl Failure {
@@ -81,7 +84,7 @@ impl Failure {
     pub fn class(self) -> ErrorClass {
         match self {
             Failure::Status(_) | Failure::Grpc(_) => ErrorClass::Status,
-            Failure::Nsq(_) | Failure::H2Reset(_) => ErrorClass::Protocol,
+            Failure::Nsq(_) | Failure::H2Reset(_) | Failure::H3Reset(_) => ErrorClass::Protocol,
         }
     }
 }
@@ -93,6 +96,7 @@ impl fmt::Display for Failure {
             Failure::Nsq(code) => f.write_str(code),
             Failure::H2Reset(code) => write!(f, "RST_STREAM {code}"),
             Failure::Grpc(code) => write!(f, "grpc {code}"),
+            Failure::H3Reset(code) => write!(f, "RESET_STREAM {code}"),
         }
     }
 }

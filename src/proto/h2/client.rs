@@ -122,17 +122,18 @@ pub fn grpc_code_name(code: &[u8]) -> &'static str {
 }
 
 /// A header field: its name and value.
-type Field = (Box<[u8]>, Box<[u8]>);
+pub(crate) type Field = (Box<[u8]>, Box<[u8]>);
 
-/// A request's header fields, in the order they go, and its body.
+/// A request's header fields, in the order they go, and its body: HTTP/2's and HTTP/3's alike
+/// (both forbid the connection-specific headers and carry `:authority` for `Host`).
 #[derive(Debug, Clone)]
-struct Request {
-    fields: Vec<Field>,
-    body: Box<[u8]>,
+pub(crate) struct Request {
+    pub(crate) fields: Vec<Field>,
+    pub(crate) body: Box<[u8]>,
 }
 
 impl Request {
-    fn new(spec: &RequestSpec) -> Request {
+    pub(crate) fn new(spec: &RequestSpec) -> Request {
         let authority = (spec.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host")))
             .map_or(spec.authority.as_str(), |(_, v)| v.as_str());
         let mut fields: Vec<(String, String)> = vec![

@@ -4,5 +4,6 @@
 //! transport (quinn-proto on a UDP engine), the client and the built-in server are not built
 //! yet; `docs/protocols.md` lists what is.
 
+pub mod client;
 pub mod frame;
 pub mod qpack;

@@ -1,0 +1,518 @@
+//! The HTTP/3 client's protocol half, sans-IO: what goes on each QUIC stream and what the
+//! server's streams mean. The QUIC connection (quinn-proto) is the caller's: it opens a
+//! bidirectional stream per request, writes [`H3Client::request`]'s bytes and finishes it, hands
+//! every byte read from a request stream to [`H3Client::request_data`] (which completes the
+//! operation once the stream ends after a whole response) and every byte of a stream the
+//! server opened to [`H3Client::uni_data`].
+//!
+//! This side's control stream carries its SETTINGS: a QPACK dynamic table of capacity 0 and no
+//! blocked streams, so neither side needs QPACK's encoder or decoder stream and every field
+//! section is the static table's indexes and literals ([`qpack`]); a server's field section
+//! that refers to a dynamic table anyway is a `QPACK_DECOMPRESSION_FAILED` error. Push is never
+//! allowed (no MAX_PUSH_ID), so a push stream is an `H3_ID_ERROR`.
+//!
+//! Each request stream's bytes are counted by layer as HTTP/2's are ([`Layers`]): QPACK field
+//! sections (the response's trailers apart), frame heads (a type and a length, a varint each:
+//! 2 octets for a small frame), payload; the connection's first request (stream 0) apart.
+
+use super::{frame, qpack};
+use crate::outcome::{Answer, Failure};
+use crate::proto::h2::client::{Request, RequestSpec};
+use crate::proto::{CodecError, Outcome};
+use crate::stats::Layers;
+use std::sync::Arc;
+
+/// What can break an HTTP/3 connection or request stream from this side's view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Frame(#[from] frame::Error),
+    #[error(transparent)]
+    Qpack(#[from] qpack::Error),
+    #[error("HTTP/3 H3_FRAME_UNEXPECTED: {0} on a request stream")]
+    Unexpected(&'static str),
+    #[error("HTTP/3 H3_MESSAGE_ERROR: a response without a valid :status")]
+    NoStatus,
+    #[error("HTTP/3 H3_FRAME_UNEXPECTED: DATA before the response's HEADERS")]
+    DataBeforeHeaders,
+    #[error("HTTP/3 H3_MESSAGE_ERROR: HEADERS after the response's trailers")]
+    AfterTrailers,
+    #[error("HTTP/3 H3_REQUEST_INCOMPLETE: the response stream ended inside a frame")]
+    Incomplete,
+    #[error("HTTP/3 H3_MISSING_SETTINGS: the server's control stream began with {0}")]
+    MissingSettings(&'static str),
+    #[error("HTTP/3 H3_FRAME_UNEXPECTED: {0} on the control stream")]
+    ControlFrame(&'static str),
+    #[error("HTTP/3 H3_STREAM_CREATION_ERROR: a second control stream")]
+    SecondControl,
+    #[error("HTTP/3 H3_CLOSED_CRITICAL_STREAM: the server closed its control stream")]
+    ControlClosed,
+    #[error("HTTP/3 H3_ID_ERROR: a push stream, with push never allowed")]
+    Push,
+    #[error("HTTP/3 H3_ID_ERROR: a GOAWAY raising the last stream id from {0} to {1}")]
+    GoAwayRaised(u64, u64),
+}
+
+impl CodecError for Error {}
+
+/// The largest frame this side holds whole (a HEADERS, a SETTINGS); DATA is taken as it comes.
+const MAX_FRAME: u64 = 64 << 10;
+/// The largest field section this side accepts (SETTINGS_MAX_FIELD_SECTION_SIZE).
+pub const MAX_FIELD_SECTION: u64 = 64 << 10;
+
+/// A request stream in flight: what of its response came, and the octets of a frame not yet
+/// whole.
+#[derive(Debug, Clone)]
+struct ReqStream {
+    id: u64,
+    status: u16,
+    trailers: bool,
+    /// Octets of the current frame's head or of a HEADERS not whole yet.
+    pending: Vec<u8>,
+    /// Octets of the current DATA frame's payload still to come, or of an unknown frame's
+    /// (`skipping`: skipped, counted as framing).
+    data_left: u64,
+    skipping: bool,
+}
+
+/// A stream the server opened: its type once known, and the octets of a frame not yet whole.
+#[derive(Debug, Clone)]
+struct UniStream {
+    id: u64,
+    kind: Option<u64>,
+    pending: Vec<u8>,
+}
+
+/// The client: one value per QUIC connection, cloned from a prototype holding the requests.
+#[derive(Debug, Clone)]
+pub struct H3Client {
+    requests: Arc<Vec<Request>>,
+    huffman: bool,
+    streams: Vec<ReqStream>,
+    uni: Vec<UniStream>,
+    /// The server's control stream came, and its SETTINGS.
+    control: Option<u64>,
+    settings: bool,
+    /// The last request stream a GOAWAY said the server takes: none above it goes.
+    goaway: Option<u64>,
+    /// The last whole answer in the protocol's words.
+    status: Option<Answer>,
+    layers: Layers,
+}
+
+impl H3Client {
+    pub fn new(spec: &RequestSpec, huffman: bool) -> H3Client {
+        H3Client {
+            requests: Arc::new(vec![Request::new(spec)]),
+            huffman,
+            streams: Vec::new(),
+            uni: Vec::new(),
+            control: None,
+            settings: false,
+            goaway: None,
+            status: None,
+            layers: Layers::default(),
+        }
+    }
+
+    /// Take `other`'s requests as further entries (`--requests`).
+    pub fn add_entries(&mut self, other: H3Client) {
+        Arc::make_mut(&mut self.requests).extend(other.requests.iter().cloned());
+    }
+
+    /// This side's control stream: its type, then its SETTINGS (no dynamic table, no blocked
+    /// streams, the field section size it accepts).
+    pub fn control_stream(&self, out: &mut Vec<u8>) {
+        frame::write_varint(out, frame::CONTROL_STREAM);
+        frame::write_settings(
+            out,
+            &[
+                (frame::QPACK_MAX_TABLE_CAPACITY, 0),
+                (frame::QPACK_BLOCKED_STREAMS, 0),
+                (frame::MAX_FIELD_SECTION_SIZE, MAX_FIELD_SECTION),
+            ],
+        );
+    }
+
+    /// Whether a new request may go: not after a GOAWAY (the server takes none above its id).
+    pub fn accepts(&self, stream: u64) -> bool {
+        self.goaway.is_none_or(|last| stream < last)
+    }
+
+    /// Request `entry` on the bidirectional stream `stream`: its HEADERS (the field section,
+    /// QPACK-encoded) and its body as one DATA frame, to write and then finish.
+    pub fn request(&mut self, stream: u64, entry: usize, out: &mut Vec<u8>) {
+        let request = &self.requests[entry];
+        let mut section = Vec::with_capacity(64);
+        qpack::encode(request.fields.iter().map(|(n, v)| (&n[..], &v[..])), self.huffman, &mut section);
+        let from = out.len();
+        frame::write_frame(out, frame::HEADERS, &section);
+        let layers = self.layers.of(stream == 0);
+        layers.ops += 1;
+        layers.tx.headers += section.len() as u64;
+        layers.tx.framing += (out.len() - from - section.len()) as u64;
+        if !request.body.is_empty() {
+            let from = out.len();
+            frame::write_frame(out, frame::DATA, &request.body);
+            layers.tx.payload += request.body.len() as u64;
+            layers.tx.framing += (out.len() - from - request.body.len()) as u64;
+        }
+        self.streams.push(ReqStream {
+            id: stream,
+            status: 0,
+            trailers: false,
+            pending: Vec::new(),
+            data_left: 0,
+            skipping: false,
+        });
+    }
+
+    /// `data` arrived on request stream `stream`, `fin`: the stream ended after it. `Some`: the
+    /// response is whole (the operation completes, successfully or as `status`); `None`: more
+    /// to come, or a stream this side no longer waits for.
+    pub fn request_data(
+        &mut self,
+        stream: u64,
+        mut data: &[u8],
+        fin: bool,
+    ) -> Result<Option<Outcome>, Error> {
+        let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Ok(None) };
+        let first = stream == 0;
+        while !data.is_empty() {
+            let s = &mut self.streams[at];
+            let rx = &mut self.layers.of(first).rx;
+            // Inside a DATA frame's payload: taken as it comes, never held.
+            if s.data_left > 0 {
+                let n = (s.data_left as usize).min(data.len());
+                *(if s.skipping { &mut rx.framing } else { &mut rx.payload }) += n as u64;
+                s.data_left -= n as u64;
+                data = &data[n..];
+                continue;
+            }
+            s.pending.push(data[0]);
+            data = &data[1..];
+            let Some((kind, len, head)) = frame::parse_head(&s.pending)? else { continue };
+            match kind {
+                frame::DATA => {
+                    if s.status == 0 || s.trailers {
+                        return Err(Error::DataBeforeHeaders);
+                    }
+                    rx.framing += head as u64;
+                    (s.data_left, s.skipping) = (len, false);
+                    s.pending.clear();
+                }
+                frame::HEADERS => {
+                    if len > MAX_FRAME {
+                        return Err(frame::Error::TooLong { kind: "HEADERS", len, max: MAX_FRAME }.into());
+                    }
+                    // The whole frame, then: take as much of it as is here.
+                    let want = head + len as usize;
+                    let take = (want - s.pending.len()).min(data.len());
+                    s.pending.extend_from_slice(&data[..take]);
+                    data = &data[take..];
+                    if s.pending.len() < want {
+                        continue;
+                    }
+                    let section = std::mem::take(&mut s.pending);
+                    self.headers(at, &section[head..], first)?;
+                    let rx = &mut self.layers.of(first).rx;
+                    rx.framing += head as u64;
+                }
+                frame::SETTINGS | frame::GOAWAY | frame::MAX_PUSH_ID | frame::CANCEL_PUSH => {
+                    return Err(Error::Unexpected(frame_name(kind)));
+                }
+                frame::PUSH_PROMISE => return Err(Error::Push),
+                _ => {
+                    // An unknown type (an extension, a "grease" frame): skipped as it comes,
+                    // its bytes counted as framing.
+                    rx.framing += head as u64;
+                    (s.data_left, s.skipping) = (len, true);
+                    s.pending.clear();
+                }
+            }
+        }
+        if !fin {
+            return Ok(None);
+        }
+        let s = self.streams.swap_remove(at);
+        if !s.pending.is_empty() || s.data_left > 0 {
+            return Err(Error::Incomplete);
+        }
+        if s.status == 0 {
+            return Err(Error::NoStatus);
+        }
+        self.status = Some(Answer::Status(s.status));
+        Ok(Some(if s.status >= 400 { Outcome::OpFailed(Failure::Status(s.status)) } else { Outcome::Op }))
+    }
+
+    /// A whole field section on the stream at `at`: the response's (its `:status`), an
+    /// informational one (1xx, another follows), or its trailers.
+    fn headers(&mut self, at: usize, section: &[u8], first: bool) -> Result<(), Error> {
+        let mut status = None;
+        qpack::decode(section, MAX_FIELD_SECTION as usize, |name, value| {
+            if name == b":status" {
+                status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
+            }
+        })?;
+        let s = &mut self.streams[at];
+        let rx = &mut self.layers.of(first).rx;
+        if s.trailers {
+            return Err(Error::AfterTrailers);
+        }
+        if s.status != 0 {
+            s.trailers = true;
+            rx.trailers += section.len() as u64;
+            return Ok(());
+        }
+        rx.headers += section.len() as u64;
+        match status {
+            Some(100..=199) => Ok(()), // informational: the final response follows
+            Some(code @ 200..=599) => {
+                s.status = code;
+                Ok(())
+            }
+            _ => Err(Error::NoStatus),
+        }
+    }
+
+    /// The server reset request stream `stream` (RESET_STREAM with `code`): its operation
+    /// fails, named; `None` if this side no longer waited for it.
+    pub fn reset(&mut self, stream: u64, code: u64) -> Option<Outcome> {
+        let at = self.streams.iter().position(|s| s.id == stream)?;
+        self.streams.swap_remove(at);
+        self.status = None;
+        Some(Outcome::OpFailed(Failure::H3Reset(frame::code_name(code))))
+    }
+
+    /// `data` arrived on the server's unidirectional stream `stream` (`fin`: it ended): its
+    /// type first, then for the control stream its SETTINGS and what follows; QPACK's streams
+    /// and unknown types are read and dropped (with a table of capacity 0 they carry nothing
+    /// this side uses).
+    pub fn uni_data(&mut self, stream: u64, data: &[u8], fin: bool) -> Result<(), Error> {
+        let at = match self.uni.iter().position(|s| s.id == stream) {
+            Some(at) => at,
+            None => {
+                self.uni.push(UniStream { id: stream, kind: None, pending: Vec::new() });
+                self.uni.len() - 1
+            }
+        };
+        let u = &mut self.uni[at];
+        if u.kind != Some(frame::CONTROL_STREAM) && u.kind.is_some() {
+            return Ok(()); // QPACK's or an unknown kind: dropped
+        }
+        u.pending.extend_from_slice(data);
+        if u.kind.is_none() {
+            let Some((kind, used)) = frame::read_varint(&u.pending) else { return Ok(()) };
+            u.pending.drain(..used);
+            u.kind = Some(kind);
+            match kind {
+                frame::CONTROL_STREAM if self.control.is_some() => return Err(Error::SecondControl),
+                frame::CONTROL_STREAM => self.control = Some(stream),
+                frame::PUSH_STREAM => return Err(Error::Push),
+                _ => {
+                    u.pending = Vec::new();
+                    return Ok(());
+                }
+            }
+        }
+        // The control stream: whole frames.
+        let mut pending = std::mem::take(&mut self.uni[at].pending);
+        let mut rest = &pending[..];
+        while let Some((f, used)) = frame::parse(rest, MAX_FRAME)? {
+            rest = &rest[used..];
+            match f {
+                frame::Frame::Settings(params) if !self.settings => {
+                    self.settings = true;
+                    for p in frame::settings(params) {
+                        p?;
+                    }
+                }
+                f if !self.settings => return Err(Error::MissingSettings(f.name())),
+                frame::Frame::GoAway(last) => {
+                    if let Some(before) = self.goaway
+                        && last > before
+                    {
+                        return Err(Error::GoAwayRaised(before, last));
+                    }
+                    self.goaway = Some(last);
+                }
+                frame::Frame::Unknown { .. } => {}
+                f => return Err(Error::ControlFrame(f.name())),
+            }
+        }
+        let used = pending.len() - rest.len();
+        pending.drain(..used);
+        self.uni[at].pending = pending;
+        if fin && self.control == Some(stream) {
+            return Err(Error::ControlClosed);
+        }
+        Ok(())
+    }
+
+    /// The requests in flight on the streams above a GOAWAY's last id: never answered.
+    pub fn refused(&self) -> impl Iterator<Item = u64> + '_ {
+        let last = self.goaway.unwrap_or(u64::MAX);
+        self.streams.iter().map(|s| s.id).filter(move |&id| id >= last)
+    }
+
+    /// The last whole answer's status.
+    pub fn answer(&self) -> Option<Answer> {
+        self.status
+    }
+
+    /// The request streams' bytes by layer.
+    pub fn layers(&self) -> &Layers {
+        &self.layers
+    }
+}
+
+/// A frame type's name for errors.
+fn frame_name(kind: u64) -> &'static str {
+    match kind {
+        frame::SETTINGS => "SETTINGS",
+        frame::GOAWAY => "GOAWAY",
+        frame::MAX_PUSH_ID => "MAX_PUSH_ID",
+        frame::CANCEL_PUSH => "CANCEL_PUSH",
+        _ => "a frame",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(method: &str, body: &[u8]) -> RequestSpec {
+        RequestSpec {
+            method: method.into(),
+            scheme: "https",
+            authority: "example.com".into(),
+            path: "/".into(),
+            headers: vec![],
+            body: body.to_vec(),
+            grpc: false,
+        }
+    }
+
+    /// A response as a server writes it: HEADERS of `:status` (static index 25 for 200: one
+    /// octet 0xd9 after the 2-octet prefix) and DATA.
+    fn response(status: &[u8], body: &[u8]) -> Vec<u8> {
+        let mut section = Vec::new();
+        qpack::encode([(&b":status"[..], status)], false, &mut section);
+        let mut out = Vec::new();
+        frame::write_frame(&mut out, frame::HEADERS, &section);
+        if !body.is_empty() {
+            frame::write_frame(&mut out, frame::DATA, body);
+        }
+        out
+    }
+
+    /// By hand (RFC 9114, RFC 9204 with the static table): a POST of 400 octets to
+    /// https://example.com/ is a HEADERS frame (01, a length) of the section prefix 00 00,
+    /// `:method POST` static 20 (0xd4), `:scheme https` 23 (0xd7), `:authority` a literal of
+    /// static name 0 (0x50, 0x88 and 8 Huffman octets), `:path /` 1 (0xc1), `content-length:
+    /// 400` a literal of static name 4 (0x54, 0x82 and "400" in 16 bits of Huffman code: '4' is
+    /// 011010 and '0' 00000, so 0x68 0x00): 19 octets;
+    /// then DATA (00, 0x41 0x90: 400 as a 2-octet varint) and the body.
+    #[test]
+    fn a_request_by_hand() {
+        let mut c = H3Client::new(&spec("POST", &[b'b'; 400]), true);
+        let mut out = Vec::new();
+        c.request(0, 0, &mut out);
+        let section = &out[2..2 + 19];
+        assert_eq!(out[..2], [0x01, 19]);
+        assert_eq!(section[..4], [0x00, 0x00, 0xd4, 0xd7]);
+        assert_eq!(section[4..6], [0x50, 0x88]);
+        assert_eq!(section[14..19], [0xc1, 0x54, 0x82, 0x68, 0x00]);
+        assert_eq!(out[21..24], [0x00, 0x41, 0x90]);
+        assert_eq!(out.len(), 2 + 19 + 3 + 400);
+        let l = c.layers();
+        assert_eq!(
+            (l.first.ops, l.first.tx.headers, l.first.tx.framing, l.first.tx.payload),
+            (1, 19, 5, 400)
+        );
+    }
+
+    /// A response whole or a byte at a time is the same answer with the same layers; a status
+    /// of 400 or more fails the operation as `status`; a stream ending inside a frame, or with
+    /// no HEADERS, is an error.
+    #[test]
+    fn responses_in_any_pieces() {
+        let bytes = [response(b"200", b"Hello World"), {
+            let mut t = Vec::new();
+            qpack::encode([(&b"x-t"[..], &b"1"[..])], false, &mut t);
+            let mut f = Vec::new();
+            frame::write_frame(&mut f, frame::HEADERS, &t);
+            f
+        }]
+        .concat();
+        let mut whole = H3Client::new(&spec("GET", b""), false);
+        whole.request(0, 0, &mut Vec::new());
+        assert_eq!(whole.request_data(0, &bytes, true), Ok(Some(Outcome::Op)));
+        let mut split = H3Client::new(&spec("GET", b""), false);
+        split.request(0, 0, &mut Vec::new());
+        for (i, b) in bytes.iter().enumerate() {
+            let last = i + 1 == bytes.len();
+            let got = split.request_data(0, &[*b], last).unwrap();
+            assert_eq!(got, last.then_some(Outcome::Op), "at {i}");
+        }
+        assert_eq!(whole.layers(), split.layers());
+        let rx = whole.layers().first.rx;
+        // HEADERS 01 03 (00 00 d9), DATA 00 0b + 11, trailers 01 08 (00 00 23 x-t 01 1).
+        assert_eq!((rx.headers, rx.trailers, rx.framing, rx.payload), (3, 8, 6, 11));
+        assert_eq!(whole.answer(), Some(Answer::Status(200)));
+        let mut c = H3Client::new(&spec("GET", b""), false);
+        for stream in [0, 4, 8, 12] {
+            c.request(stream, 0, &mut Vec::new());
+        }
+        let failed = c.request_data(4, &response(b"503", b""), true);
+        assert_eq!(failed, Ok(Some(Outcome::OpFailed(Failure::Status(503)))));
+        assert_eq!(c.request_data(0, &response(b"200", b"abc")[..6], true), Err(Error::Incomplete));
+        assert_eq!(c.request_data(8, &[], true), Err(Error::NoStatus));
+        let mut data_first = Vec::new();
+        frame::write_frame(&mut data_first, frame::DATA, b"x");
+        assert_eq!(c.request_data(12, &data_first, false), Err(Error::DataBeforeHeaders));
+        assert_eq!(
+            c.reset(12, frame::H3_REQUEST_REJECTED),
+            Some(Outcome::OpFailed(Failure::H3Reset("H3_REQUEST_REJECTED")))
+        );
+    }
+
+    /// The server's control stream: its type (00) and SETTINGS first, then GOAWAY; QPACK's
+    /// streams are read and dropped; a second control stream, a push stream, a frame before
+    /// SETTINGS, a GOAWAY that raises its id, and the control stream ending are errors.
+    #[test]
+    fn the_servers_streams() {
+        let mut control = vec![0x00];
+        frame::write_settings(&mut control, &[(frame::QPACK_MAX_TABLE_CAPACITY, 0)]);
+        frame::write_frame(&mut control, frame::GOAWAY, &[8]);
+        let mut c = H3Client::new(&spec("GET", b""), false);
+        for stream in [0, 4, 8, 12] {
+            c.request(stream, 0, &mut Vec::new());
+        }
+        for b in &control {
+            c.uni_data(3, &[*b], false).unwrap();
+        }
+        assert!(c.accepts(4) && !c.accepts(8));
+        assert_eq!(c.refused().collect::<Vec<_>>(), [8, 12]);
+        c.uni_data(7, &[0x02, 0x3f, 0xe1, 0x1f], false).unwrap(); // an encoder stream: dropped
+        assert_eq!(c.uni_data(11, &[0x00], false), Err(Error::SecondControl));
+        assert_eq!(c.uni_data(15, &[0x01], false), Err(Error::Push));
+        let mut raised = Vec::new();
+        frame::write_frame(&mut raised, frame::GOAWAY, &[12]);
+        assert_eq!(c.clone().uni_data(3, &raised, false), Err(Error::GoAwayRaised(8, 12)));
+        assert_eq!(c.uni_data(3, &[], true), Err(Error::ControlClosed));
+        let mut early = vec![0x00];
+        frame::write_frame(&mut early, frame::GOAWAY, &[0]);
+        let mut c = H3Client::new(&spec("GET", b""), false);
+        assert_eq!(c.uni_data(3, &early, false), Err(Error::MissingSettings("GOAWAY")));
+    }
+
+    /// This side's control stream, by hand: type 00, SETTINGS (04) of 01 00, 07 00 and
+    /// 06 = 65,536 (a four-octet varint 80 01 00 00).
+    #[test]
+    fn the_control_stream_by_hand() {
+        let mut out = Vec::new();
+        H3Client::new(&spec("GET", b""), false).control_stream(&mut out);
+        assert_eq!(out, [0x00, 0x04, 0x09, 0x01, 0x00, 0x07, 0x00, 0x06, 0x80, 0x01, 0x00, 0x00]);
+    }
+}
