@@ -6,8 +6,10 @@
 //! The codec counts these as it encodes and decodes (only it knows where a header block ends
 //! and a payload begins), per connection; the engine adds each connection's to its core's
 //! recorder when the connection closes. They cover every operation's bytes, warm-up and failed
-//! ones too (the bytes the report files under `op`, `warmup` and `failed` for the streams'
-//! frames): a protocol that counts them says so, and its tests check the sums against those.
+//! ones too: in a run where every byte queued was written they sum to what the report files
+//! under `op`, `warmup` and `failed` (with TLS, to the plaintext beside them: `tls.plain_*`),
+//! which the tests check. A connection that ended with bytes of its operations still queued (a
+//! write timeout, a server gone) counts them here, as encoded, but not on the wire.
 
 use serde::{Deserialize, Serialize};
 

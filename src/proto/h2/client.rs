@@ -49,6 +49,8 @@ pub enum Error {
     DataBeforeHeaders,
     #[error("HTTP/2 FLOW_CONTROL_ERROR: the server's WINDOW_UPDATE or SETTINGS took a window past 2^31-1")]
     WindowOverflow,
+    #[error("HTTP/2 PROTOCOL_ERROR: {0} on stream {1}, which this side never opened")]
+    IdleStream(&'static str, u32),
 }
 
 impl CodecError for Error {}
@@ -231,6 +233,8 @@ pub struct H2Client {
     open: bool,
     /// The streams' bytes by layer.
     layers: Layers,
+    /// Where [`ClientCodec::op_more`] looks first: the stream after the one it served last.
+    more_from: usize,
     /// DATA read on the connection since this side last granted room, and the window this
     /// side grants each stream and the connection (`--window`).
     unacked: u32,
@@ -255,6 +259,7 @@ impl H2Client {
             stream_window: i64::from(INITIAL_WINDOW),
             open: false,
             layers: Layers::default(),
+            more_from: 0,
             requests: Arc::new(vec![Request::new(spec)]),
             encoder: hpack::Encoder::new(huffman),
             blocks: Vec::new(),
@@ -381,7 +386,7 @@ impl H2Client {
         if self.unacked > conn_window {
             return Err(Error::FlowControl);
         }
-        if self.unacked >= conn_window / 2 {
+        if self.unacked > 0 && self.unacked >= conn_window / 2 {
             frame::write_window_update(out, 0, self.unacked);
             self.unacked = 0;
         }
@@ -393,7 +398,9 @@ impl H2Client {
             if s.unacked > self.recv_window {
                 return Err(Error::FlowControl);
             }
-            if s.unacked >= self.recv_window / 2 && !end_stream {
+            // Never a WINDOW_UPDATE of 0 (§6.9: the server would take it as an error), even
+            // with a window of 1 and an empty DATA.
+            if s.unacked > 0 && s.unacked >= self.recv_window / 2 && !end_stream {
                 frame::write_window_update(out, stream, s.unacked);
                 s.unacked = 0;
             }
@@ -440,6 +447,11 @@ impl H2Client {
             }
             Frame::PushPromise { .. } => return Err(Error::Push),
             Frame::WindowUpdate { stream, increment } => {
+                // A stream this side never opened (its ids are odd, and below the next) is
+                // idle: room for it is an error (§5.1).
+                if stream != 0 && (stream % 2 == 0 || stream >= self.next_stream) {
+                    return Err(Error::IdleStream("WINDOW_UPDATE", stream));
+                }
                 let window = match stream {
                     0 => Some(&mut self.send_window),
                     _ => self.streams.iter_mut().find(|s| s.id == stream).map(|s| &mut s.window),
@@ -463,8 +475,13 @@ impl H2Client {
     /// As much of the body of the stream at `at` as the windows allow (at least one octet, or
     /// its whole rest); `true` once its last octet went (with END_STREAM).
     fn send_body(&mut self, at: usize, out: &mut Vec<u8>) -> bool {
+        self.send_body_up_to(at, usize::MAX, out)
+    }
+
+    /// The same, at most `share` octets of it.
+    fn send_body_up_to(&mut self, at: usize, share: usize, out: &mut Vec<u8>) -> bool {
         let s = &mut self.streams[at];
-        let room = usize::try_from(self.send_window.min(s.window)).unwrap_or(0);
+        let room = usize::try_from(self.send_window.min(s.window)).unwrap_or(0).min(share);
         let n = (s.body_len - s.body_sent).min(room);
         if n == 0 {
             return false;
@@ -617,13 +634,23 @@ impl ClientCodec for H2Client {
         self.open
     }
 
-    /// The first stream whose body waits and has room now: as much of it as goes.
+    /// The next stream (round robin) whose body waits and has room now: its share of what is
+    /// left of the connection's window (the window over the streams waiting, at least a
+    /// frame), as far as its own window goes. None above a GOAWAY's last stream: the server
+    /// will not read them.
     fn op_more(&mut self, out: &mut Vec<u8>) -> Option<(u64, bool)> {
         if self.send_window <= 0 {
             return None;
         }
-        let at = self.streams.iter().position(|s| s.uploading() && s.window > 0)?;
-        let last = self.send_body(at, out);
+        let last_taken = self.goaway.unwrap_or(u32::MAX);
+        let waits = |s: &Stream| s.uploading() && s.window > 0 && s.id <= last_taken;
+        let waiting = self.streams.iter().filter(|s| waits(s)).count();
+        let len = self.streams.len();
+        let from = self.more_from % len.max(1);
+        let at = (0..len).map(|k| (from + k) % len).find(|&at| waits(&self.streams[at]))?;
+        self.more_from = at + 1;
+        let share = (self.send_window as usize / waiting.max(1)).max(self.max_frame as usize);
+        let last = self.send_body_up_to(at, share, out);
         Some((u64::from(self.streams[at].id), last))
     }
 
@@ -952,6 +979,54 @@ mod tests {
         grant.clear();
         frame::write_window_update(&mut grant, 0, frame::MAX_WINDOW);
         assert_eq!(c.decode_op(&grant, &mut Vec::new()), Err(Error::WindowOverflow));
+    }
+
+    /// Streams waiting for room share the connection's window in turn, each its share of what
+    /// is left (the window over the streams waiting, at least a frame): of 40,000, stream 1
+    /// 20,000, stream 3 16,384 (a frame: 10,000 would be less), stream 1 the last 3,616. None
+    /// above a GOAWAY's last stream goes on; room for a stream never opened is an error.
+    #[test]
+    fn waiting_bodies_share_the_window_in_turn() {
+        let feed = |c: &mut H2Client, frames: &[(u32, u32)]| {
+            let mut grant = Vec::new();
+            for &(stream, n) in frames {
+                frame::write_window_update(&mut grant, stream, n);
+            }
+            decode_all(c, &grant, &mut Vec::new());
+        };
+        let mut c = H2Client::new(&spec("POST", &vec![b'b'; 100_000]), false);
+        c.encode_op(0, &mut Vec::new()); // stream 1: 65,535 of it, the connection's all
+        c.encode_op(0, &mut Vec::new()); // stream 3: none yet
+        feed(&mut c, &[(1, 50_000), (0, 40_000)]);
+        let mut pieces = Vec::new();
+        while let Some((id, _)) = c.op_more(&mut Vec::new()) {
+            pieces.push((id, c.streams.iter().find(|s| u64::from(s.id) == id).unwrap().body_sent));
+        }
+        assert_eq!(pieces, [(1, 85_535), (3, 16_384), (1, 89_151)]);
+        // After GOAWAY(1), stream 3's body stops; stream 1's goes on.
+        let mut goaway = Vec::new();
+        frame::write_goaway(&mut goaway, 1, 0);
+        decode_all(&mut c, &goaway, &mut Vec::new());
+        feed(&mut c, &[(0, 30_000), (3, 10_000)]);
+        let mut served = Vec::new();
+        while let Some((id, _)) = c.op_more(&mut Vec::new()) {
+            served.push(id);
+        }
+        assert_eq!(served, [1]);
+        let mut idle = Vec::new();
+        frame::write_window_update(&mut idle, 5, 1);
+        assert_eq!(c.decode_op(&idle, &mut Vec::new()), Err(Error::IdleStream("WINDOW_UPDATE", 5)));
+        // A window of 1 never grants 0: an empty DATA takes no WINDOW_UPDATE.
+        let mut c = H2Client::new(&spec("GET", b""), false).with_window(Some(1));
+        c.encode_op(0, &mut Vec::new());
+        let mut input = Vec::new();
+        let mut block = Vec::new();
+        hpack::Encoder::new(false).encode([(&b":status"[..], &b"200"[..])], &mut block);
+        frame::write_headers(&mut input, 1, &block, false, 16_384);
+        frame::write_data(&mut input, 1, b"", false, 16_384);
+        let mut replies = Vec::new();
+        decode_all(&mut c, &input, &mut replies);
+        assert!(replies.is_empty(), "{replies:?}");
     }
 
     /// SETTINGS_INITIAL_WINDOW_SIZE sets a new stream's room and moves an open stream's by
