@@ -563,10 +563,50 @@ fn hpack(data: &[u8]) {
 /// HTTP/3's frames and QPACK on an arbitrary stream ([`expand`]ed): parsed frame by frame with
 /// no panic, a cut anywhere never giving another frame than the whole stream gives (only "not
 /// yet"), and each HEADERS payload's field section, if QPACK takes it, encoded again (Huffman
-/// on and off) decoding to the same fields.
+/// on and off) decoding to the same fields. The same stream as a request stream to the
+/// server and as a response stream to the client, whole and cut where the first byte says:
+/// the same answer, error and counts either way.
 fn h3(data: &[u8]) {
-    use proto::h3::{frame, qpack};
-    let stream = expand(data);
+    use proto::h3::{client::H3Client, frame, qpack, server::H3Server};
+    let (seed, stream) = split_input(data);
+    let cuts = cuts_from(seed, stream.len());
+    let serve = |pieces: &[&[u8]]| {
+        let mut server = H3Server::default();
+        let mut out = Vec::new();
+        let mut result = Ok(false);
+        for (i, piece) in pieces.iter().enumerate() {
+            result = server.request_data(0, piece, i + 1 == pieces.len(), &mut out);
+            if result.is_err() {
+                break;
+            }
+        }
+        (result, out)
+    };
+    let whole: Vec<&[u8]> = vec![&stream];
+    let split = pieces(&stream, &cuts);
+    assert_eq!(serve(&whole), serve(&split), "serve h3: the same request stream whole and cut");
+    let spec = proto::h2::client::RequestSpec {
+        method: "GET".into(),
+        scheme: "https",
+        authority: "h".into(),
+        path: "/".into(),
+        headers: vec![],
+        body: vec![],
+        grpc: false,
+    };
+    let answer = |pieces: &[&[u8]]| {
+        let mut c = H3Client::new(&spec, true);
+        c.request(0, 0, &mut Vec::new());
+        let mut result = Ok(None);
+        for (i, piece) in pieces.iter().enumerate() {
+            result = c.request_data(0, piece, i + 1 == pieces.len());
+            if result.is_err() {
+                break;
+            }
+        }
+        (result, *c.layers())
+    };
+    assert_eq!(answer(&whole), answer(&split), "the h3 client: the same response stream whole and cut");
     let mut rest = &stream[..];
     let mut frames = 0usize;
     while let Ok(Some((f, used))) = frame::parse(rest, 1 << 20) {

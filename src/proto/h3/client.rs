@@ -15,6 +15,7 @@
 //! sections (the response's trailers apart), frame heads (a type and a length, a varint each:
 //! 2 octets for a small frame), payload; the connection's first request (stream 0) apart.
 
+use super::stream::{self, Piece};
 use super::{frame, qpack};
 use crate::outcome::{Answer, Failure};
 use crate::proto::h2::client::{Request, RequestSpec};
@@ -30,7 +31,7 @@ pub enum Error {
     #[error(transparent)]
     Qpack(#[from] qpack::Error),
     #[error("HTTP/3 H3_FRAME_UNEXPECTED: {0} on a request stream")]
-    Unexpected(&'static str),
+    OnRequestStream(&'static str),
     #[error("HTTP/3 H3_MESSAGE_ERROR: a response without a valid :status")]
     NoStatus,
     #[error("HTTP/3 H3_FRAME_UNEXPECTED: DATA before the response's HEADERS")]
@@ -39,21 +40,23 @@ pub enum Error {
     AfterTrailers,
     #[error("HTTP/3 H3_REQUEST_INCOMPLETE: the response stream ended inside a frame")]
     Incomplete,
-    #[error("HTTP/3 H3_MISSING_SETTINGS: the server's control stream began with {0}")]
-    MissingSettings(&'static str),
-    #[error("HTTP/3 H3_FRAME_UNEXPECTED: {0} on the control stream")]
-    ControlFrame(&'static str),
-    #[error("HTTP/3 H3_STREAM_CREATION_ERROR: a second control stream")]
-    SecondControl,
-    #[error("HTTP/3 H3_CLOSED_CRITICAL_STREAM: the server closed its control stream")]
-    ControlClosed,
-    #[error("HTTP/3 H3_ID_ERROR: a push stream, with push never allowed")]
+    #[error("HTTP/3 H3_ID_ERROR: a PUSH_PROMISE, with push never allowed")]
     Push,
-    #[error("HTTP/3 H3_ID_ERROR: a GOAWAY raising the last stream id from {0} to {1}")]
-    GoAwayRaised(u64, u64),
+    #[error(transparent)]
+    Uni(#[from] stream::UniError),
 }
 
 impl CodecError for Error {}
+
+impl From<stream::Broken> for Error {
+    fn from(e: stream::Broken) -> Error {
+        match e {
+            stream::Broken::Frame(e) => Error::Frame(e),
+            stream::Broken::Unexpected("PUSH_PROMISE") => Error::Push,
+            stream::Broken::Unexpected(kind) => Error::OnRequestStream(kind),
+        }
+    }
+}
 
 /// The largest frame this side holds whole (a HEADERS, a SETTINGS); DATA is taken as it comes.
 const MAX_FRAME: u64 = 64 << 10;
@@ -67,20 +70,8 @@ struct ReqStream {
     id: u64,
     status: u16,
     trailers: bool,
-    /// Octets of the current frame's head or of a HEADERS not whole yet.
-    pending: Vec<u8>,
-    /// Octets of the current DATA frame's payload still to come, or of an unknown frame's
-    /// (`skipping`: skipped, counted as framing).
-    data_left: u64,
-    skipping: bool,
-}
-
-/// A stream the server opened: its type once known, and the octets of a frame not yet whole.
-#[derive(Debug, Clone)]
-struct UniStream {
-    id: u64,
-    kind: Option<u64>,
-    pending: Vec<u8>,
+    /// Its frames as they arrive.
+    reader: stream::Reader,
 }
 
 /// The client: one value per QUIC connection, cloned from a prototype holding the requests.
@@ -89,12 +80,9 @@ pub struct H3Client {
     requests: Arc<Vec<Request>>,
     huffman: bool,
     streams: Vec<ReqStream>,
-    uni: Vec<UniStream>,
-    /// The server's control stream came, and its SETTINGS.
-    control: Option<u64>,
-    settings: bool,
-    /// The last request stream a GOAWAY said the server takes: none above it goes.
-    goaway: Option<u64>,
+    /// The server's unidirectional streams (its control stream's GOAWAY: the last request
+    /// stream it takes, none above it goes).
+    peer: stream::PeerStreams,
     /// The last whole answer in the protocol's words.
     status: Option<Answer>,
     layers: Layers,
@@ -106,10 +94,7 @@ impl H3Client {
             requests: Arc::new(vec![Request::new(spec)]),
             huffman,
             streams: Vec::new(),
-            uni: Vec::new(),
-            control: None,
-            settings: false,
-            goaway: None,
+            peer: stream::PeerStreams::default(),
             status: None,
             layers: Layers::default(),
         }
@@ -136,7 +121,7 @@ impl H3Client {
 
     /// Whether a new request may go: not after a GOAWAY (the server takes none above its id).
     pub fn accepts(&self, stream: u64) -> bool {
-        self.goaway.is_none_or(|last| stream < last)
+        self.peer.goaway().is_none_or(|last| stream < last)
     }
 
     /// Request `entry` on the bidirectional stream `stream`: its HEADERS (the field section,
@@ -161,9 +146,7 @@ impl H3Client {
             id: stream,
             status: 0,
             trailers: false,
-            pending: Vec::new(),
-            data_left: 0,
-            skipping: false,
+            reader: stream::Reader::default(),
         });
     }
 
@@ -178,56 +161,16 @@ impl H3Client {
     ) -> Result<Option<Outcome>, Error> {
         let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Ok(None) };
         let first = stream == 0;
-        while !data.is_empty() {
-            let s = &mut self.streams[at];
+        while let Some(piece) = self.streams[at].reader.next(&mut data, MAX_FRAME)? {
+            let s = &self.streams[at];
             let rx = &mut self.layers.of(first).rx;
-            // Inside a DATA frame's payload: taken as it comes, never held.
-            if s.data_left > 0 {
-                let n = (s.data_left as usize).min(data.len());
-                *(if s.skipping { &mut rx.framing } else { &mut rx.payload }) += n as u64;
-                s.data_left -= n as u64;
-                data = &data[n..];
-                continue;
-            }
-            s.pending.push(data[0]);
-            data = &data[1..];
-            let Some((kind, len, head)) = frame::parse_head(&s.pending)? else { continue };
-            match kind {
-                frame::DATA => {
-                    if s.status == 0 || s.trailers {
-                        return Err(Error::DataBeforeHeaders);
-                    }
+            match piece {
+                Piece::Head(n) | Piece::Skipped(n) => rx.framing += n as u64,
+                Piece::Data(_) if s.status == 0 || s.trailers => return Err(Error::DataBeforeHeaders),
+                Piece::Data(d) => rx.payload += d.len() as u64,
+                Piece::Headers(head, section) => {
                     rx.framing += head as u64;
-                    (s.data_left, s.skipping) = (len, false);
-                    s.pending.clear();
-                }
-                frame::HEADERS => {
-                    if len > MAX_FRAME {
-                        return Err(frame::Error::TooLong { kind: "HEADERS", len, max: MAX_FRAME }.into());
-                    }
-                    // The whole frame, then: take as much of it as is here.
-                    let want = head + len as usize;
-                    let take = (want - s.pending.len()).min(data.len());
-                    s.pending.extend_from_slice(&data[..take]);
-                    data = &data[take..];
-                    if s.pending.len() < want {
-                        continue;
-                    }
-                    let section = std::mem::take(&mut s.pending);
-                    self.headers(at, &section[head..], first)?;
-                    let rx = &mut self.layers.of(first).rx;
-                    rx.framing += head as u64;
-                }
-                frame::SETTINGS | frame::GOAWAY | frame::MAX_PUSH_ID | frame::CANCEL_PUSH => {
-                    return Err(Error::Unexpected(frame_name(kind)));
-                }
-                frame::PUSH_PROMISE => return Err(Error::Push),
-                _ => {
-                    // An unknown type (an extension, a "grease" frame): skipped as it comes,
-                    // its bytes counted as framing.
-                    rx.framing += head as u64;
-                    (s.data_left, s.skipping) = (len, true);
-                    s.pending.clear();
+                    self.headers(at, &section, first)?;
                 }
             }
         }
@@ -235,7 +178,7 @@ impl H3Client {
             return Ok(None);
         }
         let s = self.streams.swap_remove(at);
-        if !s.pending.is_empty() || s.data_left > 0 {
+        if !s.reader.at_frame_boundary() {
             return Err(Error::Incomplete);
         }
         if s.status == 0 {
@@ -284,74 +227,14 @@ impl H3Client {
         Some(Outcome::OpFailed(Failure::H3Reset(frame::code_name(code))))
     }
 
-    /// `data` arrived on the server's unidirectional stream `stream` (`fin`: it ended): its
-    /// type first, then for the control stream its SETTINGS and what follows; QPACK's streams
-    /// and unknown types are read and dropped (with a table of capacity 0 they carry nothing
-    /// this side uses).
+    /// `data` arrived on the server's unidirectional stream `stream` (`fin`: it ended).
     pub fn uni_data(&mut self, stream: u64, data: &[u8], fin: bool) -> Result<(), Error> {
-        let at = match self.uni.iter().position(|s| s.id == stream) {
-            Some(at) => at,
-            None => {
-                self.uni.push(UniStream { id: stream, kind: None, pending: Vec::new() });
-                self.uni.len() - 1
-            }
-        };
-        let u = &mut self.uni[at];
-        if u.kind != Some(frame::CONTROL_STREAM) && u.kind.is_some() {
-            return Ok(()); // QPACK's or an unknown kind: dropped
-        }
-        u.pending.extend_from_slice(data);
-        if u.kind.is_none() {
-            let Some((kind, used)) = frame::read_varint(&u.pending) else { return Ok(()) };
-            u.pending.drain(..used);
-            u.kind = Some(kind);
-            match kind {
-                frame::CONTROL_STREAM if self.control.is_some() => return Err(Error::SecondControl),
-                frame::CONTROL_STREAM => self.control = Some(stream),
-                frame::PUSH_STREAM => return Err(Error::Push),
-                _ => {
-                    u.pending = Vec::new();
-                    return Ok(());
-                }
-            }
-        }
-        // The control stream: whole frames.
-        let mut pending = std::mem::take(&mut self.uni[at].pending);
-        let mut rest = &pending[..];
-        while let Some((f, used)) = frame::parse(rest, MAX_FRAME)? {
-            rest = &rest[used..];
-            match f {
-                frame::Frame::Settings(params) if !self.settings => {
-                    self.settings = true;
-                    for p in frame::settings(params) {
-                        p?;
-                    }
-                }
-                f if !self.settings => return Err(Error::MissingSettings(f.name())),
-                frame::Frame::GoAway(last) => {
-                    if let Some(before) = self.goaway
-                        && last > before
-                    {
-                        return Err(Error::GoAwayRaised(before, last));
-                    }
-                    self.goaway = Some(last);
-                }
-                frame::Frame::Unknown { .. } => {}
-                f => return Err(Error::ControlFrame(f.name())),
-            }
-        }
-        let used = pending.len() - rest.len();
-        pending.drain(..used);
-        self.uni[at].pending = pending;
-        if fin && self.control == Some(stream) {
-            return Err(Error::ControlClosed);
-        }
-        Ok(())
+        Ok(self.peer.data(stream, data, fin)?)
     }
 
     /// The requests in flight on the streams above a GOAWAY's last id: never answered.
     pub fn refused(&self) -> impl Iterator<Item = u64> + '_ {
-        let last = self.goaway.unwrap_or(u64::MAX);
+        let last = self.peer.goaway().unwrap_or(u64::MAX);
         self.streams.iter().map(|s| s.id).filter(move |&id| id >= last)
     }
 
@@ -363,17 +246,6 @@ impl H3Client {
     /// The request streams' bytes by layer.
     pub fn layers(&self) -> &Layers {
         &self.layers
-    }
-}
-
-/// A frame type's name for errors.
-fn frame_name(kind: u64) -> &'static str {
-    match kind {
-        frame::SETTINGS => "SETTINGS",
-        frame::GOAWAY => "GOAWAY",
-        frame::MAX_PUSH_ID => "MAX_PUSH_ID",
-        frame::CANCEL_PUSH => "CANCEL_PUSH",
-        _ => "a frame",
     }
 }
 
@@ -479,7 +351,8 @@ mod tests {
 
     /// The server's control stream: its type (00) and SETTINGS first, then GOAWAY; QPACK's
     /// streams are read and dropped; a second control stream, a push stream, a frame before
-    /// SETTINGS, a GOAWAY that raises its id, and the control stream ending are errors.
+    /// SETTINGS, a GOAWAY that raises its id, and the control stream ending are errors
+    /// (`stream::PeerStreams`, the server's too).
     #[test]
     fn the_servers_streams() {
         let mut control = vec![0x00];
@@ -495,16 +368,16 @@ mod tests {
         assert!(c.accepts(4) && !c.accepts(8));
         assert_eq!(c.refused().collect::<Vec<_>>(), [8, 12]);
         c.uni_data(7, &[0x02, 0x3f, 0xe1, 0x1f], false).unwrap(); // an encoder stream: dropped
-        assert_eq!(c.uni_data(11, &[0x00], false), Err(Error::SecondControl));
-        assert_eq!(c.uni_data(15, &[0x01], false), Err(Error::Push));
+        assert_eq!(c.uni_data(11, &[0x00], false), Err(stream::UniError::SecondControl.into()));
+        assert_eq!(c.uni_data(15, &[0x01], false), Err(stream::UniError::Push.into()));
         let mut raised = Vec::new();
         frame::write_frame(&mut raised, frame::GOAWAY, &[12]);
-        assert_eq!(c.clone().uni_data(3, &raised, false), Err(Error::GoAwayRaised(8, 12)));
-        assert_eq!(c.uni_data(3, &[], true), Err(Error::ControlClosed));
+        assert_eq!(c.clone().uni_data(3, &raised, false), Err(stream::UniError::GoAwayRaised(8, 12).into()));
+        assert_eq!(c.uni_data(3, &[], true), Err(stream::UniError::ControlClosed.into()));
         let mut early = vec![0x00];
         frame::write_frame(&mut early, frame::GOAWAY, &[0]);
         let mut c = H3Client::new(&spec("GET", b""), false);
-        assert_eq!(c.uni_data(3, &early, false), Err(Error::MissingSettings("GOAWAY")));
+        assert_eq!(c.uni_data(3, &early, false), Err(stream::UniError::MissingSettings("GOAWAY").into()));
     }
 
     /// This side's control stream, by hand: type 00, SETTINGS (04) of 01 00, 07 00 and

@@ -7,3 +7,5 @@
 pub mod client;
 pub mod frame;
 pub mod qpack;
+pub mod server;
+pub mod stream;

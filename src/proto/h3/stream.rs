@@ -1,0 +1,300 @@
+//! What each kind of stream carries, for both roles. A request stream's frames as its bytes
+//! arrive ([`Reader`]): a DATA frame's payload handed on as it comes (never held), a HEADERS
+//! frame held until whole (up to a limit), an unknown frame type skipped as it comes (RFC 9114
+//! §9), the frames HTTP/3 allows only on the control stream refused (§7.2). The peer's
+//! unidirectional streams ([`PeerStreams`]): its control stream (SETTINGS first, then GOAWAY
+//! and frames this side ignores), QPACK's streams and unknown types read and dropped (with a
+//! dynamic table of capacity 0 they carry nothing this side uses), push streams refused (push
+//! is never allowed here).
+
+use super::frame;
+
+/// What a request stream's bytes make, piece by piece.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// A frame's head (type and length): its octets.
+    Head(usize),
+    /// Octets of a DATA frame's payload.
+    Data(&'a [u8]),
+    /// A whole HEADERS frame: its head's octets, and its field section.
+    Headers(usize, Vec<u8>),
+    /// Octets of an unknown frame, skipped.
+    Skipped(usize),
+}
+
+/// Why a request stream's frames break RFC 9114.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Broken {
+    Frame(frame::Error),
+    /// A control-stream frame (SETTINGS, GOAWAY, MAX_PUSH_ID, CANCEL_PUSH) or a PUSH_PROMISE
+    /// here: H3_FRAME_UNEXPECTED.
+    Unexpected(&'static str),
+}
+
+impl From<frame::Error> for Broken {
+    fn from(e: frame::Error) -> Broken {
+        Broken::Frame(e)
+    }
+}
+
+/// The reader of one stream.
+#[derive(Debug, Clone, Default)]
+pub struct Reader {
+    /// A frame head not whole yet, or a HEADERS frame not whole yet (head included).
+    pending: Vec<u8>,
+    /// Octets left of the current DATA (or skipped) frame's payload.
+    left: u64,
+    skipping: bool,
+}
+
+impl Reader {
+    /// The next piece of `data` (consumed from its front); `Ok(None)`: `data` is all taken and
+    /// no piece is whole. A HEADERS frame over `max_headers` octets is refused at its head.
+    pub fn next<'a>(&mut self, data: &mut &'a [u8], max_headers: u64) -> Result<Option<Piece<'a>>, Broken> {
+        loop {
+            if self.left > 0 {
+                if data.is_empty() {
+                    return Ok(None);
+                }
+                let n = (self.left as usize).min(data.len());
+                let (taken, rest) = data.split_at(n);
+                *data = rest;
+                self.left -= n as u64;
+                return Ok(Some(if self.skipping { Piece::Skipped(n) } else { Piece::Data(taken) }));
+            }
+            let Some((&byte, rest)) = data.split_first() else { return Ok(None) };
+            // A head: at most two varints (16 octets), gathered an octet at a time.
+            if self.pending.is_empty() || frame::parse_head(&self.pending)?.is_none() {
+                self.pending.push(byte);
+                *data = rest;
+                let Some((kind, len, head)) = frame::parse_head(&self.pending)? else { continue };
+                match kind {
+                    frame::DATA => {
+                        (self.left, self.skipping) = (len, false);
+                        self.pending.clear();
+                        return Ok(Some(Piece::Head(head)));
+                    }
+                    frame::HEADERS if len > max_headers => {
+                        return Err(frame::Error::TooLong { kind: "HEADERS", len, max: max_headers }.into());
+                    }
+                    frame::HEADERS if len == 0 => {
+                        self.pending.clear();
+                        return Ok(Some(Piece::Headers(head, Vec::new())));
+                    }
+                    frame::HEADERS => continue,
+                    frame::SETTINGS => return Err(Broken::Unexpected("SETTINGS")),
+                    frame::GOAWAY => return Err(Broken::Unexpected("GOAWAY")),
+                    frame::MAX_PUSH_ID => return Err(Broken::Unexpected("MAX_PUSH_ID")),
+                    frame::CANCEL_PUSH => return Err(Broken::Unexpected("CANCEL_PUSH")),
+                    frame::PUSH_PROMISE => return Err(Broken::Unexpected("PUSH_PROMISE")),
+                    _ => {
+                        (self.left, self.skipping) = (len, true);
+                        self.pending.clear();
+                        return Ok(Some(Piece::Head(head)));
+                    }
+                }
+            }
+            // Inside a HEADERS frame: as much of it as is here.
+            let (_, len, head) = frame::parse_head(&self.pending)?.expect("a whole head");
+            let want = head + len as usize;
+            let take = (want - self.pending.len()).min(data.len());
+            self.pending.extend_from_slice(&data[..take]);
+            *data = &data[take..];
+            if self.pending.len() < want {
+                return Ok(None);
+            }
+            let mut section = std::mem::take(&mut self.pending);
+            section.drain(..head);
+            return Ok(Some(Piece::Headers(head, section)));
+        }
+    }
+
+    /// Whether the stream may end here: not inside a frame.
+    pub fn at_frame_boundary(&self) -> bool {
+        self.pending.is_empty() && self.left == 0
+    }
+}
+
+/// Why the peer's unidirectional streams break RFC 9114 (each a connection error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UniError {
+    #[error(transparent)]
+    Frame(#[from] frame::Error),
+    #[error("HTTP/3 H3_STREAM_CREATION_ERROR: a second control stream")]
+    SecondControl,
+    #[error("HTTP/3 H3_STREAM_CREATION_ERROR: a push stream, with push never allowed")]
+    Push,
+    #[error("HTTP/3 H3_MISSING_SETTINGS: the control stream began with {0}")]
+    MissingSettings(&'static str),
+    #[error("HTTP/3 H3_FRAME_UNEXPECTED: {0} on the control stream")]
+    ControlFrame(&'static str),
+    #[error("HTTP/3 H3_FRAME_UNEXPECTED: a second SETTINGS")]
+    SecondSettings,
+    #[error("HTTP/3 H3_CLOSED_CRITICAL_STREAM: the peer closed its control stream")]
+    ControlClosed,
+    #[error("HTTP/3 H3_ID_ERROR: a GOAWAY raising the last id from {0} to {1}")]
+    GoAwayRaised(u64, u64),
+}
+
+impl UniError {
+    /// The error code the connection closes with.
+    pub fn code(&self) -> u64 {
+        match self {
+            UniError::Frame(e) => e.code(),
+            UniError::SecondControl | UniError::Push => frame::H3_STREAM_CREATION_ERROR,
+            UniError::MissingSettings(_) => frame::H3_MISSING_SETTINGS,
+            UniError::ControlFrame(_) | UniError::SecondSettings => frame::H3_FRAME_UNEXPECTED,
+            UniError::ControlClosed => frame::H3_CLOSED_CRITICAL_STREAM,
+            UniError::GoAwayRaised(..) => frame::H3_ID_ERROR,
+        }
+    }
+}
+
+/// A unidirectional stream the peer opened: its type once known, and the control stream's
+/// octets of a frame not yet whole.
+#[derive(Debug, Clone)]
+struct Uni {
+    id: u64,
+    kind: Option<u64>,
+    pending: Vec<u8>,
+}
+
+/// The largest control-stream frame held whole.
+const MAX_CONTROL_FRAME: u64 = 16 << 10;
+
+/// The peer's unidirectional streams.
+#[derive(Debug, Clone, Default)]
+pub struct PeerStreams {
+    /// Those still open (one ended is forgotten).
+    open: Vec<Uni>,
+    control: Option<u64>,
+    settings: bool,
+    /// The last id of the peer's GOAWAYs.
+    goaway: Option<u64>,
+}
+
+impl PeerStreams {
+    /// `data` arrived on the peer's unidirectional stream `stream` (`fin`: it ended there).
+    pub fn data(&mut self, stream: u64, data: &[u8], fin: bool) -> Result<(), UniError> {
+        let at = match self.open.iter().position(|u| u.id == stream) {
+            Some(at) => at,
+            None => {
+                self.open.push(Uni { id: stream, kind: None, pending: Vec::new() });
+                self.open.len() - 1
+            }
+        };
+        let result = self.take(at, stream, data);
+        if fin {
+            self.open.swap_remove(at);
+            if result.is_ok() && self.control == Some(stream) {
+                return Err(UniError::ControlClosed);
+            }
+        }
+        result
+    }
+
+    fn take(&mut self, at: usize, stream: u64, data: &[u8]) -> Result<(), UniError> {
+        let u = &mut self.open[at];
+        if u.kind.is_some_and(|k| k != frame::CONTROL_STREAM) {
+            return Ok(()); // QPACK's or an unknown kind: dropped
+        }
+        u.pending.extend_from_slice(data);
+        if u.kind.is_none() {
+            let Some((kind, used)) = frame::read_varint(&u.pending) else { return Ok(()) };
+            u.pending.drain(..used);
+            u.kind = Some(kind);
+            match kind {
+                frame::CONTROL_STREAM if self.control.is_some() => return Err(UniError::SecondControl),
+                frame::CONTROL_STREAM => self.control = Some(stream),
+                frame::PUSH_STREAM => return Err(UniError::Push),
+                _ => {
+                    u.pending = Vec::new();
+                    return Ok(());
+                }
+            }
+        }
+        // The control stream: its whole frames.
+        let mut pending = std::mem::take(&mut self.open[at].pending);
+        let mut rest = &pending[..];
+        while let Some((f, used)) = frame::parse(rest, MAX_CONTROL_FRAME)? {
+            rest = &rest[used..];
+            match f {
+                frame::Frame::Settings(params) if !self.settings => {
+                    self.settings = true;
+                    for p in frame::settings(params) {
+                        p?;
+                    }
+                }
+                f if !self.settings => return Err(UniError::MissingSettings(f.name())),
+                frame::Frame::Settings(_) => return Err(UniError::SecondSettings),
+                frame::Frame::GoAway(last) => {
+                    if let Some(before) = self.goaway
+                        && last > before
+                    {
+                        return Err(UniError::GoAwayRaised(before, last));
+                    }
+                    self.goaway = Some(last);
+                }
+                frame::Frame::MaxPushId(_) | frame::Frame::CancelPush(_) | frame::Frame::Unknown { .. } => {}
+                f => return Err(UniError::ControlFrame(f.name())),
+            }
+        }
+        let used = pending.len() - rest.len();
+        pending.drain(..used);
+        self.open[at].pending = pending;
+        Ok(())
+    }
+
+    /// The last id of the peer's GOAWAYs: a server's, the last request stream it takes.
+    pub fn goaway(&self) -> Option<u64> {
+        self.goaway
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream of HEADERS, DATA, an unknown frame and trailers gives the same pieces' sums
+    /// whole and an octet at a time; a cut inside a frame is not a boundary.
+    #[test]
+    fn pieces_whole_and_an_octet_at_a_time() {
+        let mut bytes = Vec::new();
+        frame::write_frame(&mut bytes, frame::HEADERS, &[0, 0, 0xd9]);
+        frame::write_frame(&mut bytes, frame::DATA, &[b'x'; 100]);
+        frame::write_frame(&mut bytes, 0x21, b"grease");
+        frame::write_frame(&mut bytes, frame::HEADERS, &[0, 0, 0xc1]);
+        let sums = |chunks: &[&[u8]]| {
+            let mut r = Reader::default();
+            let (mut heads, mut data, mut sections, mut skipped) = (0, 0, Vec::new(), 0);
+            for chunk in chunks {
+                let mut rest = *chunk;
+                while let Some(piece) = r.next(&mut rest, 1000).unwrap() {
+                    match piece {
+                        Piece::Head(n) => heads += n,
+                        Piece::Data(d) => data += d.len(),
+                        Piece::Headers(head, s) => {
+                            heads += head;
+                            sections.push(s)
+                        }
+                        Piece::Skipped(n) => skipped += n,
+                    }
+                }
+                assert!(rest.is_empty());
+            }
+            (heads, data, sections, skipped, r.at_frame_boundary())
+        };
+        let whole = sums(&[&bytes]);
+        // Heads: 2 per HEADERS and for the unknown frame, 3 for DATA (100 is a 2-octet varint).
+        assert_eq!(whole, (2 + 3 + 2 + 2, 100, vec![vec![0, 0, 0xd9], vec![0, 0, 0xc1]], 6, true));
+        let octets: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(sums(&octets), whole);
+        assert!(!sums(&[&bytes[..7]]).4, "inside the DATA frame");
+        let mut r = Reader::default();
+        let mut settings = &[0x04, 0x00][..];
+        assert_eq!(r.next(&mut settings, 1000), Err(Broken::Unexpected("SETTINGS")));
+        let mut big = &[0x01, 0x44, 0x00][..];
+        let too_long = frame::Error::TooLong { kind: "HEADERS", len: 1024, max: 1000 };
+        assert_eq!(Reader::default().next(&mut big, 1000), Err(Broken::Frame(too_long)));
+    }
+}
