@@ -10,6 +10,7 @@ pub mod bufring;
 pub mod conn;
 pub mod deadlines;
 pub mod glommio;
+pub mod quic;
 pub mod rings;
 pub mod serve_conn;
 pub mod sys;
