@@ -10,7 +10,7 @@
 
 use crate::plan::{LoadPlan, Prepared};
 use crate::proto::{Ask, Served, ServerCodec, Tell};
-use crate::proto::{h2, http1, nsq, sio, ws};
+use crate::proto::{h2, h3, http1, nsq, sio, ws};
 use crate::stats::Report;
 use std::net::SocketAddr;
 
@@ -116,10 +116,11 @@ impl std::fmt::Debug for Server {
 }
 
 /// Every protocol. (Registry line: one entry per protocol.)
-pub const PROTOCOLS: [&Protocol; 7] = [
+pub const PROTOCOLS: [&Protocol; 8] = [
     &http1::PROTOCOL,
     &h2::PROTOCOL,
     &h2::grpc::PROTOCOL,
+    &h3::PROTOCOL,
     &ws::PROTOCOL,
     &sio::PROTOCOL,
     &nsq::PROTOCOL,

@@ -74,9 +74,10 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     // accept count and a packet capture see them), reported apart.
     let mut checked = crate::stats::Preflight::default();
     for ((target, addr), tls) in plan.targets().zip(&addrs).zip(&tls) {
-        let (tx, rx) = match tls.as_deref().filter(|t| t.start == TlsStart::AtConnect) {
-            Some(tls) => preflight_tls(target, *addr, tls)?,
-            None => preflight(target, *addr).map(|()| (0, 0))?,
+        let (tx, rx) = match tls.as_deref() {
+            Some(tls) if tls.start == TlsStart::AtConnect => preflight_tls(target, *addr, tls)?,
+            Some(tls) if tls.start == TlsStart::InQuic => preflight_quic(target, *addr, tls)?,
+            _ => preflight(target, *addr).map(|()| (0, 0))?,
         };
         checked.connections += 1;
         checked.tx += tx;
@@ -163,7 +164,7 @@ fn read_requests(plan: &LoadPlan, file: &Path, order: Order, payload: &[u8]) -> 
 fn client_tls(target: &Target, args: &crate::tls::options::TlsArgs) -> Result<Option<Arc<ClientTls>>> {
     let Some(start) = target.tls else { return Ok(None) };
     let (offered, required) = target.protocol.alpn;
-    let alpn = (start == TlsStart::AtConnect).then_some(offered);
+    let alpn = matches!(start, TlsStart::AtConnect | TlsStart::InQuic).then_some(offered);
     let config = crate::tls::options::client_config(args, alpn)?;
     let name = crate::tls::options::server_name(&target.host)?;
     Ok(Some(Arc::new(ClientTls { config, name, start, alpn: alpn.filter(|_| required) })))
@@ -253,6 +254,88 @@ fn say_goodbye(
     read
 }
 
+/// One QUIC handshake before the run (`h3://`): an unreachable target, a certificate the
+/// client will not trust or a server that will not speak HTTP/3 is one clear line, not a run
+/// in which every connection fails. Returns the UDP payload bytes it sent and received.
+fn preflight_quic(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(u64, u64)> {
+    use crate::engine::quic::{ClientConn, Lost};
+    let failed = |why: String| anyhow::anyhow!("{}: QUIC handshake failed: {why}", target.url);
+    let config = crate::engine::quic::client_config(tls.config.clone()).map_err(|e| failed(e.to_string()))?;
+    let any: SocketAddr =
+        if addr.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
+    let sock = std::net::UdpSocket::bind(any)
+        .and_then(|s| s.connect(addr).map(|()| s))
+        .map_err(|e| failed(e.to_string()))?;
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
+    let mut endpoint =
+        quinn_proto::Endpoint::new(Arc::new(quinn_proto::EndpointConfig::default()), None, false, None);
+    let spec = crate::proto::h2::client::RequestSpec {
+        method: "GET".into(),
+        scheme: "https",
+        authority: target.host.clone(),
+        path: "/".into(),
+        headers: Vec::new(),
+        body: Vec::new(),
+        grpc: false,
+    };
+    let h3 = crate::proto::h3::client::H3Client::new(&spec, true);
+    let started = std::time::Instant::now();
+    let mut conn = ClientConn::connect(&mut endpoint, started, config, addr, &target.host, h3)
+        .map_err(|e| failed(e.to_string()))?;
+    let (mut tx, mut rx) = (0u64, 0u64);
+    let (mut buf, mut incoming) = (Vec::new(), vec![0u8; 65_536]);
+    let mut refused = false;
+    // Bounded: PREFLIGHT_TIMEOUT, in reads of at most 20 ms.
+    while started.elapsed() < PREFLIGHT_TIMEOUT {
+        let now = std::time::Instant::now();
+        if conn.poll_timeout().is_some_and(|at| at <= now) {
+            conn.handle_timeout(now);
+        }
+        conn.drive(now, &mut endpoint, &mut Vec::new());
+        if let Some(Lost::Closed(reason)) = conn.lost() {
+            return Err(failed(reason.clone()));
+        }
+        let connected = conn.connected();
+        if connected {
+            conn.close(now);
+        }
+        while let Some(t) = conn.poll_transmit(now, 1, &mut buf) {
+            tx += t.size as u64;
+            let _ = sock.send(&buf[..t.size]);
+            buf.clear();
+        }
+        if connected {
+            return Ok((tx, rx));
+        }
+        match sock.recv(&mut incoming) {
+            Ok(n) => {
+                rx += n as u64;
+                let data = bytes::BytesMut::from(&incoming[..n]);
+                if let Some(quinn_proto::DatagramEvent::ConnectionEvent(_, event)) =
+                    endpoint.handle(std::time::Instant::now(), addr, None, None, data, &mut Vec::new())
+                {
+                    conn.handle_event(event);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                refused = true;
+                break;
+            }
+            Err(_) => {}
+        }
+    }
+    if refused {
+        bail!(
+            "cannot reach {} ({addr}): UDP port unreachable; is an HTTP/3 server listening there (on UDP)?",
+            target.url
+        );
+    }
+    Err(failed(format!(
+        "no answer from {addr} in {} s; is an HTTP/3 server listening there (on UDP)?",
+        PREFLIGHT_TIMEOUT.as_secs()
+    )))
+}
+
 /// One plain connect, so an unreachable target is one clear line.
 fn preflight(target: &Target, addr: SocketAddr) -> Result<()> {
     match std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT) {
@@ -307,11 +390,23 @@ impl Prepared {
         C: ClientCodec + Send + 'static,
         F: Fn(&Prepared) -> C,
     {
-        let codecs = (0..self.job.addrs.len()).map(|i| self.on_target(i).codec(&codec)).collect();
-        let job = self.job.clone();
+        let codecs: Vec<C> = (0..self.job.addrs.len()).map(|i| self.on_target(i).codec(&codec)).collect();
         let engine = self.plan.load.engine;
+        self.drive_with(move |job| engine.run_client(job, codecs))
+    }
+
+    /// Run `engine` on the job (its threads, its connections), showing progress meanwhile:
+    /// the one way every protocol's run reaches an engine (the TCP engines through
+    /// [`drive`](Self::drive), HTTP/3's QUIC engine directly).
+    pub fn drive_with<E>(&self, engine: E) -> Result<Report>
+    where
+        E: FnOnce(&crate::plan::ClientJob) -> Result<crate::engine::ClientRun, crate::engine::EngineError>
+            + Send
+            + 'static,
+    {
+        let job = self.job.clone();
         let started = Instant::now();
-        let worker = std::thread::spawn(move || engine.run_client(&job, codecs));
+        let worker = std::thread::spawn(move || engine(&job));
         let expected = self.job.shape.warmup + self.job.shape.duration;
         let visible = std::io::IsTerminal::is_terminal(&std::io::stdout())
             && (expected > PROGRESS_AFTER || self.job.shape.ops.is_some());

@@ -47,6 +47,10 @@ if ! python3 -c 'import prometheus_client' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check prometheus_client
 fi
 # A real gRPC server and client (tools/grpc-echo-*.py; tests/peer_grpc.rs, tests/peer_clients.rs).
+# An HTTP/3 server over QUIC no one here wrote (tools/h3-server.py; tests/h3.rs, tests/capture.rs).
+if ! python3 -c 'import aioquic' 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check aioquic
+fi
 if ! python3 -c 'import grpc' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check grpcio
 fi
@@ -64,4 +68,4 @@ echo "peers: $(nginx -v 2>&1), nsqd $("$here/bin/nsqd" --version 2>&1 | head -1)
     "python-socketio $(python3 -c 'import importlib.metadata as m; print(m.version("python-socketio"))')," \
     "socket.io $(node -p 'require("'"$here"'/sio-peers/node_modules/socket.io/package.json").version')" \
     "and $(node -p 'require("'"$here"'/sio-peers/node_modules/socket.io-v2/package.json").version')," \
-    "grpcio $(python3 -c 'import grpc; print(grpc.__version__)'), $(h2load --version | head -1)"
+    "grpcio $(python3 -c 'import grpc; print(grpc.__version__)'), aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)'), $(h2load --version | head -1)"

@@ -11,6 +11,7 @@ pub mod conn;
 pub mod deadlines;
 pub mod glommio;
 pub mod quic;
+pub mod quic_io;
 pub mod rings;
 pub mod serve_conn;
 pub mod sys;
@@ -338,7 +339,7 @@ pub fn run_client_threads<C>(
     core: CoreFn<C>,
 ) -> Result<ClientRun, EngineError>
 where
-    C: crate::proto::ClientCodec + Send + 'static,
+    C: Clone + Send + 'static,
 {
     let start = Arc::new(std::sync::OnceLock::new());
     let job = &ClientJob { window: ClientJob::fresh_window(&job.shape), ..job.clone() };

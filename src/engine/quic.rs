@@ -29,10 +29,11 @@ use std::time::Instant;
 /// ALPN's name for HTTP/3 (RFC 9114 §3.1).
 pub const ALPN: &[u8] = b"h3";
 
-/// The client's QUIC configuration over `tls` (its roots and verifier), offering `h3` by ALPN.
-pub fn client_config(mut tls: rustls::ClientConfig) -> anyhow::Result<ClientConfig> {
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls)?;
+/// The client's QUIC configuration over `tls` (its roots, verifier and ALPN: `h3`); TLS 1.3
+/// only, as QUIC is.
+pub fn client_config(tls: Arc<rustls::ClientConfig>) -> anyhow::Result<ClientConfig> {
+    let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls)
+        .map_err(|_| anyhow::anyhow!("QUIC needs TLS 1.3 (and its TLS_AES_128_GCM_SHA256)"))?;
     Ok(ClientConfig::new(Arc::new(crypto)))
 }
 
@@ -578,7 +579,9 @@ mod tests {
             grpc: false,
         };
         let mut now = Instant::now();
-        let config = client_config(client_tls).unwrap();
+        let mut client_tls = client_tls;
+        client_tls.alpn_protocols = vec![ALPN.to_vec()];
+        let config = client_config(Arc::new(client_tls)).unwrap();
         let h3 = H3Client::new(&spec, true);
         let mut c = ClientConn::connect(&mut endpoint, now, config, server_addr, "localhost", h3).unwrap();
         let mut seen = Seen::default();

@@ -12,15 +12,18 @@ pub enum Inexact {
     Unsettled,
     /// The engine failed and its sockets were abandoned without a snapshot.
     Abandoned,
+    /// A UDP socket (QUIC): the kernel keeps no per-socket byte counts to read.
+    Udp,
 }
 
 impl Inexact {
-    pub const ALL: [Inexact; 3] = [Inexact::Unreadable, Inexact::Unsettled, Inexact::Abandoned];
+    pub const ALL: [Inexact; 4] = [Inexact::Unreadable, Inexact::Unsettled, Inexact::Abandoned, Inexact::Udp];
     pub fn name(self) -> &'static str {
         match self {
             Inexact::Unreadable => "unreadable",
             Inexact::Unsettled => "unsettled",
             Inexact::Abandoned => "abandoned",
+            Inexact::Udp => "UDP: the kernel keeps no per-socket counts",
         }
     }
 }

@@ -17,6 +17,8 @@ pub enum TlsStart {
     AtConnect,
     /// When the protocol's own handshake says so (nsqd's `tls_v1` after `IDENTIFY`).
     InHandshake,
+    /// Inside QUIC's handshake (`h3://`): TLS 1.3 carried in QUIC's CRYPTO frames, not records.
+    InQuic,
 }
 
 /// The TLS versions a client offers.

@@ -421,3 +421,36 @@ pub fn skip(why: &str) {
     assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must not skip this test: {why}");
     eprintln!("skipped: {why}");
 }
+
+/// A certificate for 127.0.0.1 and localhost (rcgen: an end-entity certificate, not a CA's),
+/// written as PEM files in a fresh directory.
+pub fn h3_cert_files(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let made = rcgen::generate_simple_self_signed(names).unwrap();
+    let dir = std::env::temp_dir().join(format!("wirebench-h3-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+/// aioquic's HTTP/3 server on a free UDP port, its stdout (its count, once stopped), and the
+/// CA file that trusts it.
+pub fn start_aioquic() -> (Peer, std::io::BufReader<std::process::ChildStdout>, u16, String) {
+    use std::io::BufRead;
+    let (cert, key) = h3_cert_files("aioquic");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new("python3")
+        .arg(format!("{}/tools/h3-server.py", env!("CARGO_MANIFEST_DIR")))
+        .args([&port.to_string(), cert.to_str().unwrap(), key.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 runs");
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut ready = String::new();
+    out.read_line(&mut ready).unwrap();
+    assert_eq!(ready.trim(), format!("listening {port}"), "aioquic is installed (tools/install-peers.sh)");
+    (Peer(child), out, port, cert.display().to_string())
+}

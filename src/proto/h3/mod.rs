@@ -1,11 +1,82 @@
-//! HTTP/3 (RFC 9114) over QUIC, being built (issue 26): its frames ([`frame`], with QUIC's
-//! variable-length integers) and QPACK header compression ([`qpack`], RFC 9204, with no
-//! dynamic table) — sans-IO codecs, each rule they check named with its error code. The QUIC
-//! transport (quinn-proto on a UDP engine), the client and the built-in server are not built
-//! yet; `docs/protocols.md` lists what is.
+//! HTTP/3 (RFC 9114) over QUIC, being built (issue 26): `h3://HOST:PORT/PATH`, TLS 1.3 inside
+//! QUIC agreed by ALPN `h3`. Its frames ([`frame`], with QUIC's variable-length integers),
+//! QPACK header compression ([`qpack`], RFC 9204, with no dynamic table), what each kind of
+//! stream carries ([`stream`]), the client's and the built-in server's protocol halves
+//! ([`client`], [`server`]) — sans-IO, each rule they check named with its error code. The QUIC
+//! transport is `engine::quic` (quinn-proto, sans-IO) on `engine::quic_io` (UDP on io_uring).
+//! `docs/protocols.md` lists what is built and what is not.
 
 pub mod client;
 pub mod frame;
 pub mod qpack;
 pub mod server;
 pub mod stream;
+
+use crate::plan::{LoadPlan, Prepared};
+use crate::protocol::{Protocol, Scheme};
+
+/// `h3://HOST:PORT/PATH`: HTTP/3 over QUIC (UDP), TLS 1.3 agreed by ALPN `h3`. Each
+/// connection keeps `--depth` requests (streams) in flight.
+pub static PROTOCOL: Protocol = Protocol {
+    name: "h3",
+    schemes: &[Scheme { name: "h3", default_port: 443, tls: Some(crate::tls::options::TlsStart::InQuic) }],
+    default_payload: 0,
+    validate,
+    check_payload: super::h2::any_payload,
+    messages_per_op: crate::protocol::one_message,
+    run,
+    // No built-in HTTP/3 server yet: no row of its own in `compare`.
+    compare_rows: |_| Vec::new(),
+    option_groups: &["http1-options"],
+    http_entries: true,
+    alpn: (b"h3", true),
+};
+
+/// `-m`'s rule, and what the QUIC engine does not do yet: refused before the run, one line.
+fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
+    super::http1::validate(plan)?;
+    let load = &plan.load;
+    let not_yet =
+        |what: &str| anyhow::anyhow!("{what} is not built for h3:// yet (HTTP/3's QUIC engine is new)");
+    if !matches!(load.shape.workload, crate::workload::Workload::ClosedLoop) {
+        return Err(not_yet("--rate (a paced workload)"));
+    }
+    if load.shape.per_op {
+        return Err(not_yet("--no-keepalive"));
+    }
+    if !load.bind.is_empty() {
+        return Err(not_yet("--bind"));
+    }
+    if load.requests.is_some() {
+        return Err(not_yet("--requests"));
+    }
+    if load.tls.tls_version == Some(crate::tls::options::TlsVersion::V12) {
+        anyhow::bail!("h3:// is TLS 1.3 only (QUIC carries no other): drop --tls-version 1.2");
+    }
+    Ok(())
+}
+
+fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    let targets = (0..p.job.addrs.len())
+        .map(|i| {
+            let p = p.on_target(i);
+            let tls =
+                p.job.tls.get(i).cloned().flatten().ok_or_else(|| anyhow::anyhow!("h3:// without TLS"))?;
+            let spec = crate::proto::h2::client::RequestSpec {
+                method: super::http1::method(&p.plan),
+                scheme: "https",
+                authority: p.authority().to_string(),
+                path: p.plan.target.path.clone(),
+                headers: p.plan.load.headers.clone(),
+                body: p.body.to_vec(),
+                grpc: false,
+            };
+            Ok(crate::engine::quic_io::Target {
+                h3: client::H3Client::new(&spec, true),
+                config: crate::engine::quic::client_config(tls.config.clone())?,
+                server_name: p.plan.target.host.clone(),
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    p.drive_with(move |job| crate::engine::quic_io::run_client(job, targets))
+}

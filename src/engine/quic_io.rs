@@ -1,0 +1,565 @@
+//! UDP on io_uring for HTTP/3 (`h3://`): the first QUIC engine. One thread per core, pinned;
+//! each connection its own connected UDP socket (the kernel demultiplexes by address, and an
+//! ICMP "port unreachable" comes back as an error on that socket alone), one receive and one
+//! send in flight per socket, one quinn-proto endpoint per core ([`super::quic`]: the sans-IO
+//! connections). Timers are quinn's deadlines, slept on in the ring's wait.
+//!
+//! What an operation is: a request stream, completed by its response ([`super::quic`]).
+//! Its bytes are QUIC's: every UDP payload byte a connection sends or receives is counted when
+//! the socket takes it or gives it — before the handshake is done as `handshake`, after it as
+//! the operations' (warm-up or measured by the time it moved; failed operations' bytes are not
+//! told apart: QUIC packets carry several streams' frames), the close as `control`. The kernel
+//! keeps no per-socket UDP counts to audit them against (a packet capture does:
+//! `tests/capture.rs`).
+//!
+//! Not built yet (issue 26): GSO and GRO, paced workloads (`--rate`), a connection per
+//! operation, `--bind`; they are refused for `h3://` before the run.
+
+use super::quic::{ClientConn, Completed, Lost};
+use super::{CoreBooks, CoreStart, EngineError};
+use crate::clock::Instant;
+use crate::outcome::ErrorClass;
+use crate::proto::Outcome;
+use crate::proto::h3::client::H3Client;
+use crate::stats::{CoreRecorder, Traffic};
+use bytes::BytesMut;
+use io_uring::{IoUring, opcode, types};
+use quinn_proto::{ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A datagram's largest size this side receives (QUIC's are at most the path's MTU).
+const DATAGRAM: usize = 2048;
+/// How long a connection lost waits before it connects again.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// After the run's end, how long connections get to finish the requests in flight.
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+/// The longest the loop sleeps without looking (the window, Ctrl-C).
+const TICK: Duration = Duration::from_millis(20);
+
+const RECV: u64 = 0;
+const SEND: u64 = 1;
+
+/// quinn-proto keeps `std::time::Instant`s; the engine reads [`Instant`]. Both are the same
+/// monotonic clock, so one pair read together maps either to the other for the whole run.
+#[derive(Clone, Copy)]
+struct Clocks {
+    ours: Instant,
+    std: std::time::Instant,
+}
+
+impl Clocks {
+    fn new() -> Clocks {
+        Clocks { std: std::time::Instant::now(), ours: Instant::now() }
+    }
+    fn to_std(self, t: Instant) -> std::time::Instant {
+        if t >= self.ours {
+            self.std + (t - self.ours)
+        } else {
+            self.std.checked_sub(self.ours - t).unwrap_or(self.std)
+        }
+    }
+    fn to_ours(self, t: std::time::Instant) -> Instant {
+        match t.checked_duration_since(self.std) {
+            Some(d) => self.ours + d,
+            None => self.ours.checked_sub(self.std - t).unwrap_or(self.ours),
+        }
+    }
+}
+
+/// What one client core is given per target: the HTTP/3 client (its requests), the QUIC
+/// configuration (TLS inside), and the server's name for TLS.
+#[derive(Clone)]
+pub struct Target {
+    pub h3: H3Client,
+    pub config: quinn_proto::ClientConfig,
+    pub server_name: String,
+}
+
+/// Run `job` over HTTP/3 on every core.
+pub fn run_client(
+    job: &crate::plan::ClientJob,
+    targets: Vec<Target>,
+) -> Result<super::ClientRun, EngineError> {
+    super::run_client_threads(job, targets, client_core)
+}
+
+/// One connection's state on this core.
+struct Slot {
+    target: usize,
+    remote: SocketAddr,
+    sock: Option<OwnedFd>,
+    conn: Option<ClientConn>,
+    /// The buffers the ring's operations point into (boxed: they do not move).
+    recv: Box<[u8; DATAGRAM]>,
+    send: Vec<u8>,
+    recv_armed: bool,
+    send_busy: bool,
+    /// Requests in flight: (stream, intended, sent, traffic, kind).
+    ops: HashMap<u64, (Instant, Traffic, u16)>,
+    /// This connection's share of `-n` left (`None`: no count).
+    left: Option<u64>,
+    settled: bool,
+    connected_at: Option<Instant>,
+    started: Instant,
+    retry_at: Option<Instant>,
+    closing: bool,
+    done: bool,
+    /// This connection's first request went (before it, its datagrams end the handshake).
+    requested: bool,
+    /// UDP payload bytes of this connection's life, for the audit's "not checkable" line.
+    life: (u64, u64),
+}
+
+fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, Instant), EngineError> {
+    let CoreStart { job, cpu, index, conns, gate } = start;
+    let pinned = super::pin_current_thread(cpu);
+    let ring = IoUring::new((2 * conns.len() as u32 + 8).next_power_of_two().max(64));
+    let started = gate.wait();
+    pinned?;
+    let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
+    let books = CoreBooks::open(&job, cpu, index);
+    let mut rec = job.recorder(cpu);
+    let mut slots: Vec<Slot> = conns
+        .map(|i| Slot {
+            target: i % targets.len(),
+            remote: job.addrs[i % job.addrs.len()],
+            sock: None,
+            conn: None,
+            recv: Box::new([0; DATAGRAM]),
+            send: Vec::with_capacity(DATAGRAM),
+            recv_armed: false,
+            send_busy: false,
+            ops: HashMap::new(),
+            left: job.shape.ops.map(|n| crate::workload::split_ops(n, job.shape.connections, i)),
+            settled: false,
+            connected_at: None,
+            started,
+            retry_at: Some(started),
+            closing: false,
+            done: false,
+            requested: false,
+            life: (0, 0),
+        })
+        .collect();
+    let result = run_loop(&mut ring, &mut slots, &targets, &job, &books, &mut rec, started);
+    // The ring's operations point into the slots: cancel and wait for them before the slots go.
+    drain_ring(&mut ring, &mut slots);
+    result.map_err(|source| EngineError::Executor { cpu, source })?;
+    Ok(books.close(rec))
+}
+
+/// What the loop keeps for the whole core.
+struct Core<'a> {
+    endpoint: Endpoint,
+    handles: HashMap<ConnectionHandle, usize>,
+    targets: &'a [Target],
+    job: &'a crate::plan::ClientJob,
+    started: Instant,
+    /// When the measured window opened plus warm-up, and the run's end.
+    measure_from: Option<Instant>,
+    deadline: Option<Instant>,
+    clocks: Clocks,
+}
+
+fn run_loop(
+    ring: &mut IoUring,
+    slots: &mut [Slot],
+    targets: &[Target],
+    job: &crate::plan::ClientJob,
+    books: &CoreBooks,
+    rec: &mut CoreRecorder,
+    started: Instant,
+) -> std::io::Result<()> {
+    let mut core = Core {
+        endpoint: Endpoint::new(Arc::new(EndpointConfig::default()), None, false, None),
+        handles: HashMap::new(),
+        targets,
+        job,
+        started,
+        measure_from: None,
+        deadline: None,
+        clocks: Clocks::new(),
+    };
+    let mut done = Vec::new();
+    // Bounded: the run ends by its deadline (or `-n`), then the drain limit.
+    loop {
+        let now = Instant::now();
+        let stopping = job.stop.load(std::sync::atomic::Ordering::Relaxed);
+        if core.measure_from.is_none()
+            && let Some(at) = job.window.opened(now, started)
+        {
+            let from = at + job.shape.warmup;
+            core.measure_from = Some(from);
+            core.deadline = Some(from + job.shape.duration);
+        }
+        let over = stopping || core.deadline.is_some_and(|d| now >= d);
+        let gave_up = core.deadline.is_some_and(|d| now >= d + DRAIN_LIMIT) || stopping;
+        for (i, slot) in slots.iter_mut().enumerate() {
+            drive(ring, slot, i, &mut core, now, over, gave_up, rec, &mut done)?;
+        }
+        books.publish(now, rec);
+        if slots.iter().all(|s| s.done) {
+            return Ok(());
+        }
+        // Sleep until quinn's next deadline, a retry, or a tick.
+        let clocks = core.clocks;
+        let next = slots
+            .iter_mut()
+            .filter_map(|s| {
+                let quic = s.conn.as_mut().and_then(ClientConn::poll_timeout).map(|at| clocks.to_ours(at));
+                [quic, s.retry_at].into_iter().flatten().min()
+            })
+            .min();
+        let wait = next.map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK);
+        let ts = types::Timespec::new().sec(wait.as_secs()).nsec(wait.subsec_nanos());
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e)
+                if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {}
+            Err(e) => return Err(e),
+        }
+        let now = Instant::now();
+        let completions: Vec<(u64, i32)> = ring.completion().map(|c| (c.user_data(), c.result())).collect();
+        for (data, result) in completions {
+            let (i, kind) = ((data >> 1) as usize, data & 1);
+            let Some(slot) = slots.get_mut(i) else { continue };
+            if kind == SEND {
+                slot.send_busy = false;
+                continue;
+            }
+            slot.recv_armed = false;
+            if result <= 0 || slot.conn.is_none() {
+                continue; // an error (ICMP unreachable): QUIC's timers decide
+            }
+            let n = result as usize;
+            let class = slot.class(&core, now);
+            rec.rx.add(class, n as u64);
+            slot.life.1 += n as u64;
+            let data = BytesMut::from(&slot.recv[..n]);
+            let mut scratch = Vec::new();
+            if let Some(DatagramEvent::ConnectionEvent(handle, event)) =
+                core.endpoint.handle(core.clocks.to_std(now), slot.remote, None, None, data, &mut scratch)
+                && let Some(&at) = core.handles.get(&handle)
+                && let Some(conn) = slots[at].conn.as_mut()
+            {
+                conn.handle_event(event);
+            }
+        }
+    }
+}
+
+impl Slot {
+    /// The class of a datagram this connection moves now.
+    fn class(&self, core: &Core<'_>, now: Instant) -> Traffic {
+        match &self.conn {
+            Some(c) if !c.connected() || !self.requested => Traffic::Handshake,
+            _ if self.closing => Traffic::Control,
+            _ if core.measure_from.is_some_and(|from| now >= from) => Traffic::Op,
+            _ => Traffic::WarmupOp,
+        }
+    }
+}
+
+/// One connection's turn: connect when due, let quinn act, complete answered requests, send
+/// new ones, close at the end, send what quinn has, keep a receive armed.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    ring: &mut IoUring,
+    slot: &mut Slot,
+    i: usize,
+    core: &mut Core<'_>,
+    now: Instant,
+    over: bool,
+    gave_up: bool,
+    rec: &mut CoreRecorder,
+    done: &mut Vec<Completed>,
+) -> std::io::Result<()> {
+    if slot.done {
+        return Ok(());
+    }
+    if slot.conn.is_none() {
+        if over {
+            slot.done = true;
+            if !slot.settled {
+                slot.settled = true;
+                core.job.window.settle(now);
+            }
+            return Ok(());
+        }
+        match slot.retry_at {
+            Some(at) if now >= at => {}
+            _ => return Ok(()),
+        }
+        slot.retry_at = None;
+        open(slot, i, core, now, rec);
+        if slot.conn.is_none() {
+            return Ok(());
+        }
+    }
+    let conn = slot.conn.as_mut().expect("a connection");
+    let qnow = core.clocks.to_std(now);
+    if conn.poll_timeout().is_some_and(|at| at <= qnow) {
+        conn.handle_timeout(qnow);
+    }
+    conn.drive(qnow, &mut core.endpoint, done);
+    if conn.connected() && slot.connected_at.is_none() {
+        slot.connected_at = Some(now);
+        rec.phases.handshake(now.saturating_duration_since(slot.started));
+        if !slot.settled {
+            slot.settled = true;
+            core.job.window.settle(now);
+        }
+    }
+    for c in done.drain(..) {
+        complete(slot, c, now, core, rec);
+    }
+    if !slot.closing
+        && let Some(Lost::Closed(reason)) = slot.conn.as_ref().and_then(ClientConn::lost).cloned()
+    {
+        lose(slot, core, now, &reason, rec);
+        return Ok(());
+    }
+    let conn = slot.conn.as_mut().expect("a connection");
+    // New requests, as the workload allows.
+    let depth = core.job.shape.depth;
+    while !over && conn.connected() && conn.in_flight() < depth && slot.left != Some(0) {
+        let traffic = match core.measure_from {
+            Some(from) if now >= from => Traffic::Op,
+            Some(_) => Traffic::WarmupOp,
+            None => break, // the window is not open: every connection sets up first
+        };
+        let Some(stream) = conn.request(0) else { break };
+        if traffic == Traffic::Op {
+            rec.sent += 1;
+            rec.share_sent(slot.target, 0);
+            if let Some(left) = &mut slot.left {
+                *left -= 1;
+            }
+        }
+        slot.ops.insert(stream, (now, traffic, 0));
+        slot.requested = true;
+    }
+    // The end: once nothing is in flight (or the drain limit passed), close.
+    let finished = over || slot.left == Some(0);
+    if finished && !slot.closing && (conn.in_flight() == 0 || gave_up) {
+        slot.closing = true;
+        conn.close(qnow);
+        fail_all(slot, now, core, ErrorClass::Timeout, "no answer by the end of the drain", rec);
+    }
+    transmit(ring, slot, i, core, now, rec)?;
+    if slot.closing && !slot.send_busy {
+        slot.done = true;
+        end_life(slot, core, rec);
+        return Ok(());
+    }
+    if !slot.recv_armed
+        && let Some(sock) = &slot.sock
+    {
+        let sqe = opcode::Recv::new(types::Fd(sock.as_raw_fd()), slot.recv.as_mut_ptr(), DATAGRAM as u32)
+            .build()
+            .user_data((i as u64) << 1 | RECV);
+        push(ring, &sqe)?;
+        slot.recv_armed = true;
+    }
+    Ok(())
+}
+
+/// A new QUIC connection: its socket (connected to the target) and quinn's connection.
+fn open(slot: &mut Slot, i: usize, core: &mut Core<'_>, now: Instant, rec: &mut CoreRecorder) {
+    let target = &core.targets[slot.target];
+    let sock = match udp_socket(slot.remote) {
+        Ok(s) => s,
+        Err(e) => {
+            rec.conn_error(ErrorClass::Connect, || format!("UDP socket: {e}"));
+            slot.retry_at = Some(now + RETRY_PAUSE);
+            return;
+        }
+    };
+    match ClientConn::connect(
+        &mut core.endpoint,
+        core.clocks.to_std(now),
+        target.config.clone(),
+        slot.remote,
+        &target.server_name,
+        target.h3.clone(),
+    ) {
+        Ok(conn) => {
+            core.handles.insert(conn.handle(), i);
+            slot.sock = Some(sock);
+            slot.conn = Some(conn);
+            slot.started = now;
+            slot.connected_at = None;
+            rec.connects += 1;
+        }
+        Err(e) => {
+            rec.conn_error(ErrorClass::Connect, || format!("QUIC connect: {e}"));
+            slot.retry_at = Some(now + RETRY_PAUSE);
+        }
+    }
+}
+
+/// A connected UDP socket to `remote`, non-blocking.
+fn udp_socket(remote: SocketAddr) -> std::io::Result<OwnedFd> {
+    let domain = if remote.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
+    let sock = socket2::Socket::new(domain, socket2::Type::DGRAM.nonblocking().cloexec(), None)?;
+    sock.connect(&remote.into())?;
+    // SAFETY: the descriptor is socket2's, handed over whole.
+    Ok(unsafe { OwnedFd::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(sock)) })
+}
+
+/// Send what quinn has, one datagram at a time (the socket's one send in flight).
+fn transmit(
+    ring: &mut IoUring,
+    slot: &mut Slot,
+    i: usize,
+    core: &Core<'_>,
+    now: Instant,
+    rec: &mut CoreRecorder,
+) -> std::io::Result<()> {
+    if slot.send_busy {
+        return Ok(());
+    }
+    let class = slot.class(core, now);
+    let (Some(conn), Some(sock)) = (slot.conn.as_mut(), &slot.sock) else { return Ok(()) };
+    slot.send.clear();
+    let Some(t) = conn.poll_transmit(core.clocks.to_std(now), 1, &mut slot.send) else { return Ok(()) };
+    rec.tx.add(class, t.size as u64);
+    slot.life.0 += t.size as u64;
+    let sqe = opcode::Send::new(types::Fd(sock.as_raw_fd()), slot.send.as_ptr(), t.size as u32)
+        .build()
+        .user_data((i as u64) << 1 | SEND);
+    push(ring, &sqe)?;
+    slot.send_busy = true;
+    Ok(())
+}
+
+/// A request's answer: its latency and outcome recorded.
+fn complete(slot: &mut Slot, c: Completed, now: Instant, core: &Core<'_>, rec: &mut CoreRecorder) {
+    let Some((intended, traffic, kind)) = slot.ops.remove(&c.stream) else { return };
+    if traffic != Traffic::Op {
+        return;
+    }
+    if let Some(answer) = slot.conn.as_ref().and_then(|conn| conn.h3().answer()) {
+        rec.answered(answer);
+    }
+    let from = core.measure_from.unwrap_or(core.started);
+    match c.outcome {
+        Outcome::OpFailed(failure) => {
+            rec.refused(failure);
+            rec.series_errors(from, now, 1);
+        }
+        _ => {
+            rec.ops += 1;
+            let ns = now.nanos_since(intended);
+            rec.record_latency(ns);
+            rec.share_completed(slot.target, usize::from(kind), ns, 0, 0);
+            rec.series_op(from, now, ns);
+            rec.record_phases(now.saturating_duration_since(intended), None);
+        }
+    }
+}
+
+/// Every measured request in flight fails with `class`.
+fn fail_all(
+    slot: &mut Slot,
+    now: Instant,
+    core: &Core<'_>,
+    class: ErrorClass,
+    why: &str,
+    rec: &mut CoreRecorder,
+) {
+    let lost = slot.ops.drain().filter(|(_, (_, traffic, _))| *traffic == Traffic::Op).count() as u64;
+    if lost > 0 {
+        rec.ops_failed(class, lost);
+        rec.series_errors(core.measure_from.unwrap_or(core.started), now, lost);
+        rec.sample(|| format!("{}: {why}", class.name()));
+    }
+}
+
+/// The connection was lost: its requests fail (`timeout` for an idle timeout, else `closed`,
+/// or `tls` in the handshake), and a new one opens after a pause.
+fn lose(slot: &mut Slot, core: &mut Core<'_>, now: Instant, reason: &str, rec: &mut CoreRecorder) {
+    let handshake = slot.connected_at.is_none();
+    let class = if reason.contains("timed out") {
+        ErrorClass::Timeout
+    } else if handshake {
+        ErrorClass::Tls
+    } else {
+        ErrorClass::Closed
+    };
+    fail_all(slot, now, core, class, reason, rec);
+    rec.conn_error(class, || format!("QUIC: {reason}"));
+    end_life(slot, core, rec);
+    slot.sock = None;
+    slot.recv_armed = false;
+    slot.send_busy = false;
+    if !slot.settled {
+        slot.settled = true;
+        core.job.window.settle(now);
+    }
+    slot.retry_at = Some(now + RETRY_PAUSE);
+}
+
+/// A connection's life is over: its layers and its bytes (not checkable against the kernel:
+/// UDP) go to the core's figures.
+fn end_life(slot: &mut Slot, core: &mut Core<'_>, rec: &mut CoreRecorder) {
+    if let Some(c) = slot.conn.take() {
+        core.handles.remove(&c.handle());
+        crate::stats::layers_merge_into(&mut rec.layers, Some(c.h3().layers()));
+    }
+    let (tx, rx) = std::mem::take(&mut slot.life);
+    rec.audit.add(tx, rx, Err(crate::stats::Inexact::Udp));
+    slot.requested = false;
+}
+
+/// Queue one operation, submitting first if the queue is full.
+fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> std::io::Result<()> {
+    // SAFETY: the buffers it points into live in the slots, which outlive the ring's
+    // operations (`drain_ring` waits for them before the slots go).
+    unsafe {
+        if ring.submission().push(sqe).is_err() {
+            ring.submit()?;
+            ring.submission().push(sqe).map_err(|_| std::io::Error::other("submission queue full"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Cancel every operation in flight and wait for the ring to settle, so no operation still
+/// points into the slots when they go.
+fn drain_ring(ring: &mut IoUring, slots: &mut [Slot]) {
+    for (i, s) in slots.iter().enumerate() {
+        for (busy, kind) in [(s.recv_armed, RECV), (s.send_busy, SEND)] {
+            if busy {
+                let cancel = opcode::AsyncCancel::new((i as u64) << 1 | kind).build().user_data(u64::MAX);
+                let _ = push(ring, &cancel);
+            }
+        }
+    }
+    // Bounded: a cancelled operation completes at once; 100 waits of 10 ms at most.
+    for _ in 0..100 {
+        if slots.iter().all(|s| !s.recv_armed && !s.send_busy) {
+            break;
+        }
+        let ts = types::Timespec::new().nsec(10_000_000);
+        let _ = ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
+        for c in ring.completion() {
+            let (i, kind) = ((c.user_data() >> 1) as usize, c.user_data() & 1);
+            if c.user_data() == u64::MAX {
+                continue;
+            }
+            if let Some(s) = slots.get_mut(i) {
+                if kind == SEND {
+                    s.send_busy = false;
+                } else {
+                    s.recv_armed = false;
+                }
+            }
+        }
+    }
+}
