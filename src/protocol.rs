@@ -107,6 +107,9 @@ pub struct Server {
     /// The option groups it reads (ids of clap groups in [`ServerOptions`]), as
     /// [`Protocol::option_groups`].
     pub option_groups: &'static [&'static str],
+    /// It serves QUIC (UDP) on its own engine (`engine::quic_io`), always with TLS, instead
+    /// of [`listeners`](Self::listeners) on the TCP engines.
+    pub quic: bool,
 }
 
 impl std::fmt::Debug for Server {
@@ -128,7 +131,8 @@ pub const PROTOCOLS: [&Protocol; 8] = [
 ];
 
 /// Every built-in server. (Registry line: one entry per server.)
-pub const SERVERS: [&Server; 5] = [&http1::SERVER, &h2::SERVER, &ws::SERVER, &sio::SERVER, &nsq::SERVER];
+pub const SERVERS: [&Server; 6] =
+    [&http1::SERVER, &h2::SERVER, &h3::SERVER, &ws::SERVER, &sio::SERVER, &nsq::SERVER];
 
 /// Every protocol's load options, flattened into each command that generates load. (Registry
 /// line: one field per option group.)

@@ -76,3 +76,77 @@ fn h3_refusals_are_one_line_and_exit_status_2() {
     }
     assert!(started.elapsed().as_secs() < 4, "{:?}", started.elapsed());
 }
+
+/// Datagrams the machine's UDP receive buffers dropped so far (`/proc/net/snmp`).
+fn udp_receive_drops() -> u64 {
+    let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap();
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+    let at = names.split_whitespace().position(|n| n == "RcvbufErrors").unwrap();
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+/// `serve h3` under `bench h3://`, in one process: GETs, 400-byte POSTs and 1 MiB POSTs (past
+/// QUIC's flow-control windows) all answered; the server's own count and bytes against the
+/// client's: every byte the client sent (its pre-flight's too) the server received, and the
+/// server sent at least what the client read (after a connection's close, what the server
+/// still sends is never read); a run of the default shape ends on time.
+#[test]
+fn serve_h3_answers_every_request_and_reads_every_byte() {
+    let cpu = client_cpu().to_string();
+    for (extra, n) in [
+        (&[][..], 20_000u64),
+        (&["-m", "POST", "--size", "400"][..], 20_000),
+        (&["-m", "POST", "--size", "1048576"][..], 32),
+    ] {
+        let started = serve_started("uring", "h3", &[]);
+        let ca =
+            std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
+        std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
+        let url = started.urls.concat()[0].clone();
+        let ca = ca.display().to_string();
+        let n_text = n.to_string();
+        let args = [
+            &[url.as_str(), "--ca", &ca, "-c", "4", "--depth", "8", "-n", &n_text, "--cores", &cpu][..],
+            extra,
+        ]
+        .concat();
+        let drops_before = udp_receive_drops();
+        let r = bench(&args);
+        assert_accounted(&r);
+        assert_eq!(r.errors_total(), 0, "{extra:?}: {:?} {:?}", r.failed, r.error_samples);
+        assert_eq!(r.ops, n, "{extra:?}");
+        let served = ServerTally::sum(&started.handle.stop().unwrap());
+        assert_eq!(served.requests, n, "{extra:?}: the server's count");
+        assert_eq!(served.connections, 4 + 1, "{extra:?}: and the pre-flight's");
+        // Every byte sent was received, but for datagrams a full receive buffer dropped (the
+        // kernel counts them: UDP RcvbufErrors; QUIC sent them again, counted again).
+        let sent = r.tx.total() + r.preflight.tx;
+        match udp_receive_drops() - drops_before {
+            0 => assert_eq!(served.rx, sent, "{extra:?}: every byte sent was received"),
+            drops => {
+                assert!(served.rx < sent && sent - served.rx <= drops * 1500, "{extra:?}: {drops} drops")
+            }
+        }
+        assert!(served.tx >= r.rx.total() + r.preflight.rx, "{extra:?}: {} < {}", served.tx, r.rx.total());
+        assert!(
+            served.tx - (r.rx.total() + r.preflight.rx) <= 5 * 1500,
+            "{extra:?}: {} vs {}",
+            served.tx,
+            r.rx.total()
+        );
+    }
+    // The default duration (no -n): ends on time.
+    let started = serve_started("uring", "h3", &[]);
+    let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
+    std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
+    let url = started.urls.concat()[0].clone();
+    let wall = std::time::Instant::now();
+    let r = bench(&[&url, "--ca", ca.to_str().unwrap(), "-c", "2", "-d", "1s", "--cores", &cpu]);
+    assert_accounted(&r);
+    assert!(r.ops > 0 && r.errors_total() == 0, "{:?}", r.error_samples);
+    assert!(wall.elapsed().as_secs_f64() < 4.0, "{:?}", wall.elapsed());
+    assert!((r.elapsed.as_secs_f64() - 1.0).abs() < 0.2, "{:?}", r.elapsed);
+    let served = ServerTally::sum(&started.handle.stop().unwrap());
+    assert_eq!(served.requests, r.ops + r.tx.warmup_op, "every request the server answered was counted");
+}

@@ -41,7 +41,8 @@ pub fn start(
     let mut listeners: Vec<Listener> = Vec::new();
     let mut counts = Vec::new();
     let tls = options.tls.server()?;
-    for (server, addr) in servers {
+    let tcp = servers.iter().filter(|(s, _)| !s.quic);
+    for (server, addr) in tcp.clone() {
         let own = (server.listeners)(*addr, options, tls.is_some())?;
         counts.push(own.len());
         match &tls {
@@ -60,13 +61,37 @@ pub fn start(
     let _ =
         crate::engine::sys::ensure_file_limit(SERVER_SOCKETS.min(limits.max_conns as u64).saturating_add(64));
     engine.ensure_limits(0, cores.len(), false)?;
-    let handle = engine.start_server(listeners, cores, limits, stop)?;
-    let mut urls = Vec::new();
+    let mut handle = if listeners.is_empty() {
+        ServerHandle::empty(stop.clone())
+    } else {
+        engine.start_server(listeners, cores, limits, stop.clone())?
+    };
+    let mut per_server: Vec<Vec<String>> = Vec::new();
     let mut from = 0;
-    for ((server, _), n) in servers.iter().zip(counts) {
-        urls.push((server.urls)(&handle.addrs[from..from + n], tls.is_some()));
+    for ((server, _), n) in tcp.zip(counts) {
+        per_server.push((server.urls)(&handle.addrs[from..from + n], tls.is_some()));
         from += n;
     }
+    // QUIC servers (`serve h3`): TLS always, the certificate of `--tls`/`--cert` or one made.
+    let mut tls = tls;
+    let mut quic_urls = Vec::new();
+    for (server, addr) in servers.iter().filter(|(s, _)| s.quic) {
+        if tls.is_none() {
+            let forced = crate::tls::options::ServeTlsArgs { tls: true, ..options.tls.clone() };
+            tls = forced.server()?;
+        }
+        let t = tls.as_ref().context("a QUIC server's TLS")?;
+        let config = crate::engine::quic::server_config((*t.config_for(server.alpn)).clone(), 100)?;
+        let quic = crate::engine::quic_io::start_server(*addr, cores, config, stop.clone())?;
+        quic_urls.push((server.urls)(&quic.addrs, true));
+        handle.merge(quic);
+    }
+    // The URLs in the order the servers were asked for.
+    let (mut tcp_urls, mut quic_urls) = (per_server.into_iter(), quic_urls.into_iter());
+    let urls = servers
+        .iter()
+        .map(|(s, _)| if s.quic { quic_urls.next() } else { tcp_urls.next() }.unwrap_or_default())
+        .collect();
     Ok(Started { handle, urls, tls })
 }
 

@@ -584,6 +584,18 @@ impl ServerHandle {
         })
     }
 
+    /// No listener, no core yet: for servers all started apart ([`merge`](Self::merge)).
+    pub fn empty(stop: Arc<AtomicBool>) -> ServerHandle {
+        ServerHandle { addrs: Vec::new(), stop, threads: Vec::new() }
+    }
+
+    /// Take `other`'s listeners and cores (servers started apart, on the same stop flag): one
+    /// handle checks and stops them all.
+    pub fn merge(&mut self, other: ServerHandle) {
+        self.addrs.extend(other.addrs);
+        self.threads.extend(other.threads);
+    }
+
     /// Stop and wait for every core; returns their tallies.
     pub fn stop(self) -> Result<Vec<ServerTally>, EngineError> {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -48,6 +48,11 @@ pub fn server_config(mut tls: rustls::ServerConfig, streams: u32) -> anyhow::Res
     transport.max_concurrent_bidi_streams(VarInt::from_u32(streams));
     // The client's control stream and QPACK's two: no more.
     transport.max_concurrent_uni_streams(VarInt::from_u32(3));
+    // What one connection may have in flight to this side: a burst the socket's receive
+    // buffer (4 MiB asked) holds for a few connections, so uploads are paced by QUIC's flow
+    // control rather than by the kernel dropping datagrams.
+    transport.receive_window(VarInt::from_u32(1 << 20));
+    transport.stream_receive_window(VarInt::from_u32(1 << 20));
     config.transport_config(Arc::new(transport));
     Ok(config)
 }
@@ -156,11 +161,10 @@ impl ClientConn {
     /// Write `bytes` on `stream` as far as quinn takes them (then finish it if `finish`); the
     /// rest waits for the stream to be writable.
     fn write(&mut self, stream: StreamId, bytes: Vec<u8>, finish: bool) {
-        let mut send = self.conn.send_stream(stream);
-        let taken = send.write(&bytes).unwrap_or(0);
+        let taken = write_all(&mut self.conn, stream, &bytes);
         if taken == bytes.len() {
             if finish {
-                let _ = send.finish();
+                let _ = self.conn.send_stream(stream).finish();
             }
         } else {
             self.unsent.insert(stream, (bytes[taken..].to_vec(), finish));
@@ -342,8 +346,11 @@ pub struct ServerEndpoint {
     conns: HashMap<ConnectionHandle, ServerConn>,
     /// Datagrams the endpoint answered by itself (a version negotiation, a stateless reset).
     responses: Vec<(Transmit, Vec<u8>)>,
-    /// Requests answered, over every connection.
+    /// Requests answered, over every connection, and connections accepted.
     pub answered: u64,
+    pub accepted: u64,
+    /// Requests answered by connections already gone.
+    answered_gone: u64,
 }
 
 impl ServerEndpoint {
@@ -355,6 +362,8 @@ impl ServerEndpoint {
             conns: HashMap::new(),
             responses: Vec::new(),
             answered: 0,
+            accepted: 0,
+            answered_gone: 0,
         }
     }
 
@@ -372,6 +381,7 @@ impl ServerEndpoint {
                 let mut buf = Vec::new();
                 match self.endpoint.accept(incoming, now, &mut buf, Some(self.config.clone())) {
                     Ok((handle, conn)) => {
+                        self.accepted += 1;
                         self.conns.insert(
                             handle,
                             ServerConn { conn, h3: H3Server::default(), unsent: HashMap::new() },
@@ -421,8 +431,15 @@ impl ServerEndpoint {
                 }
             }
         }
-        self.answered = self.conns.values().map(|c| c.h3.answered).sum();
-        self.conns.retain(|_, c| !c.conn.is_drained());
+        let gone = &mut self.answered_gone;
+        self.conns.retain(|_, c| {
+            let drained = c.conn.is_drained();
+            if drained {
+                *gone += c.h3.answered;
+            }
+            !drained
+        });
+        self.answered = self.answered_gone + self.conns.values().map(|c| c.h3.answered).sum::<u64>();
     }
 
     /// The next datagram to send, into `buf`: the endpoint's own answers first, then each
@@ -458,15 +475,29 @@ impl ServerEndpoint {
 
 /// Write an answer on `stream` as far as quinn takes it (then finish it); the rest waits.
 fn write_server(c: &mut ServerConn, stream: StreamId, bytes: Vec<u8>, finish: bool) {
-    let mut send = c.conn.send_stream(stream);
-    let taken = send.write(&bytes).unwrap_or(0);
+    let taken = write_all(&mut c.conn, stream, &bytes);
     if taken == bytes.len() {
         if finish {
-            let _ = send.finish();
+            let _ = c.conn.send_stream(stream).finish();
         }
     } else {
         c.unsent.insert(stream, bytes[taken..].to_vec());
     }
+}
+
+/// Write as much of `bytes` on `stream` as quinn takes: again after a partial write, until it
+/// says `Blocked` (only then does it tell the stream `Writable` when room comes: a partial
+/// write alone registers nothing). Returns what it took. Bounded: each write takes at least
+/// an octet or ends the loop.
+fn write_all(conn: &mut Connection, stream: StreamId, bytes: &[u8]) -> usize {
+    let mut taken = 0;
+    while taken < bytes.len() {
+        match conn.send_stream(stream).write(&bytes[taken..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => taken += n,
+        }
+    }
+    taken
 }
 
 /// Read what a client's stream has: a request stream's bytes to the HTTP/3 server (its answer
@@ -667,8 +698,10 @@ mod tests {
         );
     }
 
-    /// A 1 MiB body goes under QUIC's flow control (the stream's and connection's windows
-    /// are smaller): the rest is written as the stream becomes writable, and it is answered.
+    /// A 1 MiB body goes under QUIC's flow control (the server's stream and connection windows
+    /// are 1 MiB, less than the request): the rest is written as the stream becomes writable
+    /// (a partial write is retried until quinn says blocked, or it would never say writable),
+    /// and it is answered.
     #[test]
     fn a_mebibyte_body_goes_under_quics_flow_control() {
         let (seen, _) = run(3, 2, &vec![b'b'; 1 << 20]);

@@ -98,6 +98,8 @@ struct Slot {
     send: Vec<u8>,
     recv_armed: bool,
     send_busy: bool,
+    /// The send in flight: its class and length, counted once the socket took it.
+    sending: (Traffic, u64),
     /// Requests in flight: (stream, intended, sent, traffic, kind).
     ops: HashMap<u64, (Instant, Traffic, u16)>,
     /// This connection's share of `-n` left (`None`: no count).
@@ -133,6 +135,7 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
             send: Vec::with_capacity(DATAGRAM),
             recv_armed: false,
             send_busy: false,
+            sending: (Traffic::Control, 0),
             ops: HashMap::new(),
             left: job.shape.ops.map(|n| crate::workload::split_ops(n, job.shape.connections, i)),
             settled: false,
@@ -230,6 +233,12 @@ fn run_loop(
             let Some(slot) = slots.get_mut(i) else { continue };
             if kind == SEND {
                 slot.send_busy = false;
+                // Counted once the socket took it (a failed send is QUIC's to retransmit).
+                let (class, len) = std::mem::replace(&mut slot.sending, (Traffic::Control, 0));
+                if result > 0 {
+                    rec.tx.add(class, len);
+                    slot.life.0 += len;
+                }
                 continue;
             }
             slot.recv_armed = false;
@@ -351,7 +360,7 @@ fn drive(
         conn.close(qnow);
         fail_all(slot, now, core, ErrorClass::Timeout, "no answer by the end of the drain", rec);
     }
-    transmit(ring, slot, i, core, now, rec)?;
+    transmit(ring, slot, i, core, now)?;
     if slot.closing && !slot.send_busy {
         slot.done = true;
         end_life(slot, core, rec);
@@ -403,23 +412,48 @@ fn open(slot: &mut Slot, i: usize, core: &mut Core<'_>, now: Instant, rec: &mut 
     }
 }
 
-/// A connected UDP socket to `remote`, non-blocking.
+/// The receive buffer a QUIC socket asks for: a burst of a window's datagrams (a 1 MiB body
+/// arrives faster than one loop turn reads it) is held, not dropped, as QUIC servers do
+/// (quic-go asks for 7 MiB). Past `net.core.rmem_max` it takes what it is given (root: forced).
+const SOCKET_BUFFER: usize = 4 << 20;
+
+/// Ask for [`SOCKET_BUFFER`] both ways; best effort.
+fn big_buffers(sock: &socket2::Socket) {
+    for (normal, forced) in [(libc::SO_RCVBUF, libc::SO_RCVBUFFORCE), (libc::SO_SNDBUF, libc::SO_SNDBUFFORCE)]
+    {
+        let size = SOCKET_BUFFER as libc::c_int;
+        let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let fd = sock.as_raw_fd();
+        // SAFETY: plain setsockopt on our socket with an int.
+        unsafe {
+            if libc::setsockopt(fd, libc::SOL_SOCKET, forced, (&size as *const libc::c_int).cast(), len) != 0
+            {
+                libc::setsockopt(fd, libc::SOL_SOCKET, normal, (&size as *const libc::c_int).cast(), len);
+            }
+        }
+    }
+}
+
+/// A connected UDP socket to `remote`. Blocking, as io_uring wants it: a send the socket's
+/// buffer cannot take yet waits in the ring for room (a non-blocking one would fail with
+/// `EAGAIN`, and the datagram would be lost to QUIC's retransmission).
 fn udp_socket(remote: SocketAddr) -> std::io::Result<OwnedFd> {
     let domain = if remote.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
-    let sock = socket2::Socket::new(domain, socket2::Type::DGRAM.nonblocking().cloexec(), None)?;
+    let sock = socket2::Socket::new(domain, socket2::Type::DGRAM.cloexec(), None)?;
+    big_buffers(&sock);
     sock.connect(&remote.into())?;
     // SAFETY: the descriptor is socket2's, handed over whole.
     Ok(unsafe { OwnedFd::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(sock)) })
 }
 
-/// Send what quinn has, one datagram at a time (the socket's one send in flight).
+/// Send what quinn has, one datagram at a time (the socket's one send in flight); its bytes
+/// are counted when the socket took them.
 fn transmit(
     ring: &mut IoUring,
     slot: &mut Slot,
     i: usize,
     core: &Core<'_>,
     now: Instant,
-    rec: &mut CoreRecorder,
 ) -> std::io::Result<()> {
     if slot.send_busy {
         return Ok(());
@@ -428,8 +462,7 @@ fn transmit(
     let (Some(conn), Some(sock)) = (slot.conn.as_mut(), &slot.sock) else { return Ok(()) };
     slot.send.clear();
     let Some(t) = conn.poll_transmit(core.clocks.to_std(now), 1, &mut slot.send) else { return Ok(()) };
-    rec.tx.add(class, t.size as u64);
-    slot.life.0 += t.size as u64;
+    slot.sending = (class, t.size as u64);
     let sqe = opcode::Send::new(types::Fd(sock.as_raw_fd()), slot.send.as_ptr(), t.size as u32)
         .build()
         .user_data((i as u64) << 1 | SEND);
@@ -562,4 +595,230 @@ fn drain_ring(ring: &mut IoUring, slots: &mut [Slot]) {
             }
         }
     }
+}
+
+// ---- The built-in HTTP/3 server (`serve h3`) ----
+
+/// Sends and receives a server core keeps in flight at once (each its own buffer and header):
+/// a burst of datagrams is read as fast as it comes, not one per turn of the loop.
+const SERVER_SENDS: usize = 32;
+const SERVER_RECVS: usize = 32;
+/// Tags of a server core's operations: the send slots' indexes, then the receives'.
+const SERVER_RECV: u64 = 1 << 32;
+
+/// What a receive or a send points into: the datagram, its address, the header the kernel
+/// reads or fills (boxed: they do not move while the operation is in flight).
+struct Msg {
+    buf: Vec<u8>,
+    addr: libc::sockaddr_storage,
+    iov: libc::iovec,
+    hdr: libc::msghdr,
+}
+
+impl Msg {
+    fn new(size: usize) -> Box<Msg> {
+        // SAFETY: all-zero is a valid sockaddr_storage, iovec and msghdr.
+        let mut m: Box<Msg> = Box::new(Msg {
+            buf: vec![0; size],
+            addr: unsafe { std::mem::zeroed() },
+            iov: unsafe { std::mem::zeroed() },
+            hdr: unsafe { std::mem::zeroed() },
+        });
+        m.iov = libc::iovec { iov_base: m.buf.as_mut_ptr().cast(), iov_len: size };
+        m.hdr.msg_iov = &mut m.iov;
+        m.hdr.msg_iovlen = 1;
+        m.hdr.msg_name = (&mut m.addr as *mut libc::sockaddr_storage).cast();
+        m.hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
+        m
+    }
+
+    /// Ready to receive again: the whole buffer and address free.
+    fn for_receive(&mut self) {
+        self.iov.iov_len = self.buf.len();
+        self.hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
+    }
+
+    /// The sender of what was received.
+    fn source(&self) -> Option<SocketAddr> {
+        let storage = &self.addr as *const libc::sockaddr_storage;
+        match i32::from(self.addr.ss_family) {
+            libc::AF_INET => {
+                // SAFETY: the kernel wrote a sockaddr_in (its family says so).
+                let a = unsafe { &*storage.cast::<libc::sockaddr_in>() };
+                let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+                Some(SocketAddr::from((ip, u16::from_be(a.sin_port))))
+            }
+            libc::AF_INET6 => {
+                // SAFETY: the kernel wrote a sockaddr_in6 (its family says so).
+                let a = unsafe { &*storage.cast::<libc::sockaddr_in6>() };
+                let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
+                Some(SocketAddr::from((ip, u16::from_be(a.sin6_port))))
+            }
+            _ => None,
+        }
+    }
+
+    /// `len` bytes of `buf` to `to`.
+    fn to(&mut self, to: SocketAddr, len: usize) {
+        let to = socket2::SockAddr::from(to);
+        // SAFETY: `to` is a valid address of `to.len()` octets, at most a sockaddr_storage.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                to.as_ptr().cast::<u8>(),
+                (&mut self.addr as *mut libc::sockaddr_storage).cast(),
+                to.len() as usize,
+            );
+        }
+        self.hdr.msg_namelen = to.len();
+        self.iov.iov_len = len;
+    }
+}
+
+/// Start the built-in HTTP/3 server on `addr` (UDP), a core each on `cores` sharing the port
+/// (`SO_REUSEPORT`: the kernel keeps each client's datagrams on one core), until `stop`.
+pub fn start_server(
+    addr: SocketAddr,
+    cores: &[usize],
+    config: quinn_proto::ServerConfig,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<super::ServerHandle, EngineError> {
+    let listen = |at: SocketAddr| -> std::io::Result<std::net::UdpSocket> {
+        let domain = if at.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
+        let s = socket2::Socket::new(domain, socket2::Type::DGRAM.cloexec(), None)?;
+        s.set_reuse_port(true)?;
+        big_buffers(&s);
+        s.bind(&at.into())?;
+        Ok(s.into())
+    };
+    let first = listen(addr).map_err(|source| EngineError::Listen { addr, source })?;
+    let bound = first.local_addr().map_err(|source| EngineError::Listen { addr, source })?;
+    let mut sockets = vec![first];
+    for _ in 1..cores.len() {
+        sockets.push(listen(bound).map_err(|source| EngineError::Listen { addr: bound, source })?);
+    }
+    let config = Arc::new(config);
+    let mut threads = Vec::new();
+    for (&cpu, sock) in cores.iter().zip(sockets) {
+        let (stop, config) = (stop.clone(), config.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("wirebench-serve-h3-{cpu}"))
+            .spawn(move || {
+                super::catching(
+                    cpu,
+                    || {},
+                    || {
+                        super::pin_current_thread(cpu)?;
+                        serve_core(cpu, sock, (*config).clone(), &stop)
+                            .map_err(|source| EngineError::Executor { cpu, source })
+                    },
+                )
+            })
+            .map_err(|source| EngineError::Executor { cpu, source })?;
+        threads.push((cpu, handle));
+    }
+    Ok(super::ServerHandle { addrs: vec![bound], stop, threads })
+}
+
+/// One server core: its socket's datagrams to the endpoint, the endpoint's to the socket,
+/// quinn's deadlines slept on, until `stop`.
+fn serve_core(
+    cpu: usize,
+    sock: std::net::UdpSocket,
+    config: quinn_proto::ServerConfig,
+    stop: &std::sync::atomic::AtomicBool,
+) -> std::io::Result<crate::stats::ServerTally> {
+    let clock = super::sys::ThreadClock::start();
+    let mut ring = IoUring::new(256)?;
+    let mut endpoint = super::quic::ServerEndpoint::new(config);
+    let mut tally = crate::stats::ServerTally { core: cpu, ..Default::default() };
+    let fd = types::Fd(sock.as_raw_fd());
+    let mut recvs: Vec<Box<Msg>> = (0..SERVER_RECVS).map(|_| Msg::new(DATAGRAM)).collect();
+    let mut sends: Vec<Box<Msg>> = (0..SERVER_SENDS).map(|_| Msg::new(DATAGRAM)).collect();
+    let mut free: Vec<usize> = (0..SERVER_SENDS).collect();
+    let mut idle: Vec<usize> = (0..SERVER_RECVS).collect();
+    let clocks = Clocks::new();
+    let result = (|| -> std::io::Result<()> {
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let now = clocks.to_std(Instant::now());
+            endpoint.handle_timeout(now);
+            endpoint.drive(now);
+            // As many datagrams as there are free send slots.
+            while let Some(&slot) = free.last() {
+                let m = &mut sends[slot];
+                let mut out = std::mem::take(&mut m.buf);
+                out.clear();
+                let t = endpoint.poll_transmit(now, &mut out);
+                out.resize(out.capacity().max(DATAGRAM), 0);
+                m.buf = out;
+                let Some(t) = t else { break };
+                m.iov.iov_base = m.buf.as_mut_ptr().cast();
+                m.to(t.destination, t.size);
+                let sqe = opcode::SendMsg::new(fd, &m.hdr).build().user_data(slot as u64);
+                push(&mut ring, &sqe)?;
+                free.pop();
+            }
+            while let Some(r) = idle.pop() {
+                recvs[r].for_receive();
+                let sqe =
+                    opcode::RecvMsg::new(fd, &mut recvs[r].hdr).build().user_data(SERVER_RECV + r as u64);
+                push(&mut ring, &sqe)?;
+            }
+            let wait = endpoint.poll_timeout().map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK);
+            let ts = types::Timespec::new().sec(wait.as_secs()).nsec(wait.subsec_nanos());
+            match ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+            let done: Vec<(u64, i32)> = ring.completion().map(|c| (c.user_data(), c.result())).collect();
+            let now = clocks.to_std(Instant::now());
+            for (data, result) in done {
+                if let Some(r) =
+                    data.checked_sub(SERVER_RECV).map(|r| r as usize).filter(|&r| r < SERVER_RECVS)
+                {
+                    idle.push(r);
+                    if result > 0
+                        && let Some(from) = recvs[r].source()
+                    {
+                        tally.rx += result as u64;
+                        endpoint.datagram(now, from, &recvs[r].buf[..result as usize]);
+                    }
+                } else if (data as usize) < SERVER_SENDS {
+                    if result > 0 {
+                        tally.tx += result as u64;
+                    }
+                    free.push(data as usize);
+                }
+            }
+        }
+        Ok(())
+    })();
+    // Every operation points into `recvs` and `sends`: cancel them and wait before they go.
+    let busy = (SERVER_RECVS - idle.len()) + (SERVER_SENDS - free.len());
+    if busy > 0 {
+        for r in (0..SERVER_RECVS).filter(|r| !idle.contains(r)) {
+            let _ = push(
+                &mut ring,
+                &opcode::AsyncCancel::new(SERVER_RECV + r as u64).build().user_data(u64::MAX),
+            );
+        }
+        let mut left = busy;
+        for _ in 0..100 {
+            if left == 0 {
+                break;
+            }
+            let ts = types::Timespec::new().nsec(10_000_000);
+            let _ = ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
+            left -= ring.completion().filter(|c| c.user_data() != u64::MAX).count().min(left);
+        }
+    }
+    result?;
+    tally.requests = endpoint.answered;
+    tally.connections = endpoint.accepted;
+    (tally.cpu, tally.wall) = clock.since(Instant::now());
+    Ok(tally)
 }

@@ -114,4 +114,5 @@ pub static SERVER: Server = Server {
         urls.flatten().collect()
     },
     option_groups: &[],
+    quic: false,
 };

@@ -13,7 +13,7 @@ pub mod server;
 pub mod stream;
 
 use crate::plan::{LoadPlan, Prepared};
-use crate::protocol::{Protocol, Scheme};
+use crate::protocol::{Protocol, Scheme, Server};
 
 /// `h3://HOST:PORT/PATH`: HTTP/3 over QUIC (UDP), TLS 1.3 agreed by ALPN `h3`. Each
 /// connection keeps `--depth` requests (streams) in flight.
@@ -80,3 +80,17 @@ fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     p.drive_with(move |job| crate::engine::quic_io::run_client(job, targets))
 }
+
+/// `serve h3`: HTTP/3 over QUIC (UDP), always TLS (without `--tls`/`--cert`, a self-signed
+/// certificate as `serve --tls` makes), answering as `serve http` does.
+pub static SERVER: Server = Server {
+    name: "h3",
+    about: "HTTP/3 over QUIC (UDP, TLS always): `Hello World` for GET, `OK` for a request with a body",
+    default_listen: "127.0.0.1:8443",
+    listeners: |_, _, _| Ok(Vec::new()),
+    tls: &[crate::tls::options::TlsStart::InQuic],
+    alpn: b"h3",
+    urls: |addrs, _| addrs.iter().map(|a| format!("h3://{a}/")).collect(),
+    option_groups: &[],
+    quic: true,
+};

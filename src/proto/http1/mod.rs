@@ -207,4 +207,5 @@ pub static SERVER: Server = Server {
     alpn: b"http/1.1",
     urls: |addrs, tls| addrs.iter().map(|a| format!("http{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &[],
+    quic: false,
 };

@@ -548,4 +548,5 @@ pub static SERVER: Server = Server {
         vec![format!("nsq://{}/test{tcp}", addrs[0]), format!("{http}://{}/test", addrs[1])]
     },
     option_groups: &["nsq-serve-options"],
+    quic: false,
 };

@@ -288,4 +288,5 @@ pub static SERVER: Server = Server {
     alpn: b"http/1.1",
     urls: |addrs, tls| addrs.iter().map(|a| format!("sio{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &["sio-serve-options"],
+    quic: false,
 };

@@ -257,4 +257,5 @@ pub static SERVER: Server = Server {
     alpn: b"http/1.1",
     urls: |addrs, tls| addrs.iter().map(|a| format!("ws{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &["ws-serve-options"],
+    quic: false,
 };
