@@ -1018,7 +1018,7 @@ mod tests {
         assert_eq!(error(&["nsq://h/t", "--text"]), "--text applies to ws:// and wss:// targets");
         assert_eq!(
             error(&["ws://h/", "-m", "POST"]),
-            "-m/--method applies to http://, https://, h2c:// and h2:// targets"
+            "-m/--method applies to http://, https://, h2c://, h2:// and h3:// targets"
         );
         assert_eq!(
             error(&["nsq://h/t", "--binary"]),
@@ -1026,7 +1026,7 @@ mod tests {
         );
         assert_eq!(
             error(&["http://h/", "--insecure"]),
-            "--insecure applies to TLS targets: https://, h2://, grpcs://, wss://, sios://, nsq+https:// or nsq://…?tls=1"
+            "--insecure applies to TLS targets: https://, h2://, grpcs://, h3://, wss://, sios://, nsq+https:// or nsq://…?tls=1"
         );
         assert!(
             error(&["http://h/", "--insecure", "--tls-resume"])

@@ -264,8 +264,9 @@ pub fn tls_schemes_text() -> String {
     use crate::tls::options::TlsStart;
     let schemes = || PROTOCOLS.iter().flat_map(|p| p.schemes.iter());
     // Those TLS from the connect first, then those that upgrade.
-    let at_connect =
-        schemes().filter(|s| s.tls == Some(TlsStart::AtConnect)).map(|s| format!("{}://", s.name));
+    let at_connect = schemes()
+        .filter(|s| matches!(s.tls, Some(TlsStart::AtConnect | TlsStart::InQuic)))
+        .map(|s| format!("{}://", s.name));
     let upgrading =
         schemes().filter(|s| s.tls == Some(TlsStart::InHandshake)).map(|s| format!("{}://…?tls=1", s.name));
     let names: Vec<String> = at_connect.chain(upgrading).collect();
@@ -384,7 +385,7 @@ mod tests {
         }
         assert_eq!(
             schemes_text(),
-            "http://, https://, h2c://, h2://, grpc://, grpcs://, ws://, wss://, sio://, sios://, nsq://, nsq+http:// or nsq+https://"
+            "http://, https://, h2c://, h2://, grpc://, grpcs://, h3://, ws://, wss://, sio://, sios://, nsq://, nsq+http:// or nsq+https://"
         );
         assert_eq!(schemes_of(&["nsq", "nsq-http"]), "nsq://, nsq+http:// and nsq+https://");
         for s in SERVERS {
@@ -436,7 +437,7 @@ mod tests {
         assert_eq!(
             options.given(),
             vec![
-                ("-m/--method".to_string(), vec!["http1", "h2"]),
+                ("-m/--method".to_string(), vec!["http1", "h2", "h3"]),
                 ("--no-identify".to_string(), vec!["nsq"])
             ]
         );

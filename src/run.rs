@@ -292,7 +292,7 @@ fn preflight_quic(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<
             conn.handle_timeout(now);
         }
         conn.drive(now, &mut endpoint, &mut Vec::new());
-        if let Some(Lost::Closed(reason)) = conn.lost() {
+        if let Some(Lost { reason, .. }) = conn.lost() {
             return Err(failed(reason.clone()));
         }
         let connected = conn.connected();

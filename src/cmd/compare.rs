@@ -143,18 +143,22 @@ fn start_servers(
     load: &mut plan::Load,
 ) -> Result<(Vec<String>, Vec<crate::engine::ServerHandle>)> {
     let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("literal address");
-    let all: Vec<_> = protocol::SERVERS.iter().map(|s| (*s, any)).collect();
-    let start = |options: &ServerOptions| {
-        super::serve::start(engine, &all, options, cores, ServerLimits::default(), crate::run::own_stop())
+    // QUIC's servers are TLS only: they start with the TLS ones, when the QUIC engine runs
+    // the load's shape (not yet `--no-keepalive` or `--rate`: no HTTP/3 row then).
+    let plain: Vec<_> = protocol::SERVERS.iter().filter(|s| !s.quic).map(|s| (*s, any)).collect();
+    let quic = crate::proto::h3::not_built(load).is_none();
+    let all: Vec<_> = protocol::SERVERS.iter().filter(|s| !s.quic || quic).map(|s| (*s, any)).collect();
+    let start = |servers: &[(&'static protocol::Server, std::net::SocketAddr)], options: &ServerOptions| {
+        super::serve::start(engine, servers, options, cores, ServerLimits::default(), crate::run::own_stop())
     };
-    let started = start(&ServerOptions::default())?;
+    let started = start(&plain, &ServerOptions::default())?;
     let mut urls = started.urls.concat();
     let mut handles = vec![started.handle];
     if tls {
         // The same servers over TLS, on the same cores; the client trusts their certificate.
         let mut options = ServerOptions::default();
         options.tls.tls = true;
-        let started = start(&options)?;
+        let started = start(&all, &options)?;
         urls.extend(started.urls.concat());
         load.tls.trust = started.tls.iter().map(|t| t.cert_der.clone()).collect();
         handles.push(started.handle);

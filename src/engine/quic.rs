@@ -34,7 +34,14 @@ pub const ALPN: &[u8] = b"h3";
 pub fn client_config(tls: Arc<rustls::ClientConfig>) -> anyhow::Result<ClientConfig> {
     let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|_| anyhow::anyhow!("QUIC needs TLS 1.3 (and its TLS_AES_128_GCM_SHA256)"))?;
-    Ok(ClientConfig::new(Arc::new(crypto)))
+    let mut config = ClientConfig::new(Arc::new(crypto));
+    let mut transport = quinn_proto::TransportConfig::default();
+    // A server opens no bidirectional stream in HTTP/3 (RFC 9114 §6.1), and its unidirectional
+    // ones are its control stream and QPACK's two.
+    transport.max_concurrent_bidi_streams(VarInt::from_u32(0));
+    transport.max_concurrent_uni_streams(VarInt::from_u32(3));
+    config.transport_config(Arc::new(transport));
+    Ok(config)
 }
 
 /// The server's QUIC configuration over `tls` (its certificate), agreeing to `h3` by ALPN, at
@@ -57,19 +64,39 @@ pub fn server_config(mut tls: rustls::ServerConfig, streams: u32) -> anyhow::Res
     Ok(config)
 }
 
-/// What happened to a request: its stream, and how it ended.
+/// What happened to a request: its stream, how it ended, and its answer in the protocol's
+/// words (its status; none for a reset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completed {
     pub stream: u64,
     pub outcome: Outcome,
+    pub answer: Option<crate::outcome::Answer>,
 }
 
-/// How a client connection ended.
+/// How a client connection ended: the class its requests in flight fail with, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lost {
-    /// The connection closed: by the peer (its reason), by a timeout, or by this side after an
-    /// HTTP/3 error (its text).
-    Closed(String),
+pub struct Lost {
+    pub class: crate::outcome::ErrorClass,
+    pub reason: String,
+}
+
+impl Lost {
+    /// quinn's reason, classed: its idle timeout is `timeout`; a handshake refused (a
+    /// certificate, ALPN) `tls`; this side's own HTTP/3 error `protocol`; the peer closing
+    /// or resetting `closed`.
+    fn of(reason: &quinn_proto::ConnectionError, connected: bool) -> Lost {
+        use crate::outcome::ErrorClass;
+        use quinn_proto::ConnectionError as E;
+        let class = match reason {
+            E::TimedOut => ErrorClass::Timeout,
+            E::TransportError(_) if !connected => ErrorClass::Tls,
+            E::LocallyClosed | E::VersionMismatch | E::TransportError(_) | E::CidsExhausted => {
+                ErrorClass::Protocol
+            }
+            E::ConnectionClosed(_) | E::ApplicationClosed(_) | E::Reset => ErrorClass::Closed,
+        };
+        Lost { class, reason: reason.to_string() }
+    }
 }
 
 /// One client connection: quinn-proto's, with the HTTP/3 client's state.
@@ -81,8 +108,10 @@ pub struct ClientConn {
     control: Option<StreamId>,
     /// Bytes quinn did not take yet, per stream (flow control), and whether to finish it after.
     unsent: HashMap<StreamId, (Vec<u8>, bool)>,
-    /// Requests in flight.
+    /// Requests in flight, and how many request streams were opened (the next one's id is
+    /// 4 × that: client-initiated bidirectional streams are 0, 4, 8, …).
     requests: usize,
+    opened: u64,
     lost: Option<Lost>,
 }
 
@@ -105,6 +134,7 @@ impl ClientConn {
             control: None,
             unsent: HashMap::new(),
             requests: 0,
+            opened: 0,
             lost: None,
         })
     }
@@ -140,22 +170,46 @@ impl ClientConn {
     /// Send request `entry` on a new stream; its id, or `None` when no stream may open now (the
     /// server's stream limit, its GOAWAY, the handshake not done, the connection lost).
     pub fn request(&mut self, entry: usize) -> Option<u64> {
-        if !self.connected || self.lost.is_some() {
+        // None above a GOAWAY's last id: the server would not take it.
+        if !self.connected || self.lost.is_some() || !self.h3.accepts(4 * self.opened) {
             return None;
         }
         let next = self.conn.streams().open(Dir::Bi)?;
+        self.opened += 1;
         let id = u64::from(next);
-        if !self.h3.accepts(id) {
-            // Opened but never used (the server takes none above its GOAWAY): reset at once.
-            let cancelled = VarInt::from_u64(crate::proto::h3::frame::H3_REQUEST_CANCELLED).ok()?;
-            let _ = self.conn.send_stream(next).reset(cancelled);
-            return None;
-        }
         let mut bytes = Vec::new();
         self.h3.request(id, entry, &mut bytes);
         self.write(next, bytes, true);
         self.requests += 1;
         Some(id)
+    }
+
+    /// The server said GOAWAY and nothing it promised to answer is in flight: the connection
+    /// is done (close it and open another: a reconnect, not an error).
+    pub fn going_away(&self) -> bool {
+        self.h3.goaway().is_some() && self.requests == 0
+    }
+
+    /// The requests in flight above a GOAWAY's last id: the server will not answer them.
+    pub fn refused(&self) -> Vec<u64> {
+        self.h3.refused().collect()
+    }
+
+    /// Give up on request `stream` (its timeout): reset it both ways and forget it.
+    pub fn cancel(&mut self, stream: u64) {
+        let Ok(code) = VarInt::from_u64(crate::proto::h3::frame::H3_REQUEST_CANCELLED) else { return };
+        let sid = self.stream_id(stream);
+        let _ = self.conn.send_stream(sid).reset(code);
+        let _ = self.conn.recv_stream(sid).stop(code);
+        self.unsent.remove(&sid);
+        if self.h3.forget(stream) {
+            self.requests -= 1;
+        }
+    }
+
+    /// quinn's id of the client's bidirectional stream `stream`.
+    fn stream_id(&self, stream: u64) -> StreamId {
+        StreamId::from(VarInt::from_u64(stream).unwrap_or(VarInt::from_u32(0)))
     }
 
     /// Write `bytes` on `stream` as far as quinn takes them (then finish it if `finish`); the
@@ -192,7 +246,12 @@ impl ClientConn {
                     }
                 }
                 Event::ConnectionLost { reason } => {
-                    self.lost.get_or_insert(Lost::Closed(reason.to_string()));
+                    let connected = self.connected;
+                    self.lost.get_or_insert_with(|| Lost::of(&reason, connected));
+                }
+                Event::Stream(StreamEvent::Stopped { id, .. }) => {
+                    // The server wants no more of it (an answer before the whole body).
+                    self.unsent.remove(&id);
                 }
                 Event::Stream(StreamEvent::Readable { id }) => self.read(now, id, done),
                 Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
@@ -213,6 +272,7 @@ impl ClientConn {
     /// Read what `stream` has; a request stream's response decoded (completed into `done`),
     /// a server's unidirectional stream's bytes handed to the HTTP/3 client.
     fn read(&mut self, now: Instant, stream: StreamId, done: &mut Vec<Completed>) {
+        let stream_id = stream;
         let id = u64::from(stream);
         let request = stream.dir() == Dir::Bi;
         let mut recv = self.conn.recv_stream(stream);
@@ -231,7 +291,7 @@ impl ClientConn {
                     match result {
                         Ok(Some((stream, outcome))) => {
                             self.requests -= 1;
-                            done.push(Completed { stream, outcome });
+                            done.push(Completed { stream, outcome, answer: self.h3.answer() });
                         }
                         Ok(None) => {}
                         Err(e) => {
@@ -246,9 +306,12 @@ impl ClientConn {
                 }
                 Err(quinn_proto::ReadError::Blocked) => break,
                 Err(quinn_proto::ReadError::Reset(code)) => {
-                    if let Some(outcome) = self.h3.reset(id, code.into_inner()) {
+                    if !request {
+                        // A critical stream (its control stream) reset is the connection's end.
+                        failure = self.h3.uni_reset(id).err();
+                    } else if let Some(outcome) = self.h3.reset(id, code.into_inner()) {
                         self.requests -= 1;
-                        done.push(Completed { stream: id, outcome });
+                        done.push(Completed { stream: id, outcome, answer: None });
                     }
                     break;
                 }
@@ -264,7 +327,8 @@ impl ClientConn {
             match result {
                 Ok(Some((stream, outcome))) => {
                     self.requests -= 1;
-                    done.push(Completed { stream, outcome });
+                    self.unsent.remove(&stream_id);
+                    done.push(Completed { stream, outcome, answer: self.h3.answer() });
                 }
                 Ok(None) => {}
                 Err(e) => failure = Some(e),
@@ -277,7 +341,7 @@ impl ClientConn {
 
     /// An HTTP/3 error: the connection closes with its code, and it is lost with its text.
     fn close_with(&mut self, now: Instant, e: client::Error) {
-        self.lost.get_or_insert(Lost::Closed(e.to_string()));
+        self.lost.get_or_insert(Lost { class: crate::outcome::ErrorClass::Protocol, reason: e.to_string() });
         let code = VarInt::from_u64(frame_code(e)).unwrap_or(VarInt::from_u32(0x101));
         self.conn.close(now, code, bytes::Bytes::from(e.to_string()));
     }
@@ -336,7 +400,7 @@ fn frame_code(e: client::Error) -> u64 {
 struct ServerConn {
     conn: Connection,
     h3: H3Server,
-    unsent: HashMap<StreamId, Vec<u8>>,
+    unsent: HashMap<StreamId, (Vec<u8>, bool)>,
 }
 
 /// The built-in server's side of one UDP socket: its endpoint and connections.
@@ -423,9 +487,12 @@ impl ServerEndpoint {
                     }
                     Event::Stream(StreamEvent::Readable { id }) => serve_stream(now, c, id),
                     Event::Stream(StreamEvent::Writable { id }) => {
-                        if let Some(bytes) = c.unsent.remove(&id) {
-                            write_server(c, id, bytes, true);
+                        if let Some((bytes, finish)) = c.unsent.remove(&id) {
+                            write_server(c, id, bytes, finish);
                         }
+                    }
+                    Event::Stream(StreamEvent::Stopped { id, .. }) => {
+                        c.unsent.remove(&id);
                     }
                     _ => {}
                 }
@@ -471,6 +538,14 @@ impl ServerEndpoint {
             }
         }
     }
+
+    /// The server stops: every connection closed with H3_NO_ERROR (their CONNECTION_CLOSE
+    /// goes with the next transmits), so clients learn it at once, not at their idle timeout.
+    pub fn close_all(&mut self, now: Instant) {
+        for c in self.conns.values_mut() {
+            c.conn.close(now, VarInt::from_u32(0x100), bytes::Bytes::new());
+        }
+    }
 }
 
 /// Write an answer on `stream` as far as quinn takes it (then finish it); the rest waits.
@@ -481,7 +556,7 @@ fn write_server(c: &mut ServerConn, stream: StreamId, bytes: Vec<u8>, finish: bo
             let _ = c.conn.send_stream(stream).finish();
         }
     } else {
-        c.unsent.insert(stream, bytes[taken..].to_vec());
+        c.unsent.insert(stream, (bytes[taken..].to_vec(), finish));
     }
 }
 

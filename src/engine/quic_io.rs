@@ -42,6 +42,8 @@ const TICK: Duration = Duration::from_millis(20);
 
 const RECV: u64 = 0;
 const SEND: u64 = 1;
+/// The tag of a cancel's own completion (ignored).
+const CANCELLING: u64 = u64::MAX;
 
 /// quinn-proto keeps `std::time::Instant`s; the engine reads [`Instant`]. Both are the same
 /// monotonic clock, so one pair read together maps either to the other for the whole run.
@@ -109,6 +111,8 @@ struct Slot {
     started: Instant,
     retry_at: Option<Instant>,
     closing: bool,
+    /// Once closed, open another (a GOAWAY), not done.
+    reconnect: bool,
     done: bool,
     /// This connection's first request went (before it, its datagrams end the handshake).
     requested: bool,
@@ -143,14 +147,18 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
             started,
             retry_at: Some(started),
             closing: false,
+            reconnect: false,
             done: false,
             requested: false,
             life: (0, 0),
         })
         .collect();
     let result = run_loop(&mut ring, &mut slots, &targets, &job, &books, &mut rec, started);
-    // The ring's operations point into the slots: cancel and wait for them before the slots go.
-    drain_ring(&mut ring, &mut slots);
+    // The ring's operations point into the slots: cancel and wait for them before the slots
+    // go; if some never complete, the slots are leaked rather than freed under them.
+    if !drain_ring(&mut ring, &mut slots) {
+        std::mem::forget(slots);
+    }
     result.map_err(|source| EngineError::Executor { cpu, source })?;
     Ok(books.close(rec))
 }
@@ -229,6 +237,9 @@ fn run_loop(
         let now = Instant::now();
         let completions: Vec<(u64, i32)> = ring.completion().map(|c| (c.user_data(), c.result())).collect();
         for (data, result) in completions {
+            if data == CANCELLING {
+                continue;
+            }
             let (i, kind) = ((data >> 1) as usize, data & 1);
             let Some(slot) = slots.get_mut(i) else { continue };
             if kind == SEND {
@@ -237,17 +248,25 @@ fn run_loop(
                 let (class, len) = std::mem::replace(&mut slot.sending, (Traffic::Control, 0));
                 if result > 0 {
                     rec.tx.add(class, len);
+                    rec.datagrams.tx += 1;
                     slot.life.0 += len;
                 }
                 continue;
             }
             slot.recv_armed = false;
-            if result <= 0 || slot.conn.is_none() {
-                continue; // an error (ICMP unreachable): QUIC's timers decide
+            if result <= 0 {
+                continue; // an error (ICMP unreachable), a cancel: QUIC's timers decide
             }
             let n = result as usize;
+            if slot.conn.is_none() {
+                // After the connection's end (its receive not yet cancelled): counted, unread.
+                rec.rx.add(Traffic::Control, n as u64);
+                rec.datagrams.rx += 1;
+                continue;
+            }
             let class = slot.class(&core, now);
             rec.rx.add(class, n as u64);
+            rec.datagrams.rx += 1;
             slot.life.1 += n as u64;
             let data = BytesMut::from(&slot.recv[..n]);
             let mut scratch = Vec::new();
@@ -274,8 +293,9 @@ impl Slot {
     }
 }
 
-/// One connection's turn: connect when due, let quinn act, complete answered requests, send
-/// new ones, close at the end, send what quinn has, keep a receive armed.
+/// One connection's turn: connect when due, let quinn act, complete answered requests, time
+/// out late ones, send new ones, close at the end (or on a GOAWAY, to open another), send what
+/// quinn has, keep a receive armed.
 #[allow(clippy::too_many_arguments)]
 fn drive(
     ring: &mut IoUring,
@@ -292,8 +312,18 @@ fn drive(
         return Ok(());
     }
     if slot.conn.is_none() {
-        if over {
+        // A socket whose connection ended is kept until the ring is done with it (its receive
+        // cancelled, its send completed): its operations point into this slot.
+        if slot.sock.is_some() {
+            if slot.recv_armed || slot.send_busy {
+                return Ok(());
+            }
+            slot.sock = None;
+        }
+        // Nothing (more) to send: a share of `-n` of 0, or the run is over.
+        if over || slot.left == Some(0) {
             slot.done = true;
+            slot.retry_at = None;
             if !slot.settled {
                 slot.settled = true;
                 core.job.window.settle(now);
@@ -310,6 +340,7 @@ fn drive(
             return Ok(());
         }
     }
+    let timeout = core.job.shape.timeout;
     let conn = slot.conn.as_mut().expect("a connection");
     let qnow = core.clocks.to_std(now);
     if conn.poll_timeout().is_some_and(|at| at <= qnow) {
@@ -327,16 +358,42 @@ fn drive(
     for c in done.drain(..) {
         complete(slot, c, now, core, rec);
     }
-    if !slot.closing
-        && let Some(Lost::Closed(reason)) = slot.conn.as_ref().and_then(ClientConn::lost).cloned()
+    // A handshake past `--timeout` is lost as a timeout.
+    if slot.connected_at.is_none()
+        && !slot.closing
+        && now >= slot.started + timeout
+        && let Some(conn) = slot.conn.as_mut()
     {
-        lose(slot, core, now, &reason, rec);
+        conn.close(qnow);
+        let lost = Lost { class: ErrorClass::Timeout, reason: "the QUIC handshake timed out".into() };
+        lose(ring, slot, i, core, now, &lost, rec)?;
+        return Ok(());
+    }
+    if !slot.closing
+        && let Some(lost) = slot.conn.as_ref().and_then(ClientConn::lost).cloned()
+    {
+        lose(ring, slot, i, core, now, &lost, rec)?;
         return Ok(());
     }
     let conn = slot.conn.as_mut().expect("a connection");
+    // Requests past `--timeout`: reset, and failed as `timeout`; those above a GOAWAY's last
+    // id: never to be answered, failed as `closed`.
+    let late: Vec<u64> =
+        slot.ops.iter().filter(|(_, (sent, _, _))| now >= *sent + timeout).map(|(id, _)| *id).collect();
+    let refused = conn.refused();
+    for (streams, class) in [(late, ErrorClass::Timeout), (refused, ErrorClass::Closed)] {
+        for stream in streams {
+            conn.cancel(stream);
+            if let Some((_, Traffic::Op, _)) = slot.ops.remove(&stream) {
+                rec.ops_failed(class, 1);
+                rec.series_errors(core.measure_from.unwrap_or(core.started), now, 1);
+                rec.sample(|| format!("{}: HTTP/3 request stream {stream}", class.name()));
+            }
+        }
+    }
     // New requests, as the workload allows.
     let depth = core.job.shape.depth;
-    while !over && conn.connected() && conn.in_flight() < depth && slot.left != Some(0) {
+    while !over && !slot.closing && conn.connected() && conn.in_flight() < depth && slot.left != Some(0) {
         let traffic = match core.measure_from {
             Some(from) if now >= from => Traffic::Op,
             Some(_) => Traffic::WarmupOp,
@@ -353,17 +410,29 @@ fn drive(
         slot.ops.insert(stream, (now, traffic, 0));
         slot.requested = true;
     }
-    // The end: once nothing is in flight (or the drain limit passed), close.
+    // The end: once nothing is in flight (or the drain limit passed), close; a GOAWAY with
+    // nothing left in flight: close, and open another (a reconnect).
     let finished = over || slot.left == Some(0);
-    if finished && !slot.closing && (conn.in_flight() == 0 || gave_up) {
+    if !slot.closing && finished && (conn.in_flight() == 0 || gave_up) {
         slot.closing = true;
         conn.close(qnow);
         fail_all(slot, now, core, ErrorClass::Timeout, "no answer by the end of the drain", rec);
+    } else if !slot.closing && conn.going_away() {
+        slot.closing = true;
+        slot.reconnect = true;
+        rec.reconnects += 1;
+        conn.close(qnow);
     }
     transmit(ring, slot, i, core, now)?;
     if slot.closing && !slot.send_busy {
-        slot.done = true;
-        end_life(slot, core, rec);
+        // Its CONNECTION_CLOSE went (or could not): the connection is over.
+        end_life(ring, slot, i, core, rec)?;
+        if std::mem::take(&mut slot.reconnect) {
+            slot.closing = false;
+            slot.retry_at = Some(now);
+        } else {
+            slot.done = true;
+        }
         return Ok(());
     }
     if !slot.recv_armed
@@ -477,7 +546,7 @@ fn complete(slot: &mut Slot, c: Completed, now: Instant, core: &Core<'_>, rec: &
     if traffic != Traffic::Op {
         return;
     }
-    if let Some(answer) = slot.conn.as_ref().and_then(|conn| conn.h3().answer()) {
+    if let Some(answer) = c.answer {
         rec.answered(answer);
     }
     let from = core.measure_from.unwrap_or(core.started);
@@ -514,40 +583,59 @@ fn fail_all(
     }
 }
 
-/// The connection was lost: its requests fail (`timeout` for an idle timeout, else `closed`,
-/// or `tls` in the handshake), and a new one opens after a pause.
-fn lose(slot: &mut Slot, core: &mut Core<'_>, now: Instant, reason: &str, rec: &mut CoreRecorder) {
-    let handshake = slot.connected_at.is_none();
-    let class = if reason.contains("timed out") {
-        ErrorClass::Timeout
-    } else if handshake {
-        ErrorClass::Tls
-    } else {
-        ErrorClass::Closed
-    };
-    fail_all(slot, now, core, class, reason, rec);
-    rec.conn_error(class, || format!("QUIC: {reason}"));
-    end_life(slot, core, rec);
-    slot.sock = None;
-    slot.recv_armed = false;
-    slot.send_busy = false;
+/// The connection was lost: its requests fail with the loss's class (`timeout` for QUIC's
+/// idle timeout, `tls` for a refused handshake, `protocol` for this side's HTTP/3 error,
+/// `closed` for the peer's close), a close of this side's own goes out if the socket is free,
+/// and a new connection opens after a pause.
+fn lose(
+    ring: &mut IoUring,
+    slot: &mut Slot,
+    i: usize,
+    core: &mut Core<'_>,
+    now: Instant,
+    lost: &Lost,
+    rec: &mut CoreRecorder,
+) -> std::io::Result<()> {
+    fail_all(slot, now, core, lost.class, &lost.reason, rec);
+    rec.conn_error(lost.class, || format!("QUIC: {}", lost.reason));
+    // This side's CONNECTION_CLOSE (its HTTP/3 error, its timeout), best effort.
+    transmit(ring, slot, i, core, now)?;
+    end_life(ring, slot, i, core, rec)?;
     if !slot.settled {
         slot.settled = true;
         core.job.window.settle(now);
     }
     slot.retry_at = Some(now + RETRY_PAUSE);
+    Ok(())
 }
 
 /// A connection's life is over: its layers and its bytes (not checkable against the kernel:
-/// UDP) go to the core's figures.
-fn end_life(slot: &mut Slot, core: &mut Core<'_>, rec: &mut CoreRecorder) {
+/// UDP) go to the core's figures, the endpoint forgets it, and its socket's receive is
+/// cancelled (the socket goes once the ring is done with it).
+fn end_life(
+    ring: &mut IoUring,
+    slot: &mut Slot,
+    i: usize,
+    core: &mut Core<'_>,
+    rec: &mut CoreRecorder,
+) -> std::io::Result<()> {
     if let Some(c) = slot.conn.take() {
         core.handles.remove(&c.handle());
+        if !c.is_drained() {
+            // Dropped before quinn drained it: its connection ids go from the endpoint.
+            let _ = core.endpoint.handle_event(c.handle(), quinn_proto::EndpointEvent::drained());
+        }
         crate::stats::layers_merge_into(&mut rec.layers, Some(c.h3().layers()));
     }
     let (tx, rx) = std::mem::take(&mut slot.life);
     rec.audit.add(tx, rx, Err(crate::stats::Inexact::Udp));
     slot.requested = false;
+    slot.connected_at = None;
+    if slot.recv_armed {
+        let cancel = opcode::AsyncCancel::new((i as u64) << 1 | RECV).build().user_data(CANCELLING);
+        push(ring, &cancel)?;
+    }
+    Ok(())
 }
 
 /// Queue one operation, submitting first if the queue is full.
@@ -565,11 +653,11 @@ fn push(ring: &mut IoUring, sqe: &io_uring::squeue::Entry) -> std::io::Result<()
 
 /// Cancel every operation in flight and wait for the ring to settle, so no operation still
 /// points into the slots when they go.
-fn drain_ring(ring: &mut IoUring, slots: &mut [Slot]) {
+fn drain_ring(ring: &mut IoUring, slots: &mut [Slot]) -> bool {
     for (i, s) in slots.iter().enumerate() {
         for (busy, kind) in [(s.recv_armed, RECV), (s.send_busy, SEND)] {
             if busy {
-                let cancel = opcode::AsyncCancel::new((i as u64) << 1 | kind).build().user_data(u64::MAX);
+                let cancel = opcode::AsyncCancel::new((i as u64) << 1 | kind).build().user_data(CANCELLING);
                 let _ = push(ring, &cancel);
             }
         }
@@ -583,7 +671,7 @@ fn drain_ring(ring: &mut IoUring, slots: &mut [Slot]) {
         let _ = ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
         for c in ring.completion() {
             let (i, kind) = ((c.user_data() >> 1) as usize, c.user_data() & 1);
-            if c.user_data() == u64::MAX {
+            if c.user_data() == CANCELLING {
                 continue;
             }
             if let Some(s) = slots.get_mut(i) {
@@ -595,6 +683,7 @@ fn drain_ring(ring: &mut IoUring, slots: &mut [Slot]) {
             }
         }
     }
+    slots.iter().all(|s| !s.recv_armed && !s.send_busy)
 }
 
 // ---- The built-in HTTP/3 server (`serve h3`) ----
@@ -737,9 +826,20 @@ fn serve_core(
     let mut free: Vec<usize> = (0..SERVER_SENDS).collect();
     let mut idle: Vec<usize> = (0..SERVER_RECVS).collect();
     let clocks = Clocks::new();
+    // Bounded: until `stop`, then a few turns to send every connection's close.
+    let mut closing_turns: Option<u32> = None;
     let result = (|| -> std::io::Result<()> {
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        while closing_turns.is_none_or(|n| n > 0) {
             let now = clocks.to_std(Instant::now());
+            match &mut closing_turns {
+                None if stop.load(std::sync::atomic::Ordering::Relaxed) => {
+                    // Stopping: every connection told (CONNECTION_CLOSE, H3_NO_ERROR).
+                    endpoint.close_all(now);
+                    closing_turns = Some(20);
+                }
+                Some(n) => *n -= 1,
+                None => {}
+            }
             endpoint.handle_timeout(now);
             endpoint.drive(now);
             // As many datagrams as there are free send slots.
@@ -763,7 +863,8 @@ fn serve_core(
                     opcode::RecvMsg::new(fd, &mut recvs[r].hdr).build().user_data(SERVER_RECV + r as u64);
                 push(&mut ring, &sqe)?;
             }
-            let wait = endpoint.poll_timeout().map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK);
+            let tick = if closing_turns.is_some() { Duration::from_millis(1) } else { TICK };
+            let wait = endpoint.poll_timeout().map_or(tick, |at| at.saturating_duration_since(now)).min(tick);
             let ts = types::Timespec::new().sec(wait.as_secs()).nsec(wait.subsec_nanos());
             match ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
                 Ok(_) => {}
@@ -814,6 +915,11 @@ fn serve_core(
             let ts = types::Timespec::new().nsec(10_000_000);
             let _ = ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
             left -= ring.completion().filter(|c| c.user_data() != u64::MAX).count().min(left);
+        }
+        if left > 0 {
+            // Operations that never completed still point into these: leaked, not freed.
+            std::mem::forget(recvs);
+            std::mem::forget(sends);
         }
     }
     result?;

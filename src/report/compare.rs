@@ -14,6 +14,9 @@ use std::time::Duration;
 /// (Linux sends timestamps by default); no link layer. IPv6 is 40 + 20 + 12.
 pub const HEADER_BYTES_V4: f64 = 52.0;
 pub const HEADER_BYTES_V6: f64 = 72.0;
+/// IP and UDP header bytes per datagram (QUIC rows): IPv4 20 + UDP 8; IPv6 40 + 8.
+pub const UDP_HEADER_BYTES_V4: f64 = 28.0;
+pub const UDP_HEADER_BYTES_V6: f64 = 48.0;
 /// The study this command replaces timed 100,000 messages.
 pub const STUDY_MESSAGES: f64 = 100_000.0;
 
@@ -76,12 +79,23 @@ impl Row {
     pub fn overhead(&self) -> f64 {
         ratio(self.framing(), self.payload_bytes())
     }
-    /// Segments both ways per message, over the connections' whole lives (set-up included).
+    /// Segments (QUIC: datagrams) both ways per message, over the connections' whole lives
+    /// (set-up included).
     pub fn segs_per_msg(&self) -> f64 {
-        ratio((self.result.audit.segs_out + self.result.audit.segs_in) as f64, self.messages())
+        let packets = match self.result.datagrams {
+            Some(d) => d.tx + d.rx,
+            None => self.result.audit.segs_out + self.result.audit.segs_in,
+        };
+        ratio(packets as f64, self.messages())
     }
+    /// IP and TCP (or UDP) header bytes per segment (datagram).
     pub fn header_bytes(&self) -> f64 {
-        if self.ipv6 { HEADER_BYTES_V6 } else { HEADER_BYTES_V4 }
+        match (self.result.datagrams.is_some(), self.ipv6) {
+            (true, false) => UDP_HEADER_BYTES_V4,
+            (true, true) => UDP_HEADER_BYTES_V6,
+            (false, false) => HEADER_BYTES_V4,
+            (false, true) => HEADER_BYTES_V6,
+        }
     }
     /// Estimated bytes on the wire per message: payload and framing plus IP/TCP headers.
     pub fn wire_per_msg(&self) -> f64 {
@@ -364,6 +378,13 @@ pub fn footer(rows: &[Row]) -> String {
         "wire/msg = tx + rx + segments × {:.0} B (IPv4 20 + TCP 20 + timestamps 12; no link layer on loopback); segments from TCP_INFO, set-up included",
         HEADER_BYTES_V4
     );
+    if rows.iter().any(|r| r.result.datagrams.is_some()) {
+        let _ = writeln!(
+            s,
+            "QUIC rows (HTTP/3): tx/rx = UDP payload; segs/msg = datagrams both ways; wire/msg adds {:.0} B per datagram (IPv4 20 + UDP 8)",
+            UDP_HEADER_BYTES_V4
+        );
+    }
     for r in rows.iter().filter(|r| r.result.errors() > 0) {
         let _ = writeln!(
             s,

@@ -244,6 +244,17 @@ fn traffic(r: &RunResult) -> String {
         bytes(b.op_rx as f64),
         bytes(b.op_rx as f64 / secs),
     );
+    if let Some(d) = &r.datagrams {
+        let per = |n: u64| ratio(n as f64, r.ops as f64);
+        let _ = writeln!(
+            s,
+            "  datagrams   tx {} rx {} ({:.2} / {:.2} per op; UDP payload above, set-up included)",
+            d.tx,
+            d.rx,
+            per(d.tx),
+            per(d.rx)
+        );
+    }
     let pre = &r.preflight;
     if pre.connections > 0 {
         let _ = writeln!(

@@ -110,6 +110,15 @@ pub struct TlsTally {
     pub resumed: Handshakes,
 }
 
+/// UDP datagrams each way (QUIC's: the kernel's segments' counterpart for the wire estimate).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct Datagrams {
+    pub tx: u64,
+    pub rx: u64,
+}
+
 /// TLS handshakes of one kind, and their bytes each way (ClientHello to the server's
 /// `Finished`, and the client's `Finished`; session tickets that follow are `tls` bytes too,
 /// but not in these).
@@ -260,6 +269,8 @@ pub struct CoreRecorder {
     pub tls: TlsTally,
     /// Operation bytes by the protocol's layers, where its codec counts them (HTTP/2, gRPC).
     pub layers: Option<Layers>,
+    /// Datagrams each way, on the UDP engine (QUIC); zero on TCP.
+    pub datagrams: Datagrams,
     pub connects: u64,
     pub reconnects: u64,
     pub audit: Audit,
@@ -357,6 +368,7 @@ impl CoreRecorder {
             rx: ByteSplit::default(),
             tls: TlsTally::default(),
             layers: None,
+            datagrams: Datagrams::default(),
             connects: 0,
             reconnects: 0,
             audit: Audit::default(),
@@ -692,6 +704,8 @@ impl CoreRecorder {
         self.rx.merge(&c.rx);
         self.tls.merge(&c.tls);
         layers::merge_into(&mut self.layers, c.layers.as_ref());
+        self.datagrams.tx += c.datagrams.tx;
+        self.datagrams.rx += c.datagrams.rx;
         self.connects += c.connects;
         self.reconnects += c.reconnects;
         self.audit.merge(&c.audit);

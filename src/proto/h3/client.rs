@@ -94,7 +94,7 @@ impl H3Client {
             requests: Arc::new(vec![Request::new(spec)]),
             huffman,
             streams: Vec::new(),
-            peer: stream::PeerStreams::default(),
+            peer: stream::PeerStreams::of_server(true),
             status: None,
             layers: Layers::default(),
         }
@@ -230,6 +230,23 @@ impl H3Client {
     /// `data` arrived on the server's unidirectional stream `stream` (`fin`: it ended).
     pub fn uni_data(&mut self, stream: u64, data: &[u8], fin: bool) -> Result<(), Error> {
         Ok(self.peer.data(stream, data, fin)?)
+    }
+
+    /// This side gave up on request `stream` (its timeout): forgotten; whether it was in flight.
+    pub fn forget(&mut self, stream: u64) -> bool {
+        let at = self.streams.iter().position(|s| s.id == stream);
+        at.map(|at| self.streams.swap_remove(at)).is_some()
+    }
+
+    /// The server reset its unidirectional stream `stream`: an error if it was its control
+    /// stream (critical); forgotten otherwise.
+    pub fn uni_reset(&mut self, stream: u64) -> Result<(), Error> {
+        Ok(self.peer.reset(stream)?)
+    }
+
+    /// The last request stream a GOAWAY said the server takes, if it sent one.
+    pub fn goaway(&self) -> Option<u64> {
+        self.peer.goaway()
     }
 
     /// The requests in flight on the streams above a GOAWAY's last id: never answered.

@@ -25,32 +25,43 @@ pub static PROTOCOL: Protocol = Protocol {
     check_payload: super::h2::any_payload,
     messages_per_op: crate::protocol::one_message,
     run,
-    // No built-in HTTP/3 server yet: no row of its own in `compare`.
-    compare_rows: |_| Vec::new(),
+    compare_rows,
     option_groups: &["http1-options"],
     http_entries: true,
     alpn: (b"h3", true),
 };
 
+/// One row, on `compare --tls`: the payload as a `POST` body (unless `-m` says otherwise),
+/// beside HTTP/1.1's and HTTP/2's over TLS (compare starts `serve h3` only for a load the
+/// QUIC engine runs: [`not_built`]).
+fn compare_rows(plan: &LoadPlan) -> Vec<crate::protocol::CompareRow> {
+    let mut row = super::http1::post_row(plan, "HTTP/3", false);
+    row.versus = None;
+    vec![row]
+}
+
+/// What of a load the QUIC engine does not run yet, if anything: its flag.
+pub fn not_built(load: &crate::plan::Load) -> Option<&'static str> {
+    if !matches!(load.shape.workload, crate::workload::Workload::ClosedLoop) {
+        Some("--rate (a paced workload)")
+    } else if load.shape.per_op {
+        Some("--no-keepalive")
+    } else if !load.bind.is_empty() {
+        Some("--bind")
+    } else if load.requests.is_some() {
+        Some("--requests")
+    } else {
+        None
+    }
+}
+
 /// `-m`'s rule, and what the QUIC engine does not do yet: refused before the run, one line.
 fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
     super::http1::validate(plan)?;
-    let load = &plan.load;
-    let not_yet =
-        |what: &str| anyhow::anyhow!("{what} is not built for h3:// yet (HTTP/3's QUIC engine is new)");
-    if !matches!(load.shape.workload, crate::workload::Workload::ClosedLoop) {
-        return Err(not_yet("--rate (a paced workload)"));
+    if let Some(what) = not_built(&plan.load) {
+        anyhow::bail!("{what} is not built for h3:// yet (HTTP/3's QUIC engine is new)");
     }
-    if load.shape.per_op {
-        return Err(not_yet("--no-keepalive"));
-    }
-    if !load.bind.is_empty() {
-        return Err(not_yet("--bind"));
-    }
-    if load.requests.is_some() {
-        return Err(not_yet("--requests"));
-    }
-    if load.tls.tls_version == Some(crate::tls::options::TlsVersion::V12) {
+    if plan.load.tls.tls_version == Some(crate::tls::options::TlsVersion::V12) {
         anyhow::bail!("h3:// is TLS 1.3 only (QUIC carries no other): drop --tls-version 1.2");
     }
     Ok(())

@@ -134,6 +134,10 @@ pub enum UniError {
     ControlClosed,
     #[error("HTTP/3 H3_ID_ERROR: a GOAWAY raising the last id from {0} to {1}")]
     GoAwayRaised(u64, u64),
+    #[error("HTTP/3 H3_ID_ERROR: a server's GOAWAY naming {0}, not a request stream")]
+    GoAwayId(u64),
+    #[error("HTTP/3 H3_SETTINGS_ERROR: setting {0:#x} twice, or one HTTP/2 reserves")]
+    Setting(u64),
 }
 
 impl UniError {
@@ -145,7 +149,8 @@ impl UniError {
             UniError::MissingSettings(_) => frame::H3_MISSING_SETTINGS,
             UniError::ControlFrame(_) | UniError::SecondSettings => frame::H3_FRAME_UNEXPECTED,
             UniError::ControlClosed => frame::H3_CLOSED_CRITICAL_STREAM,
-            UniError::GoAwayRaised(..) => frame::H3_ID_ERROR,
+            UniError::GoAwayRaised(..) | UniError::GoAwayId(_) => frame::H3_ID_ERROR,
+            UniError::Setting(_) => frame::H3_SETTINGS_ERROR,
         }
     }
 }
@@ -171,9 +176,17 @@ pub struct PeerStreams {
     settings: bool,
     /// The last id of the peer's GOAWAYs.
     goaway: Option<u64>,
+    /// The peer is a server (this side the client): its GOAWAY names request streams, and it
+    /// may not send MAX_PUSH_ID.
+    server_role: bool,
 }
 
 impl PeerStreams {
+    /// The streams of a peer that is the server (`true`) or the client.
+    pub fn of_server(server: bool) -> PeerStreams {
+        PeerStreams { server_role: server, ..PeerStreams::default() }
+    }
+
     /// `data` arrived on the peer's unidirectional stream `stream` (`fin`: it ended there).
     pub fn data(&mut self, stream: u64, data: &[u8], fin: bool) -> Result<(), UniError> {
         let at = match self.open.iter().position(|u| u.id == stream) {
@@ -221,12 +234,23 @@ impl PeerStreams {
             match f {
                 frame::Frame::Settings(params) if !self.settings => {
                     self.settings = true;
+                    let mut seen = Vec::new();
                     for p in frame::settings(params) {
-                        p?;
+                        let (id, _) = p?;
+                        // A parameter twice, or one of HTTP/2's (0x02..=0x05), is an error
+                        // (§7.2.4.1).
+                        if seen.contains(&id) || (2..=5).contains(&id) {
+                            return Err(UniError::Setting(id));
+                        }
+                        seen.push(id);
                     }
                 }
                 f if !self.settings => return Err(UniError::MissingSettings(f.name())),
                 frame::Frame::Settings(_) => return Err(UniError::SecondSettings),
+                frame::Frame::GoAway(last) if self.server_role && last % 4 != 0 => {
+                    // A server's GOAWAY names a client-initiated bidirectional stream (§5.2).
+                    return Err(UniError::GoAwayId(last));
+                }
                 frame::Frame::GoAway(last) => {
                     if let Some(before) = self.goaway
                         && last > before
@@ -234,6 +258,11 @@ impl PeerStreams {
                         return Err(UniError::GoAwayRaised(before, last));
                     }
                     self.goaway = Some(last);
+                }
+                // Push frames come from a client only (this side never pushes, as a server), and
+                // a server must not send MAX_PUSH_ID (§7.2.7).
+                frame::Frame::MaxPushId(_) if self.server_role => {
+                    return Err(UniError::ControlFrame("MAX_PUSH_ID"));
                 }
                 frame::Frame::MaxPushId(_) | frame::Frame::CancelPush(_) | frame::Frame::Unknown { .. } => {}
                 f => return Err(UniError::ControlFrame(f.name())),
@@ -243,6 +272,15 @@ impl PeerStreams {
         pending.drain(..used);
         self.open[at].pending = pending;
         Ok(())
+    }
+
+    /// The peer reset its unidirectional stream `stream`: forgotten; its control stream is
+    /// critical (H3_CLOSED_CRITICAL_STREAM).
+    pub fn reset(&mut self, stream: u64) -> Result<(), UniError> {
+        if let Some(at) = self.open.iter().position(|u| u.id == stream) {
+            self.open.swap_remove(at);
+        }
+        if self.control == Some(stream) { Err(UniError::ControlClosed) } else { Ok(()) }
     }
 
     /// The last id of the peer's GOAWAYs: a server's, the last request stream it takes.

@@ -60,6 +60,7 @@ impl RunResult {
             due_unsent,
             tls,
             layers,
+            datagrams,
             bytes,
             latency_us: _,
             latency_uncorrected_us: _,
@@ -121,6 +122,10 @@ impl RunResult {
             _ => {}
         }
         crate::stats::layers_merge_into(&mut self.layers, layers.as_ref());
+        self.datagrams = match (self.datagrams, datagrams) {
+            (Some(a), Some(b)) => Some(crate::stats::Datagrams { tx: a.tx + b.tx, rx: a.rx + b.rx }),
+            (a, b) => a.or(*b),
+        };
         self.bytes.merge(bytes);
         self.preflight.connections += preflight.connections;
         self.preflight.tx += preflight.tx;

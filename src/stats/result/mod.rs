@@ -158,6 +158,9 @@ pub struct RunResult {
     /// warm-up and failed ones too: divide by `ops` of each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<crate::stats::Layers>,
+    /// UDP datagrams each way over the connections' lives (QUIC); absent on TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams: Option<crate::stats::Datagrams>,
     pub bytes: Bytes,
     /// Derived from the latency histogram, µs.
     #[serde(default)]
@@ -315,6 +318,7 @@ impl RunResult {
             due_unsent: r.due_unsent,
             tls,
             layers: r.layers,
+            datagrams: (r.datagrams.tx + r.datagrams.rx > 0).then_some(r.datagrams),
             bytes: Bytes::of(&r.tx, &r.rx),
             latency_us: Spread::default(),
             latency_uncorrected_us: None,
