@@ -395,10 +395,30 @@ impl Prepared {
         self.drive_with(move |job| engine.run_client(job, codecs))
     }
 
+    /// Run HTTP/3 over QUIC: the client each target's plan builds (`h3`), the target's TLS in
+    /// QUIC's configuration, on the QUIC engine.
+    pub fn drive_quic<F>(&self, h3: F) -> Result<Report>
+    where
+        F: Fn(&Prepared) -> crate::proto::h3::client::H3Client,
+    {
+        let targets = (0..self.job.addrs.len())
+            .map(|i| {
+                let p = self.on_target(i);
+                let tls = p.job.tls.get(i).cloned().flatten().context("h3:// without TLS")?;
+                Ok(crate::engine::quic_io::Target {
+                    h3: h3(&p),
+                    config: crate::engine::quic::client_config(tls.config.clone())?,
+                    server_name: p.plan.target.host.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.drive_with(move |job| crate::engine::quic_io::run_client(job, targets))
+    }
+
     /// Run `engine` on the job (its threads, its connections), showing progress meanwhile:
     /// the one way every protocol's run reaches an engine (the TCP engines through
-    /// [`drive`](Self::drive), HTTP/3's QUIC engine directly).
-    pub fn drive_with<E>(&self, engine: E) -> Result<Report>
+    /// [`drive`](Self::drive), HTTP/3's QUIC engine through [`drive_quic`](Self::drive_quic)).
+    fn drive_with<E>(&self, engine: E) -> Result<Report>
     where
         E: FnOnce(&crate::plan::ClientJob) -> Result<crate::engine::ClientRun, crate::engine::EngineError>
             + Send

@@ -375,41 +375,11 @@ fn drive(
         lose(ring, slot, i, core, now, &lost, rec)?;
         return Ok(());
     }
+    expire(slot, core, now, timeout, rec);
+    if !over && !slot.closing {
+        request(slot, core, now, rec);
+    }
     let conn = slot.conn.as_mut().expect("a connection");
-    // Requests past `--timeout`: reset, and failed as `timeout`; those above a GOAWAY's last
-    // id: never to be answered, failed as `closed`.
-    let late: Vec<u64> =
-        slot.ops.iter().filter(|(_, (sent, _, _))| now >= *sent + timeout).map(|(id, _)| *id).collect();
-    let refused = conn.refused();
-    for (streams, class) in [(late, ErrorClass::Timeout), (refused, ErrorClass::Closed)] {
-        for stream in streams {
-            conn.cancel(stream);
-            if let Some((_, Traffic::Op, _)) = slot.ops.remove(&stream) {
-                rec.ops_failed(class, 1);
-                rec.series_errors(core.measure_from.unwrap_or(core.started), now, 1);
-                rec.sample(|| format!("{}: HTTP/3 request stream {stream}", class.name()));
-            }
-        }
-    }
-    // New requests, as the workload allows.
-    let depth = core.job.shape.depth;
-    while !over && !slot.closing && conn.connected() && conn.in_flight() < depth && slot.left != Some(0) {
-        let traffic = match core.measure_from {
-            Some(from) if now >= from => Traffic::Op,
-            Some(_) => Traffic::WarmupOp,
-            None => break, // the window is not open: every connection sets up first
-        };
-        let Some(stream) = conn.request(0) else { break };
-        if traffic == Traffic::Op {
-            rec.sent += 1;
-            rec.share_sent(slot.target, 0);
-            if let Some(left) = &mut slot.left {
-                *left -= 1;
-            }
-        }
-        slot.ops.insert(stream, (now, traffic, 0));
-        slot.requested = true;
-    }
     // The end: once nothing is in flight (or the drain limit passed), close; a GOAWAY with
     // nothing left in flight: close, and open another (a reconnect).
     let finished = over || slot.left == Some(0);
@@ -445,6 +415,49 @@ fn drive(
         slot.recv_armed = true;
     }
     Ok(())
+}
+
+/// Requests past `--timeout`: reset, and failed as `timeout`; those above a GOAWAY's last id:
+/// never to be answered, failed as `closed`.
+fn expire(slot: &mut Slot, core: &Core<'_>, now: Instant, timeout: Duration, rec: &mut CoreRecorder) {
+    let Some(conn) = slot.conn.as_mut() else { return };
+    let late: Vec<u64> =
+        slot.ops.iter().filter(|(_, (sent, _, _))| now >= *sent + timeout).map(|(id, _)| *id).collect();
+    let refused = conn.refused();
+    for (streams, class) in [(late, ErrorClass::Timeout), (refused, ErrorClass::Closed)] {
+        for stream in streams {
+            conn.cancel(stream);
+            if let Some((_, Traffic::Op, _)) = slot.ops.remove(&stream) {
+                rec.ops_failed(class, 1);
+                rec.series_errors(core.measure_from.unwrap_or(core.started), now, 1);
+                rec.sample(|| format!("{}: HTTP/3 request stream {stream}", class.name()));
+            }
+        }
+    }
+}
+
+/// New requests, as the workload allows: up to `--depth` in flight, none before the window
+/// opens (every connection sets up first), none past this connection's share of `-n`.
+fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut CoreRecorder) {
+    let Some(conn) = slot.conn.as_mut() else { return };
+    let depth = core.job.shape.depth;
+    while conn.connected() && conn.in_flight() < depth && slot.left != Some(0) {
+        let traffic = match core.measure_from {
+            Some(from) if now >= from => Traffic::Op,
+            Some(_) => Traffic::WarmupOp,
+            None => break,
+        };
+        let Some(stream) = conn.request(0) else { break };
+        if traffic == Traffic::Op {
+            rec.sent += 1;
+            rec.share_sent(slot.target, 0);
+            if let Some(left) = &mut slot.left {
+                *left -= 1;
+            }
+        }
+        slot.ops.insert(stream, (now, traffic, 0));
+        slot.requested = true;
+    }
 }
 
 /// A new QUIC connection: its socket (connected to the target) and quinn's connection.

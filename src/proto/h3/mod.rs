@@ -68,28 +68,18 @@ fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
 }
 
 fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    let targets = (0..p.job.addrs.len())
-        .map(|i| {
-            let p = p.on_target(i);
-            let tls =
-                p.job.tls.get(i).cloned().flatten().ok_or_else(|| anyhow::anyhow!("h3:// without TLS"))?;
-            let spec = crate::proto::h2::client::RequestSpec {
-                method: super::http1::method(&p.plan),
-                scheme: "https",
-                authority: p.authority().to_string(),
-                path: p.plan.target.path.clone(),
-                headers: p.plan.load.headers.clone(),
-                body: p.body.to_vec(),
-                grpc: false,
-            };
-            Ok(crate::engine::quic_io::Target {
-                h3: client::H3Client::new(&spec, true),
-                config: crate::engine::quic::client_config(tls.config.clone())?,
-                server_name: p.plan.target.host.clone(),
-            })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    p.drive_with(move |job| crate::engine::quic_io::run_client(job, targets))
+    p.drive_quic(|p| {
+        let spec = crate::proto::h2::client::RequestSpec {
+            method: super::http1::method(&p.plan),
+            scheme: "https",
+            authority: p.authority().to_string(),
+            path: p.plan.target.path.clone(),
+            headers: p.plan.load.headers.clone(),
+            body: p.body.to_vec(),
+            grpc: false,
+        };
+        client::H3Client::new(&spec, true)
+    })
 }
 
 /// `serve h3`: HTTP/3 over QUIC (UDP), always TLS (without `--tls`/`--cert`, a self-signed
