@@ -208,7 +208,18 @@ pub fn read_net_counters() -> Option<NetCounters> {
     let (names, values) = (tcp.next()?, tcp.next()?);
     let at = names.split_whitespace().position(|n| n == "RetransSegs")?;
     let retransmits = values.split_whitespace().nth(at)?.parse().ok()?;
-    Some(NetCounters { backlog_drops, retransmits })
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (udp.next().unwrap_or_default(), udp.next().unwrap_or_default());
+    let field = |name: &str| {
+        let at = names.split_whitespace().position(|n| n == name)?;
+        values.split_whitespace().nth(at)?.parse().ok()
+    };
+    let (udp_in, udp_out, udp_drops) = (
+        field("InDatagrams").unwrap_or(0),
+        field("OutDatagrams").unwrap_or(0),
+        field("RcvbufErrors").unwrap_or(0),
+    );
+    Some(NetCounters { backlog_drops, retransmits, udp_in, udp_out, udp_drops })
 }
 
 /// A resource limit that could not be raised far enough.

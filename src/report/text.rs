@@ -254,6 +254,13 @@ fn traffic(r: &RunResult) -> String {
             per(d.tx),
             per(d.rx)
         );
+        if let Some(net) = &r.kernel_net {
+            let _ = writeln!(
+                s,
+                "              the machine's over the run (/proc/net/snmp, every process): out {} in {}, {} dropped at a full receive buffer",
+                net.udp.datagrams_out, net.udp.datagrams_in, net.udp.receive_buffer_drops
+            );
+        }
     }
     let pre = &r.preflight;
     if pre.connections > 0 {

@@ -341,6 +341,11 @@ impl RunResult {
             kernel_net: r.net.map(|n| KernelNet {
                 backlog_drops: n.backlog_drops,
                 retransmits: n.retransmits,
+                udp: UdpNet {
+                    datagrams_in: n.udp_in,
+                    datagrams_out: n.udp_out,
+                    receive_buffer_drops: n.udp_drops,
+                },
                 window: r
                     .window_net
                     .map(|(a, b)| b.since(a))

@@ -563,6 +563,18 @@ pub struct KernelNet {
     pub backlog_drops: u64,
     pub retransmits: u64,
     pub window: Option<NetWindow>,
+    /// UDP datagrams in and out, and dropped at a full receive buffer, machine-wide over the
+    /// run (beside a QUIC run's own counts: the kernel keeps none per socket).
+    #[serde(default)]
+    pub udp: UdpNet,
+}
+
+/// The machine's UDP datagrams over a run (`/proc/net/snmp`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UdpNet {
+    pub datagrams_in: u64,
+    pub datagrams_out: u64,
+    pub receive_buffer_drops: u64,
 }
 
 impl KernelNet {
@@ -572,6 +584,11 @@ impl KernelNet {
             (Some(a), Some(b)) => Some(KernelNet {
                 backlog_drops: a.backlog_drops + b.backlog_drops,
                 retransmits: a.retransmits + b.retransmits,
+                udp: UdpNet {
+                    datagrams_in: a.udp.datagrams_in + b.udp.datagrams_in,
+                    datagrams_out: a.udp.datagrams_out + b.udp.datagrams_out,
+                    receive_buffer_drops: a.udp.receive_buffer_drops + b.udp.receive_buffer_drops,
+                },
                 window: match (a.window, b.window) {
                     (Some(x), Some(y)) => Some(NetWindow {
                         backlog_drops: x.backlog_drops + y.backlog_drops,
