@@ -12,8 +12,11 @@
 //! keeps no per-socket UDP counts to audit them against (a packet capture does:
 //! `tests/capture.rs`).
 //!
-//! Not built yet (issue 26): GSO and GRO, paced workloads (`--rate`), a connection per
-//! operation, `--bind`; they are refused for `h3://` before the run.
+//! A send carries up to 10 datagrams of one size with GSO (`UDP_SEGMENT`), as quinn's
+//! `poll_transmit` batches them; a socket whose kernel refuses it sends one at a time after.
+//!
+//! Not built yet (issue 26): GRO, GSO on the server's sends, paced workloads (`--rate`), a
+//! connection per operation, `--bind`; the client ones are refused for `h3://` before the run.
 
 use super::quic::{ClientConn, Completed, Lost};
 use super::{CoreBooks, CoreStart, EngineError};
@@ -97,11 +100,14 @@ struct Slot {
     conn: Option<ClientConn>,
     /// The buffers the ring's operations point into (boxed: they do not move).
     recv: Box<[u8; DATAGRAM]>,
-    send: Vec<u8>,
+    send: Box<GsoSend>,
     recv_armed: bool,
     send_busy: bool,
-    /// The send in flight: its class and length, counted once the socket took it.
-    sending: (Traffic, u64),
+    /// The send in flight: its class, length and datagrams, counted once the socket took it.
+    sending: (Traffic, u64, u64),
+    /// The kernel takes several datagrams in one send (GSO) on this socket; off after a send
+    /// it refused.
+    gso: bool,
     /// Requests in flight: (stream, intended, sent, traffic, kind).
     ops: HashMap<u64, (Instant, Traffic, u16)>,
     /// This connection's share of `-n` left (`None`: no count).
@@ -136,10 +142,11 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
             sock: None,
             conn: None,
             recv: Box::new([0; DATAGRAM]),
-            send: Vec::with_capacity(DATAGRAM),
+            send: GsoSend::new(),
             recv_armed: false,
             send_busy: false,
-            sending: (Traffic::Control, 0),
+            sending: (Traffic::Control, 0, 0),
+            gso: true,
             ops: HashMap::new(),
             left: job.shape.ops.map(|n| crate::workload::split_ops(n, job.shape.connections, i)),
             settled: false,
@@ -245,11 +252,13 @@ fn run_loop(
             if kind == SEND {
                 slot.send_busy = false;
                 // Counted once the socket took it (a failed send is QUIC's to retransmit).
-                let (class, len) = std::mem::replace(&mut slot.sending, (Traffic::Control, 0));
+                let (class, len, datagrams) = std::mem::replace(&mut slot.sending, (Traffic::Control, 0, 0));
                 if result > 0 {
                     rec.tx.add(class, len);
-                    rec.datagrams.tx += 1;
+                    rec.datagrams.tx += datagrams;
                     slot.life.0 += len;
+                } else if datagrams > 1 && matches!(-result, libc::EIO | libc::EINVAL | libc::EOPNOTSUPP) {
+                    slot.gso = false; // this kernel or device will not segment: one at a time
                 }
                 continue;
             }
@@ -542,15 +551,77 @@ fn transmit(
     }
     let class = slot.class(core, now);
     let (Some(conn), Some(sock)) = (slot.conn.as_mut(), &slot.sock) else { return Ok(()) };
-    slot.send.clear();
-    let Some(t) = conn.poll_transmit(core.clocks.to_std(now), 1, &mut slot.send) else { return Ok(()) };
-    slot.sending = (class, t.size as u64);
-    let sqe = opcode::Send::new(types::Fd(sock.as_raw_fd()), slot.send.as_ptr(), t.size as u32)
+    let batch = if slot.gso { GSO_DATAGRAMS } else { 1 };
+    let send = &mut slot.send;
+    send.buf.clear();
+    let Some(t) = conn.poll_transmit(core.clocks.to_std(now), batch, &mut send.buf) else { return Ok(()) };
+    let datagrams = t.segment_size.map_or(1, |seg| t.size.div_ceil(seg.max(1))) as u64;
+    slot.sending = (class, t.size as u64, datagrams);
+    send.prepare(t.size, t.segment_size.filter(|_| datagrams > 1));
+    let sqe = opcode::SendMsg::new(types::Fd(sock.as_raw_fd()), &send.hdr)
         .build()
         .user_data((i as u64) << 1 | SEND);
     push(ring, &sqe)?;
     slot.send_busy = true;
     Ok(())
+}
+
+/// Datagrams one send may carry with GSO (quinn's `poll_transmit` fills as many of one size).
+const GSO_DATAGRAMS: usize = 10;
+/// `UDP_SEGMENT` (Linux): a send's datagrams' size, as a control message at level `SOL_UDP`.
+const SOL_UDP: libc::c_int = 17;
+const UDP_SEGMENT: libc::c_int = 103;
+
+/// A connected socket's send: its datagrams, and the header (and GSO's control message) the
+/// kernel reads; boxed, and touched only while no send is in flight.
+struct GsoSend {
+    buf: Vec<u8>,
+    iov: libc::iovec,
+    hdr: libc::msghdr,
+    /// Room for one control message of a `u16` (aligned).
+    control: [u64; 4],
+}
+
+impl GsoSend {
+    fn new() -> Box<GsoSend> {
+        // SAFETY: all-zero is a valid iovec and msghdr.
+        Box::new(GsoSend {
+            buf: Vec::with_capacity(GSO_DATAGRAMS * DATAGRAM),
+            iov: unsafe { std::mem::zeroed() },
+            hdr: unsafe { std::mem::zeroed() },
+            control: [0; 4],
+        })
+    }
+
+    /// Point the header at `len` bytes of the buffer, with `UDP_SEGMENT` when several
+    /// datagrams of `segment` bytes go in one send.
+    fn prepare(&mut self, len: usize, segment: Option<usize>) {
+        self.iov = libc::iovec { iov_base: self.buf.as_mut_ptr().cast(), iov_len: len };
+        self.hdr.msg_iov = &mut self.iov;
+        self.hdr.msg_iovlen = 1;
+        self.hdr.msg_name = std::ptr::null_mut();
+        self.hdr.msg_namelen = 0;
+        match segment {
+            Some(segment) => {
+                self.control = [0; 4];
+                self.hdr.msg_control = self.control.as_mut_ptr().cast();
+                // SAFETY: CMSG_SPACE of a u16 (16 on 64-bit) fits `control` (32 octets); the
+                // header points at it, so CMSG_FIRSTHDR is a valid cmsghdr to fill.
+                unsafe {
+                    self.hdr.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize;
+                    let cmsg = libc::CMSG_FIRSTHDR(&self.hdr);
+                    (*cmsg).cmsg_level = SOL_UDP;
+                    (*cmsg).cmsg_type = UDP_SEGMENT;
+                    (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as usize;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment as u16);
+                }
+            }
+            None => {
+                self.hdr.msg_control = std::ptr::null_mut();
+                self.hdr.msg_controllen = 0;
+            }
+        }
+    }
 }
 
 /// A request's answer: its latency and outcome recorded.
