@@ -10,12 +10,13 @@
 # against nginx (`listen … http2`, h2c; and `ssl http2`) at CONNS connections × STREAMS streams:
 # h2load (the anchor), wirebench's h2c:// and h2:// clients, and wirebench's HTTP/1.1 client
 # pipelining STREAMS deep at the same concurrency. Part h2b: nginx's h2c against `wirebench
-# serve h2` at the same offered load, server CPU per request. Part 2: nginx against `wirebench serve http` on the same CPU,
+# serve h2` at the same offered load, server CPU per request. Part h3: wirebench's HTTP/3 client
+# against its HTTP/2-over-TLS client, each on its built-in server. Part 2: nginx against `wirebench serve http` on the same CPU,
 # loaded by the same clients. Part 3: memory per connection at 10,000 connections, and RSS of a
 # short and a long run. Stops by itself, cleans up, prints the machine.
 #
 # Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run;
-#                                      PARTS="1 tls h2 h2b 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
+#                                      PARTS="1 tls h2 h2b h3 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
 #                                      part 1's clients; BASE=path/to/an/older/wirebench adds it as
 #                                      `wirebench-base`, for a change measured side by side)
 set -euo pipefail
@@ -24,7 +25,7 @@ DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
 LONG=${LONG:-60}
 STREAMS=${STREAMS:-10}
-PARTS=" ${PARTS:-1 tls h2 h2b 2 2b 3} "
+PARTS=" ${PARTS:-1 tls h2 h2b h3 2 2b 3} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -295,6 +296,46 @@ n, w = statistics.median(rows["nginx"]), statistics.median(rows["serve"])
 print(f"| {int(sys.argv[2]):,} req/s | {n:.2f} | {w:.2f} | {w / n:.2f} |")
 PY
 done
+fi
+
+# Part h3: wirebench's HTTP/3 client (h3://, QUIC, GSO) against its own HTTP/2-over-TLS client
+# (h2://), each loading the built-in server of its protocol (serve h3; serve h2 --tls) alone on
+# the server CPU, CONNS connections × STREAMS streams; client CPU per request from GNU time.
+if part h3; then
+    res="$work/h3-vs-h2"; : >"$res"
+    for r in $(seq "$ROUNDS"); do
+        for proto in h2 h3; do
+            port=$(free_port)
+            if [ "$proto" = h2 ]; then
+                "$WB" serve h2 --tls --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >/dev/null &
+                pids+=($!); wait_port "$port"
+            else
+                # UDP: nothing to connect to; its "listening" line says it serves.
+                "$WB" serve h3 --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >"$work/h3.out" &
+                pids+=($!)
+                for _ in $(seq 100); do grep -q listening "$work/h3.out" 2>/dev/null && break; sleep 0.05; done
+            fi
+            /usr/bin/time -f "%U %S" -o "$work/time" taskset -c "$CLIENT_CPU" "$WB" bench "$proto://127.0.0.1:$port/" --insecure \
+                -c "$CONNS" --depth "$STREAMS" -d "${DURATION}s" --cores "$CLIENT_CPU" --json "$work/h3.json" >/dev/null 2>&1 || true
+            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); u,s=map(float,open(sys.argv[2]).read().split()[-2:]); print(sys.argv[3], (u+s)*1e6/d['ops'] if d['ops'] else 'nan', d['ops_per_sec'], d['bytes']['tx_per_op'], d['bytes']['rx_per_op'])" \
+                "$work/h3.json" "$work/time" "$proto" >>"$res"
+            stop_servers
+        done
+    done
+    python3 - "$res" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, cpu, rps, tx, rx = line.split()
+    rows.setdefault(name, []).append((float(cpu), float(rps), float(tx), float(rx)))
+med = {k: [statistics.median(x[i] for x in v) for i in range(4)] for k, v in rows.items()}
+print(f"\n### HTTP/3 (QUIC, GSO) against HTTP/2 over TLS: wirebench's clients on CPU 0, each against its built-in server on CPU 1; median of {len(rows['h3'])} alternating rounds\n")
+print("| client | requests/s | client CPU µs/req | tx B/req | rx B/req | CPU vs h2:// |")
+print("|---|---:|---:|---:|---:|---:|")
+for k in ("h2", "h3"):
+    cpu, rps, tx, rx = med[k]
+    print(f"| {k}:// | {rps:,.0f} | {cpu:.2f} | {tx:.1f} | {rx:.1f} | {cpu / med['h2'][0]:.2f} |")
+PY
 fi
 
 # Part 2: nginx against wirebench serve http, the same clients (wirebench's and wrk), alternating.
