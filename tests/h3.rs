@@ -54,6 +54,53 @@ fn requests_against_aioquic_cost_what_rfc_9114_says() {
     assert_eq!(count.trim(), "requests 4000", "the server's own count");
 }
 
+/// quic-go's HTTP/3 server (`tools/h3-go`, built by `tools/install-peers.sh` from the Go
+/// module proxy): GETs and 1 MiB POSTs (past its flow-control windows) answered, its own count
+/// ours; the request bytes the same as against aioquic (they depend on the request alone).
+#[test]
+#[ignore = "needs tools/bin/h3-go: run by .ci/run"]
+fn requests_against_quic_go_are_answered_and_counted() {
+    let (cert, key) = h3_cert_files("quic-go");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let binary = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/bin/h3-go");
+    let mut child = Command::new(&binary)
+        .args([&port.to_string(), cert.to_str().unwrap(), key.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tools/bin/h3-go is built (tools/install-peers.sh)");
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let server = Peer(child);
+    let mut ready = String::new();
+    out.read_line(&mut ready).unwrap();
+    assert_eq!(ready.trim(), format!("listening {port}"));
+    let cpu = client_cpu().to_string();
+    let url = format!("h3://127.0.0.1:{port}/");
+    let ca = cert.display().to_string();
+    let authority = format!("127.0.0.1:{port}");
+    let host = wirebench::proto::h2::huffman::encoded_len(authority.as_bytes()) as u64;
+    for (extra, n) in [(&[][..], 5000u64), (&["-m", "POST", "--size", "1048576"][..], 32)] {
+        let n_text = n.to_string();
+        let args = [
+            &[url.as_str(), "--ca", &ca, "-c", "2", "--depth", "4", "-n", &n_text, "--cores", &cpu][..],
+            extra,
+        ]
+        .concat();
+        let r = bench(&args);
+        assert_accounted(&r);
+        assert_eq!(r.errors_total(), 0, "{extra:?}: {:?} {:?}", r.failed, r.error_samples);
+        assert_eq!(r.answers.sorted(), [(wirebench::outcome::Answer::Status(200), n)]);
+        if extra.is_empty() {
+            let l = r.layers.unwrap();
+            assert_eq!(l.steady.tx.headers, l.steady.ops * (7 + host));
+        }
+    }
+    drop(server);
+    let mut count = String::new();
+    out.read_line(&mut count).unwrap();
+    assert_eq!(count.trim(), "requests 5032", "the server's own count");
+}
+
 /// Nothing listening on the UDP port: one line, exit status 2, at once (the ICMP "port
 /// unreachable" comes back on the pre-flight's connected socket); and what the QUIC engine
 /// does not do yet is refused before the run, one line each.

@@ -31,6 +31,12 @@ if [ ! -x "$here/bin/nsqd" ]; then
         GOFLAGS=-mod=mod go build -o "$here/bin/nsqd" ./apps/nsqd)
 fi
 
+# quic-go's HTTP/3 server (tools/h3-go, built from the Go module proxy): a second HTTP/3 peer.
+if [ ! -x "$here/bin/h3-go" ]; then
+    mkdir -p "$here/bin"
+    (cd "$here/h3-go" && go build -o "$here/bin/h3-go" .)
+fi
+
 if ! python3 -c 'import websockets' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check websockets
 fi
