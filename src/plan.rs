@@ -815,12 +815,18 @@ impl Prepared {
     /// plan with the entry's changes), gathered into the first by
     /// [`add_entries`](crate::proto::ClientCodec::add_entries), each entry encoded once.
     pub fn codec<C: crate::proto::ClientCodec>(&self, build: &impl Fn(&Prepared) -> C) -> C {
+        self.entries(build, C::add_entries)
+    }
+
+    /// The same for any client that gathers entries (`add`: HTTP/3's, which is no
+    /// `ClientCodec`: its engine drives streams, not a byte stream).
+    pub fn entries<C>(&self, build: &impl Fn(&Prepared) -> C, add: impl Fn(&mut C, C)) -> C {
         let Some(requests) = &self.requests else { return build(self) };
         let mut codec: Option<C> = None;
         for entry in &requests.entries {
             let c = build(&self.for_entry(entry));
             match &mut codec {
-                Some(first) => first.add_entries(c),
+                Some(first) => add(first, c),
                 None => codec = Some(c),
             }
         }

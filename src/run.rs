@@ -406,7 +406,7 @@ impl Prepared {
                 let p = self.on_target(i);
                 let tls = p.job.tls.get(i).cloned().flatten().context("h3:// without TLS")?;
                 Ok(crate::engine::quic_io::Target {
-                    h3: h3(&p),
+                    h3: p.entries(&h3, crate::proto::h3::client::H3Client::add_entries),
                     config: crate::engine::quic::client_config(tls.config.clone())?,
                     server_name: p.plan.target.host.clone(),
                 })

@@ -187,6 +187,24 @@ fn serve_h3_answers_every_request_and_reads_every_byte() {
         let net = r.net.expect("/proc/net/snmp is readable");
         assert!(net.udp_in + net.udp_drops >= r.datagrams.tx + r.datagrams.rx, "{net:?} {:?}", r.datagrams);
     }
+    // `--requests`: two kinds, one twice as often, in order: counted per kind, the server's
+    // count the sum.
+    let started = serve_started("uring", "h3", &[]);
+    let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
+    std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
+    let file = std::env::temp_dir().join(format!("wirebench-h3-requests-{}.jsonl", std::process::id()));
+    std::fs::write(
+        &file,
+        "{\"path\":\"/a\"}\n{\"method\":\"POST\",\"path\":\"/b\",\"body\":\"xyz\",\"weight\":2}\n",
+    )
+    .unwrap();
+    let url = started.urls.concat()[0].clone();
+    let args = [&url, "--ca", ca.to_str().unwrap(), "-c", "2", "--depth", "4", "-n", "3000", "--cores", &cpu];
+    let r = bench(&[&args[..], &["--requests", file.to_str().unwrap()]].concat());
+    assert_accounted(&r);
+    assert_eq!(r.errors_total(), 0, "{:?}", r.error_samples);
+    assert_eq!(r.kinds.iter().map(|k| k.ops).collect::<Vec<_>>(), [1000, 2000]);
+    assert_eq!(ServerTally::sum(&started.handle.stop().unwrap()).requests, 3000);
     // The default duration (no -n): ends on time.
     let started = serve_started("uring", "h3", &[]);
     let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));

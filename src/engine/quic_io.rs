@@ -122,6 +122,10 @@ struct Slot {
     done: bool,
     /// This connection's first request went (before it, its datagrams end the handshake).
     requested: bool,
+    /// `--requests`: the order this connection picks the entries in, and an entry picked that
+    /// could not go yet.
+    picker: Option<crate::requests::Picker>,
+    unsent_pick: Option<(usize, usize)>,
     /// UDP payload bytes of this connection's life, for the audit's "not checkable" line.
     life: (u64, u64),
 }
@@ -158,6 +162,11 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
             done: false,
             requested: false,
             life: (0, 0),
+            picker: job
+                .picks
+                .as_ref()
+                .map(|p| p.picker(job.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))),
+            unsent_pick: None,
         })
         .collect();
     let result = run_loop(&mut ring, &mut slots, &targets, &job, &books, &mut rec, started);
@@ -456,15 +465,24 @@ fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut CoreRecorde
             Some(_) => Traffic::WarmupOp,
             None => break,
         };
-        let Some(stream) = conn.request(0) else { break };
+        // The entry it sends (`--requests`); one picked but not sent (no stream could open)
+        // goes next time, so the order holds.
+        let (entry, kind) = match slot.unsent_pick.take() {
+            Some(pick) => pick,
+            None => slot.picker.as_mut().map_or((0, 0), crate::requests::Picker::pick),
+        };
+        let Some(stream) = conn.request(entry) else {
+            slot.unsent_pick = slot.picker.is_some().then_some((entry, kind));
+            break;
+        };
         if traffic == Traffic::Op {
             rec.sent += 1;
-            rec.share_sent(slot.target, 0);
+            rec.share_sent(slot.target, kind);
             if let Some(left) = &mut slot.left {
                 *left -= 1;
             }
         }
-        slot.ops.insert(stream, (now, traffic, 0));
+        slot.ops.insert(stream, (now, traffic, kind as u16));
         slot.requested = true;
     }
 }

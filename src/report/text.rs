@@ -95,19 +95,29 @@ fn throughput(r: &RunResult) -> String {
             "  per kind    {:<28} {:>7} {:>10} {:>7} {:>8} {:>9} {:>9} {:>10} {:>10}",
             "label", "entries", "completed", "share", "failed", "tx/op", "rx/op", "p50", "p99"
         );
+        // QUIC's bytes are counted per datagram, which carries several requests' frames: none
+        // per kind to stand behind.
+        let quic = r.datagrams.is_some();
+        let per_op = |n: f64| if quic { "-".to_string() } else { format!("{n:.1}") };
         for k in kinds {
             let _ = writeln!(
                 s,
-                "              {:<28} {:>7} {:>10} {:>6.1}% {:>8} {:>9.1} {:>9.1} {:>10} {:>10}",
+                "              {:<28} {:>7} {:>10} {:>6.1}% {:>8} {:>9} {:>9} {:>10} {:>10}",
                 k.label,
                 k.entries,
                 k.ops,
                 100.0 * ratio(k.ops as f64, r.ops as f64),
                 k.failed,
-                k.tx_per_op,
-                k.rx_per_op,
+                per_op(k.tx_per_op),
+                per_op(k.rx_per_op),
                 micros(k.latency_us.p50),
                 micros(k.latency_us.p99)
+            );
+        }
+        if quic {
+            let _ = writeln!(
+                s,
+                "              (QUIC: bytes are counted per datagram, not per request: none per kind)"
             );
         }
     }

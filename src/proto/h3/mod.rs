@@ -48,8 +48,6 @@ pub fn not_built(load: &crate::plan::Load) -> Option<&'static str> {
         Some("--no-keepalive")
     } else if !load.bind.is_empty() {
         Some("--bind")
-    } else if load.requests.is_some() {
-        Some("--requests")
     } else {
         None
     }
