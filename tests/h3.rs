@@ -112,7 +112,6 @@ fn h3_refusals_are_one_line_and_exit_status_2() {
     for (args, says) in [
         (vec![url.as_str(), "-d", "1s"], "UDP port unreachable"),
         (vec![url.as_str(), "--rate", "100", "-d", "1s"], "--rate (a paced workload) is not built for h3://"),
-        (vec![url.as_str(), "--no-keepalive", "-d", "1s"], "--no-keepalive is not built for h3://"),
         (vec![url.as_str(), "--tls-version", "1.2", "-d", "1s"], "h3:// is TLS 1.3 only"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_wirebench")).arg("bench").args(&args).output().unwrap();
@@ -205,6 +204,31 @@ fn serve_h3_answers_every_request_and_reads_every_byte() {
     assert_eq!(r.errors_total(), 0, "{:?}", r.error_samples);
     assert_eq!(r.kinds.iter().map(|k| k.ops).collect::<Vec<_>>(), [1000, 2000]);
     assert_eq!(ServerTally::sum(&started.handle.stop().unwrap()).requests, 3000);
+    // `--no-keepalive`: a QUIC connection per request, each with its handshake, none counted
+    // as a reconnect; the server accepted each.
+    let started = serve_started("uring", "h3", &[]);
+    let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
+    std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
+    let url = started.urls.concat()[0].clone();
+    let r = bench(&[
+        &url,
+        "--ca",
+        ca.to_str().unwrap(),
+        "-c",
+        "2",
+        "-n",
+        "200",
+        "--no-keepalive",
+        "--cores",
+        &cpu,
+    ]);
+    assert_accounted(&r);
+    assert_eq!(r.errors_total(), 0, "{:?}", r.error_samples);
+    assert_eq!((r.ops, r.connects, r.reconnects), (200, 200, 0));
+    // Each connection's handshake: the client's Initial datagrams padded to 1,200 bytes.
+    assert!(r.tx.handshake >= 200 * 1200, "{}", r.tx.handshake);
+    let served = ServerTally::sum(&started.handle.stop().unwrap());
+    assert_eq!((served.requests, served.connections), (200, 201));
     // The default duration (no -n): ends on time.
     let started = serve_started("uring", "h3", &[]);
     let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));

@@ -405,6 +405,12 @@ fn drive(
         slot.closing = true;
         conn.close(qnow);
         fail_all(slot, now, core, ErrorClass::Timeout, "no answer by the end of the drain", rec);
+    } else if !slot.closing && core.job.shape.per_op && slot.requested && conn.in_flight() == 0 {
+        // Its one operation is done: close, and the next opens a new connection (as planned:
+        // no reconnect counted).
+        slot.closing = true;
+        slot.reconnect = true;
+        conn.close(qnow);
     } else if !slot.closing && conn.going_away() {
         slot.closing = true;
         slot.reconnect = true;
@@ -458,8 +464,13 @@ fn expire(slot: &mut Slot, core: &Core<'_>, now: Instant, timeout: Duration, rec
 /// opens (every connection sets up first), none past this connection's share of `-n`.
 fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut CoreRecorder) {
     let Some(conn) = slot.conn.as_mut() else { return };
-    let depth = core.job.shape.depth;
-    while conn.connected() && conn.in_flight() < depth && slot.left != Some(0) {
+    // A connection per operation (`--no-keepalive`): one, whose time began before its
+    // connect.
+    let per_op = core.job.shape.per_op;
+    let depth = if per_op { 1 } else { core.job.shape.depth };
+    let intended = if per_op { slot.started } else { now };
+    while conn.connected() && conn.in_flight() < depth && slot.left != Some(0) && !(per_op && slot.requested)
+    {
         let traffic = match core.measure_from {
             Some(from) if now >= from => Traffic::Op,
             Some(_) => Traffic::WarmupOp,
@@ -482,7 +493,7 @@ fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut CoreRecorde
                 *left -= 1;
             }
         }
-        slot.ops.insert(stream, (now, traffic, kind as u16));
+        slot.ops.insert(stream, (intended, traffic, kind as u16));
         slot.requested = true;
     }
 }

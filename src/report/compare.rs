@@ -120,7 +120,8 @@ impl Row {
         }
         let per = |n: u64| n as f64 / conns;
         let bytes = per(r.bytes.tx + r.bytes.rx);
-        let segs = per(r.audit.segs_out + r.audit.segs_in);
+        // Segments, or a QUIC row's datagrams.
+        let segs = per(r.datagrams.map_or(r.audit.segs_out + r.audit.segs_in, |d| d.tx + d.rx));
         let mean_ms = |s: Option<crate::stats::result::Spread>| s.map_or(0.0, |s| s.mean / 1e3);
         Some(PerConnection {
             // With TLS, its handshake (and tickets, alerts) is part of the set-up.

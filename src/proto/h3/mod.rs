@@ -44,8 +44,6 @@ fn compare_rows(plan: &LoadPlan) -> Vec<crate::protocol::CompareRow> {
 pub fn not_built(load: &crate::plan::Load) -> Option<&'static str> {
     if !matches!(load.shape.workload, crate::workload::Workload::ClosedLoop) {
         Some("--rate (a paced workload)")
-    } else if load.shape.per_op {
-        Some("--no-keepalive")
     } else if !load.bind.is_empty() {
         Some("--bind")
     } else {
