@@ -111,7 +111,6 @@ fn h3_refusals_are_one_line_and_exit_status_2() {
     let started = std::time::Instant::now();
     for (args, says) in [
         (vec![url.as_str(), "-d", "1s"], "UDP port unreachable"),
-        (vec![url.as_str(), "--rate", "100", "-d", "1s"], "--rate (a paced workload) is not built for h3://"),
         (vec![url.as_str(), "--tls-version", "1.2", "-d", "1s"], "h3:// is TLS 1.3 only"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_wirebench")).arg("bench").args(&args).output().unwrap();
@@ -229,6 +228,30 @@ fn serve_h3_answers_every_request_and_reads_every_byte() {
     assert!(r.tx.handshake >= 200 * 1200, "{}", r.tx.handshake);
     let served = ServerTally::sum(&started.handle.stop().unwrap());
     assert_eq!((served.requests, served.connections), (200, 201));
+    // `--rate 2000` over 4 connections for 1 s: about 2,000 requests, each on its schedule
+    // (the lag recorded), none lost.
+    let started = serve_started("uring", "h3", &[]);
+    let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
+    std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
+    let url = started.urls.concat()[0].clone();
+    let r = bench(&[
+        &url,
+        "--ca",
+        ca.to_str().unwrap(),
+        "-c",
+        "4",
+        "--rate",
+        "2000",
+        "-d",
+        "1s",
+        "--cores",
+        &cpu,
+    ]);
+    assert_accounted(&r);
+    assert_eq!(r.errors_total(), 0, "{:?}", r.error_samples);
+    assert!((1800..=2100).contains(&r.ops), "{} requests at 2,000/s for 1 s", r.ops);
+    assert!(!r.schedule_lag.is_empty(), "the lag is recorded");
+    started.handle.stop().unwrap();
     // The default duration (no -n): ends on time.
     let started = serve_started("uring", "h3", &[]);
     let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));

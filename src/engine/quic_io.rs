@@ -75,6 +75,16 @@ impl Clocks {
     }
 }
 
+/// A request in flight: when it was due (latency counts from there), when it went (its
+/// timeout, and a paced run's uncorrected latency, count from there), its class and kind.
+#[derive(Debug, Clone, Copy)]
+struct Op {
+    intended: Instant,
+    sent: Instant,
+    traffic: Traffic,
+    kind: u16,
+}
+
 /// What one client core is given per target: the HTTP/3 client (its requests), the QUIC
 /// configuration (TLS inside), and the server's name for TLS.
 #[derive(Clone)]
@@ -109,7 +119,11 @@ struct Slot {
     /// it refused.
     gso: bool,
     /// Requests in flight: (stream, intended, sent, traffic, kind).
-    ops: HashMap<u64, (Instant, Traffic, u16)>,
+    ops: HashMap<u64, Op>,
+    /// When this connection's operations are due (`--rate`; now, in a closed loop), and
+    /// when its next one is (for the loop's sleep).
+    pacer: crate::workload::Pacer,
+    next_due: Option<Instant>,
     /// This connection's share of `-n` left (`None`: no count).
     left: Option<u64>,
     settled: bool,
@@ -153,6 +167,8 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
             gso: true,
             ops: HashMap::new(),
             left: job.shape.ops.map(|n| crate::workload::split_ops(n, job.shape.connections, i)),
+            pacer: job.shape.workload.pacer(i, job.shape.connections),
+            next_due: None,
             settled: false,
             connected_at: None,
             started,
@@ -238,7 +254,7 @@ fn run_loop(
             .iter_mut()
             .filter_map(|s| {
                 let quic = s.conn.as_mut().and_then(ClientConn::poll_timeout).map(|at| clocks.to_ours(at));
-                [quic, s.retry_at].into_iter().flatten().min()
+                [quic, s.retry_at, s.next_due].into_iter().flatten().min()
             })
             .min();
         let wait = next.map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK);
@@ -352,6 +368,18 @@ fn drive(
             Some(at) if now >= at => {}
             _ => return Ok(()),
         }
+        // A paced connection per operation opens when its operation is due.
+        if core.job.shape.per_op
+            && core.job.shape.workload != crate::workload::Workload::ClosedLoop
+            && let Some(from) = core.measure_from
+        {
+            slot.pacer.start(from.checked_sub(core.job.shape.warmup).unwrap_or(from));
+            let due = slot.pacer.due(now);
+            if due > now {
+                slot.retry_at = Some(due);
+                return Ok(());
+            }
+        }
         slot.retry_at = None;
         open(slot, i, core, now, rec);
         if slot.conn.is_none() {
@@ -426,6 +454,10 @@ fn drive(
             slot.retry_at = Some(now);
         } else {
             slot.done = true;
+            // A paced connection's operations that came due and never went.
+            if let (Some(from), Some(end)) = (core.measure_from, core.deadline) {
+                rec.due_unsent += slot.pacer.due_before(from, end);
+            }
         }
         return Ok(());
     }
@@ -446,12 +478,12 @@ fn drive(
 fn expire(slot: &mut Slot, core: &Core<'_>, now: Instant, timeout: Duration, rec: &mut CoreRecorder) {
     let Some(conn) = slot.conn.as_mut() else { return };
     let late: Vec<u64> =
-        slot.ops.iter().filter(|(_, (sent, _, _))| now >= *sent + timeout).map(|(id, _)| *id).collect();
+        slot.ops.iter().filter(|(_, op)| now >= op.sent + timeout).map(|(id, _)| *id).collect();
     let refused = conn.refused();
     for (streams, class) in [(late, ErrorClass::Timeout), (refused, ErrorClass::Closed)] {
         for stream in streams {
             conn.cancel(stream);
-            if let Some((_, Traffic::Op, _)) = slot.ops.remove(&stream) {
+            if let Some(Op { traffic: Traffic::Op, .. }) = slot.ops.remove(&stream) {
                 rec.ops_failed(class, 1);
                 rec.series_errors(core.measure_from.unwrap_or(core.started), now, 1);
                 rec.sample(|| format!("{}: HTTP/3 request stream {stream}", class.name()));
@@ -468,14 +500,24 @@ fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut CoreRecorde
     // connect.
     let per_op = core.job.shape.per_op;
     let depth = if per_op { 1 } else { core.job.shape.depth };
-    let intended = if per_op { slot.started } else { now };
+    let paced = core.job.shape.workload != crate::workload::Workload::ClosedLoop;
+    slot.next_due = None;
     while conn.connected() && conn.in_flight() < depth && slot.left != Some(0) && !(per_op && slot.requested)
     {
-        let traffic = match core.measure_from {
-            Some(from) if now >= from => Traffic::Op,
-            Some(_) => Traffic::WarmupOp,
-            None => break,
-        };
+        let Some(from) = core.measure_from else { break };
+        // Paced (`--rate`): the schedule starts at the window's opening; an operation goes
+        // once due, its latency counted from then, however late it goes.
+        slot.pacer.start(from.checked_sub(core.job.shape.warmup).unwrap_or(from));
+        let due = slot.pacer.due(now);
+        if due > now {
+            slot.next_due = Some(due);
+            break;
+        }
+        let intended = if per_op { due.min(slot.started) } else { due };
+        let traffic = if intended >= from { Traffic::Op } else { Traffic::WarmupOp };
+        if paced && traffic == Traffic::Op {
+            rec.record_lag(now.saturating_duration_since(intended));
+        }
         // The entry it sends (`--requests`); one picked but not sent (no stream could open)
         // goes next time, so the order holds.
         let (entry, kind) = match slot.unsent_pick.take() {
@@ -493,8 +535,13 @@ fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut CoreRecorde
                 *left -= 1;
             }
         }
-        slot.ops.insert(stream, (intended, traffic, kind as u16));
+        slot.ops.insert(stream, Op { intended, sent: now, traffic, kind: kind as u16 });
+        slot.pacer.taken();
         slot.requested = true;
+    }
+    if paced && slot.next_due.is_none() {
+        // In flight to the depth: the next one is due when it is (it waits for room).
+        slot.next_due = Some(slot.pacer.due(now));
     }
 }
 
@@ -655,9 +702,12 @@ impl GsoSend {
 
 /// A request's answer: its latency and outcome recorded.
 fn complete(slot: &mut Slot, c: Completed, now: Instant, core: &Core<'_>, rec: &mut CoreRecorder) {
-    let Some((intended, traffic, kind)) = slot.ops.remove(&c.stream) else { return };
+    let Some(Op { intended, sent, traffic, kind }) = slot.ops.remove(&c.stream) else { return };
     if traffic != Traffic::Op {
         return;
+    }
+    if core.job.shape.workload != crate::workload::Workload::ClosedLoop {
+        rec.record_uncorrected(now.nanos_since(sent));
     }
     if let Some(answer) = c.answer {
         rec.answered(answer);
@@ -688,7 +738,7 @@ fn fail_all(
     why: &str,
     rec: &mut CoreRecorder,
 ) {
-    let lost = slot.ops.drain().filter(|(_, (_, traffic, _))| *traffic == Traffic::Op).count() as u64;
+    let lost = slot.ops.drain().filter(|(_, op)| op.traffic == Traffic::Op).count() as u64;
     if lost > 0 {
         rec.ops_failed(class, lost);
         rec.series_errors(core.measure_from.unwrap_or(core.started), now, lost);

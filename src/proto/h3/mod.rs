@@ -42,13 +42,7 @@ fn compare_rows(plan: &LoadPlan) -> Vec<crate::protocol::CompareRow> {
 
 /// What of a load the QUIC engine does not run yet, if anything: its flag.
 pub fn not_built(load: &crate::plan::Load) -> Option<&'static str> {
-    if !matches!(load.shape.workload, crate::workload::Workload::ClosedLoop) {
-        Some("--rate (a paced workload)")
-    } else if !load.bind.is_empty() {
-        Some("--bind")
-    } else {
-        None
-    }
+    if !load.bind.is_empty() { Some("--bind") } else { None }
 }
 
 /// `-m`'s rule, and what the QUIC engine does not do yet: refused before the run, one line.
