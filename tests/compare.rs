@@ -227,7 +227,13 @@ fn tls_rows_beside_the_plaintext_ones_with_what_tls_costs() {
     assert!(text.contains("what TLS costs"), "{text}");
     assert!(text.contains("per new connection"), "{text}");
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 16, "eight rows, and each again over TLS");
+    assert_eq!(rows.len(), 17, "eight rows, each again over TLS, and HTTP/3 (TLS only)");
+    // HTTP/3's row: a QUIC connection per request, its datagrams counted.
+    let h3 = row(&v, "HTTP/3 POST +TLS");
+    assert_eq!(h3["failed"]["total"], 0);
+    assert_eq!(h3["connects"], h3["ops"], "a connection per request");
+    assert!(h3["datagrams"]["tx"].as_f64().unwrap() >= h3["ops"].as_f64().unwrap() * 2.0, "{h3}");
+    assert!(h3["derived"]["per_connection"]["setup_tx"].as_f64().unwrap() >= 1200.0, "the padded Initial");
     for plain in rows.iter().filter(|r| !r["label"].as_str().unwrap().ends_with(" +TLS")) {
         let label = plain["label"].as_str().unwrap();
         let tls = row(&v, &format!("{label} +TLS"));
