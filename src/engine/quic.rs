@@ -215,14 +215,7 @@ impl ClientConn {
     /// Write `bytes` on `stream` as far as quinn takes them (then finish it if `finish`); the
     /// rest waits for the stream to be writable.
     fn write(&mut self, stream: StreamId, bytes: Vec<u8>, finish: bool) {
-        let taken = write_all(&mut self.conn, stream, &bytes);
-        if taken == bytes.len() {
-            if finish {
-                let _ = self.conn.send_stream(stream).finish();
-            }
-        } else {
-            self.unsent.insert(stream, (bytes[taken..].to_vec(), finish));
-        }
+        write_or_hold(&mut self.conn, &mut self.unsent, stream, bytes, finish);
     }
 
     /// Everything quinn has to say, in order: the handshake done (the control stream opens),
@@ -550,13 +543,25 @@ impl ServerEndpoint {
 
 /// Write an answer on `stream` as far as quinn takes it (then finish it); the rest waits.
 fn write_server(c: &mut ServerConn, stream: StreamId, bytes: Vec<u8>, finish: bool) {
-    let taken = write_all(&mut c.conn, stream, &bytes);
+    write_or_hold(&mut c.conn, &mut c.unsent, stream, bytes, finish);
+}
+
+/// Write `bytes` on `stream` as far as quinn takes them, then finish it if `finish`; the rest
+/// (and the finish) is held in `unsent` until the stream is writable again. Both roles'.
+fn write_or_hold(
+    conn: &mut Connection,
+    unsent: &mut HashMap<StreamId, (Vec<u8>, bool)>,
+    stream: StreamId,
+    bytes: Vec<u8>,
+    finish: bool,
+) {
+    let taken = write_all(conn, stream, &bytes);
     if taken == bytes.len() {
         if finish {
-            let _ = c.conn.send_stream(stream).finish();
+            let _ = conn.send_stream(stream).finish();
         }
     } else {
-        c.unsent.insert(stream, (bytes[taken..].to_vec(), finish));
+        unsent.insert(stream, (bytes[taken..].to_vec(), finish));
     }
 }
 

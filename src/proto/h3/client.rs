@@ -108,15 +108,7 @@ impl H3Client {
     /// This side's control stream: its type, then its SETTINGS (no dynamic table, no blocked
     /// streams, the field section size it accepts).
     pub fn control_stream(&self, out: &mut Vec<u8>) {
-        frame::write_varint(out, frame::CONTROL_STREAM);
-        frame::write_settings(
-            out,
-            &[
-                (frame::QPACK_MAX_TABLE_CAPACITY, 0),
-                (frame::QPACK_BLOCKED_STREAMS, 0),
-                (frame::MAX_FIELD_SECTION_SIZE, MAX_FIELD_SECTION),
-            ],
-        );
+        frame::write_control_stream(out, MAX_FIELD_SECTION);
     }
 
     /// Whether a new request may go: not after a GOAWAY (the server takes none above its id).

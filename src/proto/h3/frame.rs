@@ -261,6 +261,21 @@ pub fn write_frame(out: &mut Vec<u8>, kind: u64, payload: &[u8]) {
     out.extend_from_slice(payload);
 }
 
+/// Append the start of a control stream (§6.2.1): its type, then SETTINGS — a QPACK dynamic
+/// table of capacity 0, no blocked streams, and the field section size accepted — as both
+/// of this side's roles announce them.
+pub fn write_control_stream(out: &mut Vec<u8>, max_field_section: u64) {
+    write_varint(out, CONTROL_STREAM);
+    write_settings(
+        out,
+        &[
+            (QPACK_MAX_TABLE_CAPACITY, 0),
+            (QPACK_BLOCKED_STREAMS, 0),
+            (MAX_FIELD_SECTION_SIZE, max_field_section),
+        ],
+    );
+}
+
 /// Append a SETTINGS frame of these parameters.
 pub fn write_settings(out: &mut Vec<u8>, params: &[(u64, u64)]) {
     let mut payload = Vec::with_capacity(params.len() * 4);
