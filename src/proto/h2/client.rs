@@ -301,14 +301,9 @@ impl H2Client {
                 frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value as usize),
                 frame::MAX_CONCURRENT_STREAMS => self.max_streams = value,
                 frame::INITIAL_WINDOW_SIZE => {
-                    // Every open stream's window moves by the change (RFC 9113 §6.9.2).
-                    let delta = i64::from(value) - self.stream_window;
-                    self.stream_window = i64::from(value);
-                    for s in &mut self.streams {
-                        s.window += delta;
-                        if s.window > i64::from(frame::MAX_WINDOW) {
-                            return Err(Error::WindowOverflow);
-                        }
+                    let windows = self.streams.iter_mut().map(|s| &mut s.window);
+                    if !frame::move_windows(&mut self.stream_window, value, windows) {
+                        return Err(Error::WindowOverflow);
                     }
                 }
                 _ => {}

@@ -328,6 +328,20 @@ pub fn write_goaway(out: &mut Vec<u8>, last_stream: u32, code: u32) {
     out.extend_from_slice(&code.to_be_bytes());
 }
 
+/// A peer's new SETTINGS_INITIAL_WINDOW_SIZE `value`: every open stream's window moves by
+/// the change from `initial` (RFC 9113 §6.9.2; below zero too), and `initial` becomes it.
+/// `false` if a window would pass 2^31−1 (a FLOW_CONTROL_ERROR). Both roles'.
+pub fn move_windows<'a>(initial: &mut i64, value: u32, windows: impl Iterator<Item = &'a mut i64>) -> bool {
+    let delta = i64::from(value) - *initial;
+    *initial = i64::from(value);
+    let mut fits = true;
+    for window in windows {
+        *window += delta;
+        fits &= *window <= i64::from(MAX_WINDOW);
+    }
+    fits
+}
+
 /// A header block, whole: the stream it is on, whether its HEADERS ended the stream, and its
 /// octets (borrowed from a HEADERS that had them all, or assembled from its pieces).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -398,14 +398,9 @@ impl H2Server {
                 frame::MAX_FRAME_SIZE => self.peer_max_frame = value,
                 frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value as usize),
                 frame::INITIAL_WINDOW_SIZE => {
-                    // Every stream's window moves by the difference (§6.9.2).
-                    let delta = i64::from(value) - self.peer_window;
-                    self.peer_window = i64::from(value);
-                    for s in &mut self.streams {
-                        s.window += delta;
-                        if s.window > i64::from(frame::MAX_WINDOW) {
-                            return Err(frame::FLOW_CONTROL_ERROR);
-                        }
+                    let windows = self.streams.iter_mut().map(|s| &mut s.window);
+                    if !frame::move_windows(&mut self.peer_window, value, windows) {
+                        return Err(frame::FLOW_CONTROL_ERROR);
                     }
                 }
                 _ => {}
