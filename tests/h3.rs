@@ -122,6 +122,16 @@ fn h3_refusals_are_one_line_and_exit_status_2() {
     assert!(started.elapsed().as_secs() < 4, "{:?}", started.elapsed());
 }
 
+/// `serve h3` in this process (its self-signed certificate written for `--ca`): the server,
+/// its `h3://` URL and the certificate's path.
+fn serve_h3() -> (wirebench::cmd::serve::Started, String, String) {
+    let started = serve_started("uring", "h3", &[]);
+    let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
+    std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
+    let url = started.urls.concat()[0].clone();
+    (started, url, ca.display().to_string())
+}
+
 /// Datagrams the machine's UDP receive buffers dropped so far (`/proc/net/snmp`).
 fn udp_receive_drops() -> u64 {
     let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap();
@@ -144,12 +154,7 @@ fn serve_h3_answers_every_request_and_reads_every_byte() {
         (&["-m", "POST", "--size", "400"][..], 20_000),
         (&["-m", "POST", "--size", "1048576"][..], 32),
     ] {
-        let started = serve_started("uring", "h3", &[]);
-        let ca =
-            std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
-        std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
-        let url = started.urls.concat()[0].clone();
-        let ca = ca.display().to_string();
+        let (started, url, ca) = serve_h3();
         let n_text = n.to_string();
         let args = [
             &[url.as_str(), "--ca", &ca, "-c", "4", "--depth", "8", "-n", &n_text, "--cores", &cpu][..],
@@ -187,17 +192,14 @@ fn serve_h3_answers_every_request_and_reads_every_byte() {
     }
     // `--requests`: two kinds, one twice as often, in order: counted per kind, the server's
     // count the sum.
-    let started = serve_started("uring", "h3", &[]);
-    let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
-    std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
+    let (started, url, ca) = serve_h3();
     let file = std::env::temp_dir().join(format!("wirebench-h3-requests-{}.jsonl", std::process::id()));
     std::fs::write(
         &file,
         "{\"path\":\"/a\"}\n{\"method\":\"POST\",\"path\":\"/b\",\"body\":\"xyz\",\"weight\":2}\n",
     )
     .unwrap();
-    let url = started.urls.concat()[0].clone();
-    let args = [&url, "--ca", ca.to_str().unwrap(), "-c", "2", "--depth", "4", "-n", "3000", "--cores", &cpu];
+    let args = [&url, "--ca", &ca, "-c", "2", "--depth", "4", "-n", "3000", "--cores", &cpu];
     let r = bench(&[&args[..], &["--requests", file.to_str().unwrap()]].concat());
     assert_accounted(&r);
     assert_eq!(r.errors_total(), 0, "{:?}", r.error_samples);
@@ -205,22 +207,8 @@ fn serve_h3_answers_every_request_and_reads_every_byte() {
     assert_eq!(ServerTally::sum(&started.handle.stop().unwrap()).requests, 3000);
     // `--no-keepalive`: a QUIC connection per request, each with its handshake, none counted
     // as a reconnect; the server accepted each.
-    let started = serve_started("uring", "h3", &[]);
-    let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
-    std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
-    let url = started.urls.concat()[0].clone();
-    let r = bench(&[
-        &url,
-        "--ca",
-        ca.to_str().unwrap(),
-        "-c",
-        "2",
-        "-n",
-        "200",
-        "--no-keepalive",
-        "--cores",
-        &cpu,
-    ]);
+    let (started, url, ca) = serve_h3();
+    let r = bench(&[&url, "--ca", &ca, "-c", "2", "-n", "200", "--no-keepalive", "--cores", &cpu]);
     assert_accounted(&r);
     assert_eq!(r.errors_total(), 0, "{:?}", r.error_samples);
     assert_eq!((r.ops, r.connects, r.reconnects), (200, 200, 0));
@@ -230,35 +218,17 @@ fn serve_h3_answers_every_request_and_reads_every_byte() {
     assert_eq!((served.requests, served.connections), (200, 201));
     // `--rate 2000` over 4 connections for 1 s: about 2,000 requests, each on its schedule
     // (the lag recorded), none lost.
-    let started = serve_started("uring", "h3", &[]);
-    let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
-    std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
-    let url = started.urls.concat()[0].clone();
-    let r = bench(&[
-        &url,
-        "--ca",
-        ca.to_str().unwrap(),
-        "-c",
-        "4",
-        "--rate",
-        "2000",
-        "-d",
-        "1s",
-        "--cores",
-        &cpu,
-    ]);
+    let (started, url, ca) = serve_h3();
+    let r = bench(&[&url, "--ca", &ca, "-c", "4", "--rate", "2000", "-d", "1s", "--cores", &cpu]);
     assert_accounted(&r);
     assert_eq!(r.errors_total(), 0, "{:?}", r.error_samples);
     assert!((1800..=2100).contains(&r.ops), "{} requests at 2,000/s for 1 s", r.ops);
     assert!(!r.schedule_lag.is_empty(), "the lag is recorded");
     started.handle.stop().unwrap();
     // The default duration (no -n): ends on time.
-    let started = serve_started("uring", "h3", &[]);
-    let ca = std::env::temp_dir().join(format!("wirebench-h3-serve-{}.pem", started.handle.addr().port()));
-    std::fs::write(&ca, &started.tls.as_ref().unwrap().cert_pem).unwrap();
-    let url = started.urls.concat()[0].clone();
+    let (started, url, ca) = serve_h3();
     let wall = std::time::Instant::now();
-    let r = bench(&[&url, "--ca", ca.to_str().unwrap(), "-c", "2", "-d", "1s", "--cores", &cpu]);
+    let r = bench(&[&url, "--ca", &ca, "-c", "2", "-d", "1s", "--cores", &cpu]);
     assert_accounted(&r);
     assert!(r.ops > 0 && r.errors_total() == 0, "{:?}", r.error_samples);
     assert!(wall.elapsed().as_secs_f64() < 4.0, "{:?}", wall.elapsed());
