@@ -75,6 +75,31 @@ impl Clocks {
     }
 }
 
+/// The hasher of the engine's maps, whose keys are ids this side made (stream ids, quinn's
+/// connection handles), not a peer's: a multiply spreads them over the table's bits, where
+/// SipHash's defence against chosen keys would only cost time.
+type Ids = std::hash::BuildHasherDefault<IdHasher>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
 /// A request in flight: when it was due (latency counts from there), when it went (its
 /// timeout, and a paced run's uncorrected latency, count from there), its class and kind.
 #[derive(Debug, Clone, Copy)]
@@ -119,7 +144,7 @@ struct Slot {
     /// it refused.
     gso: bool,
     /// Requests in flight: (stream, intended, sent, traffic, kind).
-    ops: HashMap<u64, Op>,
+    ops: HashMap<u64, Op, Ids>,
     /// When this connection's operations are due (`--rate`; now, in a closed loop), and
     /// when its next one is (for the loop's sleep).
     pacer: crate::workload::Pacer,
@@ -147,7 +172,8 @@ struct Slot {
 fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, Instant), EngineError> {
     let CoreStart { job, cpu, index, conns, gate } = start;
     let pinned = super::pin_current_thread(cpu);
-    let ring = IoUring::new((2 * conns.len() as u32 + 8).next_power_of_two().max(64));
+    let entries = (2 * conns.len() as u32 + 8).next_power_of_two().max(64);
+    let ring = super::rings::ring(entries, entries);
     let started = gate.wait();
     pinned?;
     let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
@@ -165,7 +191,7 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
             send_busy: false,
             sending: (Traffic::Control, 0, 0),
             gso: true,
-            ops: HashMap::new(),
+            ops: HashMap::default(),
             left: job.shape.ops.map(|n| crate::workload::split_ops(n, job.shape.connections, i)),
             pacer: job.shape.workload.pacer(i, job.shape.connections),
             next_due: None,
@@ -198,7 +224,7 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
 /// What the loop keeps for the whole core.
 struct Core<'a> {
     endpoint: Endpoint,
-    handles: HashMap<ConnectionHandle, usize>,
+    handles: HashMap<ConnectionHandle, usize, Ids>,
     targets: &'a [Target],
     job: &'a crate::plan::ClientJob,
     started: Instant,
@@ -219,7 +245,7 @@ fn run_loop(
 ) -> std::io::Result<()> {
     let mut core = Core {
         endpoint: Endpoint::new(Arc::new(EndpointConfig::default()), None, false, None),
-        handles: HashMap::new(),
+        handles: HashMap::default(),
         targets,
         job,
         started,
@@ -267,8 +293,8 @@ fn run_loop(
             Err(e) => return Err(e),
         }
         let now = Instant::now();
-        let completions: Vec<(u64, i32)> = ring.completion().map(|c| (c.user_data(), c.result())).collect();
-        for (data, result) in completions {
+        for c in ring.completion() {
+            let (data, result) = (c.user_data(), c.result());
             if data == CANCELLING {
                 continue;
             }
@@ -980,7 +1006,7 @@ fn serve_core(
     stop: &std::sync::atomic::AtomicBool,
 ) -> std::io::Result<crate::stats::ServerTally> {
     let clock = super::sys::ThreadClock::start();
-    let mut ring = IoUring::new(256)?;
+    let mut ring = super::rings::ring(256, 256)?;
     let mut endpoint = super::quic::ServerEndpoint::new(config);
     let mut tally = crate::stats::ServerTally { core: cpu, ..Default::default() };
     let fd = types::Fd(sock.as_raw_fd());
