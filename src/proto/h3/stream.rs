@@ -8,6 +8,7 @@
 //! is never allowed here).
 
 use super::frame;
+use std::borrow::Cow;
 
 /// What a request stream's bytes make, piece by piece.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,8 +17,9 @@ pub enum Piece<'a> {
     Head(usize),
     /// Octets of a DATA frame's payload.
     Data(&'a [u8]),
-    /// A whole HEADERS frame: its head's octets, and its field section.
-    Headers(usize, Vec<u8>),
+    /// A whole HEADERS frame: its head's octets, and its field section (in place when it came
+    /// whole in one piece).
+    Headers(usize, Cow<'a, [u8]>),
     /// Octets of an unknown frame, skipped.
     Skipped(usize),
 }
@@ -62,12 +64,37 @@ impl Reader {
                 self.left -= n as u64;
                 return Ok(Some(if self.skipping { Piece::Skipped(n) } else { Piece::Data(taken) }));
             }
-            let Some((&byte, rest)) = data.split_first() else { return Ok(None) };
-            // A head: at most two varints (16 octets), gathered an octet at a time.
-            if self.pending.is_empty() || frame::parse_head(&self.pending)?.is_none() {
-                self.pending.push(byte);
-                *data = rest;
-                let Some((kind, len, head)) = frame::parse_head(&self.pending)? else { continue };
+            if data.is_empty() {
+                return Ok(None);
+            }
+            let before = *data;
+            let head = if self.pending.is_empty() {
+                // Mostly a whole head is here: read in place.
+                match frame::parse_head(data)? {
+                    Some(head) => {
+                        *data = &data[head.2..];
+                        Some(head)
+                    }
+                    None => None,
+                }
+            } else {
+                None
+            };
+            // Otherwise a head (at most two varints, 16 octets) is gathered an octet at a
+            // time; or a HEADERS frame's head is pending, and more of its section is here.
+            let head = match head {
+                Some(head) => Some(head),
+                None if self.pending.is_empty() || frame::parse_head(&self.pending)?.is_none() => {
+                    self.pending.push(data[0]);
+                    *data = &data[1..];
+                    match frame::parse_head(&self.pending)? {
+                        Some(head) => Some(head),
+                        None => continue,
+                    }
+                }
+                None => None,
+            };
+            if let Some((kind, len, head)) = head {
                 match kind {
                     frame::DATA => {
                         (self.left, self.skipping) = (len, false);
@@ -77,11 +104,22 @@ impl Reader {
                     frame::HEADERS if len > max_headers => {
                         return Err(frame::Error::TooLong { kind: "HEADERS", len, max: max_headers }.into());
                     }
+                    frame::HEADERS if self.pending.is_empty() && data.len() as u64 >= len => {
+                        // Whole here: handed on in place.
+                        let (section, rest) = data.split_at(len as usize);
+                        *data = rest;
+                        return Ok(Some(Piece::Headers(head, Cow::Borrowed(section))));
+                    }
                     frame::HEADERS if len == 0 => {
                         self.pending.clear();
-                        return Ok(Some(Piece::Headers(head, Vec::new())));
+                        return Ok(Some(Piece::Headers(head, Cow::Borrowed(&[]))));
                     }
-                    frame::HEADERS => continue,
+                    frame::HEADERS => {
+                        if self.pending.is_empty() {
+                            self.pending.extend_from_slice(&before[..head]);
+                        }
+                        continue;
+                    }
                     frame::SETTINGS => return Err(Broken::Unexpected("SETTINGS")),
                     frame::GOAWAY => return Err(Broken::Unexpected("GOAWAY")),
                     frame::MAX_PUSH_ID => return Err(Broken::Unexpected("MAX_PUSH_ID")),
@@ -105,7 +143,7 @@ impl Reader {
             }
             let mut section = std::mem::take(&mut self.pending);
             section.drain(..head);
-            return Ok(Some(Piece::Headers(head, section)));
+            return Ok(Some(Piece::Headers(head, Cow::Owned(section))));
         }
     }
 
@@ -313,7 +351,7 @@ mod tests {
                         Piece::Data(d) => data += d.len(),
                         Piece::Headers(head, s) => {
                             heads += head;
-                            sections.push(s)
+                            sections.push(s.into_owned())
                         }
                         Piece::Skipped(n) => skipped += n,
                     }
@@ -327,6 +365,10 @@ mod tests {
         assert_eq!(whole, (2 + 3 + 2 + 2, 100, vec![vec![0, 0, 0xd9], vec![0, 0, 0xc1]], 6, true));
         let octets: Vec<&[u8]> = bytes.chunks(1).collect();
         assert_eq!(sums(&octets), whole);
+        // Cut once anywhere: a head read in place with its section cut, a head cut, …
+        for cut in 1..bytes.len() {
+            assert_eq!(sums(&[&bytes[..cut], &bytes[cut..]]), whole, "cut at {cut}");
+        }
         assert!(!sums(&[&bytes[..7]]).4, "inside the DATA frame");
         let mut r = Reader::default();
         let mut settings = &[0x04, 0x00][..];
