@@ -596,7 +596,7 @@ fn h3(data: &[u8]) {
     };
     let answer = |pieces: &[&[u8]]| {
         let mut c = H3Client::new(&spec, true);
-        c.request(0, 0, &mut Vec::new());
+        c.request(0, 0);
         let mut result = Ok(None);
         for (i, piece) in pieces.iter().enumerate() {
             result = c.request_data(0, piece, i + 1 == pieces.len());

@@ -16,7 +16,7 @@
 use crate::proto::Outcome;
 use crate::proto::h3::client::{self, H3Client};
 use crate::proto::h3::server::H3Server;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use quinn_proto::{
     ClientConfig, Connection, ConnectionEvent, ConnectionHandle, DatagramEvent, Dir, Endpoint,
     EndpointConfig, Event, ServerConfig, StreamEvent, StreamId, Transmit, VarInt,
@@ -107,7 +107,7 @@ pub struct ClientConn {
     connected: bool,
     control: Option<StreamId>,
     /// Bytes quinn did not take yet, per stream (flow control), and whether to finish it after.
-    unsent: HashMap<StreamId, (Vec<u8>, bool)>,
+    unsent: HashMap<StreamId, (Bytes, bool)>,
     /// Requests in flight, and how many request streams were opened (the next one's id is
     /// 4 × that: client-initiated bidirectional streams are 0, 4, 8, …).
     requests: usize,
@@ -177,8 +177,7 @@ impl ClientConn {
         let next = self.conn.streams().open(Dir::Bi)?;
         self.opened += 1;
         let id = u64::from(next);
-        let mut bytes = Vec::new();
-        self.h3.request(id, entry, &mut bytes);
+        let bytes = self.h3.request(id, entry);
         self.write(next, bytes, true);
         self.requests += 1;
         Some(id)
@@ -214,7 +213,7 @@ impl ClientConn {
 
     /// Write `bytes` on `stream` as far as quinn takes them (then finish it if `finish`); the
     /// rest waits for the stream to be writable.
-    fn write(&mut self, stream: StreamId, bytes: Vec<u8>, finish: bool) {
+    fn write(&mut self, stream: StreamId, bytes: Bytes, finish: bool) {
         write_or_hold(&mut self.conn, &mut self.unsent, stream, bytes, finish);
     }
 
@@ -235,7 +234,7 @@ impl ClientConn {
                         let mut bytes = Vec::new();
                         self.h3.control_stream(&mut bytes);
                         self.control = Some(control);
-                        self.write(control, bytes, false);
+                        self.write(control, bytes.into(), false);
                     }
                 }
                 Event::ConnectionLost { reason } => {
@@ -320,7 +319,9 @@ impl ClientConn {
             match result {
                 Ok(Some((stream, outcome))) => {
                     self.requests -= 1;
-                    self.unsent.remove(&stream_id);
+                    if !self.unsent.is_empty() {
+                        self.unsent.remove(&stream_id); // (mostly empty: no hashing then)
+                    }
                     done.push(Completed { stream, outcome, answer: self.h3.answer() });
                 }
                 Ok(None) => {}
@@ -393,7 +394,7 @@ fn frame_code(e: client::Error) -> u64 {
 struct ServerConn {
     conn: Connection,
     h3: H3Server,
-    unsent: HashMap<StreamId, (Vec<u8>, bool)>,
+    unsent: HashMap<StreamId, (Bytes, bool)>,
 }
 
 /// The built-in server's side of one UDP socket: its endpoint and connections.
@@ -470,7 +471,7 @@ impl ServerEndpoint {
                         if let Some(control) = c.conn.streams().open(Dir::Uni) {
                             let mut bytes = Vec::new();
                             H3Server::control_stream(&mut bytes);
-                            write_server(c, control, bytes, false);
+                            write_server(c, control, bytes.into(), false);
                         }
                     }
                     Event::Stream(StreamEvent::Opened { dir }) => {
@@ -542,7 +543,7 @@ impl ServerEndpoint {
 }
 
 /// Write an answer on `stream` as far as quinn takes it (then finish it); the rest waits.
-fn write_server(c: &mut ServerConn, stream: StreamId, bytes: Vec<u8>, finish: bool) {
+fn write_server(c: &mut ServerConn, stream: StreamId, bytes: Bytes, finish: bool) {
     write_or_hold(&mut c.conn, &mut c.unsent, stream, bytes, finish);
 }
 
@@ -550,34 +551,32 @@ fn write_server(c: &mut ServerConn, stream: StreamId, bytes: Vec<u8>, finish: bo
 /// (and the finish) is held in `unsent` until the stream is writable again. Both roles'.
 fn write_or_hold(
     conn: &mut Connection,
-    unsent: &mut HashMap<StreamId, (Vec<u8>, bool)>,
+    unsent: &mut HashMap<StreamId, (Bytes, bool)>,
     stream: StreamId,
-    bytes: Vec<u8>,
+    mut bytes: Bytes,
     finish: bool,
 ) {
-    let taken = write_all(conn, stream, &bytes);
-    if taken == bytes.len() {
+    write_all(conn, stream, &mut bytes);
+    if bytes.is_empty() {
         if finish {
             let _ = conn.send_stream(stream).finish();
         }
     } else {
-        unsent.insert(stream, (bytes[taken..].to_vec(), finish));
+        unsent.insert(stream, (bytes, finish));
     }
 }
 
-/// Write as much of `bytes` on `stream` as quinn takes: again after a partial write, until it
-/// says `Blocked` (only then does it tell the stream `Writable` when room comes: a partial
-/// write alone registers nothing). Returns what it took. Bounded: each write takes at least
-/// an octet or ends the loop.
-fn write_all(conn: &mut Connection, stream: StreamId, bytes: &[u8]) -> usize {
-    let mut taken = 0;
-    while taken < bytes.len() {
-        match conn.send_stream(stream).write(&bytes[taken..]) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => taken += n,
+/// Write as much of `bytes` on `stream` as quinn takes, leaving the rest in `bytes` (quinn
+/// keeps what it took by reference: no copy): again after a partial write, until it says
+/// `Blocked` (only then does it tell the stream `Writable` when room comes: a partial write
+/// alone registers nothing). Bounded: each write takes at least an octet or ends the loop.
+fn write_all(conn: &mut Connection, stream: StreamId, bytes: &mut Bytes) {
+    while !bytes.is_empty() {
+        match conn.send_stream(stream).write_chunks(std::slice::from_mut(bytes)) {
+            Ok(written) if written.bytes > 0 => {}
+            _ => break,
         }
     }
-    taken
 }
 
 /// Read what a client's stream has: a request stream's bytes to the HTTP/3 server (its answer
@@ -630,7 +629,7 @@ fn serve_stream(now: Instant, c: &mut ServerConn, stream: StreamId) {
         return;
     }
     if !answer.is_empty() {
-        write_server(c, stream, answer, true);
+        write_server(c, stream, answer.into(), true);
     }
 }
 

@@ -21,6 +21,7 @@ use crate::outcome::{Answer, Failure};
 use crate::proto::h2::client::{Request, RequestSpec};
 use crate::proto::{CodecError, Outcome};
 use crate::stats::Layers;
+use bytes::Bytes;
 use std::sync::Arc;
 
 /// What can break an HTTP/3 connection or request stream from this side's view.
@@ -74,28 +75,58 @@ struct ReqStream {
     reader: stream::Reader,
 }
 
+/// A request's stream bytes, encoded once: without a dynamic table, QPACK encodes the same
+/// fields to the same octets every time, so each entry's HEADERS and DATA frames are made when
+/// the client is, and a request is a reference to them (quinn keeps the shared buffer until
+/// the server acknowledges it: no copy).
+#[derive(Debug, Clone)]
+struct Encoded {
+    bytes: Bytes,
+    /// Its bytes by layer: the field section, frame heads, the body.
+    headers: u64,
+    framing: u64,
+    payload: u64,
+}
+
+impl Encoded {
+    fn new(request: &Request, huffman: bool) -> Encoded {
+        let mut section = Vec::with_capacity(64);
+        qpack::encode(request.fields.iter().map(|(n, v)| (&n[..], &v[..])), huffman, &mut section);
+        let mut out = Vec::with_capacity(section.len() + request.body.len() + 16);
+        frame::write_frame(&mut out, frame::HEADERS, &section);
+        if !request.body.is_empty() {
+            frame::write_frame(&mut out, frame::DATA, &request.body);
+        }
+        let (headers, payload) = (section.len() as u64, request.body.len() as u64);
+        Encoded { framing: out.len() as u64 - headers - payload, bytes: out.into(), headers, payload }
+    }
+}
+
 /// The client: one value per QUIC connection, cloned from a prototype holding the requests.
 #[derive(Debug, Clone)]
 pub struct H3Client {
-    requests: Arc<Vec<Request>>,
-    huffman: bool,
+    requests: Arc<Vec<Encoded>>,
     streams: Vec<ReqStream>,
     /// The server's unidirectional streams (its control stream's GOAWAY: the last request
     /// stream it takes, none above it goes).
     peer: stream::PeerStreams,
     /// The last whole answer in the protocol's words.
     status: Option<Answer>,
+    /// The last field section decoded, and its `:status`: without a dynamic table a section's
+    /// octets mean the same every time, and a server answers alike, so the same octets again
+    /// are not decoded again.
+    known: Option<(Vec<u8>, Option<u16>)>,
     layers: Layers,
 }
 
 impl H3Client {
     pub fn new(spec: &RequestSpec, huffman: bool) -> H3Client {
         H3Client {
-            requests: Arc::new(vec![Request::new(spec)]),
-            huffman,
+            requests: Arc::new(vec![Encoded::new(&Request::new(spec), huffman)]),
             streams: Vec::new(),
             peer: stream::PeerStreams::of_server(true),
             status: None,
+            known: None,
             layers: Layers::default(),
         }
     }
@@ -116,30 +147,23 @@ impl H3Client {
         self.peer.goaway().is_none_or(|last| stream < last)
     }
 
-    /// Request `entry` on the bidirectional stream `stream`: its HEADERS (the field section,
-    /// QPACK-encoded) and its body as one DATA frame, to write and then finish.
-    pub fn request(&mut self, stream: u64, entry: usize, out: &mut Vec<u8>) {
+    /// Request `entry` on the bidirectional stream `stream`: the bytes to write and then
+    /// finish it with, its HEADERS (the field section, QPACK-encoded) and its body as one DATA
+    /// frame.
+    pub fn request(&mut self, stream: u64, entry: usize) -> Bytes {
         let request = &self.requests[entry];
-        let mut section = Vec::with_capacity(64);
-        qpack::encode(request.fields.iter().map(|(n, v)| (&n[..], &v[..])), self.huffman, &mut section);
-        let from = out.len();
-        frame::write_frame(out, frame::HEADERS, &section);
         let layers = self.layers.of(stream == 0);
         layers.ops += 1;
-        layers.tx.headers += section.len() as u64;
-        layers.tx.framing += (out.len() - from - section.len()) as u64;
-        if !request.body.is_empty() {
-            let from = out.len();
-            frame::write_frame(out, frame::DATA, &request.body);
-            layers.tx.payload += request.body.len() as u64;
-            layers.tx.framing += (out.len() - from - request.body.len()) as u64;
-        }
+        layers.tx.headers += request.headers;
+        layers.tx.framing += request.framing;
+        layers.tx.payload += request.payload;
         self.streams.push(ReqStream {
             id: stream,
             status: 0,
             trailers: false,
             reader: stream::Reader::default(),
         });
+        request.bytes.clone()
     }
 
     /// `data` arrived on request stream `stream`, `fin`: the stream ended after it. `Some`: the
@@ -183,12 +207,19 @@ impl H3Client {
     /// A whole field section on the stream at `at`: the response's (its `:status`), an
     /// informational one (1xx, another follows), or its trailers.
     fn headers(&mut self, at: usize, section: &[u8], first: bool) -> Result<(), Error> {
-        let mut status = None;
-        qpack::decode(section, MAX_FIELD_SECTION as usize, |name, value| {
-            if name == b":status" {
-                status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
+        let status = match &self.known {
+            Some((octets, status)) if octets[..] == *section => *status,
+            _ => {
+                let mut status = None;
+                qpack::decode(section, MAX_FIELD_SECTION as usize, |name, value| {
+                    if name == b":status" {
+                        status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
+                    }
+                })?;
+                self.known = Some((section.to_vec(), status));
+                status
             }
-        })?;
+        };
         let s = &mut self.streams[at];
         let rx = &mut self.layers.of(first).rx;
         if s.trailers {
@@ -297,8 +328,7 @@ mod tests {
     #[test]
     fn a_request_by_hand() {
         let mut c = H3Client::new(&spec("POST", &[b'b'; 400]), true);
-        let mut out = Vec::new();
-        c.request(0, 0, &mut out);
+        let out = c.request(0, 0);
         let section = &out[2..2 + 19];
         assert_eq!(out[..2], [0x01, 19]);
         assert_eq!(section[..4], [0x00, 0x00, 0xd4, 0xd7]);
@@ -327,10 +357,10 @@ mod tests {
         }]
         .concat();
         let mut whole = H3Client::new(&spec("GET", b""), false);
-        whole.request(0, 0, &mut Vec::new());
+        whole.request(0, 0);
         assert_eq!(whole.request_data(0, &bytes, true), Ok(Some(Outcome::Op)));
         let mut split = H3Client::new(&spec("GET", b""), false);
-        split.request(0, 0, &mut Vec::new());
+        split.request(0, 0);
         for (i, b) in bytes.iter().enumerate() {
             let last = i + 1 == bytes.len();
             let got = split.request_data(0, &[*b], last).unwrap();
@@ -343,7 +373,7 @@ mod tests {
         assert_eq!(whole.answer(), Some(Answer::Status(200)));
         let mut c = H3Client::new(&spec("GET", b""), false);
         for stream in [0, 4, 8, 12] {
-            c.request(stream, 0, &mut Vec::new());
+            c.request(stream, 0);
         }
         let failed = c.request_data(4, &response(b"503", b""), true);
         assert_eq!(failed, Ok(Some(Outcome::OpFailed(Failure::Status(503)))));
@@ -369,7 +399,7 @@ mod tests {
         frame::write_frame(&mut control, frame::GOAWAY, &[8]);
         let mut c = H3Client::new(&spec("GET", b""), false);
         for stream in [0, 4, 8, 12] {
-            c.request(stream, 0, &mut Vec::new());
+            c.request(stream, 0);
         }
         for b in &control {
             c.uni_data(3, &[*b], false).unwrap();

@@ -39,6 +39,9 @@ struct Request {
 pub struct H3Server {
     requests: Vec<Request>,
     peer: stream::PeerStreams,
+    /// The last field section decoded, and its method: without a dynamic table the same
+    /// octets mean the same request, and a client mostly sends one request again and again.
+    known: Option<(Vec<u8>, Option<Kind>)>,
     /// Requests answered.
     pub answered: u64,
 }
@@ -91,6 +94,7 @@ impl H3Server {
 
     fn read(&mut self, at: usize, data: &mut &[u8]) -> Result<(), Code> {
         let r = &mut self.requests[at];
+        let known = &mut self.known;
         while let Some(piece) = r.reader.next(data, MAX_FIELD_SECTION).map_err(|e| match e {
             stream::Broken::Frame(e) => e.code(),
             stream::Broken::Unexpected(_) => frame::H3_FRAME_UNEXPECTED,
@@ -101,17 +105,24 @@ impl H3Server {
                 Piece::Data(_) => {}
                 Piece::Headers(..) if r.trailers => return Err(frame::H3_FRAME_UNEXPECTED),
                 Piece::Headers(_, section) => {
-                    let mut method = None;
-                    qpack::decode(&section, MAX_FIELD_SECTION as usize, |name, value| {
-                        if name == b":method" {
-                            method = Some(match value {
-                                b"GET" => Kind::Get,
-                                b"HEAD" => Kind::Head,
-                                _ => Kind::Other,
-                            });
+                    let method = match known {
+                        Some((octets, method)) if octets[..] == section[..] => *method,
+                        _ => {
+                            let mut method = None;
+                            qpack::decode(&section, MAX_FIELD_SECTION as usize, |name, value| {
+                                if name == b":method" {
+                                    method = Some(match value {
+                                        b"GET" => Kind::Get,
+                                        b"HEAD" => Kind::Head,
+                                        _ => Kind::Other,
+                                    });
+                                }
+                            })
+                            .map_err(|_| frame::QPACK_DECOMPRESSION_FAILED)?;
+                            *known = Some((section.into_owned(), method));
+                            method
                         }
-                    })
-                    .map_err(|_| frame::QPACK_DECOMPRESSION_FAILED)?;
+                    };
                     if r.kind.is_some() {
                         r.trailers = true;
                     } else {
@@ -126,18 +137,10 @@ impl H3Server {
     /// The answer to a request of `kind`: HEADERS (`:status 200` and `content-length`) and,
     /// but for HEAD, DATA.
     fn answer(&mut self, kind: Kind, out: &mut Vec<u8>) {
-        let body = if kind == Kind::Other { OK } else { HELLO };
-        let length = body.len().to_string();
-        let mut section = Vec::with_capacity(16);
-        qpack::encode(
-            [(&b":status"[..], &b"200"[..]), (b"content-length", length.as_bytes())],
-            true,
-            &mut section,
-        );
-        frame::write_frame(out, frame::HEADERS, &section);
-        if kind != Kind::Head {
-            frame::write_frame(out, frame::DATA, body);
-        }
+        // Encoded once (QPACK without a dynamic table: the same octets every time).
+        static ANSWERS: std::sync::OnceLock<[Vec<u8>; 3]> = std::sync::OnceLock::new();
+        let answers = ANSWERS.get_or_init(|| [Kind::Get, Kind::Head, Kind::Other].map(encode_answer));
+        out.extend_from_slice(&answers[kind as usize]);
         self.answered += 1;
     }
 
@@ -152,6 +155,24 @@ impl H3Server {
     pub fn uni_data(&mut self, stream: u64, data: &[u8], fin: bool) -> Result<(), stream::UniError> {
         self.peer.data(stream, data, fin)
     }
+}
+
+/// The answer to a request of `kind`, encoded.
+fn encode_answer(kind: Kind) -> Vec<u8> {
+    let body = if kind == Kind::Other { OK } else { HELLO };
+    let length = body.len().to_string();
+    let mut section = Vec::with_capacity(16);
+    qpack::encode(
+        [(&b":status"[..], &b"200"[..]), (b"content-length", length.as_bytes())],
+        true,
+        &mut section,
+    );
+    let mut out = Vec::new();
+    frame::write_frame(&mut out, frame::HEADERS, &section);
+    if kind != Kind::Head {
+        frame::write_frame(&mut out, frame::DATA, body);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -182,8 +203,7 @@ mod tests {
             [("GET", &b""[..], HELLO), ("POST", &[b'p'; 400][..], OK), ("HEAD", &b""[..], &b""[..])]
         {
             let mut client = H3Client::new(&spec(method, body), true);
-            let mut request = Vec::new();
-            client.request(0, 0, &mut request);
+            let request = client.request(0, 0);
             for octets in [request.len(), 1] {
                 let mut server = H3Server::default();
                 let mut answer = Vec::new();
@@ -193,7 +213,7 @@ mod tests {
                     assert_eq!(server.request_data(0, piece, last, &mut answer), Ok(last), "{method} at {i}");
                 }
                 let mut c = H3Client::new(&spec(method, body), true);
-                c.request(0, 0, &mut Vec::new());
+                c.request(0, 0);
                 assert_eq!(c.request_data(0, &answer, true), Ok(Some(Outcome::Op)), "{method}");
                 assert_eq!(c.layers().first.rx.payload as usize, want.len(), "{method}");
                 assert_eq!(answer[2..5], [0x00, 0x00, 0xd9]);
