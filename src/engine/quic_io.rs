@@ -167,6 +167,10 @@ struct Slot {
     unsent_pick: Option<(usize, usize)>,
     /// UDP payload bytes of this connection's life, for the audit's "not checkable" line.
     life: (u64, u64),
+    /// When this slot next needs a turn with nothing arriving (its entry in the core's
+    /// timers), and whether it is in this turn's list already.
+    wake: Option<Instant>,
+    queued: bool,
 }
 
 fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, Instant), EngineError> {
@@ -209,6 +213,8 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
                 .as_ref()
                 .map(|p| p.picker(job.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))),
             unsent_pick: None,
+            wake: None,
+            queued: false,
         })
         .collect();
     let result = run_loop(&mut ring, &mut slots, &targets, &job, &books, &mut rec, started);
@@ -232,6 +238,76 @@ struct Core<'a> {
     measure_from: Option<Instant>,
     deadline: Option<Instant>,
     clocks: Clocks,
+    /// The slots to drive this turn (a datagram came, a send ended, a timer fell due), and
+    /// the slots' timers: (when, slot), an entry stale once the slot's `wake` moved.
+    ready: Vec<usize>,
+    timers: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>>,
+}
+
+impl Core<'_> {
+    /// Give slot `i` a turn this time round (once).
+    fn ready(&mut self, slots: &mut [Slot], i: usize) {
+        if let Some(slot) = slots.get_mut(i)
+            && !std::mem::replace(&mut slot.queued, true)
+        {
+            self.ready.push(i);
+        }
+    }
+
+    /// After its turn: when slot `i` needs its next one with nothing arriving — quinn's
+    /// timers (loss detection, ACK delay, idle), a retry, its next paced request, its oldest
+    /// request's `--timeout`, its handshake's.
+    fn schedule(&mut self, slots: &mut [Slot], i: usize) {
+        let slot = &mut slots[i];
+        let timeout = self.job.shape.timeout;
+        let clocks = self.clocks;
+        let wake = if slot.done {
+            None
+        } else {
+            let quic = slot.conn.as_mut().and_then(ClientConn::poll_timeout).map(|at| clocks.to_ours(at));
+            let oldest = slot.ops.values().map(|op| op.sent + timeout).min();
+            let handshake =
+                (slot.conn.is_some() && slot.connected_at.is_none()).then(|| slot.started + timeout);
+            [quic, slot.retry_at, slot.next_due, oldest, handshake].into_iter().flatten().min()
+        };
+        if wake != slot.wake {
+            slot.wake = wake;
+            if let Some(at) = wake {
+                self.timers.push(std::cmp::Reverse((at, i)));
+            }
+        }
+        // Entries go stale as wakes move (a busy connection's idle timer, each turn): past
+        // a bound, the heap is built again from the live ones.
+        if self.timers.len() > 4 * slots.len() + 64 {
+            self.timers =
+                slots.iter().enumerate().filter_map(|(i, s)| Some(std::cmp::Reverse((s.wake?, i)))).collect();
+        }
+    }
+
+    /// Move the slots whose timers fell due by `now` to the turn's list.
+    fn due(&mut self, slots: &mut [Slot], now: Instant) {
+        while let Some(&std::cmp::Reverse((at, i))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            if slots[i].wake == Some(at) {
+                slots[i].wake = None;
+                self.ready(slots, i);
+            }
+        }
+    }
+
+    /// The earliest live timer.
+    fn next_timer(&mut self, slots: &[Slot]) -> Option<Instant> {
+        while let Some(&std::cmp::Reverse((at, i))) = self.timers.peek() {
+            if slots[i].wake == Some(at) {
+                return Some(at);
+            }
+            self.timers.pop();
+        }
+        None
+    }
 }
 
 fn run_loop(
@@ -252,8 +328,17 @@ fn run_loop(
         measure_from: None,
         deadline: None,
         clocks: Clocks::new(),
+        ready: Vec::with_capacity(slots.len()),
+        timers: std::collections::BinaryHeap::new(),
     };
     let mut done = Vec::new();
+    let mut turn = Vec::with_capacity(slots.len());
+    // What the whole core was at the last turn (the window open, the run over, the drain
+    // given up): each change gives every slot a turn. Slots are otherwise driven only when
+    // something happened to them — a datagram, a send's end, a timer — so an idle
+    // connection costs nothing and a paced run's wake-ups touch only the connections due.
+    let mut phase = None;
+    let mut finished = 0;
     // Bounded: the run ends by its deadline (or `-n`), then the drain limit.
     loop {
         let now = Instant::now();
@@ -267,23 +352,35 @@ fn run_loop(
         }
         let over = stopping || core.deadline.is_some_and(|d| now >= d);
         let gave_up = core.deadline.is_some_and(|d| now >= d + DRAIN_LIMIT) || stopping;
-        for (i, slot) in slots.iter_mut().enumerate() {
-            drive(ring, slot, i, &mut core, now, over, gave_up, rec, &mut done)?;
+        if phase != Some((core.measure_from.is_some(), over, gave_up)) {
+            phase = Some((core.measure_from.is_some(), over, gave_up));
+            for i in 0..slots.len() {
+                core.ready(slots, i);
+            }
         }
+        core.due(slots, now);
+        std::mem::swap(&mut turn, &mut core.ready);
+        for &i in &turn {
+            slots[i].queued = false;
+            let was_done = slots[i].done;
+            drive(ring, &mut slots[i], i, &mut core, now, over, gave_up, rec, &mut done)?;
+            finished += usize::from(slots[i].done && !was_done);
+            core.schedule(slots, i);
+        }
+        turn.clear();
         books.publish(now, rec);
-        if slots.iter().all(|s| s.done) {
+        if finished == slots.len() {
             return Ok(());
         }
-        // Sleep until quinn's next deadline, a retry, or a tick.
-        let clocks = core.clocks;
-        let next = slots
-            .iter_mut()
-            .filter_map(|s| {
-                let quic = s.conn.as_mut().and_then(ClientConn::poll_timeout).map(|at| clocks.to_ours(at));
-                [quic, s.retry_at, s.next_due].into_iter().flatten().min()
-            })
-            .min();
-        let wait = next.map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK);
+        // Sleep until a slot's timer, the window's next edge, or a tick.
+        let edges = [core.deadline, core.deadline.map(|d| d + DRAIN_LIMIT)];
+        let edge = edges.into_iter().flatten().filter(|&at| at > now).min();
+        let next = [core.next_timer(slots), edge].into_iter().flatten().min();
+        let wait = if core.ready.is_empty() {
+            next.map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK)
+        } else {
+            Duration::ZERO
+        };
         let ts = types::Timespec::new().sec(wait.as_secs()).nsec(wait.subsec_nanos());
         let args = types::SubmitArgs::new().timespec(&ts);
         match ring.submitter().submit_with_args(1, &args) {
@@ -299,6 +396,7 @@ fn run_loop(
                 continue;
             }
             let (i, kind) = ((data >> 1) as usize, data & 1);
+            core.ready(slots, i);
             let Some(slot) = slots.get_mut(i) else { continue };
             if kind == SEND {
                 slot.send_busy = false;
@@ -336,6 +434,7 @@ fn run_loop(
                 && let Some(conn) = slots[at].conn.as_mut()
             {
                 conn.handle_event(event);
+                core.ready(slots, at);
             }
         }
     }
@@ -480,9 +579,12 @@ fn drive(
             slot.retry_at = Some(now);
         } else {
             slot.done = true;
-            // A paced connection's operations that came due and never went.
-            if let (Some(from), Some(end)) = (core.measure_from, core.deadline) {
-                rec.due_unsent += slot.pacer.due_before(from, end);
+            // A paced connection's operations that came due before the end (or Ctrl-C) and
+            // never went; none once its share of `-n` went.
+            if let (Some(from), Some(end)) = (core.measure_from, core.deadline)
+                && slot.left != Some(0)
+            {
+                rec.due_unsent += slot.pacer.due_before(from, end.min(now));
             }
         }
         return Ok(());
@@ -528,12 +630,14 @@ fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut CoreRecorde
     let depth = if per_op { 1 } else { core.job.shape.depth };
     let paced = core.job.shape.workload != crate::workload::Workload::ClosedLoop;
     slot.next_due = None;
+    // Paced (`--rate`): the schedule starts at the window's opening (not before: asked for
+    // its next due time earlier, it would start at this connection's connect, and its first
+    // operations would fall before the window, sent uncounted); an operation goes once due,
+    // its latency counted from then, however late it goes.
+    let Some(from) = core.measure_from else { return };
+    slot.pacer.start(from.checked_sub(core.job.shape.warmup).unwrap_or(from));
     while conn.connected() && conn.in_flight() < depth && slot.left != Some(0) && !(per_op && slot.requested)
     {
-        let Some(from) = core.measure_from else { break };
-        // Paced (`--rate`): the schedule starts at the window's opening; an operation goes
-        // once due, its latency counted from then, however late it goes.
-        slot.pacer.start(from.checked_sub(core.job.shape.warmup).unwrap_or(from));
         let due = slot.pacer.due(now);
         if due > now {
             slot.next_due = Some(due);
