@@ -2,21 +2,40 @@
 // for `h3://` tests: it answers as `serve http` does (`Hello World` for GET, its headers alone
 // for HEAD, `OK` for a request with a body), prints `listening PORT` once it serves, and on
 // SIGTERM `requests N`, the requests it answered.
+//
+// h3-go load URL CONNS STREAMS SECONDS [RATE] — quic-go's HTTP/3 client as a load generator,
+// the peer client of tools/vs-peers.sh's CPU study: CONNS QUIC connections (a Transport each,
+// so each its own UDP socket, as wirebench's), STREAMS goroutines per connection each sending
+// GETs back to back — or, with RATE, each on its share of RATE requests a second (a goroutine
+// late on its schedule sends at once) — insecure (the built-in server's certificate is
+// self-signed), for SECONDS; then it prints `requests N errors E seconds S`.
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/quic-go/quic-go/http3"
 )
 
 func main() {
+	if (len(os.Args) == 6 || len(os.Args) == 7) && os.Args[1] == "load" {
+		rate := "0"
+		if len(os.Args) == 7 {
+			rate = os.Args[6]
+		}
+		load(os.Args[2], os.Args[3], os.Args[4], os.Args[5], rate)
+		return
+	}
 	if len(os.Args) != 4 {
 		fmt.Fprintln(os.Stderr, "usage: h3-go PORT CERT KEY")
 		os.Exit(2)
@@ -48,4 +67,61 @@ func main() {
 	}
 	_ = server.Close()
 	fmt.Printf("requests %d\n", answered.Load())
+}
+
+func load(url, conns, streams, seconds, rate string) {
+	c, err1 := strconv.Atoi(conns)
+	n, err2 := strconv.Atoi(streams)
+	secs, err3 := strconv.ParseFloat(seconds, 64)
+	perSec, err4 := strconv.ParseFloat(rate, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || c < 1 || n < 1 || secs <= 0 || perSec < 0 {
+		fmt.Fprintln(os.Stderr, "usage: h3-go load URL CONNS STREAMS SECONDS [RATE]")
+		os.Exit(2)
+	}
+	// Each goroutine's interval on a paced run (0: back to back), and its first offset.
+	var interval time.Duration
+	if perSec > 0 {
+		interval = time.Duration(float64(c*n) / perSec * float64(time.Second))
+	}
+	var done, failed atomic.Int64
+	start := time.Now()
+	end := start.Add(time.Duration(secs * float64(time.Second)))
+	var wg sync.WaitGroup
+	for i := 0; i < c; i++ {
+		tr := &http3.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+		defer tr.Close()
+		client := &http.Client{Transport: tr}
+		for j := 0; j < n; j++ {
+			wg.Add(1)
+			due := start.Add(interval * time.Duration(i*n+j) / time.Duration(c*n))
+			go func() {
+				defer wg.Done()
+				for {
+					if interval > 0 {
+						if !due.Before(end) {
+							break
+						}
+						time.Sleep(time.Until(due))
+						due = due.Add(interval)
+					} else if !time.Now().Before(end) {
+						break
+					}
+					resp, err := client.Get(url)
+					if err != nil {
+						failed.Add(1)
+						continue
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						done.Add(1)
+					} else {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	fmt.Printf("requests %d errors %d seconds %.3f\n", done.Load(), failed.Load(), time.Since(start).Seconds())
 }
