@@ -143,11 +143,9 @@ fn start_servers(
     load: &mut plan::Load,
 ) -> Result<(Vec<String>, Vec<crate::engine::ServerHandle>)> {
     let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("literal address");
-    // QUIC's servers are TLS only: they start with the TLS ones, when the QUIC engine runs
-    // the load's shape (not yet `--no-keepalive` or `--rate`: no HTTP/3 row then).
+    // QUIC's servers are TLS only: they start with the TLS ones.
     let plain: Vec<_> = protocol::SERVERS.iter().filter(|s| !s.quic).map(|s| (*s, any)).collect();
-    let quic = crate::proto::h3::not_built(load).is_none();
-    let all: Vec<_> = protocol::SERVERS.iter().filter(|s| !s.quic || quic).map(|s| (*s, any)).collect();
+    let all: Vec<_> = protocol::SERVERS.iter().map(|s| (*s, any)).collect();
     let start = |servers: &[(&'static protocol::Server, std::net::SocketAddr)], options: &ServerOptions| {
         super::serve::start(engine, servers, options, cores, ServerLimits::default(), crate::run::own_stop())
     };

@@ -16,6 +16,7 @@ pub mod rings;
 pub mod serve_conn;
 pub mod sys;
 pub mod tokio_uring;
+pub mod udp;
 pub mod uring;
 pub mod uring_server;
 

@@ -505,7 +505,12 @@ impl ServerEndpoint {
 
     /// The next datagram to send, into `buf`: the endpoint's own answers first, then each
     /// connection's.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        max_datagrams: usize,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
         if let Some((t, bytes)) = self.responses.pop() {
             buf.clear();
             buf.extend_from_slice(&bytes);
@@ -513,7 +518,7 @@ impl ServerEndpoint {
         }
         for c in self.conns.values_mut() {
             buf.clear();
-            if let Some(t) = c.conn.poll_transmit(now, 1, buf) {
+            if let Some(t) = c.conn.poll_transmit(now, max_datagrams, buf) {
                 return Some(t);
             }
         }
@@ -710,7 +715,7 @@ mod tests {
                 moved = true;
             }
             server.drive(now);
-            while let Some(t) = server.poll_transmit(now, &mut buf) {
+            while let Some(t) = server.poll_transmit(now, 1, &mut buf) {
                 (count[2], count[3]) = (count[2] + 1, count[3] + t.size as u64);
                 let data = BytesMut::from(&buf[..t.size]);
                 if let Some(DatagramEvent::ConnectionEvent(_, event)) =

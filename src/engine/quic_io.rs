@@ -1,7 +1,7 @@
 //! UDP on io_uring for HTTP/3 (`h3://`): the first QUIC engine. One thread per core, pinned;
 //! each connection its own connected UDP socket (the kernel demultiplexes by address, and an
-//! ICMP "port unreachable" comes back as an error on that socket alone), one receive and one
-//! send in flight per socket, one quinn-proto endpoint per core ([`super::quic`]: the sans-IO
+//! ICMP "port unreachable" comes back as an error on that socket alone; `--bind` picks its
+//! source address), one receive and one send in flight per socket, one quinn-proto endpoint per core ([`super::quic`]: the sans-IO
 //! connections). Timers are quinn's deadlines, slept on in the ring's wait.
 //!
 //! What an operation is: a request stream, completed by its response ([`super::quic`]).
@@ -15,10 +15,17 @@
 //! A send carries up to 10 datagrams of one size with GSO (`UDP_SEGMENT`), as quinn's
 //! `poll_transmit` batches them; a socket whose kernel refuses it sends one at a time after.
 //!
-//! Not built yet (issue 26): GRO, GSO on the server's sends, paced workloads (`--rate`), a
-//! connection per operation, `--bind`; the client ones are refused for `h3://` before the run.
+//! Connections are driven when something happened to them — a datagram, a send's end, a
+//! timer of theirs in the core's heap — not all on every turn: an idle connection costs
+//! nothing, and a paced run's wake-ups touch only the connections due.
+//!
+//! Receives are multishot `recvmsg`s into one provided-buffer ring a core ([`Receiving`]),
+//! with GRO (`UDP_GRO`): a burst of one flow's datagrams comes as one completion, cut back
+//! into datagrams for quinn ([`super::udp`]). `serve h3` sends and receives the same way on
+//! its one socket a core.
 
 use super::quic::{ClientConn, Completed, Lost};
+use super::udp::{self, DATAGRAM, GRO_BYTES, GSO_DATAGRAMS, Msg};
 use super::{CoreBooks, CoreStart, EngineError};
 use crate::clock::Instant;
 use crate::outcome::ErrorClass;
@@ -30,12 +37,10 @@ use io_uring::{IoUring, opcode, types};
 use quinn_proto::{ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A datagram's largest size this side receives (QUIC's are at most the path's MTU).
-const DATAGRAM: usize = 2048;
 /// How long a connection lost waits before it connects again.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// After the run's end, how long connections get to finish the requests in flight.
@@ -131,11 +136,12 @@ pub fn run_client(
 struct Slot {
     target: usize,
     remote: SocketAddr,
+    /// Its source address (`--bind`), if given.
+    source: Option<std::net::IpAddr>,
     sock: Option<OwnedFd>,
     conn: Option<ClientConn>,
     /// The buffers the ring's operations point into (boxed: they do not move).
-    recv: Box<[u8; DATAGRAM]>,
-    send: Box<GsoSend>,
+    send: Box<Msg>,
     recv_armed: bool,
     send_busy: bool,
     /// The send in flight: its class, length and datagrams, counted once the socket took it.
@@ -167,9 +173,11 @@ struct Slot {
     unsent_pick: Option<(usize, usize)>,
     /// UDP payload bytes of this connection's life, for the audit's "not checkable" line.
     life: (u64, u64),
-    /// When this slot next needs a turn with nothing arriving (its entry in the core's
-    /// timers), and whether it is in this turn's list already.
+    /// When this slot next needs a turn with nothing arriving, the time of its live entry in
+    /// the core's timers (never later than `wake`: a wake that moves later leaves the entry,
+    /// which then finds it moved), and whether it is in this turn's list already.
     wake: Option<Instant>,
+    armed: Option<Instant>,
     queued: bool,
 }
 
@@ -181,16 +189,18 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
     let started = gate.wait();
     pinned?;
     let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
+    let mut receiving =
+        Receiving::new(&ring, conns.len()).map_err(|source| EngineError::Executor { cpu, source })?;
     let books = CoreBooks::open(&job, cpu, index);
     let mut rec = job.recorder(cpu);
     let mut slots: Vec<Slot> = conns
         .map(|i| Slot {
             target: i % targets.len(),
             remote: job.addrs[i % job.addrs.len()],
+            source: (!job.bind.is_empty()).then(|| job.bind[i % job.bind.len()]),
             sock: None,
             conn: None,
-            recv: Box::new([0; DATAGRAM]),
-            send: GsoSend::new(),
+            send: Msg::new(GSO_DATAGRAMS * DATAGRAM),
             recv_armed: false,
             send_busy: false,
             sending: (Traffic::Control, 0, 0),
@@ -214,22 +224,54 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
                 .map(|p| p.picker(job.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))),
             unsent_pick: None,
             wake: None,
+            armed: None,
             queued: false,
         })
         .collect();
-    let result = run_loop(&mut ring, &mut slots, &targets, &job, &books, &mut rec, started);
-    // The ring's operations point into the slots: cancel and wait for them before the slots
-    // go; if some never complete, the slots are leaked rather than freed under them.
+    let result = run_loop(&mut ring, &mut slots, &mut receiving, &targets, &job, &books, &mut rec, started);
+    // The ring's operations point into the slots and the receive buffers: cancel and wait
+    // for them before those go; if some never complete, they are leaked rather than freed
+    // under them.
     if !drain_ring(&mut ring, &mut slots) {
         std::mem::forget(slots);
+        std::mem::forget(receiving);
     }
     result.map_err(|source| EngineError::Executor { cpu, source })?;
     Ok(books.close(rec))
 }
 
+/// A core's receiving: every socket's one multishot receive (`recvmsg`, armed once, a
+/// completion per datagram — or per GRO batch of them) takes its buffer from one provided-
+/// buffer ring, so a connection waiting holds no buffer of its own; each is copied out for
+/// quinn and given straight back.
+struct Receiving {
+    bufs: super::bufring::BufRing,
+    /// The header every receive is armed with: no address (the sockets are connected), room
+    /// for GRO's control message.
+    hdr: Box<libc::msghdr>,
+}
+
+/// Room in a receive buffer before its datagrams: the kernel's `io_uring_recvmsg_out` and the
+/// control message.
+const RECV_HEAD: usize = 128;
+const RECV_CONTROL: usize = 64;
+
+impl Receiving {
+    fn new(ring: &IoUring, conns: usize) -> std::io::Result<Receiving> {
+        // A buffer for each socket's burst, up to 256 (16 MiB) a core.
+        let count = (2 * conns).next_power_of_two().clamp(16, 256) as u16;
+        let bufs = super::bufring::BufRing::register(ring, 0, count, GRO_BYTES + RECV_HEAD)?;
+        // SAFETY: all-zero is a valid msghdr.
+        let mut hdr: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        hdr.msg_controllen = RECV_CONTROL;
+        Ok(Receiving { bufs, hdr })
+    }
+}
+
 /// What the loop keeps for the whole core.
 struct Core<'a> {
     endpoint: Endpoint,
+    receiving: &'a mut Receiving,
     handles: HashMap<ConnectionHandle, usize, Ids>,
     targets: &'a [Target],
     job: &'a crate::plan::ClientJob,
@@ -239,7 +281,7 @@ struct Core<'a> {
     deadline: Option<Instant>,
     clocks: Clocks,
     /// The slots to drive this turn (a datagram came, a send ended, a timer fell due), and
-    /// the slots' timers: (when, slot), an entry stale once the slot's `wake` moved.
+    /// the slots' timers: (when, slot), an entry stale unless it is the slot's `armed` one.
     ready: Vec<usize>,
     timers: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>>,
 }
@@ -270,38 +312,56 @@ impl Core<'_> {
                 (slot.conn.is_some() && slot.connected_at.is_none()).then(|| slot.started + timeout);
             [quic, slot.retry_at, slot.next_due, oldest, handshake].into_iter().flatten().min()
         };
-        if wake != slot.wake {
-            slot.wake = wake;
-            if let Some(at) = wake {
-                self.timers.push(std::cmp::Reverse((at, i)));
+        slot.wake = wake;
+        // A busy connection's wake moves later each turn (its ACK and idle timers): its
+        // earlier entry stays, and finds it moved when it falls due. Only an earlier wake
+        // needs an entry.
+        if let Some(at) = wake
+            && slot.armed.is_none_or(|armed| at < armed)
+        {
+            slot.armed = Some(at);
+            self.timers.push(std::cmp::Reverse((at, i)));
+            // Entries superseded by earlier ones wait for their time: past a bound, the
+            // heap is built again from the live ones.
+            if self.timers.len() > 4 * slots.len() + 64 {
+                self.timers = slots
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, s)| Some(std::cmp::Reverse((s.armed?, i))))
+                    .collect();
             }
-        }
-        // Entries go stale as wakes move (a busy connection's idle timer, each turn): past
-        // a bound, the heap is built again from the live ones.
-        if self.timers.len() > 4 * slots.len() + 64 {
-            self.timers =
-                slots.iter().enumerate().filter_map(|(i, s)| Some(std::cmp::Reverse((s.wake?, i)))).collect();
         }
     }
 
-    /// Move the slots whose timers fell due by `now` to the turn's list.
+    /// Move the slots whose timers fell due by `now` to the turn's list (a slot whose wake
+    /// moved later is armed again for it).
     fn due(&mut self, slots: &mut [Slot], now: Instant) {
         while let Some(&std::cmp::Reverse((at, i))) = self.timers.peek() {
             if at > now {
                 break;
             }
             self.timers.pop();
-            if slots[i].wake == Some(at) {
-                slots[i].wake = None;
-                self.ready(slots, i);
+            let slot = &mut slots[i];
+            if slot.armed != Some(at) {
+                continue; // superseded
+            }
+            slot.armed = None;
+            match slot.wake {
+                Some(wake) if wake > now => {
+                    slot.armed = Some(wake);
+                    self.timers.push(std::cmp::Reverse((wake, i)));
+                }
+                Some(_) => self.ready(slots, i),
+                None => {}
             }
         }
     }
 
-    /// The earliest live timer.
+    /// The earliest live timer (it may find its slot's wake moved later: a turn of the
+    /// loop for nothing, then the right one).
     fn next_timer(&mut self, slots: &[Slot]) -> Option<Instant> {
         while let Some(&std::cmp::Reverse((at, i))) = self.timers.peek() {
-            if slots[i].wake == Some(at) {
+            if slots[i].armed == Some(at) {
                 return Some(at);
             }
             self.timers.pop();
@@ -310,9 +370,11 @@ impl Core<'_> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_loop(
     ring: &mut IoUring,
     slots: &mut [Slot],
+    receiving: &mut Receiving,
     targets: &[Target],
     job: &crate::plan::ClientJob,
     books: &CoreBooks,
@@ -321,6 +383,7 @@ fn run_loop(
 ) -> std::io::Result<()> {
     let mut core = Core {
         endpoint: Endpoint::new(Arc::new(EndpointConfig::default()), None, false, None),
+        receiving,
         handles: HashMap::default(),
         targets,
         job,
@@ -406,35 +469,51 @@ fn run_loop(
                     rec.tx.add(class, len);
                     rec.datagrams.tx += datagrams;
                     slot.life.0 += len;
-                } else if datagrams > 1 && matches!(-result, libc::EIO | libc::EINVAL | libc::EOPNOTSUPP) {
+                } else if datagrams > 1 && udp::refused_gso(result) {
                     slot.gso = false; // this kernel or device will not segment: one at a time
                 }
                 continue;
             }
-            slot.recv_armed = false;
-            if result <= 0 {
-                continue; // an error (ICMP unreachable), a cancel: QUIC's timers decide
+            // A multishot receive stays armed while it says more will come.
+            let flags = c.flags();
+            if !io_uring::cqueue::more(flags) {
+                slot.recv_armed = false;
             }
-            let n = result as usize;
+            let Some(bid) = io_uring::cqueue::buffer_select(flags) else {
+                continue; // an error (ICMP unreachable, no buffer free), a cancel: re-armed
+            };
+            let bufs = &mut core.receiving.bufs;
+            let got = io_uring::types::RecvMsgOut::parse(
+                bufs.data(bid, result.max(0) as usize),
+                &core.receiving.hdr,
+            )
+            .ok()
+            .filter(|m| !m.is_payload_truncated())
+            .map(|m| (BytesMut::from(m.payload_data()), udp::gro_size(m.control_data())));
+            bufs.give_back(bid);
+            let Some((mut data, size)) = got else { continue };
+            let (n, datagrams) = (data.len() as u64, udp::datagrams(&data, size).len() as u64);
+            rec.datagrams.rx += datagrams;
             if slot.conn.is_none() {
                 // After the connection's end (its receive not yet cancelled): counted, unread.
-                rec.rx.add(Traffic::Control, n as u64);
-                rec.datagrams.rx += 1;
+                rec.rx.add(Traffic::Control, n);
                 continue;
             }
-            let class = slot.class(&core, now);
-            rec.rx.add(class, n as u64);
-            rec.datagrams.rx += 1;
-            slot.life.1 += n as u64;
-            let data = BytesMut::from(&slot.recv[..n]);
+            rec.rx.add(slot.class(&core, now), n);
+            slot.life.1 += n;
+            // Each datagram of a GRO batch to quinn on its own (one copy shared by all).
             let mut scratch = Vec::new();
-            if let Some(DatagramEvent::ConnectionEvent(handle, event)) =
-                core.endpoint.handle(core.clocks.to_std(now), slot.remote, None, None, data, &mut scratch)
-                && let Some(&at) = core.handles.get(&handle)
-                && let Some(conn) = slots[at].conn.as_mut()
-            {
-                conn.handle_event(event);
-                core.ready(slots, at);
+            let (size, remote) = (size.unwrap_or(data.len()).max(1), slot.remote);
+            while !data.is_empty() {
+                let datagram = data.split_to(size.min(data.len()));
+                if let Some(DatagramEvent::ConnectionEvent(handle, event)) =
+                    core.endpoint.handle(core.clocks.to_std(now), remote, None, None, datagram, &mut scratch)
+                    && let Some(&at) = core.handles.get(&handle)
+                    && let Some(conn) = slots[at].conn.as_mut()
+                {
+                    conn.handle_event(event);
+                    core.ready(slots, at);
+                }
             }
         }
     }
@@ -592,7 +671,8 @@ fn drive(
     if !slot.recv_armed
         && let Some(sock) = &slot.sock
     {
-        let sqe = opcode::Recv::new(types::Fd(sock.as_raw_fd()), slot.recv.as_mut_ptr(), DATAGRAM as u32)
+        let hdr: &libc::msghdr = &core.receiving.hdr;
+        let sqe = opcode::RecvMsgMulti::new(types::Fd(sock.as_raw_fd()), hdr, core.receiving.bufs.group)
             .build()
             .user_data((i as u64) << 1 | RECV);
         push(ring, &sqe)?;
@@ -678,7 +758,7 @@ fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut CoreRecorde
 /// A new QUIC connection: its socket (connected to the target) and quinn's connection.
 fn open(slot: &mut Slot, i: usize, core: &mut Core<'_>, now: Instant, rec: &mut CoreRecorder) {
     let target = &core.targets[slot.target];
-    let sock = match udp_socket(slot.remote) {
+    let sock = match udp::connected(slot.remote, slot.source) {
         Ok(s) => s,
         Err(e) => {
             rec.conn_error(ErrorClass::Connect, || format!("UDP socket: {e}"));
@@ -709,40 +789,6 @@ fn open(slot: &mut Slot, i: usize, core: &mut Core<'_>, now: Instant, rec: &mut 
     }
 }
 
-/// The receive buffer a QUIC socket asks for: a burst of a window's datagrams (a 1 MiB body
-/// arrives faster than one loop turn reads it) is held, not dropped, as QUIC servers do
-/// (quic-go asks for 7 MiB). Past `net.core.rmem_max` it takes what it is given (root: forced).
-const SOCKET_BUFFER: usize = 4 << 20;
-
-/// Ask for [`SOCKET_BUFFER`] both ways; best effort.
-fn big_buffers(sock: &socket2::Socket) {
-    for (normal, forced) in [(libc::SO_RCVBUF, libc::SO_RCVBUFFORCE), (libc::SO_SNDBUF, libc::SO_SNDBUFFORCE)]
-    {
-        let size = SOCKET_BUFFER as libc::c_int;
-        let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        let fd = sock.as_raw_fd();
-        // SAFETY: plain setsockopt on our socket with an int.
-        unsafe {
-            if libc::setsockopt(fd, libc::SOL_SOCKET, forced, (&size as *const libc::c_int).cast(), len) != 0
-            {
-                libc::setsockopt(fd, libc::SOL_SOCKET, normal, (&size as *const libc::c_int).cast(), len);
-            }
-        }
-    }
-}
-
-/// A connected UDP socket to `remote`. Blocking, as io_uring wants it: a send the socket's
-/// buffer cannot take yet waits in the ring for room (a non-blocking one would fail with
-/// `EAGAIN`, and the datagram would be lost to QUIC's retransmission).
-fn udp_socket(remote: SocketAddr) -> std::io::Result<OwnedFd> {
-    let domain = if remote.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
-    let sock = socket2::Socket::new(domain, socket2::Type::DGRAM.cloexec(), None)?;
-    big_buffers(&sock);
-    sock.connect(&remote.into())?;
-    // SAFETY: the descriptor is socket2's, handed over whole.
-    Ok(unsafe { OwnedFd::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(sock)) })
-}
-
 /// Send what quinn has, one datagram at a time (the socket's one send in flight); its bytes
 /// are counted when the socket took them.
 fn transmit(
@@ -763,71 +809,13 @@ fn transmit(
     let Some(t) = conn.poll_transmit(core.clocks.to_std(now), batch, &mut send.buf) else { return Ok(()) };
     let datagrams = t.segment_size.map_or(1, |seg| t.size.div_ceil(seg.max(1))) as u64;
     slot.sending = (class, t.size as u64, datagrams);
-    send.prepare(t.size, t.segment_size.filter(|_| datagrams > 1));
+    send.for_send(t.size, None, t.segment_size.filter(|_| datagrams > 1));
     let sqe = opcode::SendMsg::new(types::Fd(sock.as_raw_fd()), &send.hdr)
         .build()
         .user_data((i as u64) << 1 | SEND);
     push(ring, &sqe)?;
     slot.send_busy = true;
     Ok(())
-}
-
-/// Datagrams one send may carry with GSO (quinn's `poll_transmit` fills as many of one size).
-const GSO_DATAGRAMS: usize = 10;
-/// `UDP_SEGMENT` (Linux): a send's datagrams' size, as a control message at level `SOL_UDP`.
-const SOL_UDP: libc::c_int = 17;
-const UDP_SEGMENT: libc::c_int = 103;
-
-/// A connected socket's send: its datagrams, and the header (and GSO's control message) the
-/// kernel reads; boxed, and touched only while no send is in flight.
-struct GsoSend {
-    buf: Vec<u8>,
-    iov: libc::iovec,
-    hdr: libc::msghdr,
-    /// Room for one control message of a `u16` (aligned).
-    control: [u64; 4],
-}
-
-impl GsoSend {
-    fn new() -> Box<GsoSend> {
-        // SAFETY: all-zero is a valid iovec and msghdr.
-        Box::new(GsoSend {
-            buf: Vec::with_capacity(GSO_DATAGRAMS * DATAGRAM),
-            iov: unsafe { std::mem::zeroed() },
-            hdr: unsafe { std::mem::zeroed() },
-            control: [0; 4],
-        })
-    }
-
-    /// Point the header at `len` bytes of the buffer, with `UDP_SEGMENT` when several
-    /// datagrams of `segment` bytes go in one send.
-    fn prepare(&mut self, len: usize, segment: Option<usize>) {
-        self.iov = libc::iovec { iov_base: self.buf.as_mut_ptr().cast(), iov_len: len };
-        self.hdr.msg_iov = &mut self.iov;
-        self.hdr.msg_iovlen = 1;
-        self.hdr.msg_name = std::ptr::null_mut();
-        self.hdr.msg_namelen = 0;
-        match segment {
-            Some(segment) => {
-                self.control = [0; 4];
-                self.hdr.msg_control = self.control.as_mut_ptr().cast();
-                // SAFETY: CMSG_SPACE of a u16 (16 on 64-bit) fits `control` (32 octets); the
-                // header points at it, so CMSG_FIRSTHDR is a valid cmsghdr to fill.
-                unsafe {
-                    self.hdr.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize;
-                    let cmsg = libc::CMSG_FIRSTHDR(&self.hdr);
-                    (*cmsg).cmsg_level = SOL_UDP;
-                    (*cmsg).cmsg_type = UDP_SEGMENT;
-                    (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as usize;
-                    std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment as u16);
-                }
-            }
-            None => {
-                self.hdr.msg_control = std::ptr::null_mut();
-                self.hdr.msg_controllen = 0;
-            }
-        }
-    }
 }
 
 /// A request's answer: its latency and outcome recorded.
@@ -970,8 +958,8 @@ fn drain_ring(ring: &mut IoUring, slots: &mut [Slot]) -> bool {
             if let Some(s) = slots.get_mut(i) {
                 if kind == SEND {
                     s.send_busy = false;
-                } else {
-                    s.recv_armed = false;
+                } else if !io_uring::cqueue::more(c.flags()) {
+                    s.recv_armed = false; // a multishot receive's last completion
                 }
             }
         }
@@ -988,74 +976,6 @@ const SERVER_RECVS: usize = 32;
 /// Tags of a server core's operations: the send slots' indexes, then the receives'.
 const SERVER_RECV: u64 = 1 << 32;
 
-/// What a receive or a send points into: the datagram, its address, the header the kernel
-/// reads or fills (boxed: they do not move while the operation is in flight).
-struct Msg {
-    buf: Vec<u8>,
-    addr: libc::sockaddr_storage,
-    iov: libc::iovec,
-    hdr: libc::msghdr,
-}
-
-impl Msg {
-    fn new(size: usize) -> Box<Msg> {
-        // SAFETY: all-zero is a valid sockaddr_storage, iovec and msghdr.
-        let mut m: Box<Msg> = Box::new(Msg {
-            buf: vec![0; size],
-            addr: unsafe { std::mem::zeroed() },
-            iov: unsafe { std::mem::zeroed() },
-            hdr: unsafe { std::mem::zeroed() },
-        });
-        m.iov = libc::iovec { iov_base: m.buf.as_mut_ptr().cast(), iov_len: size };
-        m.hdr.msg_iov = &mut m.iov;
-        m.hdr.msg_iovlen = 1;
-        m.hdr.msg_name = (&mut m.addr as *mut libc::sockaddr_storage).cast();
-        m.hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
-        m
-    }
-
-    /// Ready to receive again: the whole buffer and address free.
-    fn for_receive(&mut self) {
-        self.iov.iov_len = self.buf.len();
-        self.hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
-    }
-
-    /// The sender of what was received.
-    fn source(&self) -> Option<SocketAddr> {
-        let storage = &self.addr as *const libc::sockaddr_storage;
-        match i32::from(self.addr.ss_family) {
-            libc::AF_INET => {
-                // SAFETY: the kernel wrote a sockaddr_in (its family says so).
-                let a = unsafe { &*storage.cast::<libc::sockaddr_in>() };
-                let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-                Some(SocketAddr::from((ip, u16::from_be(a.sin_port))))
-            }
-            libc::AF_INET6 => {
-                // SAFETY: the kernel wrote a sockaddr_in6 (its family says so).
-                let a = unsafe { &*storage.cast::<libc::sockaddr_in6>() };
-                let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
-                Some(SocketAddr::from((ip, u16::from_be(a.sin6_port))))
-            }
-            _ => None,
-        }
-    }
-
-    /// `len` bytes of `buf` to `to`.
-    fn to(&mut self, to: SocketAddr, len: usize) {
-        let to = socket2::SockAddr::from(to);
-        // SAFETY: `to` is a valid address of `to.len()` octets, at most a sockaddr_storage.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                to.as_ptr().cast::<u8>(),
-                (&mut self.addr as *mut libc::sockaddr_storage).cast(),
-                to.len() as usize,
-            );
-        }
-        self.hdr.msg_namelen = to.len();
-        self.iov.iov_len = len;
-    }
-}
-
 /// Start the built-in HTTP/3 server on `addr` (UDP), a core each on `cores` sharing the port
 /// (`SO_REUSEPORT`: the kernel keeps each client's datagrams on one core), until `stop`.
 pub fn start_server(
@@ -1064,14 +984,7 @@ pub fn start_server(
     config: quinn_proto::ServerConfig,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<super::ServerHandle, EngineError> {
-    let listen = |at: SocketAddr| -> std::io::Result<std::net::UdpSocket> {
-        let domain = if at.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
-        let s = socket2::Socket::new(domain, socket2::Type::DGRAM.cloexec(), None)?;
-        s.set_reuse_port(true)?;
-        big_buffers(&s);
-        s.bind(&at.into())?;
-        Ok(s.into())
-    };
+    let listen = udp::bound;
     let first = listen(addr).map_err(|source| EngineError::Listen { addr, source })?;
     let bound = first.local_addr().map_err(|source| EngineError::Listen { addr, source })?;
     let mut sockets = vec![first];
@@ -1114,8 +1027,12 @@ fn serve_core(
     let mut endpoint = super::quic::ServerEndpoint::new(config);
     let mut tally = crate::stats::ServerTally { core: cpu, ..Default::default() };
     let fd = types::Fd(sock.as_raw_fd());
-    let mut recvs: Vec<Box<Msg>> = (0..SERVER_RECVS).map(|_| Msg::new(DATAGRAM)).collect();
-    let mut sends: Vec<Box<Msg>> = (0..SERVER_SENDS).map(|_| Msg::new(DATAGRAM)).collect();
+    // A receive takes a GRO batch (64 KiB); a send, a GSO one (10 datagrams) — or one at a
+    // time after the kernel refused to segment one.
+    let mut recvs: Vec<Box<Msg>> = (0..SERVER_RECVS).map(|_| Msg::new(GRO_BYTES)).collect();
+    let mut sends: Vec<Box<Msg>> = (0..SERVER_SENDS).map(|_| Msg::new(GSO_DATAGRAMS * DATAGRAM)).collect();
+    let mut segmented = [false; SERVER_SENDS];
+    let mut gso = true;
     let mut free: Vec<usize> = (0..SERVER_SENDS).collect();
     let mut idle: Vec<usize> = (0..SERVER_RECVS).collect();
     let clocks = Clocks::new();
@@ -1138,20 +1055,19 @@ fn serve_core(
             // As many datagrams as there are free send slots.
             while let Some(&slot) = free.last() {
                 let m = &mut sends[slot];
-                let mut out = std::mem::take(&mut m.buf);
-                out.clear();
-                let t = endpoint.poll_transmit(now, &mut out);
-                out.resize(out.capacity().max(DATAGRAM), 0);
-                m.buf = out;
-                let Some(t) = t else { break };
-                m.iov.iov_base = m.buf.as_mut_ptr().cast();
-                m.to(t.destination, t.size);
+                m.buf.clear();
+                let Some(t) = endpoint.poll_transmit(now, if gso { GSO_DATAGRAMS } else { 1 }, &mut m.buf)
+                else {
+                    break;
+                };
+                segmented[slot] = t.segment_size.is_some_and(|s| s < t.size);
+                m.for_send(t.size, Some(t.destination), t.segment_size);
                 let sqe = opcode::SendMsg::new(fd, &m.hdr).build().user_data(slot as u64);
                 push(&mut ring, &sqe)?;
                 free.pop();
             }
             while let Some(r) = idle.pop() {
-                recvs[r].for_receive();
+                recvs[r].for_receive(true);
                 let sqe =
                     opcode::RecvMsg::new(fd, &mut recvs[r].hdr).build().user_data(SERVER_RECV + r as u64);
                 push(&mut ring, &sqe)?;
@@ -1179,11 +1095,16 @@ fn serve_core(
                         && let Some(from) = recvs[r].source()
                     {
                         tally.rx += result as u64;
-                        endpoint.datagram(now, from, &recvs[r].buf[..result as usize]);
+                        let got = &recvs[r];
+                        for datagram in udp::datagrams(&got.buf[..result as usize], got.gro_size()) {
+                            endpoint.datagram(now, from, datagram);
+                        }
                     }
                 } else if (data as usize) < SERVER_SENDS {
                     if result > 0 {
                         tally.tx += result as u64;
+                    } else if segmented[data as usize] && udp::refused_gso(result) {
+                        gso = false; // this kernel will not segment: one at a time
                     }
                     free.push(data as usize);
                 }

@@ -267,7 +267,7 @@ fn traffic(r: &RunResult) -> String {
         if let Some(net) = &r.kernel_net {
             let _ = writeln!(
                 s,
-                "              the machine's over the run (/proc/net/snmp, every process; a GSO send counts once out, its datagrams each in): out {} in {}, {} dropped at a full receive buffer",
+                "              the machine's over the run (/proc/net/snmp, every process; a GSO send counts once out, a GRO receive once in): out {} in {}, {} dropped at a full receive buffer",
                 net.udp.datagrams_out, net.udp.datagrams_in, net.udp.receive_buffer_drops
             );
         }

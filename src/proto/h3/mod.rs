@@ -32,25 +32,16 @@ pub static PROTOCOL: Protocol = Protocol {
 };
 
 /// One row, on `compare --tls`: the payload as a `POST` body (unless `-m` says otherwise),
-/// beside HTTP/1.1's and HTTP/2's over TLS (compare starts `serve h3` only for a load the
-/// QUIC engine runs: [`not_built`]).
+/// beside HTTP/1.1's and HTTP/2's over TLS.
 fn compare_rows(plan: &LoadPlan) -> Vec<crate::protocol::CompareRow> {
     let mut row = super::http1::post_row(plan, "HTTP/3", false);
     row.versus = None;
     vec![row]
 }
 
-/// What of a load the QUIC engine does not run yet, if anything: its flag.
-pub fn not_built(load: &crate::plan::Load) -> Option<&'static str> {
-    if !load.bind.is_empty() { Some("--bind") } else { None }
-}
-
-/// `-m`'s rule, and what the QUIC engine does not do yet: refused before the run, one line.
+/// `-m`'s rule, and QUIC's TLS: refused before the run, one line.
 fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
     super::http1::validate(plan)?;
-    if let Some(what) = not_built(&plan.load) {
-        anyhow::bail!("{what} is not built for h3:// yet (HTTP/3's QUIC engine is new)");
-    }
     if plan.load.tls.tls_version == Some(crate::tls::options::TlsVersion::V12) {
         anyhow::bail!("h3:// is TLS 1.3 only (QUIC carries no other): drop --tls-version 1.2");
     }
