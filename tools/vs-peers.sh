@@ -11,12 +11,13 @@
 # h2load (the anchor), wirebench's h2c:// and h2:// clients, and wirebench's HTTP/1.1 client
 # pipelining STREAMS deep at the same concurrency. Part h2b: nginx's h2c against `wirebench
 # serve h2` at the same offered load, server CPU per request. Part h3: wirebench's HTTP/3 client
-# against its HTTP/2-over-TLS client, each on its built-in server. Part 2: nginx against `wirebench serve http` on the same CPU,
+# against its HTTP/2-over-TLS client, each on its built-in server. Part h3p: wirebench's HTTP/3
+# client against peer HTTP/3 clients (quic-go's, aioquic's) at equal load on `serve h3`. Part 2: nginx against `wirebench serve http` on the same CPU,
 # loaded by the same clients. Part 3: memory per connection at 10,000 connections, and RSS of a
 # short and a long run. Stops by itself, cleans up, prints the machine.
 #
 # Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run;
-#                                      PARTS="1 tls h2 h2b h3 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
+#                                      PARTS="1 tls h2 h2b h3 h3p 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
 #                                      part 1's clients; BASE=path/to/an/older/wirebench adds it as
 #                                      `wirebench-base`, for a change measured side by side)
 set -euo pipefail
@@ -25,7 +26,7 @@ DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
 LONG=${LONG:-60}
 STREAMS=${STREAMS:-10}
-PARTS=" ${PARTS:-1 tls h2 h2b h3 2 2b 3} "
+PARTS=" ${PARTS:-1 tls h2 h2b h3 h3p 2 2b 3} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -335,6 +336,70 @@ print("|---|---:|---:|---:|---:|---:|")
 for k in ("h2", "h3"):
     cpu, rps, tx, rx = med[k]
     print(f"| {k}:// | {rps:,.0f} | {cpu:.2f} | {tx:.1f} | {rx:.1f} | {cpu / med['h2'][0]:.2f} |")
+PY
+fi
+
+# Part h3p: wirebench's HTTP/3 client against peer HTTP/3 clients — quic-go's (tools/h3-go load)
+# and aioquic's (tools/h3-client.py), both from tools/install-peers.sh — at equal load on `serve
+# h3` (CPU 1), every client on CPU 0 with CONNS connections × STREAMS streams. Two loads a peer:
+# its own most (closed loop: it saturates its CPU), wirebench paced (--rate) at that rate; and
+# both paced at half of it. Client CPU per request from GNU time (start-up and handshakes in
+# it, for every client), alternating over ROUNDS rounds.
+if part h3p; then
+    [ -x "$here/bin/h3-go" ] && python3 -c 'import aioquic' 2>/dev/null || "$here/install-peers.sh" >/dev/null
+    res="$work/h3-peers"; : >"$res"
+    # h3_client NAME PEER RATE: one client's run (PEER: quic-go, aioquic or wirebench; RATE 0: closed
+    # loop); appends "NAME cpu-µs-per-request requests/s" to $res and prints the rate.
+    h3_client() {
+        local name=$1 peer=$2 rate=$3 port cmd
+        port=$(free_port)
+        "$WB" serve h3 --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >"$work/h3.out" &
+        pids+=($!)
+        for _ in $(seq 100); do grep -q listening "$work/h3.out" 2>/dev/null && break; sleep 0.05; done
+        case $peer in
+            quic-go) cmd=("$here/bin/h3-go" load "https://127.0.0.1:$port/" "$CONNS" "$STREAMS" "$DURATION" "$rate") ;;
+            aioquic) cmd=(python3 "$here/h3-client.py" "https://127.0.0.1:$port/" "$CONNS" "$STREAMS" "$DURATION" "$rate") ;;
+            wirebench) cmd=("$WB" bench "h3://127.0.0.1:$port/" --insecure -c "$CONNS" --depth "$STREAMS"
+                -d "${DURATION}s" --cores "$CLIENT_CPU" --rate "$rate" --json "$work/h3p.json") ;;
+        esac
+        /usr/bin/time -f "%U %S" -o "$work/time" taskset -c "$CLIENT_CPU" "${cmd[@]}" >"$work/h3p.out" 2>/dev/null || true
+        stop_servers
+        python3 - "$name" "$peer" "$work/h3p.out" "$work/h3p.json" "$work/time" >>"$res" <<'PY'
+import json, sys
+name, peer, out, js, t = sys.argv[1:]
+u, s = map(float, open(t).read().split()[-2:])
+if peer == "wirebench":
+    d = json.load(open(js)); n, secs = d["ops"], d["ops"] / d["ops_per_sec"] if d["ops"] else 1
+else:
+    f = open(out).read().split(); n, secs = int(f[1]), float(f[5])
+print(name, (u + s) * 1e6 / n if n else "nan", n / secs)
+PY
+        tail -1 "$res" | awk '{printf "%d", $3}'
+    }
+    for r in $(seq "$ROUNDS"); do
+        for peer in quic-go aioquic; do
+            most=$(h3_client "$peer@most" "$peer" 0)
+            h3_client "wirebench@$peer-most" wirebench "$most" >/dev/null
+            half=$((most / 2))
+            h3_client "$peer@half" "$peer" "$half" >/dev/null
+            h3_client "wirebench@$peer-half" wirebench "$half" >/dev/null
+        done
+    done
+    python3 - "$res" "$CONNS" "$STREAMS" "$DURATION" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, cpu, rps = line.split()
+    rows.setdefault(name, []).append((float(cpu), float(rps)))
+med = {k: [statistics.median(x[i] for x in v) for i in range(2)] for k, v in rows.items()}
+rounds = len(rows["quic-go@most"])
+print(f"\n### HTTP/3 clients at equal load on serve h3 (CPU 1): each client on CPU 0, {sys.argv[2]} connections × {sys.argv[3]} streams, {sys.argv[4]} s, median of {rounds} alternating rounds\n")
+print("| peer | load | peer req/s | peer CPU µs/req | wirebench req/s | wirebench CPU µs/req | wirebench / peer |")
+print("|---|---|---:|---:|---:|---:|---:|")
+for peer in ("quic-go", "aioquic"):
+    for load, what in (("most", "the peer's most (closed loop); wirebench paced at it"), ("half", "both paced at half of it")):
+        p, w = med[f"{peer}@{load}"], med[f"wirebench@{peer}-{load}"]
+        print(f"| {peer} | {what} | {p[1]:,.0f} | {p[0]:.1f} | {w[1]:,.0f} | {w[0]:.1f} | {w[0] / p[0]:.2f} |")
 PY
 fi
 
