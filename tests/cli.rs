@@ -53,6 +53,9 @@ fn malformed_urls_and_options_are_one_clear_line() {
         let out = wirebench(&["bench", url, "-d", "1s", "--bind", "127.0.0.2,192.0.2.1"]);
         assert_user_error(&out, "--bind 192.0.2.1: Cannot assign requested address");
         assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+        let v6 = url.replace("127.0.0.1", "[::1]");
+        let out = wirebench(&["bench", &v6, "-d", "1s", "--bind", "127.0.0.2"]);
+        assert_user_error(&out, "--bind 127.0.0.2 cannot reach [::1]:1: one is IPv4, the other IPv6");
     }
 }
 

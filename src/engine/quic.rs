@@ -1,6 +1,6 @@
 //! HTTP/3 over QUIC, sans-IO: quinn-proto's connections carrying the HTTP/3 codecs of
 //! `proto::h3`, fed datagrams and time and asked for datagrams — no socket, no clock read, no
-//! runtime, so the UDP engine that will carry them (issue 26) only moves datagrams, and the
+//! runtime, so the UDP engine that carries them (`engine::quic_io`) only moves datagrams, and the
 //! tests drive a client and a server against each other in memory.
 //!
 //! - [`ClientConn`]: one client connection. Each request is a bidirectional stream: its bytes

@@ -235,6 +235,8 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
     if !drain_ring(&mut ring, &mut slots) {
         std::mem::forget(slots);
         std::mem::forget(receiving);
+    } else {
+        drop(ring); // before the buffers it was given
     }
     result.map_err(|source| EngineError::Executor { cpu, source })?;
     Ok(books.close(rec))
@@ -308,9 +310,11 @@ impl Core<'_> {
         } else {
             let quic = slot.conn.as_mut().and_then(ClientConn::poll_timeout).map(|at| clocks.to_ours(at));
             let oldest = slot.ops.values().map(|op| op.sent + timeout).min();
+            // A socket still waiting for its cancel: that completion gives the turn.
+            let retry = slot.retry_at.filter(|_| slot.conn.is_some() || slot.sock.is_none());
             let handshake =
                 (slot.conn.is_some() && slot.connected_at.is_none()).then(|| slot.started + timeout);
-            [quic, slot.retry_at, slot.next_due, oldest, handshake].into_iter().flatten().min()
+            [quic, retry, slot.next_due, oldest, handshake].into_iter().flatten().min()
         };
         slot.wake = wake;
         // A busy connection's wake moves later each turn (its ACK and idle timers): its
@@ -488,10 +492,18 @@ fn run_loop(
                 &core.receiving.hdr,
             )
             .ok()
-            .filter(|m| !m.is_payload_truncated())
-            .map(|m| (BytesMut::from(m.payload_data()), udp::gro_size(m.control_data())));
+            .map(|m| {
+                (BytesMut::from(m.payload_data()), udp::gro_size(m.control_data()), m.is_payload_truncated())
+            });
             bufs.give_back(bid);
-            let Some((mut data, size)) = got else { continue };
+            let Some((mut data, size, truncated)) = got else { continue };
+            if truncated {
+                // Past the buffer (GRO's bound is 64 KiB, the buffer's): what came is counted,
+                // not handed on cut; QUIC resends what it lacks.
+                rec.rx.add(Traffic::Control, data.len() as u64);
+                rec.datagrams.rx += 1;
+                continue;
+            }
             let (n, datagrams) = (data.len() as u64, udp::datagrams(&data, size).len() as u64);
             rec.datagrams.rx += datagrams;
             if slot.conn.is_none() {
@@ -628,6 +640,8 @@ fn drive(
     expire(slot, core, now, timeout, rec);
     if !over && !slot.closing {
         request(slot, core, now, rec);
+    } else {
+        slot.next_due = None;
     }
     let conn = slot.conn.as_mut().expect("a connection");
     // The end: once nothing is in flight (or the drain limit passed), close; a GOAWAY with
@@ -749,10 +763,9 @@ fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut CoreRecorde
         slot.pacer.taken();
         slot.requested = true;
     }
-    if paced && slot.next_due.is_none() {
-        // In flight to the depth: the next one is due when it is (it waits for room).
-        slot.next_due = Some(slot.pacer.due(now));
-    }
+    // Stopped for any reason but a due time ahead (in flight to the depth, no stream free,
+    // its share sent): no timer — an answer or the peer's stream credit gives the next turn,
+    // where a due time already past would give one every turn of the loop.
 }
 
 /// A new QUIC connection: its socket (connected to the target) and quinn's connection.
@@ -1091,8 +1104,10 @@ fn serve_core(
                     data.checked_sub(SERVER_RECV).map(|r| r as usize).filter(|&r| r < SERVER_RECVS)
                 {
                     idle.push(r);
+                    // (A receive cut short — past 64 KiB, GRO's bound — is counted, not read.)
                     if result > 0
                         && let Some(from) = recvs[r].source()
+                        && recvs[r].hdr.msg_flags & libc::MSG_TRUNC == 0
                     {
                         tally.rx += result as u64;
                         let got = &recvs[r];

@@ -82,7 +82,8 @@ pub fn bound(at: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
 /// datagram, or no GRO).
 pub fn gro_size(control: &[u8]) -> Option<usize> {
     // cmsghdr: a length (usize), a level and a type (c_int each), then the data; each message
-    // aligned to a usize. Bounded: each step moves on by at least a header.
+    // aligned to a usize. Bounded: each step moves on by at least a header, and a length
+    // past the end (or past usize) ends it.
     let head = std::mem::size_of::<libc::cmsghdr>();
     let mut at = 0;
     while at + head <= control.len() {
@@ -90,14 +91,14 @@ pub fn gro_size(control: &[u8]) -> Option<usize> {
         let len = usize::from_ne_bytes(control[at..at + word].try_into().ok()?);
         let level = libc::c_int::from_ne_bytes(control[at + word..at + word + 4].try_into().ok()?);
         let kind = libc::c_int::from_ne_bytes(control[at + word + 4..at + word + 8].try_into().ok()?);
-        if len < head || at + len > control.len() {
+        if len < head || at.checked_add(len).is_none_or(|end| end > control.len()) {
             return None;
         }
         if level == SOL_UDP && kind == UDP_GRO && len >= head + 4 {
             let size = libc::c_int::from_ne_bytes(control[at + head..at + head + 4].try_into().ok()?);
             return usize::try_from(size).ok().filter(|&s| s > 0);
         }
-        at += len.next_multiple_of(word);
+        at = at.checked_add(len.checked_next_multiple_of(word)?)?;
     }
     None
 }
@@ -258,6 +259,10 @@ mod tests {
         let mut short = gro.clone();
         short[..8].copy_from_slice(&3usize.to_ne_bytes());
         assert_eq!(gro_size(&short), None);
+        // A length that wraps the offset round (a second message claiming usize::MAX − 23).
+        let mut wrap = [cmsg(libc::SOL_IP, 8, &[0; 8]), cmsg(libc::SOL_IP, 8, &[0; 8])].concat();
+        wrap[24..32].copy_from_slice(&(usize::MAX - 23).to_ne_bytes());
+        assert_eq!(gro_size(&wrap), None);
         assert_eq!(gro_size(&cmsg(SOL_UDP, UDP_GRO, &0i32.to_ne_bytes())), None);
         // Every cut of the messages: never a panic.
         let both = [other, gro].concat();
