@@ -1,4 +1,4 @@
-//! HTTP/3 (RFC 9114) over QUIC, being built (issue 26): `h3://HOST:PORT/PATH`, TLS 1.3 inside
+//! HTTP/3 (RFC 9114) over QUIC: `h3://HOST:PORT/PATH`, TLS 1.3 inside
 //! QUIC agreed by ALPN `h3`. Its frames ([`frame`], with QUIC's variable-length integers),
 //! QPACK header compression ([`qpack`], RFC 9204, with no dynamic table), what each kind of
 //! stream carries ([`stream`]), the client's and the built-in server's protocol halves
