@@ -112,6 +112,11 @@ fn h3_refusals_are_one_line_and_exit_status_2() {
     for (args, says) in [
         (vec![url.as_str(), "-d", "1s"], "UDP port unreachable"),
         (vec![url.as_str(), "--tls-version", "1.2", "-d", "1s"], "h3:// is TLS 1.3 only"),
+        (vec![&url.replace("h3://", "https://"), "--http3", "-d", "1s"], "UDP port unreachable"),
+        (
+            vec![&url.replace("h3://", "http://"), "--http3", "-d", "1s"],
+            "--http3 speaks HTTP/3 to https:// URLs",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_wirebench")).arg("bench").args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -230,10 +235,11 @@ fn serve_h3_answers_every_request_and_reads_every_byte() {
     assert!((1800..=2100).contains(&r.ops), "{} requests at 2,000/s for 1 s", r.ops);
     assert!(!r.schedule_lag.is_empty(), "the lag is recorded");
     started.handle.stop().unwrap();
-    // The default duration (no -n): ends on time.
+    // The default duration (no -n): ends on time. (Aimed as oha is: `https://` and `--http3`.)
     let (started, url, ca) = serve_h3();
     let wall = std::time::Instant::now();
-    let r = bench(&[&url, "--ca", &ca, "-c", "2", "-d", "1s", "--cores", &cpu]);
+    let https = url.replace("h3://", "https://");
+    let r = bench(&[&https, "--http3", "--ca", &ca, "-c", "2", "-d", "1s", "--cores", &cpu]);
     assert_accounted(&r);
     assert!(r.ops > 0 && r.errors_total() == 0, "{:?}", r.error_samples);
     assert!(wall.elapsed().as_secs_f64() < 4.0, "{:?}", wall.elapsed());

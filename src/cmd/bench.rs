@@ -20,7 +20,19 @@ fn prepare(args: &BenchArgs) -> Result<crate::plan::Prepared> {
     if args.hlog.is_some() || args.csv.is_some() {
         load.report_every.get_or_insert(std::time::Duration::from_secs(1));
     }
-    crate::run::prepare(plan::validate_targets(&args.urls, &load, &args.engine, &Defaults::BENCH, &online)?)
+    let urls = if args.http3 { http3_urls(&args.urls)? } else { args.urls.clone() };
+    crate::run::prepare(plan::validate_targets(&urls, &load, &args.engine, &Defaults::BENCH, &online)?)
+}
+
+/// `--http3`: each `https://` URL as `h3://` (already `h3://`: kept); any other refused.
+fn http3_urls(urls: &[String]) -> Result<Vec<String>> {
+    urls.iter()
+        .map(|url| match url.trim().split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => Ok(format!("h3://{rest}")),
+            Some((scheme, _)) if scheme.eq_ignore_ascii_case("h3") => Ok(url.clone()),
+            _ => anyhow::bail!("--http3 speaks HTTP/3 to https:// URLs; {url} is not one"),
+        })
+        .collect()
 }
 
 /// `wirebench bench`: run and print.

@@ -212,6 +212,9 @@ pub struct BenchArgs {
     /// Print the full percentile spectrum of the latency (as wrk2 does).
     #[arg(long)]
     pub latency: bool,
+    /// Speak HTTP/3 over QUIC to `https://` URLs (as oha's `--http3`): the same as `h3://`.
+    #[arg(long)]
+    pub http3: bool,
     /// Write the latency of every interval (`--report-every`, 1s unless given) as an
     /// HdrHistogram interval log to PATH.
     #[arg(long, value_name = "PATH")]
