@@ -601,13 +601,6 @@ pub fn validate_load(
         Some(text) => parse_bind(text).map_err(|e| anyhow::anyhow!("--bind: {e}"))?,
         None => Vec::new(),
     };
-    // An address this machine does not have fails every connection from it: said once, here,
-    // not as a run of connect errors.
-    for &ip in &bind {
-        if let Err(e) = std::net::UdpSocket::bind((ip, 0)) {
-            bail!("--bind {ip}: {e} (not an address of this machine? `ip -brief address` lists them)");
-        }
-    }
     for (given, flag) in [(args.spin.is_some(), "--spin"), (args.slack.is_some(), "--slack")] {
         if given && engine_kind != EngineKind::Uring {
             bail!("{flag} applies to --engine uring (the async engines sleep on their runtimes' timers)");

@@ -68,11 +68,17 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     }
     let load = &plan.load;
     load.engine.ensure_limits(load.shape.connections as u64, load.cores.len(), !load.bind.is_empty())?;
-    // Connection i goes from bind[i % b] to addrs[i % a]: every pairing that happens must
-    // be of one family (an IPv4 source cannot reach an IPv6 target).
+    // Every source address (`--bind`) must be one this machine has — one that is not fails
+    // every connection from it: said once, here, not as a run of connect errors — and of the
+    // family of the targets it meets: connection i goes from bind[i % b] to addrs[i % a].
+    for &ip in &load.bind {
+        if let Err(e) = std::net::UdpSocket::bind((ip, 0)) {
+            bail!("--bind {ip}: {e} (not an address of this machine? `ip -brief address` lists them)");
+        }
+    }
     let (b, a) = (load.bind.len(), addrs.len());
     if b > 0 {
-        let pairs = (b * a / gcd(b, a)).min(load.shape.connections);
+        let pairs = (b * a).min(load.shape.connections);
         if let Some(i) = (0..pairs).find(|i| load.bind[i % b].is_ipv4() != addrs[i % a].is_ipv4()) {
             bail!("--bind {} cannot reach {}: one is IPv4, the other IPv6", load.bind[i % b], addrs[i % a]);
         }
@@ -454,9 +460,4 @@ impl Prepared {
 /// A flag the process's stop flag is not: for servers and steps stopped by their owner.
 pub fn own_stop() -> Arc<AtomicBool> {
     Arc::new(AtomicBool::new(false))
-}
-
-/// The greatest common divisor (the period of two round-robins together is their lcm).
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
