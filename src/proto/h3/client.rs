@@ -115,7 +115,7 @@ pub struct H3Client {
     /// The last field section decoded, and its `:status`: without a dynamic table a section's
     /// octets mean the same every time, and a server answers alike, so the same octets again
     /// are not decoded again.
-    known: Option<(Vec<u8>, Option<u16>)>,
+    known: qpack::LastSection<Option<u16>>,
     layers: Layers,
 }
 
@@ -126,7 +126,7 @@ impl H3Client {
             streams: Vec::new(),
             peer: stream::PeerStreams::of_server(true),
             status: None,
-            known: None,
+            known: qpack::LastSection::default(),
             layers: Layers::default(),
         }
     }
@@ -207,19 +207,15 @@ impl H3Client {
     /// A whole field section on the stream at `at`: the response's (its `:status`), an
     /// informational one (1xx, another follows), or its trailers.
     fn headers(&mut self, at: usize, section: &[u8], first: bool) -> Result<(), Error> {
-        let status = match &self.known {
-            Some((octets, status)) if octets[..] == *section => *status,
-            _ => {
-                let mut status = None;
-                qpack::decode(section, MAX_FIELD_SECTION as usize, |name, value| {
-                    if name == b":status" {
-                        status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
-                    }
-                })?;
-                self.known = Some((section.to_vec(), status));
-                status
-            }
-        };
+        let status = self.known.read(section, |section| {
+            let mut status = None;
+            qpack::decode(section, MAX_FIELD_SECTION as usize, |name, value| {
+                if name == b":status" {
+                    status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
+                }
+            })?;
+            Ok::<_, Error>(status)
+        })?;
         let s = &mut self.streams[at];
         let rx = &mut self.layers.of(first).rx;
         if s.trailers {

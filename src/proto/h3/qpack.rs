@@ -244,8 +244,58 @@ pub fn str_len(s: &[u8], huffman: bool) -> usize {
     if huffman && coded <= s.len() { coded } else { s.len() }
 }
 
+/// The last field section decoded and what was read from it. Without a dynamic table a
+/// section's octets mean the same every time, and a peer mostly sends one section again and
+/// again (a client its request, a server its answer): the same octets again are not decoded
+/// again. Both HTTP/3 roles read their peer's sections through one.
+#[derive(Debug, Clone)]
+pub struct LastSection<T> {
+    octets: Vec<u8>,
+    value: Option<T>,
+}
+
+impl<T> Default for LastSection<T> {
+    fn default() -> Self {
+        LastSection { octets: Vec::new(), value: None }
+    }
+}
+
+impl<T: Copy> LastSection<T> {
+    /// What `read` makes of `section`: remembered when these octets were the last ones read,
+    /// else read (an error is not remembered) and remembered.
+    pub fn read<E>(&mut self, section: &[u8], read: impl FnOnce(&[u8]) -> Result<T, E>) -> Result<T, E> {
+        if let Some(value) = self.value
+            && self.octets == section
+        {
+            return Ok(value);
+        }
+        let value = read(section)?;
+        self.octets.clear();
+        self.octets.extend_from_slice(section);
+        self.value = Some(value);
+        Ok(value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_last_section_is_read_once_and_another_or_a_failure_again() {
+        let mut last = LastSection::default();
+        let mut reads = 0;
+        let mut read = |section: &[u8]| {
+            reads += 1;
+            if section == b"bad" { Err(()) } else { Ok(section.len()) }
+        };
+        assert_eq!(last.read(b"ab", &mut read), Ok(2));
+        assert_eq!(last.read(b"ab", &mut read), Ok(2));
+        assert_eq!(last.read(b"abc", &mut read), Ok(3));
+        assert_eq!(last.read(b"bad", &mut read), Err(()));
+        assert_eq!(last.read(b"bad", &mut read), Err(()));
+        assert_eq!(last.read(b"abc", &mut read), Ok(3));
+        assert_eq!(reads, 4);
+    }
+
     use super::*;
 
     fn decoded(section: &[u8]) -> Result<Vec<(String, String)>, Error> {

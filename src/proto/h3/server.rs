@@ -41,7 +41,7 @@ pub struct H3Server {
     peer: stream::PeerStreams,
     /// The last field section decoded, and its method: without a dynamic table the same
     /// octets mean the same request, and a client mostly sends one request again and again.
-    known: Option<(Vec<u8>, Option<Kind>)>,
+    known: qpack::LastSection<Option<Kind>>,
     /// Requests answered.
     pub answered: u64,
 }
@@ -105,24 +105,20 @@ impl H3Server {
                 Piece::Data(_) => {}
                 Piece::Headers(..) if r.trailers => return Err(frame::H3_FRAME_UNEXPECTED),
                 Piece::Headers(_, section) => {
-                    let method = match known {
-                        Some((octets, method)) if octets[..] == section[..] => *method,
-                        _ => {
-                            let mut method = None;
-                            qpack::decode(&section, MAX_FIELD_SECTION as usize, |name, value| {
-                                if name == b":method" {
-                                    method = Some(match value {
-                                        b"GET" => Kind::Get,
-                                        b"HEAD" => Kind::Head,
-                                        _ => Kind::Other,
-                                    });
-                                }
-                            })
-                            .map_err(|_| frame::QPACK_DECOMPRESSION_FAILED)?;
-                            *known = Some((section.into_owned(), method));
-                            method
-                        }
-                    };
+                    let method = known.read(&section, |section| {
+                        let mut method = None;
+                        qpack::decode(section, MAX_FIELD_SECTION as usize, |name, value| {
+                            if name == b":method" {
+                                method = Some(match value {
+                                    b"GET" => Kind::Get,
+                                    b"HEAD" => Kind::Head,
+                                    _ => Kind::Other,
+                                });
+                            }
+                        })
+                        .map_err(|_| frame::QPACK_DECOMPRESSION_FAILED)?;
+                        Ok::<_, Code>(method)
+                    })?;
                     if r.kind.is_some() {
                         r.trailers = true;
                     } else {
