@@ -426,9 +426,9 @@ impl ServerEndpoint {
     }
 
     /// A datagram from `remote`.
-    pub fn datagram(&mut self, now: Instant, remote: SocketAddr, data: &[u8]) {
+    pub fn datagram(&mut self, now: Instant, remote: SocketAddr, data: BytesMut) {
         let mut buf = Vec::new();
-        let event = self.endpoint.handle(now, remote, None, None, BytesMut::from(data), &mut buf);
+        let event = self.endpoint.handle(now, remote, None, None, data, &mut buf);
         match event {
             Some(DatagramEvent::ConnectionEvent(handle, event)) => {
                 if let Some(c) = self.conns.get_mut(&handle) {
@@ -710,7 +710,7 @@ mod tests {
             let mut moved = false;
             while let Some(t) = c.poll_transmit(now, 1, &mut buf) {
                 (count[0], count[1]) = (count[0] + 1, count[1] + t.size as u64);
-                server.datagram(now, client_addr, &buf[..t.size]);
+                server.datagram(now, client_addr, BytesMut::from(&buf[..t.size]));
                 buf.clear();
                 moved = true;
             }

@@ -496,7 +496,7 @@ fn run_loop(
                 (BytesMut::from(m.payload_data()), udp::gro_size(m.control_data()), m.is_payload_truncated())
             });
             bufs.give_back(bid);
-            let Some((mut data, size, truncated)) = got else { continue };
+            let Some((data, size, truncated)) = got else { continue };
             if truncated {
                 // Past the buffer (GRO's bound is 64 KiB, the buffer's): what came is counted,
                 // not handed on cut; QUIC resends what it lacks.
@@ -504,20 +504,21 @@ fn run_loop(
                 rec.datagrams.rx += 1;
                 continue;
             }
-            let (n, datagrams) = (data.len() as u64, udp::datagrams(&data, size).len() as u64);
-            rec.datagrams.rx += datagrams;
+            let n = data.len() as u64;
+            let batch = udp::datagrams(data, size);
             if slot.conn.is_none() {
                 // After the connection's end (its receive not yet cancelled): counted, unread.
                 rec.rx.add(Traffic::Control, n);
+                rec.datagrams.rx += batch.count() as u64;
                 continue;
             }
             rec.rx.add(slot.class(&core, now), n);
             slot.life.1 += n;
-            // Each datagram of a GRO batch to quinn on its own (one copy shared by all).
+            // Each datagram of a GRO batch to quinn on its own.
             let mut scratch = Vec::new();
-            let (size, remote) = (size.unwrap_or(data.len()).max(1), slot.remote);
-            while !data.is_empty() {
-                let datagram = data.split_to(size.min(data.len()));
+            let remote = slot.remote;
+            for datagram in batch {
+                rec.datagrams.rx += 1;
                 if let Some(DatagramEvent::ConnectionEvent(handle, event)) =
                     core.endpoint.handle(core.clocks.to_std(now), remote, None, None, datagram, &mut scratch)
                     && let Some(&at) = core.handles.get(&handle)
@@ -1111,7 +1112,8 @@ fn serve_core(
                     {
                         tally.rx += result as u64;
                         let got = &recvs[r];
-                        for datagram in udp::datagrams(&got.buf[..result as usize], got.gro_size()) {
+                        let data = BytesMut::from(&got.buf[..result as usize]);
+                        for datagram in udp::datagrams(data, got.gro_size()) {
                             endpoint.datagram(now, from, datagram);
                         }
                     }

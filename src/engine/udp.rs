@@ -7,6 +7,7 @@
 //! receives a datagram at a time; a send the kernel refuses to segment makes its sender send
 //! one at a time after (QUIC retransmits what was refused).
 
+use bytes::BytesMut;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -103,9 +104,11 @@ pub fn gro_size(control: &[u8]) -> Option<usize> {
     None
 }
 
-/// The datagrams of one receive of `data`, GRO's `size` each (the last may be shorter).
-pub fn datagrams(data: &[u8], size: Option<usize>) -> std::slice::Chunks<'_, u8> {
-    data.chunks(size.unwrap_or(data.len()).max(1))
+/// The datagrams of one receive of `data`, GRO's `size` each (the last may be shorter), each
+/// a view of `data`'s one copy (what quinn takes), not a copy of its own.
+pub fn datagrams(mut data: BytesMut, size: Option<usize>) -> impl Iterator<Item = BytesMut> {
+    let size = size.unwrap_or(data.len()).max(1);
+    std::iter::from_fn(move || (!data.is_empty()).then(|| data.split_to(size.min(data.len()))))
 }
 
 /// What one send or receive on the ring points into: the datagrams, their address (an
@@ -273,11 +276,11 @@ mod tests {
 
     #[test]
     fn a_receive_is_cut_into_its_datagrams() {
-        let data = [7u8; 2500];
-        let sizes: Vec<usize> = datagrams(&data, Some(1200)).map(<[u8]>::len).collect();
+        let data = BytesMut::from(&[7u8; 2500][..]);
+        let sizes: Vec<usize> = datagrams(data.clone(), Some(1200)).map(|d| d.len()).collect();
         assert_eq!(sizes, [1200, 1200, 100]);
-        assert_eq!(datagrams(&data, None).count(), 1);
-        assert_eq!(datagrams(&[], None).count(), 0);
+        assert_eq!(datagrams(data, None).count(), 1);
+        assert_eq!(datagrams(BytesMut::new(), None).count(), 0);
     }
 
     /// Over loopback, a GSO send to a GRO socket arrives as one receive of all its datagrams
@@ -305,7 +308,7 @@ mod tests {
             let n = unsafe { libc::recvmsg(server.as_raw_fd(), &mut r.hdr, 0) };
             assert!(n > 0, "{}", std::io::Error::last_os_error());
             assert_eq!(r.source(), Some(client_addr(&client)));
-            got.extend(datagrams(&r.buf[..n as usize], r.gro_size()).map(<[u8]>::to_vec));
+            got.extend(datagrams(BytesMut::from(&r.buf[..n as usize]), r.gro_size()).map(|d| d.to_vec()));
         }
         assert_eq!(got.iter().map(Vec::len).collect::<Vec<_>>(), [1200, 1200, 600]);
         assert_eq!(got.concat(), m.buf[..3000]);
