@@ -15,6 +15,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -54,9 +55,22 @@ func main() {
 		}
 		answered.Add(1)
 	})
-	server := &http3.Server{Addr: "127.0.0.1:" + os.Args[1], Handler: handler}
+	cert, err := tls.LoadX509KeyPair(os.Args[2], os.Args[3])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The socket is bound before `listening` is said (ListenAndServeTLS binds in its own
+	// goroutine: a client told to go could find the port closed).
+	conn, err := net.ListenPacket("udp", "127.0.0.1:"+os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	tlsConfig := http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}})
+	server := &http3.Server{Handler: handler, TLSConfig: tlsConfig}
 	done := make(chan error, 1)
-	go func() { done <- server.ListenAndServeTLS(os.Args[2], os.Args[3]) }()
+	go func() { done <- server.Serve(conn) }()
 	fmt.Printf("listening %s\n", os.Args[1])
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
