@@ -32,7 +32,7 @@ if [ ! -x "$here/bin/nsqd" ]; then
 fi
 
 # quic-go's HTTP/3 server (tools/h3-go, built from the Go module proxy): a second HTTP/3 peer.
-if [ ! -x "$here/bin/h3-go" ]; then
+if [ ! -x "$here/bin/h3-go" ] || [ "$here/h3-go/main.go" -nt "$here/bin/h3-go" ]; then
     mkdir -p "$here/bin"
     (cd "$here/h3-go" && go build -o "$here/bin/h3-go" .)
 fi

@@ -503,8 +503,8 @@ impl ServerEndpoint {
         self.answered = self.answered_gone + self.conns.values().map(|c| c.h3.answered).sum::<u64>();
     }
 
-    /// The next datagram to send, into `buf`: the endpoint's own answers first, then each
-    /// connection's.
+    /// The next datagram(s) to send, into `buf` (up to `max_datagrams` of one size: GSO): the
+    /// endpoint's own answers first, then each connection's.
     pub fn poll_transmit(
         &mut self,
         now: Instant,

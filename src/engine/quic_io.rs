@@ -443,11 +443,8 @@ fn run_loop(
         let edges = [core.deadline, core.deadline.map(|d| d + DRAIN_LIMIT)];
         let edge = edges.into_iter().flatten().filter(|&at| at > now).min();
         let next = [core.next_timer(slots), edge].into_iter().flatten().min();
-        let wait = if core.ready.is_empty() {
-            next.map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK)
-        } else {
-            Duration::ZERO
-        };
+        // (Nothing is ready here: slots become ready before the turn, or from completions.)
+        let wait = next.map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK);
         let ts = types::Timespec::new().sec(wait.as_secs()).nsec(wait.subsec_nanos());
         let args = types::SubmitArgs::new().timespec(&ts);
         match ring.submitter().submit_with_args(1, &args) {
