@@ -77,6 +77,9 @@ pub enum Failure {
     /// An HTTP/3 request stream reset by the server (QUIC's RESET_STREAM), by its error code's
     /// name (`H3_REQUEST_REJECTED`, …).
     H3Reset(&'static str),
+    /// An answer the protocol calls malformed (RFC 9113 §8.1.1: a 1xx that ends its stream,
+    /// a `:status` in trailers), by what was wrong: a stream error, the connection goes on.
+    Malformed(&'static str),
 }
 
 impl Failure {
@@ -84,7 +87,9 @@ impl Failure {
     pub fn class(self) -> ErrorClass {
         match self {
             Failure::Status(_) | Failure::Grpc(_) => ErrorClass::Status,
-            Failure::Nsq(_) | Failure::H2Reset(_) | Failure::H3Reset(_) => ErrorClass::Protocol,
+            Failure::Nsq(_) | Failure::H2Reset(_) | Failure::H3Reset(_) | Failure::Malformed(_) => {
+                ErrorClass::Protocol
+            }
         }
     }
 }
@@ -97,6 +102,7 @@ impl fmt::Display for Failure {
             Failure::H2Reset(code) => write!(f, "RST_STREAM {code}"),
             Failure::Grpc(code) => write!(f, "grpc {code}"),
             Failure::H3Reset(code) => write!(f, "RESET_STREAM {code}"),
+            Failure::Malformed(why) => write!(f, "malformed answer: {why}"),
         }
     }
 }

@@ -31,6 +31,13 @@ if [ ! -x "$here/bin/nsqd" ]; then
         GOFLAGS=-mod=mod go build -o "$here/bin/nsqd" ./apps/nsqd)
 fi
 
+# h2spec, the HTTP/2 conformance suite (v2.2.1, its last release), against `serve h2`.
+H2SPEC_VERSION="${H2SPEC_VERSION:-v2.2.1+incompatible}"
+if [ ! -x "$here/bin/h2spec" ]; then
+    mkdir -p "$here/bin"
+    GOBIN="$here/bin" go install "github.com/summerwind/h2spec/cmd/h2spec@$H2SPEC_VERSION"
+fi
+
 # quic-go's HTTP/3 server (tools/h3-go, built from the Go module proxy): a second HTTP/3 peer.
 if [ ! -x "$here/bin/h3-go" ] || [ "$here/h3-go/main.go" -nt "$here/bin/h3-go" ]; then
     mkdir -p "$here/bin"

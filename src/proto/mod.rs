@@ -127,6 +127,12 @@ pub trait ClientCodec: Clone {
     fn accepts_ops(&self) -> bool {
         true
     }
+    /// Why the connection takes no operation now, while [`accepts_ops`](Self::accepts_ops)
+    /// says so and nothing is in flight (an HTTP/2 server allowing no stream): the words of
+    /// the timeout when nothing could be sent before it.
+    fn idle_reason(&self) -> Option<&'static str> {
+        None
+    }
     /// The run is over for this connection: append a closing message (WebSocket Close 1000)
     /// and return `true` if the server's reply should be awaited (bounded) before closing.
     fn goodbye(&mut self, _out: &mut Vec<u8>) -> bool {

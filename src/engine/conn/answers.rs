@@ -193,13 +193,14 @@ impl<C: ClientCodec> Conn<C> {
                 Ok(())
             }
             Outcome::Op | Outcome::OpFailed(_) => {
-                let full = self.ledger.len() == self.depth;
+                let full = self.ledger.len() == self.depth || self.no_room;
                 let Some(op) = self.ledger.complete(id) else {
                     self.carrier.count_rx(Traffic::Control, carried, rec);
                     return Err(no_request());
                 };
                 if full {
                     self.room_since = now;
+                    self.no_room = false;
                 }
                 self.life.answered = true;
                 self.futile = 0;

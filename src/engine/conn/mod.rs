@@ -174,6 +174,10 @@ pub struct Conn<C> {
     /// Since when the connection could take another operation (set up, with room under
     /// `depth`): an operation due before then waited for its connection, not the generator.
     room_since: Instant,
+    /// When it last queued operations it had no room for another: at its depth, or the codec
+    /// took no more (an HTTP/2 server's SETTINGS_MAX_CONCURRENT_STREAMS below `--depth`). The
+    /// next answer makes room.
+    no_room: bool,
     phase: Phase,
     /// A connection per operation (`--no-keepalive`).
     per_op: bool,
@@ -224,6 +228,7 @@ impl<C: ClientCodec> Conn<C> {
             connect_started: start,
             connected_at: start,
             room_since: start,
+            no_room: false,
             phase: if budget.ops == Some(0) { Phase::Done } else { Phase::Idle },
             per_op: false,
             not_before: start,
@@ -403,6 +408,10 @@ impl<C: ClientCodec> Conn<C> {
         if self.schedule.waiting() && self.schedule.refresh(now) {
             self.bound_timeouts();
         }
+        if let Some(why) = self.time_up(now) {
+            self.send.clear();
+            self.fail(ErrorClass::Timeout, why);
+        }
         loop {
             if let Some(want) = self.next_outside_running(now, stopping, rec) {
                 return want;
@@ -449,6 +458,30 @@ impl<C: ClientCodec> Conn<C> {
                 continue;
             }
             return self.idle(now);
+        }
+    }
+
+    /// What ran out of time while the peer kept the connection busy: every wait is at least
+    /// a millisecond, so bytes that keep coming (empty frames, a body trickled for ever) would
+    /// restart the waits without end ([`Timeouts::over`]). An answer is due `--timeout` after
+    /// its request, a set-up after its connect, and everything by the run's end plus
+    /// [`DRAIN_LIMIT`].
+    fn time_up(&self, now: Instant) -> Option<&'static str> {
+        match self.phase {
+            Phase::Tls if self.timeouts.over(now, self.connected_at) => {
+                Some("no answer to the TLS handshake within the timeout")
+            }
+            Phase::Handshake if self.timeouts.over(now, self.connected_at) => {
+                Some("no answer to the handshake within the timeout")
+            }
+            Phase::Running => match self.ledger.oldest() {
+                Some(op) if self.timeouts.over(now, op.sent) => Some("no response within the timeout"),
+                None if self.send.has_pending() && self.timeouts.drained(now) => {
+                    Some("a write still unfinished a second after the run's end")
+                }
+                _ => None,
+            },
+            _ => None,
         }
     }
 
@@ -544,6 +577,7 @@ impl<C: ClientCodec> Conn<C> {
                 rec.share_sent(self.target, kind);
             }
         }
+        self.no_room = self.ledger.len() >= self.depth || !self.codec.accepts_ops();
         more || batch.is_some()
     }
 
@@ -749,6 +783,10 @@ impl<C: ClientCodec> Conn<C> {
                 ErrorClass::Timeout,
                 "the server stayed silent longer than its heartbeat allows (ping interval + timeout)".into(),
             ),
+            Phase::Running if timed_out && self.ledger.is_empty() && !self.codec.accepts_ops() => {
+                let why = self.codec.idle_reason().unwrap_or("the server accepted no operation");
+                End::Failed(ErrorClass::Timeout, format!("nothing could be sent within the timeout: {why}"))
+            }
             _ if timed_out => End::Failed(ErrorClass::Timeout, "no response within the timeout".into()),
             _ => End::Failed(ErrorClass::Read, io_text(error)),
         };

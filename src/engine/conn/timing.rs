@@ -75,6 +75,21 @@ impl Timeouts {
         self.read(now, silent).min(left)
     }
 
+    /// Whether the time for something begun at `since` is up: `--timeout` after it, or the
+    /// run's end plus [`DRAIN_LIMIT`] (once that end is known). The waits above never fall
+    /// below [`MIN_WAIT`], so a peer whose bytes keep coming would restart them for ever:
+    /// the connection machine asks this before every wait, and fails what ran out.
+    #[inline]
+    pub fn over(&self, now: Instant, since: Instant) -> bool {
+        now >= since + self.timeout || (!self.expected && now >= self.drain_end)
+    }
+
+    /// Whether the run's end plus [`DRAIN_LIMIT`] has passed (once that end is known).
+    #[inline]
+    pub fn drained(&self, now: Instant) -> bool {
+        !self.expected && now >= self.drain_end
+    }
+
     /// A read during the set-up (TLS, the protocol's handshake): done within the timeout of
     /// the connect.
     #[inline]
@@ -169,6 +184,14 @@ mod tests {
         assert_eq!(t.answer(now + ms(500), now, None), MIN_WAIT, "past it");
         assert_eq!(t.answer(now + ms(100), now, Some(now + ms(150))), ms(50), "the silence limit first");
         assert_eq!(t.set_up(now + ms(150), now), ms(250));
+        // What the waits' floor hides, `over` says: 400 ms after, the time is up however
+        // recently bytes came; and at the run's end plus the drain limit for everything.
+        assert!(!t.over(now + ms(399), now) && t.over(now + ms(400), now));
+        let t = Timeouts::new(Duration::from_secs(5), now + ms(100), false);
+        assert!(t.over(now + ms(100) + DRAIN_LIMIT, now + ms(90)), "the run's end bounds it");
+        assert!(t.drained(now + ms(100) + DRAIN_LIMIT) && !t.drained(now + ms(100)));
+        let t = Timeouts::new(Duration::from_secs(5), now + ms(100), true);
+        assert!(!t.over(now + Duration::from_secs(4), now), "an end only expected bounds nothing");
     }
 
     #[test]

@@ -51,6 +51,14 @@ pub enum Error {
     WindowOverflow,
     #[error("HTTP/2 PROTOCOL_ERROR: {0} on stream {1}, which this side never opened")]
     IdleStream(&'static str, u32),
+    /// A GOAWAY with an error code: the server ends the connection for a reason (its debug
+    /// data, if any, is the codec's [`error_detail`](ClientCodec::error_detail)).
+    #[error("HTTP/2 GOAWAY {0} from the server")]
+    GoAway(&'static str),
+    #[error("HTTP/2 PROTOCOL_ERROR: SETTINGS_ENABLE_PUSH 1 from a server (§6.5.2)")]
+    PushEnabled,
+    #[error("HTTP/2 PROTOCOL_ERROR: {0} before the server's SETTINGS (its preface, §3.4)")]
+    NoSettingsFirst(&'static str),
 }
 
 impl CodecError for Error {}
@@ -64,6 +72,9 @@ impl From<frame::BlockError> for Error {
         }
     }
 }
+
+/// The most of a GOAWAY's debug data kept for the error sample.
+const DEBUG_KEPT: usize = 200;
 
 /// The largest frame this side accepts (its SETTINGS_MAX_FRAME_SIZE: the default).
 const MAX_FRAME: u32 = frame::DEFAULT_MAX_FRAME;
@@ -148,7 +159,13 @@ impl Request {
             let name = name.to_ascii_lowercase();
             // gRPC's own content-type and te go below, once.
             let grpc_own = spec.grpc && (name == "content-type" || name == "te");
-            if !CONNECTION_SPECIFIC.contains(&name.as_str()) && name != "content-length" && !grpc_own {
+            // `te` may only say `trailers` (§8.2.2): any other is dropped as `connection` is.
+            let bad_te = name == "te" && !value.trim().eq_ignore_ascii_case("trailers");
+            if !CONNECTION_SPECIFIC.contains(&name.as_str())
+                && name != "content-length"
+                && !grpc_own
+                && !bad_te
+            {
                 fields.push((name, value.clone()));
             }
         }
@@ -249,6 +266,8 @@ pub struct H2Client {
     /// The server's streams up to its GOAWAY's last are answered (or the stream ids ran out):
     /// the connection ends after this message, its other streams failing as `closed`.
     closing: bool,
+    /// The debug data of a GOAWAY with an error code, as text (bounded), for the sample.
+    goaway_debug: Option<String>,
 }
 
 impl H2Client {
@@ -276,6 +295,7 @@ impl H2Client {
             grpc: spec.grpc,
             goaway: None,
             closing: false,
+            goaway_debug: None,
         }
     }
 
@@ -300,6 +320,7 @@ impl H2Client {
                 frame::MAX_FRAME_SIZE => self.max_frame = value,
                 frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value as usize),
                 frame::MAX_CONCURRENT_STREAMS => self.max_streams = value,
+                frame::ENABLE_PUSH if value == 1 => return Err(Error::PushEnabled),
                 frame::INITIAL_WINDOW_SIZE => {
                     let windows = self.streams.iter_mut().map(|s| &mut s.window);
                     if !frame::move_windows(&mut self.stream_window, value, windows) {
@@ -326,6 +347,9 @@ impl H2Client {
             b"grpc-status" => grpc_status = Some(grpc_code_name(value)),
             _ => {}
         })?;
+        if self.idle(stream) {
+            return Err(Error::IdleStream("HEADERS", stream));
+        }
         let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) else {
             return Ok(Outcome::Control); // a stream already ended (reset): its table was kept in step
         };
@@ -335,6 +359,21 @@ impl H2Client {
             s.grpc_status = grpc_status;
         }
         self.answered = Some(stream);
+        // §8.1: after the final status only trailers may come — one block that ends the
+        // stream and carries no pseudo-header.
+        if s.status >= 200 {
+            if !end_stream {
+                return Ok(self.malformed(
+                    stream,
+                    end_stream,
+                    "a second HEADERS after the final status",
+                    out,
+                ));
+            }
+            if status.is_some() {
+                return Ok(self.malformed(stream, end_stream, "a :status in its trailers", out));
+            }
+        }
         // Trailers carry no status; an answer's first block must.
         match status {
             Some(code @ 100..=599) => s.status = code,
@@ -342,12 +381,36 @@ impl H2Client {
             None if s.status == 0 => return Err(Error::NoStatus),
             None => {}
         }
-        if (100..200).contains(&s.status) && !end_stream {
+        if (100..200).contains(&s.status) {
+            if end_stream {
+                return Ok(self.malformed(stream, end_stream, "a 1xx status that ends its stream", out));
+            }
             // An informational answer: the final one follows on the same stream.
             s.status = 0;
             return Ok(Outcome::OpPart);
         }
         Ok(if end_stream { self.finish(stream, out) } else { Outcome::OpPart })
+    }
+
+    /// Whether `stream` is one this side never opened (§5.1 idle: its own ids are odd and below
+    /// the next; push is off, so no even one was promised).
+    fn idle(&self, stream: u32) -> bool {
+        stream.is_multiple_of(2) || stream >= self.next_stream
+    }
+
+    /// `stream`'s answer is malformed (§8.1.1): a stream error — the stream is reset with
+    /// PROTOCOL_ERROR unless both sides have ended it, and its operation fails; the
+    /// connection goes on.
+    fn malformed(&mut self, stream: u32, end_stream: bool, why: &'static str, out: &mut Vec<u8>) -> Outcome {
+        let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Outcome::Control };
+        let s = self.streams.swap_remove(at);
+        if !end_stream || s.uploading() {
+            frame::write_rst_stream(out, stream, frame::PROTOCOL_ERROR);
+        }
+        self.after_goaway();
+        self.answered = Some(stream);
+        self.status = None;
+        Outcome::OpFailed(Failure::Malformed(why))
     }
 
     /// `stream`'s answer is whole (a body still going out stops there: the stream is reset).
@@ -359,7 +422,7 @@ impl H2Client {
         }
         self.after_goaway();
         self.answered = Some(stream);
-        if self.grpc && s.status < 400 {
+        if self.grpc && s.status == 200 {
             // No grpc-status at all is the server's failure too (gRPC's "Protocol" spec).
             let code = s.grpc_status.unwrap_or(NO_GRPC_STATUS);
             self.status = Some(Answer::Grpc(code));
@@ -367,6 +430,9 @@ impl H2Client {
         }
         self.status = Some(Answer::Status(s.status));
         match s.status {
+            // A gRPC call answered with another HTTP status failed, whatever its grpc-status
+            // (gRPC over HTTP/2: only a 200 carries a call's outcome).
+            _ if self.grpc => Outcome::OpFailed(Failure::Status(s.status)),
             400.. => Outcome::OpFailed(Failure::Status(s.status)),
             _ => Outcome::Op,
         }
@@ -415,11 +481,21 @@ impl H2Client {
                 frame::write_ping(out, true, data);
                 Outcome::Control
             }
+            Frame::GoAway { code, debug, .. } if code != frame::NO_ERROR => {
+                // An error: the connection ends now, naming the code and the server's words.
+                let text = String::from_utf8_lossy(&debug[..debug.len().min(DEBUG_KEPT)]);
+                self.goaway_debug = (!text.trim().is_empty()).then(|| text.into_owned());
+                return Err(Error::GoAway(frame::code_name(code)));
+            }
             Frame::GoAway { last_stream, .. } => {
                 self.goaway = Some(last_stream);
                 self.after_goaway();
                 Outcome::Control
             }
+            Frame::RstStream { stream, .. } if self.idle(stream) => {
+                return Err(Error::IdleStream("RST_STREAM", stream));
+            }
+            Frame::Data { stream, .. } if self.idle(stream) => return Err(Error::IdleStream("DATA", stream)),
             Frame::RstStream { stream, code } => match self.streams.iter().position(|s| s.id == stream) {
                 Some(at) => {
                     self.streams.swap_remove(at);
@@ -552,17 +628,13 @@ impl ClientCodec for H2Client {
     /// Done at the server's first SETTINGS (acknowledged); anything before it is a step.
     fn decode_handshake(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
         let Some((f, consumed)) = frame::parse(input, MAX_FRAME)? else { return Ok(Decoded::Partial) };
-        let outcome = match f {
-            Frame::Settings { ack: false, .. } => {
-                self.frame(f, out)?;
-                Outcome::Control
-            }
-            _ => {
-                self.frame(f, out)?;
-                Outcome::Handshaking
-            }
+        // The server's preface is its SETTINGS, first (§3.4): a GOAWAY or anything else
+        // before it is no HTTP/2 server's opening.
+        let Frame::Settings { ack: false, .. } = f else {
+            return Err(Error::NoSettingsFirst(frame::type_name(f.kind())));
         };
-        Ok(Decoded::Done { consumed, outcome })
+        self.frame(f, out)?;
+        Ok(Decoded::Done { consumed, outcome: Outcome::Control })
     }
 
     fn encode_op(&mut self, entry: usize, out: &mut Vec<u8>) {
@@ -688,6 +760,15 @@ impl ClientCodec for H2Client {
 
     fn answer(&self) -> Option<Answer> {
         self.status
+    }
+
+    fn error_detail(&self) -> Option<String> {
+        self.goaway_debug.clone()
+    }
+
+    fn idle_reason(&self) -> Option<&'static str> {
+        (self.max_streams == 0 && !self.closing && self.goaway.is_none())
+            .then_some("the server allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)")
     }
 }
 

@@ -113,9 +113,13 @@ pub enum Frame<'a> {
         end_headers: bool,
         block: &'a [u8],
         padding: usize,
+        /// The stream it depends on, when it carries a priority (PRIORITY flag).
+        dependency: Option<u32>,
     },
     Priority {
         stream: u32,
+        /// The stream it depends on (a stream may not depend on itself, §5.3.1).
+        dependency: u32,
     },
     RstStream {
         stream: u32,
@@ -206,14 +210,17 @@ pub fn parse(input: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, Error
         HEADERS => {
             let (mut block, padding) =
                 unpad(payload, flags).ok_or(err(PROTOCOL_ERROR, "with padding as long as it"))?;
+            let mut dependency = None;
             if flags & PRIORITY_FLAG != 0 {
-                block = block.get(5..).ok_or(err(FRAME_SIZE_ERROR, "too short for its priority"))?;
+                let p = block.get(..5).ok_or(err(FRAME_SIZE_ERROR, "too short for its priority"))?;
+                dependency = Some(u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & MAX_WINDOW);
+                block = &block[5..];
             }
             let (end_stream, end_headers) = (flags & END_STREAM != 0, flags & END_HEADERS != 0);
-            Frame::Headers { stream, end_stream, end_headers, block, padding }
+            Frame::Headers { stream, end_stream, end_headers, block, padding, dependency }
         }
         PRIORITY if len != 5 => return Err(err(FRAME_SIZE_ERROR, "not of 5 octets")),
-        PRIORITY => Frame::Priority { stream },
+        PRIORITY => Frame::Priority { stream, dependency: word(0) & MAX_WINDOW },
         RST_STREAM if len != 4 => return Err(err(FRAME_SIZE_ERROR, "not of 4 octets")),
         RST_STREAM => Frame::RstStream { stream, code: word(0) },
         SETTINGS if flags & ACK != 0 && len != 0 => {
@@ -509,7 +516,8 @@ mod tests {
                 end_stream: true,
                 end_headers: false,
                 block: &block[..16],
-                padding: 0
+                padding: 0,
+                dependency: None
             }
         );
         assert_eq!(f2, Frame::Continuation { stream: 1, end_headers: false, block: &block[16..32] });
@@ -532,7 +540,14 @@ mod tests {
         let headers = frame(HEADERS, PADDED | PRIORITY_FLAG | END_HEADERS, 1, &[1, 0, 0, 0, 0, 16, 0x82, 0]);
         assert_eq!(
             one(&headers).unwrap(),
-            Frame::Headers { stream: 1, end_stream: false, end_headers: true, block: &[0x82], padding: 2 }
+            Frame::Headers {
+                stream: 1,
+                end_stream: false,
+                end_headers: true,
+                block: &[0x82],
+                padding: 2,
+                dependency: Some(0)
+            }
         );
         assert_eq!(one(&frame(0xfa, 0, 0, b"x")).unwrap(), Frame::Unknown { kind: 0xfa });
     }
@@ -585,6 +600,7 @@ mod tests {
             end_headers,
             block,
             padding: 0,
+            dependency: None,
         };
         let more = |stream, end_headers, block| Frame::Continuation { stream, end_headers, block };
         let mut b = Blocks::default();

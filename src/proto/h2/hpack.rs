@@ -320,8 +320,21 @@ impl Encoder {
             encode_int(out, 0x20, 5, last as u64);
         }
         for (name, value) in fields {
+            // A field larger than the whole table would empty it and stay in it alone, so
+            // the next request finds nothing indexed (§4.4): it goes as a literal without
+            // indexing (0000xxxx), the table kept for the others.
+            let fits = ENTRY_OVERHEAD + name.len() + value.len() <= self.table.max;
             match self.table.find(name, value) {
                 (Some(index), _) => encode_int(out, 0x80, 7, index as u64),
+                (None, Some(index)) if !fits => {
+                    encode_int(out, 0x00, 4, index as u64);
+                    encode_str(out, value, self.huffman);
+                }
+                (None, None) if !fits => {
+                    out.push(0x00);
+                    encode_str(out, name, self.huffman);
+                    encode_str(out, value, self.huffman);
+                }
                 (None, Some(index)) => {
                     encode_int(out, 0x40, 6, index as u64);
                     encode_str(out, value, self.huffman);
@@ -454,6 +467,30 @@ mod tests {
         assert_eq!(decode_int(&[0x1f, 0x9a], 5), Err(Error::Truncated));
         assert_eq!(decode_int(&[0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], 5), Err(Error::Integer));
         assert_eq!(decode_int(&[], 5), Err(Error::Truncated));
+    }
+
+    /// A field larger than the table (4,096 octets by default: here a 4,100-octet value) goes
+    /// as a literal without indexing, by hand: 0x00 (new name), 7 + "x-large", then the
+    /// value's length (0x7f, then 4,100 − 127 = 3,973 in 7-bit groups: 0x85 0x1f) and the
+    /// value; the table keeps the small field inserted before it, which the next block indexes.
+    #[test]
+    fn a_field_larger_than_the_table_is_not_indexed() {
+        let big = vec![b'v'; 4_100];
+        let mut e = Encoder::new(false);
+        let mut d = Decoder::new(DEFAULT_TABLE_SIZE, 64 << 10);
+        for round in 0..2 {
+            let mut out = Vec::new();
+            e.encode([(&b"x-small"[..], &b"1"[..]), (b"x-large", &big)], &mut out);
+            let small = if round == 0 { 1 + 8 + 2 } else { 1 };
+            assert_eq!(out.len(), small + 1 + 8 + 3 + 4_100, "round {round}");
+            assert_eq!(
+                out[small..small + 12],
+                [0x00, 7, b'x', b'-', b'l', b'a', b'r', b'g', b'e', 0x7f, 0x85, 0x1f]
+            );
+            let fields = decoded(&mut d, &out).unwrap();
+            assert_eq!(fields[1].1.len(), 4_100);
+            assert_eq!(e.table.len(), 1, "the small field alone is kept");
+        }
     }
 
     /// C.3 to C.6: each block decodes to its fields, leaves the table at the RFC's size, and

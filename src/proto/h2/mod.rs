@@ -28,9 +28,10 @@ pub struct Options {
     #[arg(long, value_enum, value_name = "ON|OFF")]
     pub huffman: Option<Switch>,
     /// HTTP/2 and gRPC: the receive window this side grants, in bytes, for each stream
-    /// (SETTINGS_INITIAL_WINDOW_SIZE) and for the connection (a WINDOW_UPDATE after the
-    /// preface raises it from 65,535); room is given back once half of it is used. Default
-    /// 65,535, RFC 9113's (h2load's `-w 16 -W 16`); at most 2^31-1.
+    /// (SETTINGS_INITIAL_WINDOW_SIZE) and, when above 65,535, for the connection too (a
+    /// WINDOW_UPDATE after the preface raises it: a connection's window never starts below
+    /// 65,535, RFC 9113 §6.9.2); room is given back once half of it is used. Default 65,535,
+    /// RFC 9113's (h2load's `-w 16 -W 16`); at most 2^31-1.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=2_147_483_647))]
     pub window: Option<u32>,
 }

@@ -14,9 +14,13 @@
 //!   (the gRPC echo) are, up to [`HOLD`] octets — past it this side grants the client no more
 //!   receive window until they drain, so the client cannot make it hold more;
 //! - frames that do no work (RST_STREAM, PING, SETTINGS after the first, PRIORITY,
-//!   CONTINUATION, empty DATA, unknown types) count against a budget of [`FREE_OVERHEAD`] plus
-//!   one per two streams opened: past it, GOAWAY `ENHANCE_YOUR_CALM`. One rule for Rapid Reset
-//!   (HEADERS then RST_STREAM, CVE-2023-44487), PING and SETTINGS floods and empty frames.
+//!   CONTINUATION, empty DATA, unknown types, and WINDOW_UPDATEs that give more room than
+//!   this side's DATA used while nothing waits for it) count against a budget of
+//!   [`FREE_OVERHEAD`] plus one per two streams opened: past it, GOAWAY `ENHANCE_YOUR_CALM`.
+//!   One rule for Rapid Reset (HEADERS then RST_STREAM, CVE-2023-44487), PING, SETTINGS and
+//!   WINDOW_UPDATE floods and empty frames. A WINDOW_UPDATE that gives back room this side's
+//!   answers used is work, however many come — on the stream, after the stream ended too (a
+//!   gRPC client granting as it reads), or on the connection.
 //!
 //! Every other break of RFC 9113 ends the connection with a GOAWAY naming its error code, or,
 //! where the RFC makes it a stream error, resets that stream alone.
@@ -152,6 +156,8 @@ struct Stream {
     queue: Vec<u8>,
     from: usize,
     fin: Fin,
+    /// DATA octets sent on it that the client has not given back by a WINDOW_UPDATE yet.
+    unreturned: i64,
 }
 
 /// A header block's break: past the limit, `ENHANCE_YOUR_CALM` (a CONTINUATION flood, an
@@ -194,6 +200,13 @@ pub struct H2Server {
     /// The latest streams this side reset or refused: frames the client sent on them before it
     /// knew are ignored (§5.1), not taken for a stream id going back.
     reset: std::collections::VecDeque<u32>,
+    /// DATA octets sent that the client has not given back yet: on the connection, and on
+    /// streams since ended (their WINDOW_UPDATEs may come after the stream's end).
+    unreturned: i64,
+    unreturned_closed: i64,
+    /// A HEADERS whose priority names its own stream (§5.3.1): that stream is reset once its
+    /// header block is decoded (the table kept in step).
+    self_dependent: Option<u32>,
 }
 
 /// How many of the streams this side reset it remembers.
@@ -219,6 +232,9 @@ impl Default for H2Server {
             worked_since_ping: false,
             acks: 0,
             reset: std::collections::VecDeque::new(),
+            unreturned: 0,
+            unreturned_closed: 0,
+            self_dependent: None,
         }
     }
 }
@@ -307,8 +323,10 @@ impl H2Server {
                 } else {
                     self.overhead()?;
                 }
-                self.settings(params, out)?;
+                self.settings(params)?;
+                // The acknowledgement at once (§6.5.3), before answers the new values let go.
                 frame::write_settings_ack(out);
+                self.flush_all(out);
             }
             Frame::Settings { ack: true, .. } => {
                 self.acks += 1;
@@ -326,8 +344,8 @@ impl H2Server {
             }
             Frame::GoAway { .. } => self.peer_gone = true,
             Frame::WindowUpdate { stream: 0, increment } => {
-                if self.held() == 0 {
-                    self.overhead()?; // room for nothing waiting
+                if !give_back(&mut self.unreturned, increment) && self.held() == 0 {
+                    self.overhead()?; // more room than was used, for nothing waiting
                 }
                 self.send_window += i64::from(increment);
                 if self.send_window > i64::from(frame::MAX_WINDOW) {
@@ -337,8 +355,16 @@ impl H2Server {
             }
             Frame::WindowUpdate { stream, increment } => {
                 self.idle(stream)?;
-                if self.find(stream).is_none_or(|at| self.streams[at].from == self.streams[at].queue.len()) {
-                    self.overhead()?; // room for nothing waiting
+                let worked = match self.find(stream) {
+                    Some(at) => {
+                        let s = &mut self.streams[at];
+                        give_back(&mut s.unreturned, increment) || s.from < s.queue.len()
+                    }
+                    // Ended: room for what it was sent, given back late, is still work.
+                    None => give_back(&mut self.unreturned_closed, increment),
+                };
+                if !worked {
+                    self.overhead()?; // more room than was used, for nothing waiting
                 }
                 if let Some(at) = self.find(stream) {
                     let s = &mut self.streams[at];
@@ -354,14 +380,29 @@ impl H2Server {
                 self.idle(stream)?;
                 self.overhead()?;
                 if let Some(at) = self.find(stream) {
-                    self.streams.remove(at);
+                    self.forget(at);
                 }
             }
-            Frame::Priority { .. } | Frame::Unknown { .. } => self.overhead()?,
+            Frame::Priority { stream, dependency } => {
+                self.overhead()?;
+                if dependency == stream {
+                    // §5.3.1: a stream error, whatever state the stream is in.
+                    match self.find(stream) {
+                        Some(at) => self.reset(at, frame::PROTOCOL_ERROR, out),
+                        None => self.reset_id(stream, frame::PROTOCOL_ERROR, out),
+                    }
+                }
+            }
+            Frame::Unknown { .. } => self.overhead()?,
             Frame::PushPromise { .. } => return Err(frame::PROTOCOL_ERROR),
             Frame::Headers { .. } | Frame::Continuation { .. } => {
                 if matches!(f, Frame::Continuation { .. }) {
                     self.overhead()?;
+                }
+                if let Frame::Headers { stream, dependency: Some(d), .. } = f
+                    && d == stream
+                {
+                    self.self_dependent = Some(stream);
                 }
                 if let Some(b) = self.blocks.add(&f, MAX_HEADER_LIST).map_err(block_code)? {
                     self.headers(b.stream, b.end_stream, &b.bytes, out, served)?;
@@ -392,7 +433,7 @@ impl H2Server {
         self.streams.iter().position(|s| s.id == stream)
     }
 
-    fn settings(&mut self, params: &[u8], out: &mut Vec<u8>) -> Result<(), Code> {
+    fn settings(&mut self, params: &[u8]) -> Result<(), Code> {
         for (id, value) in frame::settings(params) {
             match id {
                 frame::MAX_FRAME_SIZE => self.peer_max_frame = value,
@@ -406,7 +447,6 @@ impl H2Server {
                 _ => {}
             }
         }
-        self.flush_all(out);
         Ok(())
     }
 
@@ -447,7 +487,13 @@ impl H2Server {
             self.reset_id(stream, frame::REFUSED_STREAM, out);
             return self.overhead();
         }
-        let (Some(method), true, false) = (head.method, head.path, head.malformed) else {
+        if self.self_dependent.take() == Some(stream) {
+            self.reset_id(stream, frame::PROTOCOL_ERROR, out);
+            return Ok(());
+        }
+        // §8.3.1: :method, :scheme and :path, each once (CONNECT is not served: it has no
+        // :scheme, and is reset as malformed here).
+        let (Some(method), true, true, false) = (head.method, head.path, head.scheme, head.malformed) else {
             self.reset_id(stream, frame::PROTOCOL_ERROR, out);
             return Ok(());
         };
@@ -465,6 +511,7 @@ impl H2Server {
             queue: Vec::new(),
             from: 0,
             fin: Fin::Open,
+            unreturned: 0,
         });
         if head.grpc {
             self.write_headers(
@@ -500,7 +547,11 @@ impl H2Server {
         }
         self.idle(stream)?;
         let Some(at) = self.find(stream) else {
-            return self.overhead(); // reset or answered: ignored
+            if !self.reset.contains(&stream) {
+                // Closed after the client's END_STREAM: DATA after it breaks §5.1.
+                self.reset_id(stream, frame::STREAM_CLOSED, out);
+            }
+            return self.overhead(); // reset by this side: sent before the client knew
         };
         if !data.is_empty() {
             self.worked_since_ping = true;
@@ -591,7 +642,9 @@ impl H2Server {
             frame::write_data(out, s.id, &s.queue[s.from..s.from + n], last, self.peer_max_frame);
             s.from += n;
             s.window -= n as i64;
+            s.unreturned += n as i64;
             self.send_window -= n as i64;
+            self.unreturned += n as i64;
             if last {
                 s.fin = Fin::Done;
             }
@@ -620,8 +673,14 @@ impl H2Server {
         }
         let s = &self.streams[at];
         if s.fin == Fin::Done && s.recv.is_none() {
-            self.streams.remove(at);
+            self.forget(at);
         }
+    }
+
+    /// Stream `at` is over: what it was sent and not given back may still be, late.
+    fn forget(&mut self, at: usize) {
+        let s = self.streams.remove(at);
+        self.unreturned_closed += s.unreturned;
     }
 
     /// Every stream's queue, in order, as far as the windows let.
@@ -639,7 +698,7 @@ impl H2Server {
     /// Reset stream `at` (a stream error) and forget it.
     fn reset(&mut self, at: usize, code: u32, out: &mut Vec<u8>) {
         self.reset_id(self.streams[at].id, code, out);
-        self.streams.remove(at);
+        self.forget(at);
     }
 
     /// Reset `stream`, remembering it among the latest reset.
@@ -678,6 +737,15 @@ impl H2Server {
     }
 }
 
+/// A WINDOW_UPDATE's `increment` against the octets sent and not given back yet: whether it
+/// gives back no more than those (then they are taken off).
+fn give_back(unreturned: &mut i64, increment: u32) -> bool {
+    let increment = i64::from(increment);
+    let within = increment <= *unreturned;
+    *unreturned = if within { *unreturned - increment } else { 0 };
+    within
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Method {
     Get,
@@ -690,6 +758,8 @@ enum Method {
 struct Head {
     method: Option<Method>,
     path: bool,
+    scheme: bool,
+    authority: bool,
     grpc: bool,
     content_length: Option<u64>,
     /// A pseudo-header was seen (trailers may carry none).
@@ -718,7 +788,14 @@ impl Head {
                     self.malformed |= self.path || value.is_empty();
                     self.path = true;
                 }
-                b"scheme" | b"authority" => {}
+                b"scheme" => {
+                    self.malformed |= self.scheme || value.is_empty();
+                    self.scheme = true;
+                }
+                b"authority" => {
+                    self.malformed |= self.authority;
+                    self.authority = true;
+                }
                 _ => self.malformed = true,
             }
             return;
