@@ -729,7 +729,12 @@ impl LoadPlan {
             also: self.also.iter().map(|t| t.url.clone()).collect(),
             per_connection: self.load.shape.per_op,
             protocol: self.protocol.name,
-            engine: self.load.engine.name(),
+            // A scheme carried in QUIC runs on the QUIC engine (UDP on io_uring), whatever
+            // `--engine` names for TCP: the report names the one that ran.
+            engine: match self.target.tls {
+                Some(crate::tls::options::TlsStart::InQuic) => "quic",
+                _ => self.load.engine.name(),
+            },
             cores: self.load.cores.clone(),
             connections: self.load.shape.connections,
             depth: self.load.shape.depth,

@@ -12,3 +12,5 @@ mod kit;
 mod h2_client;
 #[path = "hostile/h2_server.rs"]
 mod h2_server;
+#[path = "hostile/h3.rs"]
+mod h3;

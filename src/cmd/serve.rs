@@ -81,8 +81,19 @@ pub fn start(
             tls = forced.server()?;
         }
         let t = tls.as_ref().context("a QUIC server's TLS")?;
-        let config = crate::engine::quic::server_config((*t.config_for(server.alpn)).clone(), 100)?;
-        let quic = crate::engine::quic_io::start_server(*addr, cores, config, stop.clone())?;
+        let config = crate::engine::quic::server_config(
+            (*t.config_for(server.alpn)).clone(),
+            crate::engine::quic::MAX_STREAMS,
+            limits.idle_timeout,
+        )?;
+        // The same limits as the TCP servers', each core its share of the connections.
+        let bounds = crate::engine::quic::ServerBounds {
+            max_conns: limits.max_conns.div_ceil(cores.len().max(1)),
+            head_timeout: limits.head_timeout,
+            write_timeout: limits.write_timeout,
+            delay: limits.delay,
+        };
+        let quic = crate::engine::quic_io::start_server(*addr, cores, config, bounds, stop.clone())?;
         quic_urls.push((server.urls)(&quic.addrs, true));
         handle.merge(quic);
     }

@@ -171,8 +171,15 @@ struct Slot {
     /// could not go yet.
     picker: Option<crate::requests::Picker>,
     unsent_pick: Option<(usize, usize)>,
-    /// UDP payload bytes of this connection's life, for the audit's "not checkable" line.
+    /// UDP payload bytes of this socket's life, for the audit's "not checkable" line; the
+    /// connection ended and its socket's last operations are still in the ring (the audit
+    /// waits for them: bytes they move are the socket's too).
     life: (u64, u64),
+    audit_due: bool,
+    /// Connections in a row that answered nothing (a server refusing every one, or saying
+    /// GOAWAY at once), and whether the current one has answered.
+    futile: u32,
+    answered: bool,
     /// When this slot next needs a turn with nothing arriving, the time of its live entry in
     /// the core's timers (never later than `wake`: a wake that moves later leaves the entry,
     /// which then finds it moved), and whether it is in this turn's list already.
@@ -218,6 +225,9 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
             done: false,
             requested: false,
             life: (0, 0),
+            audit_due: false,
+            futile: 0,
+            answered: false,
             picker: job
                 .picks
                 .as_ref()
@@ -229,6 +239,9 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
         })
         .collect();
     let result = run_loop(&mut ring, &mut slots, &mut receiving, &targets, &job, &books, &mut rec, started);
+    for slot in &mut slots {
+        slot.audit(&mut rec);
+    }
     // The ring's operations point into the slots and the receive buffers: cancel and wait
     // for them before those go; if some never complete, they are leaked rather than freed
     // under them.
@@ -507,6 +520,7 @@ fn run_loop(
                 // After the connection's end (its receive not yet cancelled): counted, unread.
                 rec.rx.add(Traffic::Control, n);
                 rec.datagrams.rx += batch.count() as u64;
+                slot.life.1 += n;
                 continue;
             }
             rec.rx.add(slot.class(&core, now), n);
@@ -530,6 +544,15 @@ fn run_loop(
 }
 
 impl Slot {
+    /// The socket's bytes to the audit, once its connection ended (not checkable against the
+    /// kernel: UDP keeps no per-socket counts).
+    fn audit(&mut self, rec: &mut CoreRecorder) {
+        if std::mem::take(&mut self.audit_due) {
+            let (tx, rx) = std::mem::take(&mut self.life);
+            rec.audit.add(tx, rx, Err(crate::stats::Inexact::Udp));
+        }
+    }
+
     /// The class of a datagram this connection moves now.
     fn class(&self, core: &Core<'_>, now: Instant) -> Traffic {
         match &self.conn {
@@ -567,6 +590,21 @@ fn drive(
                 return Ok(());
             }
             slot.sock = None;
+            slot.audit(rec);
+        }
+        // With `-n`, a server that answers nothing ends this connection's work (as the TCP
+        // engines' give-up rule).
+        if slot.left.is_some() && slot.futile >= crate::engine::conn::GIVE_UP_AFTER {
+            slot.done = true;
+            slot.retry_at = None;
+            rec.sample(|| {
+                format!("gave up: {} connections in a row got no answer", crate::engine::conn::GIVE_UP_AFTER)
+            });
+            if !slot.settled {
+                slot.settled = true;
+                core.job.window.settle(now);
+            }
+            return Ok(());
         }
         // Nothing (more) to send: a share of `-n` of 0, or the run is over.
         if over || slot.left == Some(0) {
@@ -667,7 +705,9 @@ fn drive(
         end_life(ring, slot, i, core, rec)?;
         if std::mem::take(&mut slot.reconnect) {
             slot.closing = false;
-            slot.retry_at = Some(now);
+            // Straight to the next connection — unless this one answered nothing (a server
+            // saying GOAWAY at once): then after a pause, as after a failure.
+            slot.retry_at = Some(if slot.futile > 0 { now + RETRY_PAUSE } else { now });
         } else {
             slot.done = true;
             // A paced connection's operations that came due before the end (or Ctrl-C) and
@@ -707,6 +747,10 @@ fn expire(slot: &mut Slot, core: &Core<'_>, now: Instant, timeout: Duration, rec
                 rec.ops_failed(class, 1);
                 rec.series_errors(core.measure_from.unwrap_or(core.started), now, 1);
                 rec.sample(|| format!("{}: HTTP/3 request stream {stream}", class.name()));
+                // `-n` counts answered operations: a lost one is sent again.
+                if let Some(left) = &mut slot.left {
+                    *left += 1;
+                }
             }
         }
     }
@@ -832,6 +876,8 @@ fn transmit(
 /// A request's answer: its latency and outcome recorded.
 fn complete(slot: &mut Slot, c: Completed, now: Instant, core: &Core<'_>, rec: &mut CoreRecorder) {
     let Some(Op { intended, sent, traffic, kind }) = slot.ops.remove(&c.stream) else { return };
+    slot.answered = true;
+    slot.futile = 0;
     if traffic != Traffic::Op {
         return;
     }
@@ -868,6 +914,10 @@ fn fail_all(
     rec: &mut CoreRecorder,
 ) {
     let lost = slot.ops.drain().filter(|(_, op)| op.traffic == Traffic::Op).count() as u64;
+    // `-n` counts answered operations: lost ones are sent again.
+    if let Some(left) = &mut slot.left {
+        *left += lost;
+    }
     if lost > 0 {
         rec.ops_failed(class, lost);
         rec.series_errors(core.measure_from.unwrap_or(core.started), now, lost);
@@ -919,8 +969,11 @@ fn end_life(
         }
         crate::stats::layers_merge_into(&mut rec.layers, Some(c.h3().layers()));
     }
-    let (tx, rx) = std::mem::take(&mut slot.life);
-    rec.audit.add(tx, rx, Err(crate::stats::Inexact::Udp));
+    // Audited once the ring is done with the socket (`Slot::audit`).
+    slot.audit_due = true;
+    if !std::mem::take(&mut slot.answered) {
+        slot.futile += 1;
+    }
     slot.requested = false;
     slot.connected_at = None;
     if slot.recv_armed {
@@ -988,11 +1041,13 @@ const SERVER_RECVS: usize = 32;
 const SERVER_RECV: u64 = 1 << 32;
 
 /// Start the built-in HTTP/3 server on `addr` (UDP), a core each on `cores` sharing the port
-/// (`SO_REUSEPORT`: the kernel keeps each client's datagrams on one core), until `stop`.
+/// (`SO_REUSEPORT`: the kernel keeps each client's datagrams on one core), until `stop`, each
+/// core within `bounds`.
 pub fn start_server(
     addr: SocketAddr,
     cores: &[usize],
     config: quinn_proto::ServerConfig,
+    bounds: super::quic::ServerBounds,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<super::ServerHandle, EngineError> {
     let listen = udp::bound;
@@ -1014,7 +1069,7 @@ pub fn start_server(
                     || {},
                     || {
                         super::pin_current_thread(cpu)?;
-                        serve_core(cpu, sock, (*config).clone(), &stop)
+                        serve_core(cpu, sock, (*config).clone(), bounds, &stop)
                             .map_err(|source| EngineError::Executor { cpu, source })
                     },
                 )
@@ -1031,11 +1086,12 @@ fn serve_core(
     cpu: usize,
     sock: std::net::UdpSocket,
     config: quinn_proto::ServerConfig,
+    bounds: super::quic::ServerBounds,
     stop: &std::sync::atomic::AtomicBool,
 ) -> std::io::Result<crate::stats::ServerTally> {
     let clock = super::sys::ThreadClock::start();
     let mut ring = super::rings::ring(256, 256)?;
-    let mut endpoint = super::quic::ServerEndpoint::new(config);
+    let mut endpoint = super::quic::ServerEndpoint::new(config, bounds);
     let mut tally = crate::stats::ServerTally { core: cpu, ..Default::default() };
     let fd = types::Fd(sock.as_raw_fd());
     // A receive takes a GRO batch (64 KiB); a send, a GSO one (10 datagrams) — or one at a
@@ -1084,7 +1140,8 @@ fn serve_core(
                 push(&mut ring, &sqe)?;
             }
             let tick = if closing_turns.is_some() { Duration::from_millis(1) } else { TICK };
-            let wait = endpoint.poll_timeout().map_or(tick, |at| at.saturating_duration_since(now)).min(tick);
+            let wait =
+                endpoint.poll_timeout(now).map_or(tick, |at| at.saturating_duration_since(now)).min(tick);
             let ts = types::Timespec::new().sec(wait.as_secs()).nsec(wait.subsec_nanos());
             match ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
                 Ok(_) => {}
@@ -1153,6 +1210,7 @@ fn serve_core(
     result?;
     tally.requests = endpoint.answered;
     tally.connections = endpoint.accepted;
+    tally.refused = endpoint.refused;
     (tally.cpu, tally.wall) = clock.since(Instant::now());
     Ok(tally)
 }

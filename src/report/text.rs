@@ -294,6 +294,14 @@ fn traffic(r: &RunResult) -> String {
         );
         s += &super::layer_heading(13);
         s += &super::layer_lines("             ", l);
+        if l.stopped > 0 {
+            let _ = writeln!(
+                s,
+                "              {} {} stopped by the server before all their bytes went: tx counts what was handed to the transport (at most what went)",
+                l.stopped,
+                if l.stopped == 1 { "request was" } else { "requests were" }
+            );
+        }
     }
     let _ = writeln!(
         s,

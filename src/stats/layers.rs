@@ -70,12 +70,18 @@ impl LayerCount {
 pub struct Layers {
     pub first: LayerCount,
     pub steady: LayerCount,
+    /// Operations whose bytes the peer stopped before they all went (HTTP/3: STOP_SENDING, an
+    /// answer before the whole body): their `tx` here counts what was handed to the
+    /// transport, which may be more than went on the wire. The report says so.
+    #[serde(default)]
+    pub stopped: u64,
 }
 
 impl Layers {
     pub fn merge(&mut self, o: &Layers) {
         self.first.merge(&o.first);
         self.steady.merge(&o.steady);
+        self.stopped += o.stopped;
     }
 
     /// The count the operation belongs to: a connection's first, or one after it.

@@ -56,7 +56,10 @@ pub fn serve_process_on(cpu: usize, kind: &str, extra: &[&str]) -> (Peer, String
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let line = std::io::BufReader::new(child.stdout.take().unwrap()).lines().next().unwrap().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap().unwrap();
+    // The rest is read and dropped: a closed pipe would kill the server at its next line.
+    std::thread::spawn(move || lines.for_each(drop));
     let addr =
         line.split("listening on ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().to_string();
     (Peer(child), addr)

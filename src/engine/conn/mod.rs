@@ -980,7 +980,9 @@ impl<C: ClientCodec> Conn<C> {
             End::Done => Phase::Done,
             End::PeerClosed => {
                 rec.reconnects += 1;
-                Phase::Idle
+                // Two connections in a row closed with nothing answered (a server that accepts
+                // and closes): the next after a pause, as after a failure.
+                if self.futile >= 2 { Phase::Retry(now + RETRY_PAUSE) } else { Phase::Idle }
             }
             End::Failed(class, message) => {
                 rec.conn_error(class, || message);

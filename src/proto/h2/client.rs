@@ -134,6 +134,17 @@ pub fn grpc_code_name(code: &[u8]) -> &'static str {
     code.and_then(|c| NAMES.get(c).copied()).unwrap_or("UNKNOWN")
 }
 
+/// A `:status` value: exactly three digits (RFC 9110 §15; `+200` or ` 200` is none), HTTP/2's
+/// and HTTP/3's alike.
+pub(crate) fn status_code(value: &[u8]) -> Option<u16> {
+    match value {
+        [a, b, c] if value.iter().all(u8::is_ascii_digit) => {
+            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
+        }
+        _ => None,
+    }
+}
+
 /// A header field: its name and value.
 pub(crate) type Field = (Box<[u8]>, Box<[u8]>);
 
@@ -343,7 +354,7 @@ impl H2Client {
     ) -> Result<Outcome, Error> {
         let (mut status, mut grpc_status) = (None, None);
         self.decoder.decode(block, |name, value| match name {
-            b":status" => status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok()),
+            b":status" => status = Some(status_code(value).unwrap_or(0)),
             b"grpc-status" => grpc_status = Some(grpc_code_name(value)),
             _ => {}
         })?;
@@ -857,6 +868,14 @@ mod tests {
                 panic!("no HEADERS")
             };
             assert_eq!(sent, &block[..], "op {i}, entry {entry}");
+        }
+    }
+
+    #[test]
+    fn a_status_is_three_digits() {
+        assert_eq!(status_code(b"200"), Some(200));
+        for odd in [&b"+200"[..], b" 200", b"20", b"2000", b"2a0", b""] {
+            assert_eq!(status_code(odd), None, "{odd:?}");
         }
     }
 

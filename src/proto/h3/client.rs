@@ -211,7 +211,7 @@ impl H3Client {
             let mut status = None;
             qpack::decode(section, MAX_FIELD_SECTION as usize, |name, value| {
                 if name == b":status" {
-                    status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
+                    status = Some(crate::proto::h2::client::status_code(value).unwrap_or(0));
                 }
             })?;
             Ok::<_, Error>(status)
@@ -277,6 +277,21 @@ impl H3Client {
     /// The last whole answer's status.
     pub fn answer(&self) -> Option<Answer> {
         self.status
+    }
+
+    /// The server stopped request `stream` before all its bytes went (STOP_SENDING, or an
+    /// answer before the whole body), `n` of them still held by this side: those are taken
+    /// off its layers (from the body's end backwards); what the transport had taken may not
+    /// have gone either, so the layers say how many requests this befell.
+    pub fn unsent(&mut self, stream: u64, n: u64) {
+        self.layers.stopped += 1;
+        let tx = &mut self.layers.of(stream == 0).tx;
+        let mut left = n;
+        for layer in [&mut tx.payload, &mut tx.framing, &mut tx.headers] {
+            let take = left.min(*layer);
+            *layer -= take;
+            left -= take;
+        }
     }
 
     /// The request streams' bytes by layer.
@@ -408,7 +423,7 @@ mod tests {
         let mut raised = Vec::new();
         frame::write_frame(&mut raised, frame::GOAWAY, &[12]);
         assert_eq!(c.clone().uni_data(3, &raised, false), Err(stream::UniError::GoAwayRaised(8, 12).into()));
-        assert_eq!(c.uni_data(3, &[], true), Err(stream::UniError::ControlClosed.into()));
+        assert_eq!(c.uni_data(3, &[], true), Err(stream::UniError::CriticalClosed("control stream").into()));
         let mut early = vec![0x00];
         frame::write_frame(&mut early, frame::GOAWAY, &[0]);
         let mut c = H3Client::new(&spec("GET", b""), false);

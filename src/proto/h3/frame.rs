@@ -217,6 +217,11 @@ pub fn parse(input: &[u8], max: u64) -> Result<Option<(Frame<'_>, usize)>, Error
     Ok(Some((frame, end)))
 }
 
+/// Whether HTTP/3 defines frame type `kind` (an unknown one is skipped, whatever its length).
+pub fn is_known(kind: u64) -> bool {
+    matches!(kind, DATA | HEADERS | CANCEL_PUSH | SETTINGS | PUSH_PROMISE | GOAWAY | MAX_PUSH_ID)
+}
+
 /// A frame's type and payload length, and the octets its head took; `Ok(None)`: the head is
 /// not whole yet. Reserved types are refused here.
 pub fn parse_head(input: &[u8]) -> Result<Option<(u64, u64, usize)>, Error> {

@@ -1,5 +1,5 @@
 //! The built-in HTTP/3 server's protocol half, sans-IO per QUIC stream (for `serve h3`, whose
-//! transport is not built yet): it answers as `serve http` and `serve h2` do — `Hello World`
+//! transport is `engine::quic::server`): it answers as `serve http` and `serve h2` do — `Hello World`
 //! for GET, its headers alone for HEAD, `OK` for any other method — once a request stream has
 //! ended after a whole request; the caller writes the answer on the stream and finishes it.
 //!
@@ -147,9 +147,26 @@ impl H3Server {
         }
     }
 
-    /// `data` arrived on the client's unidirectional stream `stream` (`fin`: it ended).
+    /// `data` arrived on the client's unidirectional stream `stream` (`fin`: it ended; its
+    /// control or QPACK stream ending is an error).
     pub fn uni_data(&mut self, stream: u64, data: &[u8], fin: bool) -> Result<(), stream::UniError> {
         self.peer.data(stream, data, fin)
+    }
+
+    /// The client reset its unidirectional stream `stream`: an error if it was a critical one.
+    pub fn uni_reset(&mut self, stream: u64) -> Result<(), stream::UniError> {
+        self.peer.reset(stream)
+    }
+
+    /// Octets of field sections not yet whole, over every request stream (the caller bounds
+    /// them per connection).
+    pub fn unfinished_headers(&self) -> usize {
+        self.requests.iter().map(|r| r.reader.held()).sum()
+    }
+
+    /// Whether request stream `stream` is open and its headers are not whole yet.
+    pub fn awaits_headers(&self, stream: u64) -> bool {
+        self.requests.iter().any(|r| r.id == stream && r.kind.is_none())
     }
 }
 

@@ -147,6 +147,11 @@ impl Reader {
         }
     }
 
+    /// Octets held of a frame not whole yet (a HEADERS frame's, or a head's).
+    pub fn held(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Whether the stream may end here: not inside a frame.
     pub fn at_frame_boundary(&self) -> bool {
         self.pending.is_empty() && self.left == 0
@@ -168,8 +173,10 @@ pub enum UniError {
     ControlFrame(&'static str),
     #[error("HTTP/3 H3_FRAME_UNEXPECTED: a second SETTINGS")]
     SecondSettings,
-    #[error("HTTP/3 H3_CLOSED_CRITICAL_STREAM: the peer closed its control stream")]
-    ControlClosed,
+    #[error("HTTP/3 H3_CLOSED_CRITICAL_STREAM: the peer closed its {0}")]
+    CriticalClosed(&'static str),
+    #[error("HTTP/3 H3_STREAM_CREATION_ERROR: a second {0}")]
+    SecondQpack(&'static str),
     #[error("HTTP/3 H3_ID_ERROR: a GOAWAY raising the last id from {0} to {1}")]
     GoAwayRaised(u64, u64),
     #[error("HTTP/3 H3_ID_ERROR: a server's GOAWAY naming {0}, not a request stream")]
@@ -183,10 +190,12 @@ impl UniError {
     pub fn code(&self) -> u64 {
         match self {
             UniError::Frame(e) => e.code(),
-            UniError::SecondControl | UniError::Push => frame::H3_STREAM_CREATION_ERROR,
+            UniError::SecondControl | UniError::Push | UniError::SecondQpack(_) => {
+                frame::H3_STREAM_CREATION_ERROR
+            }
             UniError::MissingSettings(_) => frame::H3_MISSING_SETTINGS,
             UniError::ControlFrame(_) | UniError::SecondSettings => frame::H3_FRAME_UNEXPECTED,
-            UniError::ControlClosed => frame::H3_CLOSED_CRITICAL_STREAM,
+            UniError::CriticalClosed(_) => frame::H3_CLOSED_CRITICAL_STREAM,
             UniError::GoAwayRaised(..) | UniError::GoAwayId(_) => frame::H3_ID_ERROR,
             UniError::Setting(_) => frame::H3_SETTINGS_ERROR,
         }
@@ -194,12 +203,13 @@ impl UniError {
 }
 
 /// A unidirectional stream the peer opened: its type once known, and the control stream's
-/// octets of a frame not yet whole.
+/// octets of a frame not yet whole (or of an unknown frame's payload, the octets still to skip).
 #[derive(Debug, Clone)]
 struct Uni {
     id: u64,
     kind: Option<u64>,
     pending: Vec<u8>,
+    skip: u64,
 }
 
 /// The largest control-stream frame held whole.
@@ -211,6 +221,8 @@ pub struct PeerStreams {
     /// Those still open (one ended is forgotten).
     open: Vec<Uni>,
     control: Option<u64>,
+    /// QPACK's encoder and decoder streams (RFC 9204 §4.2): critical, as the control stream.
+    qpack: [Option<u64>; 2],
     settings: bool,
     /// The last id of the peer's GOAWAYs.
     goaway: Option<u64>,
@@ -230,18 +242,30 @@ impl PeerStreams {
         let at = match self.open.iter().position(|u| u.id == stream) {
             Some(at) => at,
             None => {
-                self.open.push(Uni { id: stream, kind: None, pending: Vec::new() });
+                self.open.push(Uni { id: stream, kind: None, pending: Vec::new(), skip: 0 });
                 self.open.len() - 1
             }
         };
         let result = self.take(at, stream, data);
         if fin {
             self.open.swap_remove(at);
-            if result.is_ok() && self.control == Some(stream) {
-                return Err(UniError::ControlClosed);
-            }
+            result?;
+            return self.critical(stream);
         }
         result
+    }
+
+    /// The peer's stream `stream` ended: an error if it was one of the critical ones (RFC 9114
+    /// §6.2.1, RFC 9204 §4.2).
+    fn critical(&self, stream: u64) -> Result<(), UniError> {
+        if self.control == Some(stream) {
+            return Err(UniError::CriticalClosed("control stream"));
+        }
+        match self.qpack.iter().position(|q| *q == Some(stream)) {
+            Some(0) => Err(UniError::CriticalClosed("QPACK encoder stream")),
+            Some(_) => Err(UniError::CriticalClosed("QPACK decoder stream")),
+            None => Ok(()),
+        }
     }
 
     fn take(&mut self, at: usize, stream: u64, data: &[u8]) -> Result<(), UniError> {
@@ -258,16 +282,46 @@ impl PeerStreams {
                 frame::CONTROL_STREAM if self.control.is_some() => return Err(UniError::SecondControl),
                 frame::CONTROL_STREAM => self.control = Some(stream),
                 frame::PUSH_STREAM => return Err(UniError::Push),
+                frame::QPACK_ENCODER_STREAM | frame::QPACK_DECODER_STREAM => {
+                    let (which, name) = match kind {
+                        frame::QPACK_ENCODER_STREAM => (0, "QPACK encoder stream"),
+                        _ => (1, "QPACK decoder stream"),
+                    };
+                    if self.qpack[which].is_some() {
+                        return Err(UniError::SecondQpack(name));
+                    }
+                    self.qpack[which] = Some(stream);
+                    u.pending = Vec::new();
+                    return Ok(());
+                }
                 _ => {
                     u.pending = Vec::new();
                     return Ok(());
                 }
             }
         }
-        // The control stream: its whole frames.
+        // The control stream: its whole frames, and unknown ones skipped as they come,
+        // however long (§9: their types are extension points; only known ones are held).
         let mut pending = std::mem::take(&mut self.open[at].pending);
         let mut rest = &pending[..];
-        while let Some((f, used)) = frame::parse(rest, MAX_CONTROL_FRAME)? {
+        loop {
+            let u = &mut self.open[at];
+            if u.skip > 0 {
+                let n = (u.skip as usize).min(rest.len());
+                u.skip -= n as u64;
+                rest = &rest[n..];
+                if u.skip > 0 {
+                    break;
+                }
+            }
+            if let Some((kind, len, head)) = frame::parse_head(rest)?
+                && !frame::is_known(kind)
+            {
+                u.skip = len;
+                rest = &rest[head..];
+                continue;
+            }
+            let Some((f, used)) = frame::parse(rest, MAX_CONTROL_FRAME)? else { break };
             rest = &rest[used..];
             match f {
                 frame::Frame::Settings(params) if !self.settings => {
@@ -312,13 +366,13 @@ impl PeerStreams {
         Ok(())
     }
 
-    /// The peer reset its unidirectional stream `stream`: forgotten; its control stream is
-    /// critical (H3_CLOSED_CRITICAL_STREAM).
+    /// The peer reset its unidirectional stream `stream`: forgotten; its control and QPACK
+    /// streams are critical (H3_CLOSED_CRITICAL_STREAM).
     pub fn reset(&mut self, stream: u64) -> Result<(), UniError> {
         if let Some(at) = self.open.iter().position(|u| u.id == stream) {
             self.open.swap_remove(at);
         }
-        if self.control == Some(stream) { Err(UniError::ControlClosed) } else { Ok(()) }
+        self.critical(stream)
     }
 
     /// The last id of the peer's GOAWAYs: a server's, the last request stream it takes.
@@ -330,6 +384,28 @@ impl PeerStreams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// QPACK's streams are critical (RFC 9204 §4.2): one ending or reset is the connection's
+    /// end, a second of either kind an error; on the control stream an unknown frame of any
+    /// length (here 100,000 octets, in pieces) is skipped, and the GOAWAY after it read.
+    #[test]
+    fn qpack_streams_are_critical_and_unknown_control_frames_of_any_length_skipped() {
+        let mut p = PeerStreams::of_server(true);
+        p.data(7, &[0x02], false).unwrap();
+        p.data(11, &[0x03], false).unwrap();
+        assert_eq!(p.data(15, &[0x02], false), Err(UniError::SecondQpack("QPACK encoder stream")));
+        assert_eq!(p.clone().data(7, &[], true), Err(UniError::CriticalClosed("QPACK encoder stream")));
+        assert_eq!(p.clone().reset(11), Err(UniError::CriticalClosed("QPACK decoder stream")));
+        let mut control = vec![0x00];
+        frame::write_settings(&mut control, &[]);
+        frame::write_frame(&mut control, 0x21, &vec![b'g'; 100_000]);
+        frame::write_frame(&mut control, frame::GOAWAY, &[8]);
+        for piece in control.chunks(7_000) {
+            p.data(3, piece, false).unwrap();
+        }
+        assert_eq!(p.goaway(), Some(8));
+        assert!(p.reset(19).is_ok(), "an unknown stream may end");
+    }
 
     /// A stream of HEADERS, DATA, an unknown frame and trailers gives the same pieces' sums
     /// whole and an octet at a time; a cut inside a frame is not a boundary.

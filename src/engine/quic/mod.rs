@@ -13,13 +13,16 @@
 //!
 //! Time is quinn-proto's `std::time::Instant` here; the engine converts.
 
+mod server;
+
+pub use server::{ServerBounds, ServerEndpoint};
+
 use crate::proto::Outcome;
 use crate::proto::h3::client::{self, H3Client};
-use crate::proto::h3::server::H3Server;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use quinn_proto::{
-    ClientConfig, Connection, ConnectionEvent, ConnectionHandle, DatagramEvent, Dir, Endpoint,
-    EndpointConfig, Event, ServerConfig, StreamEvent, StreamId, Transmit, VarInt,
+    ClientConfig, Connection, ConnectionEvent, ConnectionHandle, Dir, Endpoint, Event, ServerConfig,
+    StreamEvent, StreamId, Transmit, VarInt,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -40,13 +43,32 @@ pub fn client_config(tls: Arc<rustls::ClientConfig>) -> anyhow::Result<ClientCon
     // ones are its control stream and QPACK's two.
     transport.max_concurrent_bidi_streams(VarInt::from_u32(0));
     transport.max_concurrent_uni_streams(VarInt::from_u32(3));
+    // What the server may have in flight to this side on a connection (quinn's default is
+    // unbounded: a server could make each connection hold its whole answer stream): a few
+    // streams' windows.
+    transport.receive_window(VarInt::from_u32(CLIENT_RECEIVE_WINDOW));
+    // No QUIC DATAGRAM frames: nothing here reads them, so none is advertised (quinn's default
+    // takes 1.25 MB of them a connection).
+    transport.datagram_receive_buffer_size(None);
     config.transport_config(Arc::new(transport));
     Ok(config)
 }
 
+/// The receive window of a client connection: 16 MiB, the stream windows of a dozen answers
+/// at quinn's default (1.25 MB each).
+const CLIENT_RECEIVE_WINDOW: u32 = 16 << 20;
+
+/// Requests a client may have open at once on one `serve h3` connection (its
+/// `max_concurrent_bidi_streams`), as `serve h2`'s MAX_CONCURRENT_STREAMS.
+pub const MAX_STREAMS: u32 = 100;
+
 /// The server's QUIC configuration over `tls` (its certificate), agreeing to `h3` by ALPN, at
-/// most `streams` requests at once per connection.
-pub fn server_config(mut tls: rustls::ServerConfig, streams: u32) -> anyhow::Result<ServerConfig> {
+/// most `streams` requests at once per connection, a connection silent for `idle` closed.
+pub fn server_config(
+    mut tls: rustls::ServerConfig,
+    streams: u32,
+    idle: std::time::Duration,
+) -> anyhow::Result<ServerConfig> {
     tls.alpn_protocols = vec![ALPN.to_vec()];
     tls.max_early_data_size = 0;
     let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls)?;
@@ -60,6 +82,9 @@ pub fn server_config(mut tls: rustls::ServerConfig, streams: u32) -> anyhow::Res
     // control rather than by the kernel dropping datagrams.
     transport.receive_window(VarInt::from_u32(1 << 20));
     transport.stream_receive_window(VarInt::from_u32(1 << 20));
+    transport.max_idle_timeout(quinn_proto::IdleTimeout::try_from(idle).ok());
+    // No QUIC DATAGRAM frames (RFC 9221): nothing here reads them, so none is advertised.
+    transport.datagram_receive_buffer_size(None);
     config.transport_config(Arc::new(transport));
     Ok(config)
 }
@@ -206,6 +231,14 @@ impl ClientConn {
         }
     }
 
+    /// No more of `stream` goes: the bytes held for it are dropped (and taken off its layers:
+    /// they never went), and its send half reset with `code`.
+    fn stop_sending(&mut self, stream: StreamId, code: VarInt) {
+        let held = self.unsent.remove(&stream).map_or(0, |(bytes, _)| bytes.len() as u64);
+        self.h3.unsent(u64::from(stream), held);
+        let _ = self.conn.send_stream(stream).reset(code);
+    }
+
     /// quinn's id of the client's bidirectional stream `stream`.
     fn stream_id(&self, stream: u64) -> StreamId {
         StreamId::from(VarInt::from_u64(stream).unwrap_or(VarInt::from_u32(0)))
@@ -241,9 +274,12 @@ impl ClientConn {
                     let connected = self.connected;
                     self.lost.get_or_insert_with(|| Lost::of(&reason, connected));
                 }
-                Event::Stream(StreamEvent::Stopped { id, .. }) => {
-                    // The server wants no more of it (an answer before the whole body).
-                    self.unsent.remove(&id);
+                Event::Stream(StreamEvent::Stopped { id, error_code }) => {
+                    // The server wants no more of it (an answer before the whole body): what
+                    // waits is dropped, and the stream reset with the server's code (RFC 9000
+                    // §3.5 — else it stays open on both sides, and the server's stream credit
+                    // never comes back).
+                    self.stop_sending(id, error_code);
                 }
                 Event::Stream(StreamEvent::Readable { id }) => self.read(now, id, done),
                 Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
@@ -319,8 +355,10 @@ impl ClientConn {
             match result {
                 Ok(Some((stream, outcome))) => {
                     self.requests -= 1;
-                    if !self.unsent.is_empty() {
-                        self.unsent.remove(&stream_id); // (mostly empty: no hashing then)
+                    if !self.unsent.is_empty() && self.unsent.contains_key(&stream_id) {
+                        // Answered before its body went whole: the rest does not go, and the
+                        // send half is reset (RFC 9114 §4.1: H3_NO_ERROR).
+                        self.stop_sending(stream_id, VarInt::from_u32(0x100));
                     }
                     done.push(Completed { stream, outcome, answer: self.h3.answer() });
                 }
@@ -390,171 +428,9 @@ fn frame_code(e: client::Error) -> u64 {
     }
 }
 
-/// A server connection: quinn-proto's, its HTTP/3 state, and answers quinn did not take yet.
-struct ServerConn {
-    conn: Connection,
-    h3: H3Server,
-    unsent: HashMap<StreamId, (Bytes, bool)>,
-}
-
-/// The built-in server's side of one UDP socket: its endpoint and connections.
-pub struct ServerEndpoint {
-    endpoint: Endpoint,
-    config: Arc<ServerConfig>,
-    conns: HashMap<ConnectionHandle, ServerConn>,
-    /// Datagrams the endpoint answered by itself (a version negotiation, a stateless reset).
-    responses: Vec<(Transmit, Vec<u8>)>,
-    /// Requests answered, over every connection, and connections accepted.
-    pub answered: u64,
-    pub accepted: u64,
-    /// Requests answered by connections already gone.
-    answered_gone: u64,
-}
-
-impl ServerEndpoint {
-    pub fn new(config: ServerConfig) -> ServerEndpoint {
-        let config = Arc::new(config);
-        ServerEndpoint {
-            endpoint: Endpoint::new(Arc::new(EndpointConfig::default()), Some(config.clone()), false, None),
-            config,
-            conns: HashMap::new(),
-            responses: Vec::new(),
-            answered: 0,
-            accepted: 0,
-            answered_gone: 0,
-        }
-    }
-
-    /// A datagram from `remote`.
-    pub fn datagram(&mut self, now: Instant, remote: SocketAddr, data: BytesMut) {
-        let mut buf = Vec::new();
-        let event = self.endpoint.handle(now, remote, None, None, data, &mut buf);
-        match event {
-            Some(DatagramEvent::ConnectionEvent(handle, event)) => {
-                if let Some(c) = self.conns.get_mut(&handle) {
-                    c.conn.handle_event(event);
-                }
-            }
-            Some(DatagramEvent::NewConnection(incoming)) => {
-                let mut buf = Vec::new();
-                match self.endpoint.accept(incoming, now, &mut buf, Some(self.config.clone())) {
-                    Ok((handle, conn)) => {
-                        self.accepted += 1;
-                        self.conns.insert(
-                            handle,
-                            ServerConn { conn, h3: H3Server::default(), unsent: HashMap::new() },
-                        );
-                    }
-                    Err(e) => {
-                        if let Some(t) = e.response {
-                            self.responses.push((t, buf));
-                        }
-                    }
-                }
-            }
-            Some(DatagramEvent::Response(t)) => self.responses.push((t, buf)),
-            None => {}
-        }
-    }
-
-    /// Let every connection act on what it was given: requests read and answered.
-    pub fn drive(&mut self, now: Instant) {
-        for (&handle, c) in &mut self.conns {
-            while let Some(event) = c.conn.poll_endpoint_events() {
-                if let Some(back) = self.endpoint.handle_event(handle, event) {
-                    c.conn.handle_event(back);
-                }
-            }
-            while let Some(event) = c.conn.poll() {
-                match event {
-                    Event::Connected => {
-                        if let Some(control) = c.conn.streams().open(Dir::Uni) {
-                            let mut bytes = Vec::new();
-                            H3Server::control_stream(&mut bytes);
-                            write_server(c, control, bytes.into(), false);
-                        }
-                    }
-                    Event::Stream(StreamEvent::Opened { dir }) => {
-                        while let Some(id) = c.conn.streams().accept(dir) {
-                            serve_stream(now, c, id);
-                        }
-                    }
-                    Event::Stream(StreamEvent::Readable { id }) => serve_stream(now, c, id),
-                    Event::Stream(StreamEvent::Writable { id }) => {
-                        if let Some((bytes, finish)) = c.unsent.remove(&id) {
-                            write_server(c, id, bytes, finish);
-                        }
-                    }
-                    Event::Stream(StreamEvent::Stopped { id, .. }) => {
-                        c.unsent.remove(&id);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let gone = &mut self.answered_gone;
-        self.conns.retain(|_, c| {
-            let drained = c.conn.is_drained();
-            if drained {
-                *gone += c.h3.answered;
-            }
-            !drained
-        });
-        self.answered = self.answered_gone + self.conns.values().map(|c| c.h3.answered).sum::<u64>();
-    }
-
-    /// The next datagram(s) to send, into `buf` (up to `max_datagrams` of one size: GSO): the
-    /// endpoint's own answers first, then each connection's.
-    pub fn poll_transmit(
-        &mut self,
-        now: Instant,
-        max_datagrams: usize,
-        buf: &mut Vec<u8>,
-    ) -> Option<Transmit> {
-        if let Some((t, bytes)) = self.responses.pop() {
-            buf.clear();
-            buf.extend_from_slice(&bytes);
-            return Some(t);
-        }
-        for c in self.conns.values_mut() {
-            buf.clear();
-            if let Some(t) = c.conn.poll_transmit(now, max_datagrams, buf) {
-                return Some(t);
-            }
-        }
-        None
-    }
-
-    /// The earliest time a connection wants its timeout handled.
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
-        self.conns.values_mut().filter_map(|c| c.conn.poll_timeout()).min()
-    }
-
-    pub fn handle_timeout(&mut self, now: Instant) {
-        for c in self.conns.values_mut() {
-            if c.conn.poll_timeout().is_some_and(|at| at <= now) {
-                c.conn.handle_timeout(now);
-            }
-        }
-    }
-
-    /// The server stops: every connection closed with H3_NO_ERROR (their CONNECTION_CLOSE
-    /// goes with the next transmits), so clients learn it at once, not at their idle timeout.
-    pub fn close_all(&mut self, now: Instant) {
-        for c in self.conns.values_mut() {
-            c.conn.close(now, VarInt::from_u32(0x100), bytes::Bytes::new());
-        }
-    }
-}
-
-/// Write an answer on `stream` as far as quinn takes it (then finish it); the rest waits.
-fn write_server(c: &mut ServerConn, stream: StreamId, bytes: Bytes, finish: bool) {
-    write_or_hold(&mut c.conn, &mut c.unsent, stream, bytes, finish);
-}
-
 /// Write `bytes` on `stream` as far as quinn takes them, then finish it if `finish`; the rest
 /// (and the finish) is held in `unsent` until the stream is writable again. Both roles'.
-fn write_or_hold(
+pub(crate) fn write_or_hold(
     conn: &mut Connection,
     unsent: &mut HashMap<StreamId, (Bytes, bool)>,
     stream: StreamId,
@@ -584,64 +460,12 @@ fn write_all(conn: &mut Connection, stream: StreamId, bytes: &mut Bytes) {
     }
 }
 
-/// Read what a client's stream has: a request stream's bytes to the HTTP/3 server (its answer
-/// written once the request is whole), a unidirectional stream's to its reader; an HTTP/3
-/// error closes the connection with its code.
-fn serve_stream(now: Instant, c: &mut ServerConn, stream: StreamId) {
-    let id = u64::from(stream);
-    let request = stream.dir() == Dir::Bi;
-    let mut recv = c.conn.recv_stream(stream);
-    let Ok(mut chunks) = recv.read(true) else { return };
-    let mut answer = Vec::new();
-    let mut error = None;
-    let mut ended = false;
-    loop {
-        match chunks.next(usize::MAX) {
-            Ok(Some(chunk)) => {
-                let r = if request {
-                    c.h3.request_data(id, &chunk.bytes, false, &mut answer).map(|_| ())
-                } else {
-                    c.h3.uni_data(id, &chunk.bytes, false).map_err(|e| e.code())
-                };
-                if let Err(code) = r {
-                    error = Some(code);
-                    break;
-                }
-            }
-            Ok(None) => {
-                ended = true;
-                break;
-            }
-            Err(quinn_proto::ReadError::Blocked) => break,
-            Err(quinn_proto::ReadError::Reset(_)) => {
-                c.h3.reset(id);
-                break;
-            }
-        }
-    }
-    let _ = chunks.finalize();
-    if ended && error.is_none() {
-        let r = if request {
-            c.h3.request_data(id, &[], true, &mut answer).map(|_| ())
-        } else {
-            c.h3.uni_data(id, &[], true).map_err(|e| e.code())
-        };
-        error = r.err();
-    }
-    if let Some(code) = error {
-        let code = VarInt::from_u64(code).unwrap_or(VarInt::from_u32(0x101));
-        c.conn.close(now, code, bytes::Bytes::new());
-        return;
-    }
-    if !answer.is_empty() {
-        write_server(c, stream, answer.into(), true);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::proto::h2::client::RequestSpec;
+    use bytes::BytesMut;
+    use quinn_proto::{DatagramEvent, EndpointConfig};
     use std::time::Duration;
 
     /// A client and a server TLS 1.3 configuration over a fresh self-signed certificate.
@@ -680,7 +504,14 @@ mod tests {
     /// clock moved to the next timer when nothing is left to pass. Bounded in rounds.
     fn run(n: usize, depth: usize, body: &[u8]) -> (Seen, ClientConn) {
         let (client_tls, server_tls) = tls();
-        let mut server = ServerEndpoint::new(server_config(server_tls, 100).unwrap());
+        let bounds = ServerBounds {
+            max_conns: 10,
+            head_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
+            delay: Duration::ZERO,
+        };
+        let config = server_config(server_tls, MAX_STREAMS, Duration::from_secs(30)).unwrap();
+        let mut server = ServerEndpoint::new(config, bounds);
         let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, false, None);
         let (client_addr, server_addr): (SocketAddr, SocketAddr) =
             ("127.0.0.1:40000".parse().unwrap(), "127.0.0.1:8443".parse().unwrap());
@@ -731,7 +562,7 @@ mod tests {
             }
             if !moved {
                 // Nothing to pass: the next timer.
-                let next = [c.poll_timeout(), server.poll_timeout()].into_iter().flatten().min();
+                let next = [c.poll_timeout(), server.poll_timeout(now)].into_iter().flatten().min();
                 now = next.unwrap_or(now + Duration::from_millis(1)).max(now);
                 c.handle_timeout(now);
                 server.handle_timeout(now);
