@@ -8,6 +8,10 @@ mod common;
 #[path = "hostile/kit.rs"]
 mod kit;
 
+#[path = "hostile/endless.rs"]
+mod endless;
+#[path = "hostile/faults.rs"]
+mod faults;
 #[path = "hostile/h2_client.rs"]
 mod h2_client;
 #[path = "hostile/h2_server.rs"]

@@ -64,6 +64,10 @@ fi
 if ! python3 -c 'import aioquic' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check aioquic
 fi
+# A strict HTTP/2 peer (tools/h2-strict.py: Python's h2, its header validation on).
+if ! python3 -c 'import h2' 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check h2
+fi
 if ! python3 -c 'import grpc' 2>/dev/null; then
     python3 -m pip install -q --disable-pip-version-check grpcio
 fi

@@ -271,3 +271,35 @@ fn a_te_header_other_than_trailers_is_dropped() {
         assert_eq!(r.failed.total(), 0, "{engine}: {}", samples(r));
     });
 }
+
+/// Item 7 against a strict peer no one here wrote: Python's `h2` with its header validation on
+/// (`tools/h2-strict.py`) takes every request, `-H "TE: gzip"` and a mixed-case header among
+/// them (20 protocol errors, reported only as `closed`, before), and its own count is ours.
+#[test]
+#[ignore = "needs Python's h2 (tools/install-peers.sh)"]
+fn a_strict_h2_server_takes_every_request() {
+    use std::io::BufRead;
+    let ok =
+        std::process::Command::new("python3").args(["-c", "import h2"]).status().is_ok_and(|s| s.success());
+    if !ok {
+        return super::common::skip("Python's h2 is not installed (tools/install-peers.sh)");
+    }
+    let port = super::common::free_port();
+    let mut child = std::process::Command::new("python3")
+        .args([concat!(env!("CARGO_MANIFEST_DIR"), "/tools/h2-strict.py"), &port.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let peer = super::common::Peer(child);
+    let url = format!("h2c://127.0.0.1:{port}/");
+    let r =
+        SHORT.on("uring", &url, &["-H", "TE: gzip", "-H", "X-Mixed-Case: 1", "-n", "500", "--depth", "4"]).0;
+    assert_eq!((r.ops, r.failed.total(), r.conn_errors.total()), (500, 0, 0), "{}", samples(&r));
+    drop(peer);
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "answered 500 errors 0");
+}

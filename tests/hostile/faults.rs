@@ -4,8 +4,7 @@
 //! socket whose count could be read, and never panic; each server must still serve a normal
 //! client afterwards.
 
-mod common;
-use common::*;
+use super::common::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
