@@ -11,8 +11,8 @@
 //! | `min`, `mean`, `p50`, `p90`, `p99`, `p99.9`, `max` | latency, with a unit: `ns`, `us`, `ms`, `s` |
 //! | `ops`, `sent`, `reconnects`, `connects` | counts |
 //! | `ops_per_sec`, `messages_per_sec` | rates |
-//! | `failed`, `failed.CLASS` (`failed.timeout`, …) | a count, or with `%` a share of `sent` |
-//! | `connection_errors` | a count, or with `%` a share of `connects` |
+//! | `failed`, `failed.CLASS` (`closed`, `read`, `write`, `timeout`, `status`, `protocol`, `tls`) | a count, or with `%` a share of `sent` |
+//! | `connection_errors`, `connection_errors.CLASS` (those and `connect`) | a count, or with `%` a share of `connects` |
 //! | `not_successful` | a count, or with `%` a share of `ops` (HTTP ≥ 400, NSQ `E_*`) |
 //! | `tx_per_op`, `rx_per_op` | bytes per completed operation |
 //! | `cpu_us_per_op`, `imbalance_pct` | the generator's CPU per operation (µs), its cores' spread (%) |
@@ -63,6 +63,8 @@ enum Figure {
     Number(&'static str, Option<&'static str>),
     /// Failed operations of one class (or all: `None`), a count or a share of `sent`.
     Failed(Option<String>),
+    /// Connection errors of one class, a count or a share of `connects`.
+    ConnErrors(String),
     Audit,
 }
 
@@ -100,10 +102,15 @@ impl Condition {
             _ => bail!("--fail-if '{text}': the comparison is one of > >= < <= == !="),
         };
         let figure = figure(name).ok_or_else(|| {
+            let classes = |of: &[crate::outcome::ErrorClass]| {
+                of.iter().map(|c| c.name()).collect::<Vec<_>>().join("|")
+            };
             anyhow::anyhow!(
-                "--fail-if '{text}': no figure '{name}' (latency: {}; {}, failed, failed.CLASS, imbalance_pct, audit)",
+                "--fail-if '{text}': no figure '{name}' (latency: {}; {}, failed, failed.{{{}}}, connection_errors.{{{}}}, imbalance_pct, audit)",
                 LATENCY.join(", "),
-                NUMBERS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                NUMBERS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                classes(&crate::outcome::ErrorClass::OPS),
+                classes(&crate::outcome::ErrorClass::ALL),
             )
         })?;
         let value = match &figure {
@@ -117,11 +124,18 @@ impl Condition {
             })?),
             figure => match value.strip_suffix('%') {
                 Some(share) => {
-                    let shared = matches!(figure, Figure::Failed(_) | Figure::Number(_, Some(_)));
+                    let shared = matches!(
+                        figure,
+                        Figure::Failed(_) | Figure::ConnErrors(_) | Figure::Number(_, Some(_))
+                    );
                     if !shared {
                         bail!("--fail-if '{text}': '{name}' is no share of anything: give a number");
                     }
-                    Value::Percent(number(share, &text)?)
+                    let share = number(share, &text)?;
+                    if share > 100.0 {
+                        bail!("--fail-if '{text}': a share is at most 100%");
+                    }
+                    Value::Percent(share)
                 }
                 None => Value::Plain(number(value, &text)?),
             },
@@ -175,6 +189,7 @@ impl Condition {
         match figure {
             Figure::Failed(None) => (class_total(&r.failed), r.sent),
             Figure::Failed(Some(class)) => (r.failed.get(class).copied().unwrap_or(0), r.sent),
+            Figure::ConnErrors(class) => (r.connection_errors.get(class).copied().unwrap_or(0), r.connects),
             Figure::Number(name, base) => {
                 (number_of(r, name) as u64, base.map_or(0, |b| number_of(r, b) as u64))
             }
@@ -208,8 +223,13 @@ fn figure(name: &str) -> Option<Figure> {
         "failed" => Some(Figure::Failed(None)),
         "audit" => Some(Figure::Audit),
         _ => {
+            if let Some(class) = name.strip_prefix("connection_errors.") {
+                let known = crate::outcome::ErrorClass::ALL.iter().any(|c| c.name() == class);
+                return known.then(|| Figure::ConnErrors(class.to_string()));
+            }
+            // Operations never fail as `connect` (a connection that never opened carried none).
             let class = name.strip_prefix("failed.")?;
-            crate::outcome::ErrorClass::ALL
+            crate::outcome::ErrorClass::OPS
                 .iter()
                 .any(|c| c.name() == class)
                 .then(|| Figure::Failed(Some(class.to_string())))
@@ -303,6 +323,20 @@ impl std::fmt::Display for Failed {
 }
 
 impl std::error::Error for Failed {}
+
+/// A run that completed no operation: it measured nothing, whatever its report says. main
+/// prints the line (why, and what the target seems to speak) and exits with status 4 —
+/// unless `--allow-empty` asked for such a run.
+#[derive(Debug)]
+pub struct Empty(pub String);
+
+impl std::fmt::Display for Empty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Empty {}
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,23 @@
 //! The `wirebench` binary: parse the command line, run the command, and turn any error into
-//! one clear line and exit status 2 (3 when `--fail-if` thresholds held, 130 after Ctrl-C, 0
-//! when its reader closed the pipe).
+//! one clear line and exit status 2 (3 when `--fail-if` thresholds held, 4 when a run completed
+//! no operation, 130 after Ctrl-C, 0 when its reader closed the pipe).
 
 use clap::Parser;
 use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, search, serve, sweep, watch};
+
+/// An error and its causes in one line, each cause once: one whose words end the line already
+/// (an error that prints its source, as `cannot listen on …: Address already in use`) is not
+/// said again.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.ends_with(&text) {
+            line = format!("{line}: {text}");
+        }
+    }
+    line
+}
 
 fn main() {
     let cli = Cli::parse();
@@ -28,7 +42,14 @@ fn main() {
             }
             std::process::exit(3);
         }
-        eprintln!("wirebench: error: {e:#}");
+        // A run that completed no operation: why, and status 4.
+        if let Some(empty) = e.downcast_ref::<wirebench::check::Empty>() {
+            for line in empty.to_string().lines() {
+                eprintln!("wirebench: {line}");
+            }
+            std::process::exit(4);
+        }
+        eprintln!("wirebench: error: {}", one_line(&e));
         std::process::exit(2);
     }
     // Interrupted runs print what they measured, then say so in their exit status (as a

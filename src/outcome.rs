@@ -44,6 +44,18 @@ impl ErrorClass {
         ErrorClass::Tls,
     ];
 
+    /// The classes an operation can fail with: all but `connect` (a connection that never
+    /// opened carried no operation).
+    pub const OPS: [ErrorClass; 7] = [
+        ErrorClass::Closed,
+        ErrorClass::Read,
+        ErrorClass::Write,
+        ErrorClass::Timeout,
+        ErrorClass::Status,
+        ErrorClass::Protocol,
+        ErrorClass::Tls,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             ErrorClass::Connect => "connect",

@@ -50,6 +50,24 @@ pub struct Protocol {
     /// The protocol it offers by ALPN when TLS starts at the connect, and whether the server
     /// must agree to it (HTTP/2 must be agreed; a server that says nothing speaks HTTP/1.1).
     pub alpn: (&'static [u8], bool),
+    /// What a server's first bytes say if they are this protocol's — `HTTP/1.1 (a response)`
+    /// — else `None`: the verdict of a run that completed nothing names what the target
+    /// seems to speak instead ([`recognize`]).
+    pub recognize: fn(&[u8]) -> Option<&'static str>,
+}
+
+/// What the first bytes a server sent look like, by the registry's protocols and TLS (the
+/// first that recognizes them); `None`: none does.
+pub fn recognize(bytes: &[u8]) -> Option<&'static str> {
+    if crate::tls::looks_like_tls(bytes) {
+        return Some("TLS (a record: a TLS server?)");
+    }
+    PROTOCOLS.iter().find_map(|p| (p.recognize)(bytes))
+}
+
+/// A protocol that recognizes nothing (its answers look like another's: gRPC's are HTTP/2's).
+pub fn recognizes_none(_: &[u8]) -> Option<&'static str> {
+    None
 }
 
 impl std::fmt::Debug for Protocol {

@@ -138,6 +138,40 @@ impl Watcher {
     }
 }
 
+/// The processes holding a TCP socket that listens on `port` (any address), from `/proc`: the
+/// kernel's listening sockets (`/proc/net/tcp`, `tcp6`: state 0A), their inodes, and the
+/// processes with those inodes among their descriptors. Empty where `/proc` cannot be read.
+pub fn listening_pids(port: u16) -> Vec<u32> {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else { continue };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local_port =
+                f.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
+            if local_port == Some(port) && f.get(3) == Some(&"0A") {
+                inodes.extend(f.get(9).map(|i| format!("socket:[{i}]")));
+            }
+        }
+    }
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    let mut pids = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else { return pids };
+    for entry in procs.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else { continue };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|t| inodes.iter().any(|i| t.as_os_str() == i.as_str()))
+        });
+        if holds {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

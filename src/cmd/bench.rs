@@ -38,6 +38,11 @@ fn http3_urls(urls: &[String]) -> Result<Vec<String>> {
 /// `wirebench bench`: run and print.
 pub fn main(args: &BenchArgs) -> Result<()> {
     let conditions = crate::check::parse_all(&args.thresholds.fail_if)?;
+    report::check_writable(&[
+        ("--json", args.json.as_deref()),
+        ("--csv", args.csv.as_deref()),
+        ("--hlog", args.hlog.as_deref()),
+    ])?;
     let mut prepared = prepare(args)?;
     let metrics = match args.metrics_listen {
         Some(addr) => Some(serve_metrics(addr, &mut prepared)?),
@@ -77,6 +82,12 @@ pub fn main(args: &BenchArgs) -> Result<()> {
         report::csv::write(path, &report::csv::intervals(&result))?;
     }
     drop(metrics);
+    // A run that completed nothing measured nothing: said, and exit status 4.
+    if !args.thresholds.allow_empty
+        && let Some(line) = super::nothing_completed(&report, &info.target)
+    {
+        return Err(crate::check::Empty(line).into());
+    }
     crate::check::verdict(held.into_iter().map(|c| (String::new(), c)).collect())
 }
 

@@ -18,6 +18,11 @@ const COMPARE_PAYLOAD: usize = 400;
 
 pub fn main(args: &CompareArgs) -> Result<()> {
     let conditions = crate::check::parse_all(&args.thresholds.fail_if)?;
+    report::check_writable(&[
+        ("--json", args.json.as_deref()),
+        ("--csv", args.csv.as_deref()),
+        ("--svg", args.svg.as_deref()),
+    ])?;
     let online = crate::cpus::online();
     let server_cores = match &args.server_cores {
         Some(list) => parse_cores(Some(list))?,
@@ -80,6 +85,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     say(&table::header(&info));
     let mut rows = Vec::new();
     let mut held = Vec::new();
+    let mut empty = Vec::new();
     for planned in rows_planned {
         if interrupted.load(Ordering::Relaxed) {
             break;
@@ -88,6 +94,9 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         let context = || where_.clone();
         let prepared = crate::run::prepare(planned.plan).with_context(context)?;
         let (run_info, report) = prepared.run().with_context(context)?;
+        if let Some(line) = super::nothing_completed(&report, &where_) {
+            empty.push(line);
+        }
         let mut result = crate::report::json::bench(&run_info, &report, Some(planned.label.clone()));
         held.extend(
             crate::check::apply(&conditions, &mut result).into_iter().map(|c| (planned.label.clone(), c)),
@@ -131,6 +140,10 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         args.svg.as_deref(),
         || report::svg::compare(&info, &rows),
     )?;
+    // A row that completed nothing measured nothing: said, and exit status 4.
+    if !empty.is_empty() && !args.thresholds.allow_empty {
+        return Err(crate::check::Empty(empty.join("\n")).into());
+    }
     crate::check::verdict(held)
 }
 

@@ -95,6 +95,7 @@ fn row(s: &mut String, line: &RunLine) {
 
 pub fn main(args: &MergeArgs) -> Result<()> {
     let conditions = crate::check::parse_all(&args.thresholds.fail_if)?;
+    crate::report::check_writable(&[("--json", args.json.as_deref())])?;
     let results = args.files.iter().map(|f| read(f)).collect::<Result<Vec<_>>>()?;
     let mut total = merge(&results, args.force)?;
     let held = crate::check::apply(&conditions, &mut total);

@@ -192,6 +192,45 @@ pub struct Thresholds {
     /// `tx_per_op>500`, `audit!=match` (repeatable; figures and units: docs/thresholds.md)
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Vec<String>,
+    /// Exit with status 0 even when no operation completed (a run against a server expected to
+    /// refuse everything); otherwise such a run says why in one line and exits with status 4.
+    #[arg(long)]
+    pub allow_empty: bool,
+}
+
+/// The verdict of a run that completed no operation ([`crate::check::Empty`], exit status 4):
+/// its first failure, and what the target's first bytes look like if it spoke at all
+/// ([`crate::protocol::recognize`]). `None` when something completed, when nothing was asked
+/// (`-n 0`), or when the run was interrupted (its own exit status says so).
+pub fn nothing_completed(report: &crate::stats::Report, target: &str) -> Option<String> {
+    let tried = report.sent > 0 || report.connects > 0 || report.conn_errors.total() > 0;
+    if report.ops > 0 || !tried || crate::interrupt::was_set() {
+        return None;
+    }
+    let why = match report.error_samples.first() {
+        Some(sample) => sample.clone(),
+        None if report.sent == 0 => "nothing could be sent".to_string(),
+        None => "no answer came".to_string(),
+    };
+    let speaks = report.first_bytes.as_deref().map_or(String::new(), |bytes| {
+        let seems = crate::protocol::recognize(bytes)
+            .map_or("no protocol this tool knows".to_string(), |w| w.to_string());
+        format!("; its first bytes `{}` look like {seems}", printable(bytes))
+    });
+    Some(format!(
+        "no operation completed against {target} ({} sent, {} connections): {why}{speaks}",
+        report.sent, report.connects
+    ))
+}
+
+/// Bytes as a user can read them: printable ASCII as it is, the rest escaped, at most 40.
+fn printable(bytes: &[u8]) -> String {
+    let mut s: String =
+        bytes.iter().take(40).flat_map(|&b| std::ascii::escape_default(b)).map(char::from).collect();
+    if bytes.len() > 40 {
+        s.push('…');
+    }
+    s
 }
 
 #[derive(Debug, Clone, Args)]

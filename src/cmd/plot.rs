@@ -7,6 +7,7 @@ use crate::report::svg::{PlotRun, plot};
 use anyhow::{Context, Result};
 
 pub fn main(args: &PlotArgs) -> Result<()> {
+    crate::report::check_writable(&[("--svg", Some(args.svg.as_path()))])?;
     let results = args.files.iter().map(|f| super::merge::read(f)).collect::<Result<Vec<_>>>()?;
     let plotted: Vec<PlotRun> = results
         .iter()

@@ -71,6 +71,7 @@ impl Limits {
 }
 
 pub fn main(args: &SearchArgs) -> Result<()> {
+    crate::report::check_writable(&[("--json", args.json.as_deref())])?;
     let load_args = &args.load;
     if load_args.rate.is_some() || load_args.interval.is_some() || load_args.duration.is_some() {
         bail!(

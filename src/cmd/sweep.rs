@@ -75,6 +75,13 @@ struct OwnServer {
 impl OwnServer {
     fn start(command: &str, cpus: &[usize], target: SocketAddr) -> Result<OwnServer> {
         use std::os::unix::process::CommandExt;
+        // Whatever answers must be the server this step starts: not one left running.
+        if std::net::TcpStream::connect_timeout(&target, Duration::from_millis(200)).is_ok() {
+            bail!(
+                "something already accepts connections on {target} before --server-cmd started (pids {:?}): a server left running by an earlier step or run? Stop it first",
+                crate::watch::listening_pids(target.port())
+            );
+        }
         let cpus_owned = cpus.to_vec();
         let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", command]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
@@ -97,6 +104,7 @@ impl OwnServer {
         let deadline = Instant::now() + SERVER_START_LIMIT;
         loop {
             if std::net::TcpStream::connect_timeout(&target, Duration::from_millis(200)).is_ok() {
+                server.ours(command, target)?;
                 return Ok(server);
             }
             if let Ok(Some(status)) = server.child.try_wait() {
@@ -110,6 +118,36 @@ impl OwnServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Whether what listens on `target` is this step's server: in the process group it was
+    /// started in, which is still running. A server that daemonizes (nginx's default
+    /// `daemon on`) leaves the group and lets its starter exit: it would be measured with no
+    /// CPU figure, and never stopped. Its processes are stopped, and the step refused.
+    fn ours(&mut self, command: &str, target: SocketAddr) -> Result<()> {
+        let group = self.child.id() as i32;
+        // SAFETY: getpgid reads another process's group; a pid gone meanwhile gives -1.
+        let strangers: Vec<u32> = (crate::watch::listening_pids(target.port()).into_iter())
+            .filter(|&pid| unsafe { libc::getpgid(pid as i32) } != group)
+            .collect();
+        let exited = matches!(self.child.try_wait(), Ok(Some(_)));
+        if strangers.is_empty() && !exited {
+            return Ok(());
+        }
+        for &pid in &strangers {
+            // SAFETY: signals to the processes that listen where this step's server should.
+            unsafe {
+                let group = libc::getpgid(pid as i32);
+                libc::kill(pid as i32, libc::SIGTERM);
+                if group > 1 {
+                    libc::kill(-group, libc::SIGTERM);
+                }
+            }
+        }
+        bail!(
+            "--server-cmd '{command}' left its process group: pids {strangers:?} listen on {target} while the command {} — it daemonized, so it could be neither measured nor stopped (those were sent SIGTERM). Run it in the foreground (nginx: -g 'daemon off;')",
+            if exited { "exited" } else { "runs apart" }
+        );
     }
 
     fn pid(&self) -> u32 {
@@ -142,6 +180,7 @@ impl Drop for OwnServer {
 
 pub fn main(args: &SweepArgs) -> Result<()> {
     let server_mode = check_what_scales(args)?;
+    crate::report::check_writable(&[("--json", args.json.as_deref()), ("--svg", args.svg.as_deref())])?;
     let cpu_set = parse_cores(args.cpu_set.as_deref())?;
     let online = crate::cpus::online();
     let client_cores = match &args.client_cores {

@@ -38,6 +38,7 @@ fn mem_total_kib() -> Option<f64> {
 }
 
 pub fn main(args: &WatchArgs) -> Result<()> {
+    crate::report::check_writable(&[("--json", args.json.as_deref())])?;
     let pid = target(args)?;
     if let Some(at) = args.start_at {
         match at.duration_since(SystemTime::now()) {

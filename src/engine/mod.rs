@@ -662,6 +662,25 @@ fn reuseport_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener
     Ok(s.into())
 }
 
+/// Whether the port of `addr` is free of every other socket: a socket bound without
+/// `SO_REUSEPORT` is refused where anything else is bound, so a server's own sockets share
+/// the port among its cores and never with another process's (a second `serve` on the same
+/// port used to take a share of the connections without a word). Port 0: always free.
+pub fn unclaimed(addr: SocketAddr, kind: socket2::Type) -> std::io::Result<()> {
+    if addr.port() == 0 {
+        return Ok(());
+    }
+    let probe = socket2::Socket::new(socket2::Domain::for_address(addr), kind.cloexec(), None)?;
+    probe.set_reuse_address(true)?;
+    probe.bind(&addr.into()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => std::io::Error::new(
+            e.kind(),
+            "the port is in use by another program (or another wirebench serve): stop it, or choose another --listen",
+        ),
+        _ => e,
+    })
+}
+
 /// Start a built-in server: on each core, one `SO_REUSEPORT` listener per entry of `listeners`
 /// (port 0 picks one free port, the same on every core), answered by clones of its codec, on a
 /// thread running `core`. Returns once every core is serving. Shared by every engine.
@@ -679,8 +698,9 @@ where
     let mut per_core: Vec<Vec<(std::net::TcpListener, S)>> = cores.iter().map(|_| Vec::new()).collect();
     let mut addrs = Vec::new();
     for (listen, codec) in listeners {
-        let first =
-            reuseport_listener(listen).map_err(|source| EngineError::Listen { addr: listen, source })?;
+        let first = unclaimed(listen, socket2::Type::STREAM)
+            .and_then(|()| reuseport_listener(listen))
+            .map_err(|source| EngineError::Listen { addr: listen, source })?;
         let addr = first.local_addr().map_err(|source| EngineError::Listen { addr: listen, source })?;
         let mut first = Some(first);
         for sockets in per_core.iter_mut() {

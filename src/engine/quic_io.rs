@@ -1051,7 +1051,9 @@ pub fn start_server(
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<super::ServerHandle, EngineError> {
     let listen = udp::bound;
-    let first = listen(addr).map_err(|source| EngineError::Listen { addr, source })?;
+    let first = super::unclaimed(addr, socket2::Type::DGRAM)
+        .and_then(|()| listen(addr))
+        .map_err(|source| EngineError::Listen { addr, source })?;
     let bound = first.local_addr().map_err(|source| EngineError::Listen { addr, source })?;
     let mut sockets = vec![first];
     for _ in 1..cores.len() {

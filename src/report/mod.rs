@@ -14,6 +14,23 @@ use std::time::Duration;
 
 /// Write `text` to stdout. Output to a closed pipe (`wirebench compare | head -2`) ends the
 /// process quietly with status 0, as ripgrep does: the reader has all it wanted.
+/// Check, before a run, that each output path given can be written (`-`: stdout, always): a
+/// run of minutes must not end in `cannot write`. A file that did not exist is made and
+/// removed again; one that did is opened, not truncated.
+pub fn check_writable(outputs: &[(&str, Option<&std::path::Path>)]) -> anyhow::Result<()> {
+    for (flag, path) in outputs {
+        let Some(path) = path.filter(|p| *p != std::path::Path::new("-")) else { continue };
+        let existed = path.exists();
+        std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(|e| {
+            anyhow::anyhow!("cannot write {flag} {}: {e} (checked before the run)", path.display())
+        })?;
+        if !existed {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    Ok(())
+}
+
 pub fn out(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();

@@ -11,7 +11,7 @@ mod layers;
 pub mod live;
 mod net;
 pub mod result;
-mod series;
+pub mod series;
 mod server;
 mod tally;
 
@@ -219,6 +219,9 @@ struct Staged {
     waiting: Tally,
 }
 
+/// The most of a server's first bytes kept for a verdict.
+pub const FIRST_BYTES_KEPT: usize = 64;
+
 /// Everything one engine thread records. Owned by that thread alone.
 #[derive(Debug, Clone)]
 pub struct CoreRecorder {
@@ -261,6 +264,10 @@ pub struct CoreRecorder {
     pub answers: AnswerCounts,
     /// The first few distinct error messages, so the user reads what happened, not just a count.
     pub error_samples: Vec<String>,
+    /// The first bytes a server sent on the first connection that ended without an answer
+    /// (at most [`FIRST_BYTES_KEPT`]): what a target that speaks another protocol says, for
+    /// the verdict of a run that completed nothing.
+    pub first_bytes: Option<Vec<u8>>,
     /// Bytes on the wire (what the kernel carried), by class: with TLS, each record counts
     /// with what it carries (see [`TlsTally`] for the plaintext beside it).
     pub tx: ByteSplit,
@@ -364,6 +371,7 @@ impl CoreRecorder {
             failures: BTreeMap::new(),
             answers: AnswerCounts::default(),
             error_samples: Vec::new(),
+            first_bytes: None,
             tx: ByteSplit::default(),
             rx: ByteSplit::default(),
             tls: TlsTally::default(),
@@ -512,6 +520,13 @@ impl CoreRecorder {
     /// The server answered a measured operation in these words.
     pub fn answered(&mut self, answer: Answer) {
         self.answers.add(answer, 1);
+    }
+
+    /// The first bytes of a connection that answered nothing, kept once (see `first_bytes`).
+    pub fn first_bytes(&mut self, bytes: &[u8]) {
+        if self.first_bytes.is_none() && !bytes.is_empty() {
+            self.first_bytes = Some(bytes[..bytes.len().min(FIRST_BYTES_KEPT)].to_vec());
+        }
     }
 
     /// The server refused a measured operation.
@@ -700,6 +715,9 @@ impl CoreRecorder {
                 self.error_samples.push(s.clone());
             }
         }
+        if self.first_bytes.is_none() {
+            self.first_bytes = c.first_bytes.clone();
+        }
         self.tx.merge(&c.tx);
         self.rx.merge(&c.rx);
         self.tls.merge(&c.tls);
@@ -725,6 +743,9 @@ impl Report {
         for c in &mut cores {
             c.settle();
             totals.absorb(c);
+        }
+        if let Some(series) = &mut totals.series {
+            series.fold_short_tail(elapsed);
         }
         let per_core = cores
             .iter()

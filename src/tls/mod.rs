@@ -38,6 +38,12 @@ pub enum RecordError {
     TooLong(usize),
 }
 
+/// Whether `bytes` begin as a TLS record does (RFC 8446 §5.1): an alert (21) or a handshake
+/// (22), then a legacy version 3.x — what a TLS server says to a plaintext client.
+pub fn looks_like_tls(bytes: &[u8]) -> bool {
+    matches!(bytes, [21 | 22, 3, 0..=4, ..])
+}
+
 /// The length of the whole record at the start of `wire`, once it has all arrived.
 pub fn record_len(wire: &[u8]) -> Result<Option<usize>, RecordError> {
     let Some(head) = wire.get(..RECORD_HEADER) else {

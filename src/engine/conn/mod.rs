@@ -943,6 +943,11 @@ impl<C: ClientCodec> Conn<C> {
         if lost > 0 && class == ErrorClass::Closed {
             rec.sample(|| "closed: the server closed the connection with operations in flight".into());
         }
+        // A connection that answered nothing and failed with bytes undecoded: what the
+        // server said, kept once for the verdict of a run that completes nothing.
+        if !self.life.answered && matches!(end, End::Failed(..)) && rec.first_bytes.is_none() {
+            rec.first_bytes(self.recv.data());
+        }
         self.account_leftover(drained, lost > 0, audit, rec);
         if !self.life.answered {
             self.futile += 1;

@@ -27,6 +27,7 @@ pub static PROTOCOL: Protocol = Protocol {
     option_groups: &["h2-options"],
     http_entries: false,
     alpn: (b"h2", true),
+    recognize: crate::protocol::recognizes_none,
 };
 
 /// A call names its method: `/package.Service/Method`.

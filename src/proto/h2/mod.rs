@@ -68,6 +68,13 @@ pub static PROTOCOL: Protocol = Protocol {
     option_groups: &["http1-options", "h2-options"],
     http_entries: true,
     alpn: (b"h2", true),
+    // A SETTINGS frame on stream 0, its length a multiple of 6: a server's preface.
+    recognize: |bytes| match bytes.get(..9) {
+        Some([0, hi, lo, 4, _, 0, 0, 0, 0]) if (u16::from(*hi) << 8 | u16::from(*lo)).is_multiple_of(6) => {
+            Some("HTTP/2 (its SETTINGS)")
+        }
+        _ => None,
+    },
 };
 
 /// One row: the payload as a `POST` body (unless `-m` says otherwise), beside HTTP/1.1's.

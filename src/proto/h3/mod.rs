@@ -29,6 +29,7 @@ pub static PROTOCOL: Protocol = Protocol {
     option_groups: &["http1-options"],
     http_entries: true,
     alpn: (b"h3", true),
+    recognize: crate::protocol::recognizes_none,
 };
 
 /// One row, on `compare --tls`: the payload as a `POST` body (unless `-m` says otherwise),

@@ -143,6 +143,10 @@ pub static PROTOCOL: Protocol = Protocol {
     option_groups: &["http1-options"],
     http_entries: true,
     alpn: (b"http/1.1", false),
+    recognize: |bytes| {
+        (bytes.starts_with(b"HTTP/1.") && bytes.get(9..12).is_none_or(|code| code != b"101"))
+            .then_some("HTTP/1.1 (a response)")
+    },
 };
 
 /// The request method `-m` gives (GET without it), for HTTP/1.1 and HTTP/2.

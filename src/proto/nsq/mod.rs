@@ -409,7 +409,18 @@ pub static PROTOCOL: Protocol = Protocol {
     option_groups: &["nsq-options", "nsq-tcp-options"],
     http_entries: false,
     alpn: (b"http/1.1", false),
+    recognize: looks_like_nsq,
 };
+
+/// An NSQ frame: a 4-byte size (at least the 4-byte type, at most a megabyte) and a type of
+/// response (0), error (1) or message (2).
+fn looks_like_nsq(bytes: &[u8]) -> Option<&'static str> {
+    let word = |at: usize| bytes.get(at..at + 4).map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+    match (word(0), word(4)) {
+        (Some(4..=1_048_576), Some(0..=2)) => Some("NSQ (a framed response)"),
+        _ => None,
+    }
+}
 
 pub static HTTP_PROTOCOL: Protocol = Protocol {
     name: "nsq-http",
@@ -446,6 +457,7 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
     option_groups: &["nsq-options", "nsq-http-options"],
     http_entries: false,
     alpn: (b"http/1.1", false),
+    recognize: crate::protocol::recognizes_none,
 };
 
 /// An `IDENTIFY` body that asks for TLS: `feature_negotiation` and `tls_v1` set (nsqd answers

@@ -213,6 +213,11 @@ pub static PROTOCOL: Protocol = Protocol {
     option_groups: &["sio-options"],
     http_entries: false,
     alpn: (b"http/1.1", false),
+    // Engine.IO's open packet (`0{…`) in an unmasked text frame.
+    recognize: |bytes| {
+        (bytes.first() == Some(&0x81) && bytes.get(2..4) == Some(b"0{"))
+            .then_some("Socket.IO (Engine.IO's open)")
+    },
 };
 
 /// The event a URL names (`?event=NAME`; default `message`) and its namespace (its path).

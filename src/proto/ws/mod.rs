@@ -209,6 +209,7 @@ pub static PROTOCOL: Protocol = Protocol {
     option_groups: &["ws-options"],
     http_entries: false,
     alpn: (b"http/1.1", false),
+    recognize: |bytes| bytes.starts_with(b"HTTP/1.1 101 ").then_some("WebSocket (an upgrade's 101)"),
 };
 
 fn check_payload(plan: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {

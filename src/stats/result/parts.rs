@@ -469,11 +469,11 @@ impl SeriesResult {
     }
 
     pub(super) fn derive(&mut self, duration_s: f64) {
-        let every = self.every_s;
+        let (every, n) = (self.every_s, self.intervals.len());
         for (i, iv) in self.intervals.iter_mut().enumerate() {
-            let from = i as f64 * every;
+            let (from, to) = crate::stats::series::span(every, i, n, duration_s);
             iv.from_s = r3(from);
-            iv.to_s = r3((from + every).min(duration_s.max(from)));
+            iv.to_s = r3(to);
             let nonempty = !iv.histogram.0.is_empty();
             iv.p50_us = nonempty.then(|| r3(iv.histogram.us(0.5)));
             iv.p99_us = nonempty.then(|| r3(iv.histogram.us(0.99)));
@@ -625,7 +625,8 @@ pub struct AuditResult {
     pub inexact_tx: u64,
     pub inexact_rx: u64,
     /// Derived: the kernel's counts equal the application's on every socket read, and every
-    /// byte counted was on a socket closed and looked at.
+    /// byte counted was on a socket closed and looked at — and at least one socket could be
+    /// read, when bytes moved (a run on UDP alone checked nothing: no match).
     #[serde(rename = "match", default)]
     pub matches: bool,
 }
@@ -653,7 +654,13 @@ impl AuditResult {
         self.matches = self.app_tx == self.kernel_tx
             && self.app_rx == self.kernel_rx
             && bytes.tx == self.app_tx + self.inexact_tx
-            && bytes.rx == self.app_rx + self.inexact_rx;
+            && bytes.rx == self.app_rx + self.inexact_rx
+            && !self.unchecked();
+    }
+
+    /// Bytes moved, and none on a socket whose counts could be read (UDP): nothing checked.
+    pub fn unchecked(&self) -> bool {
+        self.sockets == 0 && self.inexact_tx + self.inexact_rx > 0
     }
 
     pub(super) fn merge(&mut self, o: &AuditResult) {

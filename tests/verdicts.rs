@@ -1,0 +1,162 @@
+//! A run that measured nothing, or the wrong thing, never ends with exit 0 and a tidy report
+//! (issue 34): each case as a new user meets it, through the binary — a target that speaks
+//! another protocol, a port another program holds, a threshold that names a figure no run can
+//! produce, an audit of nothing, an output path that cannot be written, a last interval a few
+//! milliseconds wide.
+
+mod common;
+use common::*;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn wirebench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wirebench")).args(args).output().expect("binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `bench URL -d 1s` with a short timeout, on the generator's CPU.
+fn short(url: &str, extra: &[&str]) -> Output {
+    let cpu = client_cpu().to_string();
+    let mut args = vec!["bench", url, "-d", "1s", "--timeout", "300ms", "--cores", &cpu];
+    args.extend_from_slice(extra);
+    wirebench(&args)
+}
+
+/// Item 3: a run in which nothing completed exits with status 4 and one line naming why and
+/// what the target seems to speak instead — `ws://`, `h2c://` and `nsq://` against an HTTP
+/// server, `http://` against a TLS port, `sio://` against a WebSocket server, a server that
+/// accepts and never answers (each printed `0 completed` and exited 0). `--allow-empty`: 0.
+#[test]
+fn runs_that_complete_nothing_say_why_and_exit_4() {
+    let (_http, http) = serve_process("http", &[]);
+    let (_ws, ws) = serve_process("ws", &[]);
+    let (_tls, tls) = serve_process("http", &["--tls"]);
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let _held = std::thread::spawn(move || {
+        let conns: Vec<_> = silent.incoming().take(64).collect();
+        std::thread::sleep(Duration::from_secs(10));
+        drop(conns);
+    });
+    for (url, says) in [
+        (format!("ws://{http}/"), "look like HTTP/1.1"),
+        (format!("h2c://{http}/"), "look like HTTP/1.1"),
+        (format!("nsq://{http}/t"), "no operation completed"),
+        (format!("http://{tls}/"), "look like TLS"),
+        (format!("sio://{ws}/"), "no operation completed"),
+        (format!("http://{silent_addr}/"), "no response within the timeout"),
+    ] {
+        let out = short(&url, &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(4), "{url}: {err}");
+        assert!(err.contains(says) && err.contains("no operation completed"), "{url}: {err}");
+        assert_eq!(err.lines().count(), 1, "{url}: one line: {err}");
+    }
+    let out = short(&format!("ws://{http}/"), &["--allow-empty"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// Item 2: a second `serve` on a port in use is refused in one line, its error said once (it
+/// took a share of the connections, SO_REUSEPORT; or said `Address already in use` twice).
+#[test]
+fn serve_refuses_a_port_in_use_in_one_line() {
+    let (_first, addr) = serve_process("http", &[]);
+    let out = wirebench(&["serve", "http", "--listen", &addr, "-d", "2s"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("in use by another program"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.matches("already in use").count() <= 1, "said once: {err}");
+}
+
+/// Item 4: every figure a threshold names is one a run can produce: `failed.connect` is
+/// refused (an operation never fails so; it could never hold), the refusal lists the classes
+/// there are, connection errors have their own names, and a share over 100% is refused.
+#[test]
+fn thresholds_name_only_figures_a_run_can_produce() {
+    let out = wirebench(&["bench", "http://127.0.0.1:1/", "--fail-if", "failed.connect>0"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("failed.{closed|read|write|timeout|status|protocol|tls}"), "{err}");
+    assert!(err.contains("connection_errors.{connect|"), "{err}");
+    let out = wirebench(&["bench", "http://127.0.0.1:1/", "--fail-if", "failed>150%"]);
+    assert!(stderr(&out).contains("at most 100%"), "{}", stderr(&out));
+    // A connection-error class a run produces, checked: the upgrades an HTTP server refuses.
+    let (_http, http) = serve_process("http", &[]);
+    let out =
+        short(&format!("ws://{http}/"), &["--allow-empty", "--fail-if", "connection_errors.protocol>0"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("connection_errors.protocol>0 held"), "{err}");
+}
+
+/// Item 5: HTTP/3's audit checked nothing (UDP: no per-socket counts) and said `match`; now it
+/// says `unchecked`, and `--fail-if 'audit!=match'` holds.
+#[test]
+fn an_audit_of_nothing_is_no_match() {
+    let (_h3, addr) = serve_process("h3", &[]);
+    let url = format!("h3://{addr}/");
+    let out = wirebench(&["bench", &url, "--insecure", "-n", "100", "--fail-if", "audit!=match"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}{}", stderr(&out));
+    assert!(text.contains("audit       unchecked"), "{text}");
+}
+
+/// Item 6: an output path that cannot be written is refused before the first connection (a
+/// 3 s run ran, then said `cannot write`, exit 2) — for each command's outputs.
+#[test]
+fn output_paths_are_checked_before_the_run() {
+    let (_http, http) = serve_process("http", &[]);
+    let url = format!("http://{http}/");
+    for (flag, args) in [
+        ("--json", vec!["bench", &url, "-d", "10s"]),
+        ("--csv", vec!["bench", &url, "-d", "10s"]),
+        ("--hlog", vec!["bench", &url, "-d", "10s"]),
+        ("--svg", vec!["compare", "-d", "10s"]),
+    ] {
+        let started = Instant::now();
+        let mut args = args.clone();
+        args.extend([flag, "/nonexistent/out"]);
+        let out = wirebench(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(&format!("cannot write {flag} /nonexistent/out")), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{flag}: refused after {:?}", started.elapsed());
+    }
+}
+
+/// Item 7: the last interval of `--report-every` (CSV, JSON, the table) is never a few
+/// milliseconds wide with a rate many times the run's (`2,2.002,16,8000`): a tail shorter
+/// than a tenth of the period goes into the interval before.
+#[test]
+fn no_interval_is_a_sliver() {
+    let (_http, http) = serve_process("http", &[]);
+    let cpu = client_cpu().to_string();
+    let out = wirebench(&[
+        "bench",
+        &format!("http://{http}/"),
+        "-d",
+        "2s",
+        "-c",
+        "4",
+        "--report-every",
+        "500ms",
+        "--csv",
+        "-",
+        "--cores",
+        &cpu,
+    ]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<f64>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').take(4).map(|f| f.parse::<f64>().unwrap_or(0.0)).collect())
+        .collect();
+    assert!(rows.len() >= 4, "{csv}");
+    for r in &rows {
+        assert!(r[1] - r[0] >= 0.05, "an interval of {} s: {csv}", r[1] - r[0]);
+    }
+}
