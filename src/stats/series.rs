@@ -102,11 +102,14 @@ impl Series {
     }
 }
 
-/// Where interval `i` of `n`, `every` s long, begins and ends in a window of `window` s: the
-/// last ends with the window.
+/// Where interval `i` of `n`, `every` s long, begins and ends in a window of `window` s: none
+/// past the window; the last one, when the window ended less than a tenth of a period after
+/// it (its tail folded in, [`Series::fold_short_tail`]), ends with the window.
 pub fn span(every: f64, i: usize, n: usize, window: f64) -> (f64, f64) {
     let from = i as f64 * every;
-    let to = if i + 1 == n { window.max(from) } else { (from + every).min(window.max(from)) };
+    let end = from + every;
+    let folded = i + 1 == n && window > end && window < end + every / 10.0;
+    let to = if folded { window } else { end.min(window.max(from)) };
     (from, to)
 }
 
