@@ -678,8 +678,10 @@ fn search_finds_a_known_capacity() {
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&closed).unwrap()).unwrap();
+    // The capacity is this machine's, measured now: the test checks search's answer against it,
+    // not against a speed (a busy machine served 1,244/s where a quiet one serves 2,300).
     let capacity = v["ops_per_sec"].as_f64().unwrap();
-    assert!((1500.0..2600.0).contains(&capacity), "400 us a request on one thread: {capacity}/s");
+    assert!(capacity > 0.0, "the closed loop measured the capacity");
     let start = (capacity / 8.0).round().to_string();
     let out = wirebench(&[
         "search",

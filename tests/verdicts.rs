@@ -160,3 +160,14 @@ fn no_interval_is_a_sliver() {
         assert!(r[1] - r[0] >= 0.05, "an interval of {} s: {csv}", r[1] - r[0]);
     }
 }
+
+/// Item 8: `search` never answers from a percentile of a handful of samples (`7 ops/s` from a
+/// p99 of 8): a first step that cannot offer 100 operations is refused in one line, and the
+/// search stops before a step that would not.
+#[test]
+fn search_refuses_steps_too_short_for_their_p99() {
+    let out = wirebench(&["search", "http://127.0.0.1:1/", "--p99", "5ms", "--start", "7", "--step", "5s"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("too few for a p99"), "{err}");
+}

@@ -22,6 +22,9 @@ use std::time::Duration;
 
 /// A step must complete this share of the operations its rate offered.
 const KEPT_UP: f64 = 0.97;
+/// A p99 needs this many samples to be one (of fewer, it is nearly the maximum, and 8 samples
+/// answered `7 ops/s`): a step that cannot offer them is not run.
+const P99_SAMPLES: f64 = 100.0;
 
 /// What `search --json` writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -121,8 +124,26 @@ pub fn main(args: &SearchArgs) -> Result<()> {
     let mut steps: Vec<SearchStep> = Vec::new();
     let (mut passing, mut failing): (Option<f64>, Option<f64>) = (None, None);
     let mut rate = args.start;
+    let too_few = |rate: f64| rate * args.step.as_secs_f64() < P99_SAMPLES;
+    if too_few(args.start) {
+        bail!(
+            "--start {} for --step {:?} offers {:.0} operations: too few for a p99 ({P99_SAMPLES} at least); start higher or lengthen --step",
+            si(args.start),
+            args.step,
+            args.start * args.step.as_secs_f64()
+        );
+    }
     for n in 1..=args.max_steps {
         if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        if too_few(rate) {
+            say(&format!(
+                "      {} ops/s for {:?} would offer {:.0} operations, too few for a p99 ({P99_SAMPLES} at least): no step below it\n",
+                si(rate),
+                args.step,
+                rate * args.step.as_secs_f64()
+            ));
             break;
         }
         let mut step_load = load.clone();

@@ -183,10 +183,20 @@ fn latency(r: &RunResult) -> String {
         );
     }
     if r.due_unsent > 0 {
+        // Blame the side the evidence points to: operations that came due on busy connections
+        // say the server was slow; none did, and the generator was late (its own lag).
+        let why = if r.due_while_busy > 0 {
+            "their connections still waited for answers: the server did not keep up with the rate".to_string()
+        } else {
+            format!(
+                "no connection was busy: the generator was late sending them (its lag p99 {}) — give it more cores or fewer connections per core",
+                micros(r.schedule_lag_us.unwrap_or_default().p99)
+            )
+        };
         let _ = writeln!(
             s,
-            "  NOT SENT    {} operations came due before the end and were never sent (their connections still waited for answers): the server did not keep up with the rate",
-            r.due_unsent,
+            "  NOT SENT    {} operations came due before the end and were never sent: {why}",
+            r.due_unsent
         );
     }
     s
@@ -469,16 +479,18 @@ fn cores(info: &RunInfo, r: &RunResult) -> String {
     s
 }
 
-/// Drops and retransmits the machine saw: an answer caught in one waits 200 ms or more.
+/// Drops the machine saw and retransmits on this run's own connections: an answer caught in one
+/// waits 200 ms or more. Silent when neither touched the run (other processes' retransmits
+/// are theirs).
 fn kernel_note(r: &RunResult) -> String {
-    let Some(net) = r.kernel_net.filter(|n| n.backlog_drops > 0 || n.retransmits > 0) else {
+    let Some(net) = r.kernel_net else { return String::new() };
+    let drops = net.window.map_or(net.backlog_drops, |w| w.backlog_drops);
+    let ours = r.audit.retransmits;
+    if drops == 0 && ours == 0 {
         return String::new();
-    };
-    let (drops, retrans) =
-        net.window.map_or((net.backlog_drops, net.retransmits), |w| (w.backlog_drops, w.retransmits));
+    }
     format!(
-        "  note        the kernel dropped {drops} packets at its input backlog (net.core.netdev_max_backlog) and retransmitted {retrans} TCP segments in the measured window, {} and {} in the whole run with set-up and close (machine-wide; {} retransmits on these connections): an answer caught in that waits a retransmission timeout, 200 ms or more; on loopback it means a CPU too busy to run its softirqs\n",
-        net.backlog_drops, net.retransmits, r.audit.retransmits
+        "  note        {ours} TCP segments retransmitted on this run's connections, {drops} packets dropped at the kernel's input backlog in the measured window (machine-wide): an answer caught in one waits 200 ms or more; on loopback, a CPU too busy to run its softirqs\n"
     )
 }
 
@@ -722,6 +734,30 @@ http1 http://t/ — uring engine on CPU 0, 4 connections, depth 1, 2.00s measure
                   0.00     1.00      1000       1000       0    20.6us    21.0us
 ";
         assert_eq!(render(&info(), &r), expected);
+    }
+
+    /// Issue 34 item 8: operations due and never sent are blamed on the side the evidence
+    /// points to — the server when some came due on busy connections, the generator (and its
+    /// lag) when none did; the kernel's note appears only when this run's own connections
+    /// retransmitted or packets were dropped, not for other processes' retransmits.
+    #[test]
+    fn verdicts_blame_the_side_the_evidence_points_to() {
+        let mut r = fixtures::run("host-a", 1000, 20_000, 2);
+        r.due_unsent = 33;
+        r.schedule_lag_us = Some(Default::default());
+        r.due_while_busy = 0;
+        assert!(render(&info(), &r).contains("no connection was busy: the generator was late"));
+        r.due_while_busy = 5;
+        assert!(render(&info(), &r).contains("the server did not keep up"));
+        r.kernel_net = Some(crate::stats::result::KernelNet {
+            backlog_drops: 0,
+            retransmits: 9,
+            window: None,
+            udp: Default::default(),
+        });
+        assert!(!render(&info(), &r).contains("retransmitted"), "another process's retransmits");
+        r.audit.retransmits = 4;
+        assert!(render(&info(), &r).contains("4 TCP segments retransmitted on this run's connections"));
     }
 
     /// A merged result reads like a run: every run's core, the totals.
