@@ -606,6 +606,11 @@ pub fn validate_load(
             bail!("{flag} applies to --engine uring (the async engines sleep on their runtimes' timers)");
         }
     }
+    for (given, flag) in [(args.spin.is_some(), "--spin"), (args.slack.is_some(), "--slack")] {
+        if given && workload == Workload::ClosedLoop {
+            bail!("{flag} applies to paced runs (--rate, --interval, --stages): a closed loop sends at once");
+        }
+    }
     let slack = args.slack.unwrap_or_default();
     if slack > MAX_SLACK {
         bail!("--slack must be at most 100ms");
@@ -677,7 +682,9 @@ pub fn validate_targets(
     online: &[usize],
 ) -> Result<LoadPlan> {
     let Some((first, rest)) = urls.split_first() else { bail!("give at least one target URL") };
-    let mut plan = validate(first, args, engine, defaults, online)?;
+    // The options are checked against every target together (`--insecure` with one TLS
+    // target among plaintext ones applies to it).
+    let mut plan = validate_load(args, engine, defaults, online)?.aim(first)?;
     for url in rest {
         let other = plan.load.aim(url)?;
         if other.protocol.name != plan.protocol.name {
@@ -692,6 +699,7 @@ pub fn validate_targets(
     if plan.load.shape.connections < urls.len() {
         bail!("{} targets need at least as many connections (-c {})", urls.len(), urls.len());
     }
+    plan.refuse_foreign_options()?;
     Ok(plan)
 }
 

@@ -308,7 +308,7 @@ fn preflight_quic(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<
         }
         conn.drive(now, &mut endpoint, &mut Vec::new());
         if let Some(Lost { reason, .. }) = conn.lost() {
-            return Err(failed(reason.clone()));
+            return Err(failed(crate::tls::explain_quic(reason)));
         }
         let connected = conn.connected();
         if connected {

@@ -89,8 +89,13 @@ pub struct Watcher {
 
 /// Start watching `pid` (and its descendants).
 pub fn start(pid: u32) -> anyhow::Result<Watcher> {
+    start_as("--watch-pid", pid)
+}
+
+/// The same, a process that does not exist named by the flag that gave it (`--pid`).
+pub fn start_as(flag: &str, pid: u32) -> anyhow::Result<Watcher> {
     if Process::new(pid as i32).and_then(|p| p.stat()).is_err() {
-        anyhow::bail!("--watch-pid {pid}: no such process");
+        anyhow::bail!("{flag} {pid}: no such process");
     }
     let hz = procfs::ticks_per_second().max(1) as f64;
     let stop = Arc::new(AtomicBool::new(false));

@@ -74,6 +74,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         client_cores: client_cores.clone(),
         server_cores: (!servers.is_empty()).then(|| server_cores.clone()),
         shared_cpu: same_cpu && !servers.is_empty(),
+        label_width: table::label_width(rows_planned.iter().map(|r| r.label.as_str())),
     };
     // With `--json -` or `--csv -` stdout carries that alone.
     let human = [&args.json, &args.csv].iter().all(|p| p.as_deref() != Some(std::path::Path::new("-")));
@@ -110,7 +111,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             versus: planned.versus,
             ipv6: prepared.addr.is_ipv6(),
         };
-        say(&table::line(&row));
+        say(&table::line(&row, info.label_width));
         rows.push(row);
         // A built-in server that lost a core would make every later row a measurement of it.
         for handle in &mut servers {
@@ -130,6 +131,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     if load.shape.per_op {
         footer += &table::per_connection_table(&rows);
     }
+    let footer = report::wrap_prose(&footer, 100);
     if let Some(path) = &args.csv {
         report::csv::write(path, &report::csv::compare_rows(&table::json(&info, &rows)))?;
     }

@@ -58,19 +58,35 @@ fn read_watch(path: &Path) -> Result<WatchFile> {
 
 /// Add `results` together; refuse mixed protocols or targets unless `force`.
 pub fn merge(results: &[RunResult], force: bool) -> Result<RunResult> {
+    let names: Vec<String> =
+        results.iter().map(|r| r.label.clone().unwrap_or_else(|| "a merged result".into())).collect();
+    merge_named(results, &names, force)
+}
+
+/// The same, each result named as the user gave it (its file) in what is refused.
+fn merge_named(results: &[RunResult], names: &[String], force: bool) -> Result<RunResult> {
     let Some(first) = results.first() else { bail!("give at least one JSON file") };
-    let name = |r: &RunResult| r.label.clone().unwrap_or_else(|| "a merged result".into());
-    for r in &results[1..] {
+    for (i, r) in results.iter().enumerate().skip(1) {
         for (what, theirs, ours) in
             [("protocol", &r.protocol, &first.protocol), ("target", &r.target, &first.target)]
         {
             if theirs != ours && !force {
                 bail!(
                     "{} has {what} {theirs} but {} has {ours}: these are not one load (--force merges them anyway)",
-                    name(r),
-                    name(first)
+                    names[i],
+                    names[0]
                 );
             }
+        }
+        // The same run twice would count every operation twice.
+        if let Some(j) = results[..i].iter().position(|o| o == r)
+            && !force
+        {
+            bail!(
+                "{} holds the same run as {}: merged, each of its operations would count twice (--force merges anyway)",
+                names[i],
+                names[j]
+            );
         }
     }
     Ok(RunResult::merge_all(results).expect("at least one"))
@@ -97,11 +113,13 @@ pub fn main(args: &MergeArgs) -> Result<()> {
     let conditions = crate::check::parse_all(&args.thresholds.fail_if)?;
     crate::report::check_writable(&[("--json", args.json.as_deref())])?;
     let results = args.files.iter().map(|f| read(f)).collect::<Result<Vec<_>>>()?;
-    let mut total = merge(&results, args.force)?;
+    let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+    let mut total = merge_named(&results, &names, args.force)?;
     let held = crate::check::apply(&conditions, &mut total);
+    let runs = total.runs.len().max(1);
     let mut s = format!(
-        "wirebench merge: {} runs of {} {} (histograms added: the total's percentiles are of every sample)\n",
-        total.runs.len().max(1),
+        "wirebench merge: {runs} run{} of {} {} (histograms added: the total's percentiles are of every sample)\n",
+        if runs == 1 { "" } else { "s" },
         total.protocol,
         total.target
     );

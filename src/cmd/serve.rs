@@ -164,6 +164,8 @@ pub fn main(args: &ServeArgs) -> Result<()> {
         crate::cpus::format(&cores),
         started.urls.concat().join(" ")
     ));
+    // The certificate file made for clients goes when the server does (a guard: on every way out).
+    let mut _cert_file = None;
     if let Some(tls) = &started.tls
         && args.options.tls.cert.is_none()
     {
@@ -171,6 +173,7 @@ pub fn main(args: &ServeArgs) -> Result<()> {
         let port = started.handle.addr().port();
         let path = std::env::temp_dir().join(format!("wirebench-serve-{port}.pem"));
         std::fs::write(&path, &tls.cert_pem).with_context(|| format!("cannot write {}", path.display()))?;
+        _cert_file = Some(RemovedOnDrop(path.clone()));
         crate::report::out(&format!(
             "TLS: a self-signed certificate for localhost, 127.0.0.1 and ::1, written to {} (clients: --ca {0}, or --insecure)\n",
             path.display()
@@ -192,6 +195,15 @@ pub fn main(args: &ServeArgs) -> Result<()> {
     let tallies = started.handle.stop()?;
     crate::report::out(&render_tally(&tallies, began.elapsed()));
     Ok(())
+}
+
+/// A file removed when this goes out of scope.
+struct RemovedOnDrop(std::path::PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 pub fn render_tally(tallies: &[ServerTally], elapsed: Duration) -> String {

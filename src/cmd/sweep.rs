@@ -289,6 +289,8 @@ impl StepOf<'_> {
         let step_client = if self.server_mode { self.client_cores.to_vec() } else { cpus.clone() };
         let mut builtin = None;
         let mut own = None;
+        // A built-in server's certificate (one that serves TLS always: `serve h3`), trusted.
+        let mut trust = Vec::new();
         let url = match (self.builtin_server, &args.server_cmd) {
             (Some(server), _) if self.server_mode => {
                 let any: SocketAddr = "127.0.0.1:0".parse().expect("literal address");
@@ -301,6 +303,7 @@ impl StepOf<'_> {
                     crate::run::own_stop(),
                 )?;
                 let url = started.urls[0][0].clone();
+                trust = started.tls.iter().map(|t| t.cert_der.clone()).collect();
                 builtin = Some(started.handle);
                 url
             }
@@ -321,6 +324,9 @@ impl StepOf<'_> {
         let watch_pid = own.as_ref().map(OwnServer::pid).or(args.watch_pid);
         let mut step_load = self.load.clone();
         step_load.cores = step_client.into_iter().take(self.load.shape.connections).collect();
+        if !trust.is_empty() {
+            step_load.tls.trust = trust;
+        }
         let prepared =
             crate::run::prepare(step_load.aim(&url)?).with_context(|| format!("step {placement}"))?;
         let watcher = watch_pid.map(crate::watch::start).transpose()?;

@@ -50,7 +50,7 @@ pub fn main(args: &WatchArgs) -> Result<()> {
             Err(_) => {}
         }
     }
-    let watcher = crate::watch::start(pid)?;
+    let watcher = crate::watch::start_as(if args.pid.is_some() { "--pid" } else { "--name" }, pid)?;
     let interrupted = crate::interrupt::flag();
     let end = Instant::now() + args.duration;
     while Instant::now() < end && !interrupted.load(std::sync::atomic::Ordering::Relaxed) {

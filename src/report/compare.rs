@@ -35,6 +35,19 @@ pub struct CompareInfo {
     pub server_cores: Option<Vec<usize>>,
     /// Server and generator had to share a CPU (a 1-CPU machine, or as asked).
     pub shared_cpu: bool,
+    /// The rows' label column, as wide as the longest label planned ([`label_width`]): the
+    /// table is printed row by row, so it is known before the first.
+    pub label_width: usize,
+}
+
+/// The label column's width for `labels`: the longest, and never less than 20.
+pub fn label_width<'a>(labels: impl IntoIterator<Item = &'a str>) -> usize {
+    labels.into_iter().map(|l| l.chars().count()).max().unwrap_or(0).max(20)
+}
+
+/// The same for rows already run.
+fn rows_width(rows: &[Row]) -> usize {
+    label_width(rows.iter().map(|r| r.label.as_str()))
 }
 
 /// One protocol's run.
@@ -172,14 +185,19 @@ pub fn tls_table(rows: &[Row]) -> String {
     let mut s = String::from(
         "
 what TLS costs (each row against the same protocol in plaintext, measured above):
-protocol                  wire tx/rx per msg    plaintext tx/rx   TLS tx/rx   records/op  handshake tx/rx/conn  client cpu/msg
 ",
+    );
+    let w = rows_width(rows) + 5;
+    let _ = writeln!(
+        s,
+        "{:<w$} wire tx/rx per msg    plaintext tx/rx   TLS tx/rx   records/op  handshake tx/rx/conn  client cpu/msg",
+        "protocol"
     );
     for t in rows.iter().filter(|r| r.label.ends_with(TLS_MARK)) {
         let twin = t.label.trim_end_matches(TLS_MARK);
         let Some(p) = rows.iter().find(|r| r.label == twin) else { continue };
         if !t.has_result() || !p.has_result() {
-            let _ = writeln!(s, "{:<25} no result", t.label);
+            let _ = writeln!(s, "{:<w$} no result", t.label);
             continue;
         }
         let r = &t.result;
@@ -189,7 +207,7 @@ protocol                  wire tx/rx per msg    plaintext tx/rx   TLS tx/rx   re
         let conns = (tls.full.count + tls.resumed.count).max(1) as f64;
         let _ = writeln!(
             s,
-            "{:<25} {:>8.1} / {:<8.1}  {:>7.1} / {:<7.1} {:>5.1} / {:<5.1} {:>4.2} / {:<4.2} {:>7.0} / {:<7.0}   {:>6.2}us ({:.2}x)",
+            "{:<w$} {:>8.1} / {:<8.1}  {:>7.1} / {:<7.1} {:>5.1} / {:<5.1} {:>4.2} / {:<4.2} {:>7.0} / {:<7.0}   {:>6.2}us ({:.2}x)",
             t.label,
             t.tx_per_msg(),
             t.rx_per_msg(),
@@ -217,10 +235,11 @@ pub fn layers_table(rows: &[Row]) -> String {
 bytes per request by layer (each connection's first request / the ones after it; means over every request sent):
 ",
     );
-    s += &super::layer_heading(20);
+    let w = rows_width(rows);
+    s += &super::layer_heading(w);
     for r in rows {
         if let Some(l) = &r.result.layers {
-            s += &super::layer_lines(&format!("{:<20}", r.label), l);
+            s += &super::layer_lines(&format!("{:<w$}", r.label), l);
         }
     }
     s += "framing = frame heads (9 bytes per HTTP/2 frame) and padding; prefix = gRPC's 5-byte message prefix
@@ -232,17 +251,22 @@ pub fn per_connection_table(rows: &[Row]) -> String {
     let mut s = String::from(
         "
 per new connection (--no-keepalive: connect, set-up, one operation, close; means):
-protocol              set-up tx/rx      op tx/rx control tx/rx  bytes/conn  segs/conn  wire/conn  connect   set-up  first op
 ",
+    );
+    let w = rows_width(rows);
+    let _ = writeln!(
+        s,
+        "{:<w$}  set-up tx/rx      op tx/rx control tx/rx  bytes/conn  segs/conn  wire/conn  connect   set-up  first op",
+        "protocol"
     );
     for r in rows {
         let Some(c) = r.per_connection() else {
-            let _ = writeln!(s, "{:<20} no result", r.label);
+            let _ = writeln!(s, "{:<w$} no result", r.label);
             continue;
         };
         let _ = writeln!(
             s,
-            "{:<20} {:>6.0} / {:<5.0} {:>6.0} / {:<5.0} {:>4.0} / {:<5.0} {:>10.1} {:>10.2} {:>10.1} {:>6.3}ms {:>6.3}ms {:>7.3}ms",
+            "{:<w$} {:>6.0} / {:<5.0} {:>6.0} / {:<5.0} {:>4.0} / {:<5.0} {:>10.1} {:>10.2} {:>10.1} {:>6.3}ms {:>6.3}ms {:>7.3}ms",
             r.label,
             c.setup.0,
             c.setup.1,
@@ -290,14 +314,20 @@ pub fn header(info: &CompareInfo) -> String {
             let _ = write!(s, "generator on CPU {}", list_cores(&info.client_cores));
         }
     }
-    s += "\n\nprotocol              tx/msg   rx/msg  payload  overhead  segs/msg  wire/msg      msg/s  100k msgs      p50      p99  cpu/msg  errors  audit";
+    let _ = write!(
+        s,
+        "\n\n{:<w$}  tx/msg   rx/msg  payload  overhead  segs/msg  wire/msg      msg/s  100k msgs      p50      p99  cpu/msg  errors  audit",
+        "protocol",
+        w = info.label_width
+    );
     s
 }
 
-pub fn line(r: &Row) -> String {
+/// One row of the table, its label column `w` wide ([`CompareInfo::label_width`]).
+pub fn line(r: &Row, w: usize) -> String {
     if !r.has_result() {
         return format!(
-            "{:<20} no result: no message completed ({} failed, {} connection errors)  audit {}",
+            "{:<w$} no result: no message completed ({} failed, {} connection errors)  audit {}",
             r.label,
             class_total(&r.result.failed),
             class_total(&r.result.connection_errors),
@@ -305,7 +335,7 @@ pub fn line(r: &Row) -> String {
         );
     }
     format!(
-        "{:<20} {:>7.1}  {:>7.1}  {:>7}  {:>8}  {:>8.2}  {:>8.1}  {:>9}  {:>8.2}s  {:>7}  {:>7}  {:>5.2}us  {:>6}  {}",
+        "{:<w$} {:>7.1}  {:>7.1}  {:>7}  {:>8}  {:>8.2}  {:>8.1}  {:>9}  {:>8.2}s  {:>7}  {:>7}  {:>5.2}us  {:>6}  {}",
         r.label,
         r.tx_per_msg(),
         r.rx_per_msg(),
@@ -575,7 +605,7 @@ mod tests {
     fn a_row_and_its_footer_are_exactly_these() {
         let r = row("HTTP/1.1 POST", fixtures::run("a", 1000, 20_000, 2), 40, 1);
         assert_eq!(
-            line(&r),
+            line(&r, 20),
             "HTTP/1.1 POST          100.0     50.0       40    275.0%      0.00     150.0        500    199.88s   20.5us   21.0us  20.00us       3  match"
         );
         assert_eq!(
@@ -583,14 +613,14 @@ mod tests {
             "\nhandshake per connection (apart from the per-message bytes): HTTP/1.1 POST tx 2 rx 0;\n\
 payload = the message's payload bytes both ways (an echo carries it twice); overhead = (tx + rx − payload) / payload\n\
 wire/msg = tx + rx + segments × 52 B (IPv4 20 + TCP 20 + timestamps 12; no link layer on loopback); segments from TCP_INFO, set-up included\n\
-HTTP/1.1 POST: 3 errors, e.g. status: HTTP 503; connect: connect: refused\n"
+HTTP/1.1 POST: 3 errors, e.g. status: HTTP 503; connect: refused\n"
         );
         // A row with nothing completed says so, with its failures and the audit.
         let mut empty = fixtures::run("b", 0, 1, 1);
         empty.ops = 0;
         let none = row("WebSocket binary", empty, 40, 2);
         assert_eq!(
-            line(&none),
+            line(&none, 20),
             "WebSocket binary     no result: no message completed (2 failed, 1 connection errors)  audit match"
         );
     }

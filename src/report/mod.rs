@@ -31,6 +31,40 @@ pub fn check_writable(outputs: &[(&str, Option<&std::path::Path>)]) -> anyhow::R
     Ok(())
 }
 
+/// The prose lines of `text` wrapped at `width` columns on spaces (a table's rows, which keep
+/// their columns apart with two spaces or more, are left whole): footers that explain a table
+/// are read, not scrolled.
+pub fn wrap_prose(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        if body.chars().count() <= width || body.trim_start().contains("  ") {
+            out.push_str(line);
+            continue;
+        }
+        let indent: String = body.chars().take_while(|c| *c == ' ').collect();
+        let mut current = String::new();
+        for word in body.split(' ').filter(|w| !w.is_empty()) {
+            if !current.is_empty() && current.chars().count() + 1 + word.chars().count() > width {
+                out.push_str(&current);
+                out.push('\n');
+                current.clear();
+            }
+            if current.is_empty() {
+                current.push_str(&indent);
+            } else {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+        out.push_str(&current);
+        if line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
 pub fn out(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
@@ -249,5 +283,18 @@ mod tests {
             "       rx          0 / 0         0 / 0         0 / 0         0 / 0         0 / 0           0 / 0"
         );
         assert_eq!(super::layer_lines("HTTP/2", &l), want);
+    }
+
+    /// Prose past the width wraps on spaces, keeping its indent; a table row (columns two
+    /// spaces apart) and short lines stay whole.
+    #[test]
+    fn prose_wraps_and_tables_do_not() {
+        let prose = format!("  {}\n", ["word"; 30].join(" "));
+        let row = format!("{}\n", ["col"; 40].join("  "));
+        let wrapped = super::wrap_prose(&format!("{prose}{row}short\n"), 40);
+        let lines: Vec<&str> = wrapped.lines().collect();
+        assert!(lines[..4].iter().all(|l| l.len() <= 40 && l.starts_with("  word")), "{wrapped}");
+        assert_eq!(lines.iter().map(|l| l.matches("word").count()).sum::<usize>(), 30);
+        assert!(wrapped.contains(row.trim_end()) && wrapped.ends_with("short\n"), "{wrapped}");
     }
 }

@@ -726,7 +726,7 @@ http1 http://t/ — uring engine on CPU 0, 4 connections, depth 1, 2.00s measure
   conn errors 1 (connect 1)
               refused: HTTP 503 ×1
               e.g. status: HTTP 503
-              e.g. connect: connect: refused
+              e.g. connect: refused
   per core    cpu  ops         share   busy   cpu/op
                 0  1000        100.0%     1%  20.00us
   audit       app tx 100007 rx 50000  kernel tx 100007 rx 50000 (TCP_INFO at close, 1 sockets, segs out 0 in 0): match

@@ -154,6 +154,23 @@ pub fn drain_plain<D>(
     }
 }
 
+/// The same for a QUIC handshake's TLS failure, which quinn gives as text (its crypto error's
+/// reason, `invalid peer certificate: UnknownIssuer`): the advice of [`explain`] where the
+/// words say which failure it was.
+pub fn explain_quic(reason: &str) -> String {
+    use rustls::CertificateError as C;
+    let certificate = |e| explain(&rustls::Error::InvalidCertificate(e));
+    if reason.contains("UnknownIssuer") || reason.contains("BadSignature") {
+        certificate(C::UnknownIssuer)
+    } else if reason.contains("NotValidForName") {
+        certificate(C::NotValidForName)
+    } else if reason.contains("Expired") {
+        certificate(C::Expired)
+    } else {
+        reason.to_string()
+    }
+}
+
 /// One line saying what a TLS failure means and what to do.
 pub fn explain(e: &rustls::Error) -> String {
     use rustls::{AlertDescription as A, CertificateError as C, Error as E};

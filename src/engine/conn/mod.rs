@@ -722,7 +722,12 @@ impl<C: ClientCodec> Conn<C> {
         } else {
             ErrorClass::Connect
         };
-        rec.conn_error(class, || format!("connect: {}", io_text(error)));
+        // The class names the step already (`connect: connection refused`); a timeout's says
+        // which step timed out.
+        rec.conn_error(class, || match class {
+            ErrorClass::Connect => io_text(error),
+            _ => format!("connect: {}", io_text(error)),
+        });
         if let Some(opener) = &mut rec.opener {
             opener.went_wrong(self.connect_started, now);
         }

@@ -23,7 +23,7 @@ pub fn run(label: &str, ops: u64, latency_ns: u64, secs: u64) -> RunResult {
     c.sent += 2;
     c.refused(Failure::Status(503));
     c.ops_failed(ErrorClass::Timeout, 1);
-    c.conn_error(ErrorClass::Connect, || "connect: refused".into());
+    c.conn_error(ErrorClass::Connect, || "refused".into());
     c.connects = 3;
     c.tx.add(Traffic::Handshake, 7);
     c.audit.add(
