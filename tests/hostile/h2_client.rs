@@ -40,7 +40,7 @@ fn endless_empty_continuations_time_out_and_the_run_ends_on_time() {
     let url = scripted(&[], |p| {
         let Some(stream) = p.request() else { return };
         let _ = p.send(&frame(HEADERS, 0, stream, &status("200")));
-        send_for(&mut p.s, &frame(CONTINUATION, 0, stream, PLAIN), Duration::from_secs(15));
+        flood_with(&mut p.s, &frame(CONTINUATION, 0, stream, PLAIN), Duration::from_secs(15));
     });
     SHORT.everywhere(&url, &[], |engine, r| {
         assert_eq!(r.ops, 0, "{engine}");

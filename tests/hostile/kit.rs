@@ -103,6 +103,16 @@ pub fn read_some(s: &mut TcpStream) -> Option<Vec<u8>> {
     }
 }
 
+/// Write `unit` again and again, in bursts of 16 KiB, for at most `limit` — a reader beside,
+/// so that the client's replies cannot fill the socket.
+pub fn flood_with(s: &mut TcpStream, unit: &[u8], limit: Duration) {
+    let burst: Vec<u8> = unit.iter().copied().cycle().take((16 << 10) / unit.len() * unit.len()).collect();
+    if let Ok(mut reader) = s.try_clone() {
+        std::thread::spawn(move || while read_some(&mut reader).is_some() {});
+    }
+    send_for(s, &burst, limit);
+}
+
 /// Write `bytes` again and again for at most `limit` (or until the peer goes away).
 pub fn send_for(s: &mut TcpStream, bytes: &[u8], limit: Duration) {
     let until = Instant::now() + limit;

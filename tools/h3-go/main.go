@@ -1,7 +1,9 @@
 // h3-go PORT CERT KEY — an HTTP/3 server on quic-go (the Go module proxy), a second real peer
 // for `h3://` tests: it answers as `serve http` does (`Hello World` for GET, its headers alone
 // for HEAD, `OK` for a request with a body), prints `listening PORT` once it serves, and on
-// SIGTERM `requests N`, the requests it answered.
+// SIGTERM `requests N`, the requests it answered. `h3-go PORT CERT KEY early` answers without
+// reading the body: quic-go then stops it (STOP_SENDING), and frees the stream only once the
+// client resets its half — the early answer of tests/hostile/h3.rs.
 //
 // h3-go load URL CONNS STREAMS SECONDS [RATE] — quic-go's HTTP/3 client as a load generator,
 // the peer client of tools/vs-peers.sh's CPU study: CONNS QUIC connections (a Transport each,
@@ -37,13 +39,16 @@ func main() {
 		load(os.Args[2], os.Args[3], os.Args[4], os.Args[5], rate)
 		return
 	}
-	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: h3-go PORT CERT KEY")
+	if len(os.Args) != 4 && !(len(os.Args) == 5 && os.Args[4] == "early") {
+		fmt.Fprintln(os.Stderr, "usage: h3-go PORT CERT KEY [early]")
 		os.Exit(2)
 	}
+	early := len(os.Args) == 5
 	var answered atomic.Int64
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		if !early {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}
 		body := "Hello World"
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			body = "OK"
