@@ -295,6 +295,13 @@ pub fn tls_schemes_text() -> String {
 }
 
 /// `bench`'s help for its URLs, naming every scheme there is.
+/// `serve --listen`'s help: every built-in server's default address, from the registry.
+pub fn listen_help() -> String {
+    let defaults: Vec<String> =
+        SERVERS.iter().map(|s| format!("{} for {}", s.default_listen, s.name)).collect();
+    format!("Address to listen on (loopback by default: {}; port 0 picks a free port)", defaults.join(", "))
+}
+
 pub fn url_help() -> String {
     format!(
         "Target URL ({}), e.g. http://127.0.0.1:8080/ or nsq://127.0.0.1:4150/TOPIC; several of one protocol share the connections round-robin",

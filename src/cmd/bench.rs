@@ -49,6 +49,12 @@ pub fn main(args: &BenchArgs) -> Result<()> {
         None => None,
     };
     let watcher = args.watch_pid.map(crate::watch::start).transpose()?;
+    let to_stdout = [&args.json, &args.csv].iter().any(|p| p.as_deref() == Some(std::path::Path::new("-")));
+    // Where no progress line shows (stdout not a terminal), a line at once says what runs
+    // (as wrk's `Running 10s test @ …`).
+    if !to_stdout && !args.quiet && !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        report::out(&report::text::starting(&prepared.plan));
+    }
     let (info, report) = prepared.run()?;
     let watched = watcher.map(crate::watch::Watcher::finish);
     let label = args.label.clone().unwrap_or_else(|| prepared.hostname.clone());
@@ -58,9 +64,17 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     let mut result = report::json::bench(&info, &report, Some(label));
     result.server_watch = watched.as_ref().map(crate::stats::result::WatchResult::of);
     let held = crate::check::apply(&conditions, &mut result);
-    let quiet = [&args.json, &args.csv].iter().any(|p| p.as_deref() == Some(std::path::Path::new("-")));
-    if !quiet {
+    if args.quiet && !to_stdout {
+        report::out(&report::text::summary(&info, &result));
+    } else if !to_stdout {
         report::out(&report::text::render(&info, &result));
+        if crate::interrupt::was_set() {
+            report::out(&format!(
+                "  interrupted Ctrl-C stopped the run after {:.2}s measured of its {:?}: the figures are of that part\n",
+                report.elapsed.as_secs_f64(),
+                prepared.plan.load.shape.duration
+            ));
+        }
         if args.latency {
             report::out(&report::text::spectrum(&result.histograms.latency));
         }

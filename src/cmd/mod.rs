@@ -251,6 +251,10 @@ pub struct BenchArgs {
     /// Print the full percentile spectrum of the latency (as wrk2 does).
     #[arg(long)]
     pub latency: bool,
+    /// Print a summary of a few lines (rate, latency, failures, bytes, audit) for scripts,
+    /// instead of the whole report.
+    #[arg(short = 'q', long, conflicts_with = "latency")]
+    pub quiet: bool,
     /// Speak HTTP/3 over QUIC to `https://` URLs (as oha's `--http3`): the same as `h3://`.
     #[arg(long)]
     pub http3: bool,
@@ -381,9 +385,8 @@ pub struct ServeArgs {
     /// Which built-in server.
     #[arg(value_parser = crate::protocol::server_names())]
     pub kind: String,
-    /// Address to listen on (loopback by default: 127.0.0.1:8080 for http, :9001 for ws,
-    /// :4150 for nsq; port 0 picks a free port).
-    #[arg(long)]
+    /// (Its help names every server's default from the registry: [`crate::protocol::listen_help`].)
+    #[arg(long, help = crate::protocol::listen_help())]
     pub listen: Option<String>,
     #[command(flatten)]
     pub options: ServerOptions,

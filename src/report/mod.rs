@@ -112,13 +112,15 @@ pub struct Progress {
     expected: Duration,
 }
 
+/// Steps of the progress bar: per mille of whichever limit comes first.
+const PROGRESS_STEPS: u64 = 1000;
+
 impl Progress {
+    /// A run ends at `-n`'s count or its duration, whichever comes first (`compare` gives
+    /// both: 100,000 messages or 10 s): the bar follows the nearer.
     pub fn new(visible: bool, ops: Option<u64>, expected: Duration) -> Progress {
         let bar = visible.then(|| {
-            let bar = match ops {
-                Some(n) => ProgressBar::new(n),
-                None => ProgressBar::new(expected.as_millis() as u64),
-            };
+            let bar = ProgressBar::new(PROGRESS_STEPS);
             bar.set_style(
                 ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -131,10 +133,9 @@ impl Progress {
     pub fn update(&self, done: u64, elapsed: Duration) {
         let Some(bar) = &self.bar else { return };
         let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
-        match self.ops {
-            Some(_) => bar.set_position(done),
-            None => bar.set_position(elapsed.min(self.expected).as_millis() as u64),
-        }
+        let by_count = self.ops.map_or(0.0, |n| done as f64 / n.max(1) as f64);
+        let by_time = elapsed.as_secs_f64() / self.expected.as_secs_f64().max(1e-9);
+        bar.set_position((by_count.max(by_time).min(1.0) * PROGRESS_STEPS as f64) as u64);
         bar.set_message(format!("{done} ops, {} ops/s", si(rate)));
     }
 

@@ -143,6 +143,11 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
 }
 
 /// The sweep chart: ops/s against cores, and efficiency against cores.
+/// A core-count axis label: whole numbers only (a one-step sweep's axis ran 0.5 … 1.5).
+fn whole(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-9 { format!("{v:.0}") } else { String::new() }
+}
+
 pub fn sweep(info: &super::sweep::SweepInfo, steps: &[super::sweep::Step]) -> Result<String> {
     let mut svg = String::new();
     {
@@ -169,6 +174,7 @@ pub fn sweep(info: &super::sweep::SweepInfo, steps: &[super::sweep::Step]) -> Re
             .configure_mesh()
             .light_line_style(TRANSPARENT)
             .x_desc("cores")
+            .x_label_formatter(&whole)
             .y_desc("ops/s")
             .y_label_formatter(&|v| super::si(*v))
             .draw()
@@ -190,6 +196,7 @@ pub fn sweep(info: &super::sweep::SweepInfo, steps: &[super::sweep::Step]) -> Re
             .configure_mesh()
             .light_line_style(TRANSPARENT)
             .x_desc("cores")
+            .x_label_formatter(&whole)
             .y_desc("%")
             .draw()
             .map_err(err)?;
@@ -262,13 +269,17 @@ pub fn plot(runs: &[PlotRun], total: Option<&hdrhistogram::Histogram<u64>>) -> R
                 (label, colour, points)
             })
             .collect();
-        let y_max = lines.iter().flat_map(|l| l.2.iter().map(|p| p.1)).fold(0.001, f64::max) * 1.1;
+        // A log axis: a linear one flattens everything below the tail (p50 of 0.1 ms beside a
+        // max of 200 ms is a line on the floor).
+        let values = || lines.iter().flat_map(|l| l.2.iter().map(|p| p.1)).filter(|v| *v > 0.0);
+        let y_max = values().fold(0.001, f64::max) * 1.5;
+        let y_min = (values().fold(f64::INFINITY, f64::min).min(y_max) / 1.5).max(1e-4);
         let mut chart = ChartBuilder::on(&left)
-            .caption("latency by percentile (ms)", ("sans-serif", 16))
+            .caption("latency by percentile (ms, log scale)", ("sans-serif", 16))
             .margin(15)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+            .build_cartesian_2d(0f64..x_max, (y_min..y_max).log_scale())
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -284,7 +295,10 @@ pub fn plot(runs: &[PlotRun], total: Option<&hdrhistogram::Histogram<u64>>) -> R
             .map_err(err)?;
         for (label, colour, points) in &lines {
             chart
-                .draw_series(LineSeries::new(points.iter().copied(), colour.stroke_width(2)))
+                .draw_series(LineSeries::new(
+                    points.iter().map(|p| (p.0, p.1.max(y_min))),
+                    colour.stroke_width(2),
+                ))
                 .map_err(err)?
                 .label(label.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(3)));

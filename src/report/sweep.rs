@@ -57,6 +57,15 @@ impl Step {
         let (v, _) = self.per_core();
         imbalance_pct(&v.iter().map(|x| x.round() as u64).collect::<Vec<_>>())
     }
+    /// The generator's busiest core's share of its wall time on CPU (1 = saturated).
+    pub fn generator_busy(&self) -> f64 {
+        self.report
+            .per_core
+            .iter()
+            .map(|c| ratio(c.cpu.as_secs_f64(), c.wall.as_secs_f64()))
+            .fold(0.0, f64::max)
+    }
+
     /// The server's CPU % (100 = one CPU) and peak RSS in KiB, where known.
     pub fn server_cpu_rss(&self) -> (Option<f64>, Option<f64>) {
         if let Some(w) = &self.watched {
@@ -73,7 +82,7 @@ impl Step {
 pub fn header(info: &SweepInfo) -> String {
     format!(
         "wirebench sweep of {} {}, {} connections, {:.0?} per step, {} engine\n\n\
-         cores        ops/s  speedup  effic.      p50      p99  per-core min..max     imbal.  gen cpu/op  server cpu   server RSS  placement",
+         cores        ops/s  speedup  effic.      p50      p99  per-core min..max     imbal.  gen cpu/op  gen busy  server cpu   server RSS  placement",
         info.what,
         if info.target.is_empty() {
             "on the built-in server".to_string()
@@ -93,7 +102,7 @@ pub fn line(s: &Step, first: Option<&Step>) -> String {
     let max = per.iter().copied().fold(0.0, f64::max);
     let (cpu, rss) = s.server_cpu_rss();
     format!(
-        "{:>5}  {:>11}  {:>6.2}x  {:>5.0}%  {:>7}  {:>7}  {:<20}  {:>5.1}%  {:>8.2}us  {:>10}  {:>11}  {}",
+        "{:>5}  {:>11}  {:>6.2}x  {:>5.0}%  {:>7}  {:>7}  {:<20}  {:>5.1}%  {:>8.2}us  {:>7.0}%  {:>10}  {:>11}  {}",
         s.cores,
         si(s.report.ops_per_sec()),
         s.speedup(first),
@@ -103,6 +112,7 @@ pub fn line(s: &Step, first: Option<&Step>) -> String {
         format!("{}..{} {unit}", si(if min.is_finite() { min } else { 0.0 }), si(max)),
         s.imbalance(),
         s.report.cpu_us_per_op(),
+        s.generator_busy() * 100.0,
         cpu.map_or("-".into(), |c| format!("{c:.0}%")),
         rss.map_or("-".into(), |r| bytes(r * 1024.0)),
         s.placement
@@ -114,6 +124,28 @@ pub fn footer(steps: &[Step]) -> String {
         "\nspeedup: ops/s over the first step's; efficiency: speedup / core ratio (100% = linear); \
          imbalance: (max − min) / mean of the per-core figures\n",
     );
+    // A step whose server did not use its CPUs measured something else (the generator, the
+    // network): said, so its efficiency is not read as the server's.
+    for st in steps {
+        let (cpu, _) = st.server_cpu_rss();
+        let busy = st.generator_busy();
+        if let Some(cpu) = cpu.filter(|c| *c < 80.0 * st.cores as f64) {
+            let _ = writeln!(
+                s,
+                "{} cores: the server used {cpu:.0}% of {}% — not saturated, so this step's figures are {}, not the server's limit",
+                st.cores,
+                100 * st.cores,
+                if busy > 0.9 {
+                    format!(
+                        "the generator's (its busiest core {:.0}% busy: give it more cores)",
+                        busy * 100.0
+                    )
+                } else {
+                    "the load's (more connections, or a faster generator)".to_string()
+                }
+            );
+        }
+    }
     for st in steps.iter().filter(|st| st.report.errors_total() > 0 || !st.report.audit_matches()) {
         let _ = writeln!(
             s,

@@ -283,7 +283,8 @@ fn traffic(r: &RunResult) -> String {
         }
     }
     let pre = &r.preflight;
-    if pre.connections > 0 {
+    // A pre-flight that only connected has nothing to set apart: no line.
+    if pre.connections > 0 && pre.tx + pre.rx > 0 {
         let _ = writeln!(
             s,
             "  pre-flight  {} connection{} before the run to check the target: tx {} rx {} (not in the figures above)",
@@ -313,19 +314,23 @@ fn traffic(r: &RunResult) -> String {
             );
         }
     }
-    let _ = writeln!(
-        s,
-        "  other bytes handshake tx {} rx {}  control tx {} rx {}  warm-up tx {} rx {}  failed ops tx {} rx {}{}",
-        b.handshake_tx,
-        b.handshake_rx,
-        b.control_tx,
-        b.control_rx,
-        b.warmup_tx,
-        b.warmup_rx,
-        b.failed_tx,
-        b.failed_rx,
-        if r.tls.is_some() { format!("  tls tx {} rx {}", b.tls_tx, b.tls_rx) } else { String::new() }
-    );
+    let others = [b.handshake_tx, b.handshake_rx, b.control_tx, b.control_rx, b.warmup_tx, b.warmup_rx];
+    let any_other = others.iter().chain([&b.failed_tx, &b.failed_rx, &b.tls_tx, &b.tls_rx]).any(|n| *n > 0);
+    if any_other {
+        let _ = writeln!(
+            s,
+            "  other bytes handshake tx {} rx {}  control tx {} rx {}  warm-up tx {} rx {}  failed ops tx {} rx {}{}",
+            b.handshake_tx,
+            b.handshake_rx,
+            b.control_tx,
+            b.control_rx,
+            b.warmup_tx,
+            b.warmup_rx,
+            b.failed_tx,
+            b.failed_rx,
+            if r.tls.is_some() { format!("  tls tx {} rx {}", b.tls_tx, b.tls_rx) } else { String::new() }
+        );
+    }
     let _ = write!(s, "  connections {} opened, {} reconnects", r.connects, r.reconnects);
     match r.set_up_in_s {
         Some(secs) => {
@@ -548,6 +553,52 @@ fn audit(r: &RunResult) -> String {
         );
     }
     s
+}
+
+/// The line that says a run has begun, where no progress line shows: what, where, how long.
+pub fn starting(plan: &crate::plan::LoadPlan) -> String {
+    let shape = &plan.load.shape;
+    let until = match shape.ops {
+        Some(n) => format!("{n} operations"),
+        None => format!("{:.0?}", shape.warmup + shape.duration),
+    };
+    format!(
+        "running {until} of {} @ {}: {} connection{}, depth {}, on CPU {}\n",
+        plan.protocol.name,
+        plan.targets().map(|t| t.url.as_str()).collect::<Vec<_>>().join(" "),
+        shape.connections,
+        if shape.connections == 1 { "" } else { "s" },
+        shape.depth,
+        crate::cpus::format(&plan.load.cores),
+    )
+}
+
+/// `--quiet`: the run in a few lines, for scripts — rate, latency, failures, bytes, audit.
+pub fn summary(info: &RunInfo, r: &RunResult) -> String {
+    let l = &r.latency_us;
+    let failed = crate::stats::result::class_total(&r.failed);
+    format!(
+        "{} {}: {} ops in {:.2}s = {} ops/s, p50 {} p99 {} max {}\nfailed {failed} of {} sent, connection errors {}; bytes/op tx {:.1} rx {:.1}; audit {}\n",
+        info.protocol,
+        info.target,
+        r.ops,
+        r.duration_s,
+        si(r.ops_per_sec),
+        micros(l.p50),
+        micros(l.p99),
+        micros(l.max),
+        r.sent,
+        crate::stats::result::class_total(&r.connection_errors),
+        r.bytes.tx_per_op,
+        r.bytes.rx_per_op,
+        if r.audit.unchecked() {
+            "unchecked"
+        } else if r.audit.matches {
+            "match"
+        } else {
+            "DIFFER"
+        }
+    )
 }
 
 /// `--latency`: the full percentile spectrum of the total latency, as wrk2 prints it.

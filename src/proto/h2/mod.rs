@@ -110,7 +110,7 @@ pub fn client_for(p: &Prepared, method: String, body: Vec<u8>, grpc: bool) -> cl
 /// `serve http` does and echoing gRPC calls on any path.
 pub static SERVER: Server = Server {
     name: "h2",
-    about: "HTTP/2 (h2c; h2 with --tls): `Hello World` for GET, `OK` for a request with a body, gRPC calls echoed",
+    about: "HTTP/2 (h2c, or h2 over TLS with `serve --tls`): `Hello World` for GET, `OK` for a request with a body, gRPC calls echoed",
     default_listen: "127.0.0.1:8443",
     listeners: |addr, _, _| Ok(vec![(addr, Box::new(server::H2Server::default()))]),
     tls: &[crate::tls::options::TlsStart::AtConnect],
