@@ -810,6 +810,10 @@ pub struct Prepared {
     pub job: ClientJob,
     /// What the pre-flight connections carried (before any engine; in the report apart).
     pub preflight: crate::stats::Preflight,
+    /// `--report-every` where no progress line shows: a row printed as each interval ends (as
+    /// `iperf3 -i`), from the copies the cores publish ([`ClientJob::live`]), before the exact
+    /// table at the end.
+    pub live_rows: Option<Duration>,
 }
 
 impl Prepared {

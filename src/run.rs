@@ -115,7 +115,16 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         kinds: requests.as_ref().map_or(0, |r| r.kinds.len()),
     };
     let body = body.into();
-    Ok(Prepared { addr, body, requests, hostname: hostname(), job, plan, preflight: checked })
+    Ok(Prepared {
+        addr,
+        body,
+        requests,
+        hostname: hostname(),
+        job,
+        plan,
+        preflight: checked,
+        live_rows: None,
+    })
 }
 
 /// `--requests FILE`, read and checked against the plan's protocol: its entries' fields, and
@@ -446,14 +455,71 @@ impl Prepared {
         let visible = std::io::IsTerminal::is_terminal(&std::io::stdout())
             && (expected > PROGRESS_AFTER || self.job.shape.ops.is_some());
         let progress = crate::report::Progress::new(visible, self.job.shape.ops, expected);
+        let mut rows =
+            self.live_rows.zip(self.job.live.clone()).map(|(every, live)| LiveRows::new(every, live));
         while !worker.is_finished() {
             std::thread::sleep(Duration::from_millis(100));
             let done: u64 = self.job.progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
             progress.update(done, started.elapsed());
+            if let Some(rows) = &mut rows {
+                rows.tick(started.elapsed());
+            }
         }
         progress.finish();
         let run = worker.join().map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
         Ok(run.report())
+    }
+}
+
+/// `--report-every`'s rows as the run goes ([`Prepared::live_rows`]): at each interval's end,
+/// what the cores' latest copies say happened since the last row. The copies are at most
+/// [`crate::engine::PROGRESS_EVERY`] old, so a row's edges are that fuzzy; the exact table
+/// comes at the end.
+struct LiveRows {
+    every: Duration,
+    live: crate::stats::live::Live,
+    next: Duration,
+    ops: u64,
+    errors: u64,
+    latency: Option<hdrhistogram::Histogram<u64>>,
+}
+
+impl LiveRows {
+    fn new(every: Duration, live: crate::stats::live::Live) -> LiveRows {
+        crate::report::out(&crate::report::text::live_heading());
+        LiveRows { every, live, next: every, ops: 0, errors: 0, latency: None }
+    }
+
+    fn tick(&mut self, elapsed: Duration) {
+        if elapsed < self.next {
+            return;
+        }
+        let (mut ops, mut errors, mut latency) = (0, 0, None::<hdrhistogram::Histogram<u64>>);
+        for slot in self.live.iter() {
+            let copy = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(c) = copy.as_ref() else { continue };
+            ops += c.ops;
+            errors += c.failed.total();
+            match &mut latency {
+                Some(h) => {
+                    let _ = h.add(&c.latency);
+                }
+                None => latency = Some(c.latency.clone()),
+            }
+        }
+        let mut interval = latency.clone();
+        if let (Some(now), Some(before)) = (&mut interval, &self.latency) {
+            let _ = now.subtract(before);
+        }
+        crate::report::out(&crate::report::text::live_row(
+            self.next.saturating_sub(self.every),
+            self.next,
+            ops.saturating_sub(self.ops),
+            errors.saturating_sub(self.errors),
+            interval.as_ref(),
+        ));
+        (self.ops, self.errors, self.latency) = (ops, errors, latency);
+        self.next += self.every;
     }
 }
 

@@ -61,7 +61,9 @@ struct Servers {
 fn servers() -> Servers {
     let mut by_scheme = Vec::new();
     let mut handles = Vec::new();
-    for (kind, extra) in [("http", &[][..]), ("h2", &[]), ("ws", &[]), ("sio", &[]), ("nsq", &[]), ("h3", &[])] {
+    for (kind, extra) in
+        [("http", &[][..]), ("h2", &[]), ("ws", &[]), ("sio", &[]), ("nsq", &[]), ("h3", &[])]
+    {
         let started = serve_started("uring", kind, extra);
         for url in started.urls.concat() {
             let (scheme, rest) = url.split_once("://").unwrap();
@@ -214,8 +216,11 @@ fn every_example_in_the_readme_and_docs_runs() {
     let dir = std::env::temp_dir().join(format!("wirebench-docs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // The files the examples name: a requests file of each kind.
-    std::fs::write(dir.join("requests.jsonl"), "{\"path\":\"/a\"}\n{\"method\":\"POST\",\"path\":\"/b\",\"body\":\"x\"}\n")
-        .unwrap();
+    std::fs::write(
+        dir.join("requests.jsonl"),
+        "{\"path\":\"/a\"}\n{\"method\":\"POST\",\"path\":\"/b\",\"body\":\"x\"}\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("messages.jsonl"), "{\"body\":\"hello\"}\n{}\n").unwrap();
     let binary = env!("CARGO_BIN_EXE_wirebench");
     let (mut ran, mut failures) = (0, Vec::new());
@@ -227,7 +232,11 @@ fn every_example_in_the_readme_and_docs_runs() {
             }
             let adapted = adapt(&ex.line, &servers);
             let script = format!("exec {}", adapted.replacen("wirebench", binary, 1));
-            let out = Command::new("timeout").args(["120", "sh", "-c", &script]).current_dir(&dir).output().unwrap();
+            let out = Command::new("timeout")
+                .args(["120", "sh", "-c", &script])
+                .current_dir(&dir)
+                .output()
+                .unwrap();
             ran += 1;
             let stderr = String::from_utf8_lossy(&out.stderr);
             let code = out.status.code();

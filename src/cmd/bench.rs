@@ -54,6 +54,13 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     // (as wrk's `Running 10s test @ …`).
     if !to_stdout && !args.quiet && !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         report::out(&report::text::starting(&prepared.plan));
+        // `--report-every`'s rows as each interval ends, from the cores' copies.
+        if let Some(every) = args.load.report_every {
+            if prepared.job.live.is_none() {
+                prepared.job.live = Some(crate::stats::live::live(prepared.job.cores.len()));
+            }
+            prepared.live_rows = Some(every);
+        }
     }
     let (info, report) = prepared.run()?;
     let watched = watcher.map(crate::watch::Watcher::finish);

@@ -555,6 +555,39 @@ fn audit(r: &RunResult) -> String {
     s
 }
 
+/// The heading of `--report-every`'s rows as the run goes.
+pub fn live_heading() -> String {
+    format!(
+        "  live        {:>8} {:>8} {:>9} {:>10} {:>7} {:>9} {:>9}\n",
+        "from s", "to s", "ops", "ops/s", "errors", "p50", "p99"
+    )
+}
+
+/// One of them: what happened between `from` and `to` of the run (latency of the operations
+/// completed then, ns).
+pub fn live_row(
+    from: std::time::Duration,
+    to: std::time::Duration,
+    ops: u64,
+    errors: u64,
+    latency: Option<&hdrhistogram::Histogram<u64>>,
+) -> String {
+    let width = (to - from).as_secs_f64().max(1e-9);
+    let q = |q: f64| {
+        latency.filter(|h| !h.is_empty()).map_or("-".into(), |h| micros(h.value_at_quantile(q) as f64 / 1e3))
+    };
+    format!(
+        "              {:>8.2} {:>8.2} {:>9} {:>10} {:>7} {:>9} {:>9}\n",
+        from.as_secs_f64(),
+        to.as_secs_f64(),
+        ops,
+        si(ops as f64 / width),
+        errors,
+        q(0.5),
+        q(0.99)
+    )
+}
+
 /// The line that says a run has begun, where no progress line shows: what, where, how long.
 pub fn starting(plan: &crate::plan::LoadPlan) -> String {
     let shape = &plan.load.shape;
