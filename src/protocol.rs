@@ -52,16 +52,13 @@ pub struct Protocol {
     pub alpn: (&'static [u8], bool),
     /// What a server's first bytes say if they are this protocol's — `HTTP/1.1 (a response)`
     /// — else `None`: the verdict of a run that completed nothing names what the target
-    /// seems to speak instead ([`recognize`]).
+    /// seems to speak instead ([`recognize`]; TLS records are recognized beside it).
     pub recognize: fn(&[u8]) -> Option<&'static str>,
 }
 
-/// What the first bytes a server sent look like, by the registry's protocols and TLS (the
-/// first that recognizes them); `None`: none does.
+/// What the first bytes a server sent look like, by the registry's protocols (the first that
+/// recognizes them); `None`: none does.
 pub fn recognize(bytes: &[u8]) -> Option<&'static str> {
-    if crate::tls::looks_like_tls(bytes) {
-        return Some("TLS (a record: a TLS server?)");
-    }
     PROTOCOLS.iter().find_map(|p| (p.recognize)(bytes))
 }
 
@@ -294,7 +291,6 @@ pub fn tls_schemes_text() -> String {
     }
 }
 
-/// `bench`'s help for its URLs, naming every scheme there is.
 /// `serve --listen`'s help: every built-in server's default address, from the registry.
 pub fn listen_help() -> String {
     let defaults: Vec<String> =
@@ -302,6 +298,7 @@ pub fn listen_help() -> String {
     format!("Address to listen on (loopback by default: {}; port 0 picks a free port)", defaults.join(", "))
 }
 
+/// `bench`'s help for its URLs, naming every scheme there is.
 pub fn url_help() -> String {
     format!(
         "Target URL ({}), e.g. http://127.0.0.1:8080/ or nsq://127.0.0.1:4150/TOPIC; several of one protocol share the connections round-robin",

@@ -213,8 +213,12 @@ pub fn nothing_completed(report: &crate::stats::Report, target: &str) -> Option<
         None => "no answer came".to_string(),
     };
     let speaks = report.first_bytes.as_deref().map_or(String::new(), |bytes| {
-        let seems = crate::protocol::recognize(bytes)
-            .map_or("no protocol this tool knows".to_string(), |w| w.to_string());
+        let seems = match crate::tls::looks_like_tls(bytes) {
+            true => "TLS (a record: a TLS server?)".to_string(),
+            false => {
+                crate::protocol::recognize(bytes).map_or("no protocol this tool knows".into(), String::from)
+            }
+        };
         format!("; its first bytes `{}` look like {seems}", printable(bytes))
     });
     Some(format!(

@@ -104,7 +104,6 @@ fn an_early_answer_that_stops_the_body_does_not_stall_the_client() {
     let run = Run { duration: Duration::from_secs(2), timeout: Duration::from_secs(1) };
     let (r, _) = run.on("uring", &url, &[&post[..], &["-n", "200"]].concat());
     assert_eq!((r.ops, r.failed.total()), (200, 0), "quic-go: {:?}", r.error_samples);
-    let post = ["--ca", ca.as_str(), "-m", "POST", "--size", "65536", "-c", "1"];
     let (_server, _, url, ca) = hostile_server("early");
     let post = ["--ca", ca.as_str(), "-m", "POST", "--size", "65536", "-c", "1"];
     let run = Run { duration: Duration::from_secs(2), timeout: Duration::from_secs(1) };
