@@ -35,16 +35,19 @@ fn ws_frame(first: u8, payload: &[u8]) -> Vec<u8> {
     [&[first, payload.len() as u8][..], payload].concat()
 }
 
-/// Every engine: the run ends on time, nothing completes, the operations fail as `class`.
-fn never_ends(url: &str, class: ErrorClass) {
+/// Every engine: the run ends on time, nothing completes, the operations fail as one of
+/// `classes` (and as nothing else).
+fn never_ends(url: &str, classes: &[ErrorClass]) {
     SHORT.everywhere(url, &["-c", "1"], |engine, r| {
         assert_eq!(r.ops, 0, "{engine} {url}");
-        assert!(r.failed.get(class) > 0, "{engine} {url}: {:?} {}", r.failed, samples(r));
+        let named: u64 = classes.iter().map(|&c| r.failed.get(c)).sum();
+        assert!(named > 0 && named == r.failed.total(), "{engine} {url}: {:?} {}", r.failed, samples(r));
     });
 }
 
 /// HTTP/1.1: a chunked body of one-octet chunks for ever — the body's limit (a protocol
-/// failure) comes first here, before the timeout.
+/// failure: 64 Mi one-octet chunks, 384 MB) or the timeout, whichever comes first — in a
+/// release build the limit, in a debug build, as CI's, the timeout on glommio.
 #[test]
 fn an_http_body_of_endless_small_chunks_times_out_on_time() {
     let addr = server(|mut s: TcpStream| {
@@ -54,7 +57,7 @@ fn an_http_body_of_endless_small_chunks_times_out_on_time() {
             flood_with(&mut s, b"1\r\nx\r\n");
         }
     });
-    never_ends(&format!("http://{addr}/"), ErrorClass::Protocol);
+    never_ends(&format!("http://{addr}/"), &[ErrorClass::Protocol, ErrorClass::Timeout]);
 }
 
 /// WebSocket: the echo's first fragment, then continuation fragments of 8 octets for ever.
@@ -68,7 +71,7 @@ fn endless_small_websocket_fragments_time_out_on_time() {
             send_for(&mut s, &ws_frame(0x00, b"fragment"), FOR);
         }
     });
-    never_ends(&format!("ws://{addr}/"), ErrorClass::Timeout);
+    never_ends(&format!("ws://{addr}/"), &[ErrorClass::Timeout]);
 }
 
 /// Socket.IO (Engine.IO 4): the session and the namespace join, then at the first event no
@@ -90,7 +93,7 @@ fn endless_engine_io_pings_instead_of_an_ack_time_out_on_time() {
             flood_with(&mut s, &ws_frame(0x81, b"2"));
         }
     });
-    never_ends(&format!("sio://{addr}/"), ErrorClass::Timeout);
+    never_ends(&format!("sio://{addr}/"), &[ErrorClass::Timeout]);
 }
 
 /// NSQ: IDENTIFY answered `OK`, then at the first PUB no answer — only heartbeats
@@ -106,5 +109,5 @@ fn endless_nsq_heartbeats_instead_of_an_answer_time_out_on_time() {
             flood_with(&mut s, b"\0\0\0\x0f\0\0\0\0_heartbeat_");
         }
     });
-    never_ends(&format!("nsq://{addr}/test"), ErrorClass::Timeout);
+    never_ends(&format!("nsq://{addr}/test"), &[ErrorClass::Timeout]);
 }

@@ -274,10 +274,11 @@ fn serve_h3_refuses_connections_past_max_conns() {
 }
 
 /// Item 12: 2,000 idle connections cost `serve h3` (its own process, from `/proc`) less than
-/// 50 ms of CPU in 3 s, and a normal client beside them keeps at least half its rate alone
-/// (the server walked every connection on every turn of its loop — each of the normal
-/// client's datagrams a walk of 2,000: 3,476 ops/s alone, 134 beside them). The idle ones
-/// are a paced client's, 2,000 connections at one request a second in all.
+/// 50 ms of CPU in 3 s (10 ms measured), and a normal client beside them keeps at least half
+/// its rate alone (the server walked every connection on every turn of its loop — each of
+/// the normal client's datagrams a walk of 2,000: 3,476 ops/s alone, 134 beside them). The
+/// idle ones are a paced client's, 2,000 connections at one request a second in all. A debug
+/// build (CI's) spends 13× as much on them (130–150 ms measured): its bound is ten times.
 #[test]
 fn two_thousand_idle_connections_cost_serve_h3_almost_nothing() {
     let (server, addr) = serve_process("h3", &[]);
@@ -286,7 +287,9 @@ fn two_thousand_idle_connections_cost_serve_h3_almost_nothing() {
     let cpu = client_cpu().to_string();
     let normal =
         || bench_on("uring", &[&url, "--insecure", "-c", "2", "-d", "2s", "--cores", &cpu]).ops_per_sec();
+    let a = cpu_time(pid);
     let alone = normal();
+    let serving = cpu_time(pid).saturating_sub(a);
     let (idle_url, idle_cpu) = (url.clone(), cpu.clone());
     let idle = std::thread::spawn(move || {
         bench_on(
@@ -302,8 +305,12 @@ fn two_thousand_idle_connections_cost_serve_h3_almost_nothing() {
     let beside = normal();
     let r = idle.join().unwrap();
     assert!(r.connects >= 2000, "{:?}", r.error_samples);
-    assert!(spent < Duration::from_millis(50), "serve h3 spent {spent:?} in 3 s on idle connections");
-    eprintln!("a normal client alone {alone:.0} ops/s, beside 2,000 idle connections {beside:.0}");
+    eprintln!(
+        "serve h3: {serving:?} serving a normal client for 2 s, {spent:?} in 3 s on 2,000 idle connections; \
+         the client alone {alone:.0} ops/s, beside them {beside:.0}"
+    );
+    let bound = Duration::from_millis(if cfg!(debug_assertions) { 500 } else { 50 });
+    assert!(spent < bound, "serve h3 spent {spent:?} in 3 s on idle connections");
     assert!(beside > alone / 2.0, "alone {alone:.0} ops/s, beside 2,000 idle ones {beside:.0}");
 }
 
