@@ -94,15 +94,19 @@ fn thresholds_name_only_figures_a_run_can_produce() {
 }
 
 /// Item 5: HTTP/3's audit checked nothing (UDP: no per-socket counts) and said `match`; now it
-/// says `unchecked`, and `--fail-if 'audit!=match'` holds.
+/// says `unchecked`, and every `audit` condition on it trips, saying it could not be checked
+/// (`audit==mismatch` would otherwise pass a run nothing checked).
 #[test]
 fn an_audit_of_nothing_is_no_match() {
     let (_h3, addr) = serve_process("h3", &[]);
     let url = format!("h3://{addr}/");
-    let out = wirebench(&["bench", &url, "--insecure", "-n", "100", "--fail-if", "audit!=match"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(3), "{text}{}", stderr(&out));
-    assert!(text.contains("audit       unchecked"), "{text}");
+    for condition in ["audit!=match", "audit==mismatch"] {
+        let out = wirebench(&["bench", &url, "--insecure", "-n", "100", "--fail-if", condition]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(3), "{condition}: {text}{}", stderr(&out));
+        assert!(text.contains("audit       unchecked"), "{text}");
+        assert!(stderr(&out).contains("measured unchecked"), "{condition}: {}", stderr(&out));
+    }
 }
 
 /// Item 6: an output path that cannot be written is refused before the first connection (a
