@@ -75,85 +75,106 @@ impl ErrorClass {
     }
 }
 
-/// Why the server refused an operation it answered, by the protocol's own code.
+/// A protocol's word for what a server said: a number (an HTTP status, a WebSocket close
+/// code) or a name (`E_BAD_TOPIC`, `REFUSED_STREAM`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Failure {
-    /// An HTTP response status of 400 or more.
-    Status(u16),
-    /// An NSQ error frame, by its code (`E_BAD_TOPIC`, …).
-    Nsq(&'static str),
-    /// An HTTP/2 stream reset by the server, by its error code's name (`REFUSED_STREAM`, …).
-    H2Reset(&'static str),
-    /// A gRPC call answered with a status other than `OK`, by its name (`UNAVAILABLE`, …).
-    Grpc(&'static str),
-    /// An HTTP/3 request stream reset by the server (QUIC's RESET_STREAM), by its error code's
-    /// name (`H3_REQUEST_REJECTED`, …).
-    H3Reset(&'static str),
-    /// An answer the protocol calls malformed (RFC 9113 §8.1.1: a 1xx that ends its stream,
-    /// a `:status` in trailers), by what was wrong: a stream error, the connection goes on.
-    Malformed(&'static str),
+pub enum Code {
+    Number(u16),
+    Name(&'static str),
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Code::Number(n) => write!(f, "{n}"),
+            Code::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// `kind code`, or the code alone when the kind is empty.
+fn worded(f: &mut fmt::Formatter<'_>, kind: &str, code: Code) -> fmt::Result {
+    if kind.is_empty() { write!(f, "{code}") } else { write!(f, "{kind} {code}") }
+}
+
+/// Why the server refused an operation it answered, in the protocol's own words: the class it
+/// is counted under and the word its codec supplies — `HTTP 503`, `RST_STREAM REFUSED_STREAM`,
+/// `grpc UNAVAILABLE`, `E_BAD_TOPIC`. Any protocol says its own without a line here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Failure {
+    pub class: ErrorClass,
+    /// What the code is (`HTTP`, `RST_STREAM`), or empty where the code says it (NSQ's `E_*`).
+    pub kind: &'static str,
+    pub code: Code,
 }
 
 impl Failure {
+    pub const fn new(class: ErrorClass, kind: &'static str, code: Code) -> Failure {
+        Failure { class, kind, code }
+    }
+    /// An HTTP response status of 400 or more (every HTTP version and gRPC's transport).
+    pub const fn status(code: u16) -> Failure {
+        Failure::new(ErrorClass::Status, "HTTP", Code::Number(code))
+    }
+    /// A refusal in the protocol's own words, or an answer it calls malformed, counted as
+    /// `protocol`: `kind` and the code's name.
+    pub const fn protocol(kind: &'static str, name: &'static str) -> Failure {
+        Failure::new(ErrorClass::Protocol, kind, Code::Name(name))
+    }
+    /// An answer the protocol calls malformed (RFC 9113 §8.1.1: a 1xx that ends its stream, a
+    /// `:status` in trailers), by what was wrong: a stream error, the connection goes on.
+    pub const fn malformed(why: &'static str) -> Failure {
+        Failure::protocol("malformed answer:", why)
+    }
     /// The class it is counted under in reports.
     pub fn class(self) -> ErrorClass {
-        match self {
-            Failure::Status(_) | Failure::Grpc(_) => ErrorClass::Status,
-            Failure::Nsq(_) | Failure::H2Reset(_) | Failure::H3Reset(_) | Failure::Malformed(_) => {
-                ErrorClass::Protocol
-            }
-        }
+        self.class
     }
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failure::Status(code) => write!(f, "HTTP {code}"),
-            Failure::Nsq(code) => f.write_str(code),
-            Failure::H2Reset(code) => write!(f, "RST_STREAM {code}"),
-            Failure::Grpc(code) => write!(f, "grpc {code}"),
-            Failure::H3Reset(code) => write!(f, "RESET_STREAM {code}"),
-            Failure::Malformed(why) => write!(f, "malformed answer: {why}"),
-        }
+        worded(f, self.kind, self.code)
     }
 }
 
 /// What the server answered, in the protocol's own words: counted per measured operation
 /// (an HTTP status, an NSQ response), and per connection the server closed with a code (a
-/// WebSocket Close) — ab's status table, for every protocol.
+/// WebSocket Close) — ab's status table, for every protocol. The codec supplies the word and
+/// whether it is the protocol's success.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Answer {
-    /// An HTTP response status.
-    Status(u16),
-    /// An NSQ response (`OK`) or error code (`E_BAD_TOPIC`, …).
-    Nsq(&'static str),
-    /// The status code of a WebSocket Close the server sent (its own, or its answer to ours).
-    Close(u16),
-    /// A gRPC call's `grpc-status`, by name (`OK`, `UNAVAILABLE`, …).
-    Grpc(&'static str),
+pub struct Answer {
+    /// What the code is (`close`, `grpc`), or empty where the code says it (an HTTP status,
+    /// NSQ's `OK`). Answers sort by it: bare codes (numbers, then names) first.
+    pub kind: &'static str,
+    pub code: Code,
+    /// Whether this is the protocol's success: a 2xx status, NSQ `OK`, a normal close (1000).
+    pub success: bool,
+    /// An answer about a connection (a Close), not an operation: no operation was refused.
+    pub of_connection: bool,
 }
 
 impl Answer {
-    /// Whether this is the protocol's success: a 2xx status, NSQ `OK`, a normal close (1000).
+    /// An operation's answer.
+    pub const fn new(kind: &'static str, code: Code, success: bool) -> Answer {
+        Answer { kind, code, success, of_connection: false }
+    }
+    /// An HTTP response status (a success when 2xx).
+    pub const fn status(code: u16) -> Answer {
+        Answer::new("", Code::Number(code), code >= 200 && code < 300)
+    }
+    /// An answer that ended a connection, not an operation.
+    pub const fn of_connection(kind: &'static str, code: Code, success: bool) -> Answer {
+        Answer { kind, code, success, of_connection: true }
+    }
     pub fn is_success(self) -> bool {
-        match self {
-            Answer::Status(code) => (200..300).contains(&code),
-            Answer::Nsq(code) => code == "OK",
-            Answer::Close(code) => code == 1000,
-            Answer::Grpc(code) => code == "OK",
-        }
+        self.success
     }
 }
 
 impl fmt::Display for Answer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Answer::Status(code) => write!(f, "{code}"),
-            Answer::Nsq(code) => f.write_str(code),
-            Answer::Close(code) => write!(f, "close {code}"),
-            Answer::Grpc(code) => write!(f, "grpc {code}"),
-        }
+        worded(f, self.kind, self.code)
     }
 }
 
@@ -174,7 +195,8 @@ impl AnswerCounts {
             self.add(*a, *n);
         }
     }
-    /// Every answer with its count, in order (statuses by code, then NSQ's, then closes).
+    /// Every answer with its count, in order (by kind, bare codes first: statuses by number,
+    /// then names as NSQ's, then `close …`, `grpc …`).
     pub fn sorted(&self) -> Vec<(Answer, u64)> {
         let mut v = self.0.clone();
         v.sort();
@@ -185,7 +207,7 @@ impl AnswerCounts {
     }
     /// Operation answers that were not the protocol's success (ab's "Non-2xx responses").
     pub fn unsuccessful(&self) -> u64 {
-        self.0.iter().filter(|(a, _)| !matches!(a, Answer::Close(_)) && !a.is_success()).map(|(_, n)| n).sum()
+        self.0.iter().filter(|(a, _)| !a.of_connection && !a.success).map(|(_, n)| n).sum()
     }
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

@@ -37,7 +37,7 @@ fn requests_against_aioquic_cost_what_rfc_9114_says() {
         assert_accounted(&r);
         assert_eq!(r.errors_total(), 0, "{:?} {:?}", r.failed, r.error_samples);
         assert_eq!((r.ops, r.connects), (2000, 2));
-        assert_eq!(r.answers.sorted(), [(wirebench::outcome::Answer::Status(200), 2000)]);
+        assert_eq!(r.answers.sorted(), [(wirebench::outcome::Answer::status(200), 2000)]);
         let l = r.layers.expect("HTTP/3 counts its layers");
         assert_eq!((l.first.ops, l.steady.ops), (2, 1998));
         for kind in [l.first, l.steady] {
@@ -89,7 +89,7 @@ fn requests_against_quic_go_are_answered_and_counted() {
         let r = bench(&args);
         assert_accounted(&r);
         assert_eq!(r.errors_total(), 0, "{extra:?}: {:?} {:?}", r.failed, r.error_samples);
-        assert_eq!(r.answers.sorted(), [(wirebench::outcome::Answer::Status(200), n)]);
+        assert_eq!(r.answers.sorted(), [(wirebench::outcome::Answer::status(200), n)]);
         if extra.is_empty() {
             let l = r.layers.unwrap();
             assert_eq!(l.steady.tx.headers, l.steady.ops * (7 + host));

@@ -34,7 +34,7 @@ fn bench_against_grpcio() {
     let r = bench(&[&url, "-c", "4", "--depth", "4", "-n", "4000", "--size", "100", "--cores", &cpu]);
     assert_clean(&r);
     assert_eq!(r.ops, 4000);
-    assert_eq!(r.answers.sorted(), [(wirebench::outcome::Answer::Grpc("OK"), 4000)]);
+    assert_eq!(r.answers.sorted(), [(wirebench::proto::h2::grpc::answer("OK"), 4000)]);
     // Each call at least: HEADERS and DATA heads (9 + 9), the prefix (5) and the message out;
     // the answer's HEADERS, DATA and trailers heads (27), prefix and message back.
     assert!(r.tx_per_op() >= 123.0 && r.rx_per_op() >= 132.0, "{} {}", r.tx_per_op(), r.rx_per_op());
@@ -42,7 +42,7 @@ fn bench_against_grpcio() {
     // and echoed whole.
     let r = bench(&[&url, "-c", "2", "--depth", "2", "-n", "40", "--size", "1048576", "--cores", &cpu]);
     assert_clean(&r);
-    assert_eq!(r.answers.sorted(), [(wirebench::outcome::Answer::Grpc("OK"), 40)]);
+    assert_eq!(r.answers.sorted(), [(wirebench::proto::h2::grpc::answer("OK"), 40)]);
     assert!(
         r.tx_per_op() > 1_048_590.0 && r.rx_per_op() > 1_048_590.0,
         "{} {}",
@@ -53,7 +53,7 @@ fn bench_against_grpcio() {
     let r = bench(&[&format!("{base}/wirebench.Echo/Fail"), "-c", "1", "-n", "50", "--cores", &cpu]);
     assert_accounted(&r);
     assert_eq!((r.ops, r.failed.get(wirebench::outcome::ErrorClass::Status)), (0, 50));
-    assert_eq!(r.answers.sorted(), [(wirebench::outcome::Answer::Grpc("UNAVAILABLE"), 50)]);
+    assert_eq!(r.answers.sorted(), [(wirebench::proto::h2::grpc::answer("UNAVAILABLE"), 50)]);
     drop(server); // SIGTERM: it prints its count
     let mut calls = String::new();
     out.read_line(&mut calls).unwrap();

@@ -185,7 +185,7 @@ fn nginx_http2_streams_on_every_engine_cost_the_first_request_then_the_steady_st
         assert_clean(&r);
         assert_eq!((r.ops, r.connects), (20000, 4), "{engine}");
         assert_eq!(r.tx.op, (4 * first.len() + 19_996 * steady.len()) as u64, "{engine}");
-        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 20000)], "{engine}");
+        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::status(200), 20000)], "{engine}");
     }
 }
 
@@ -213,7 +213,7 @@ fn nginx_http2_takes_mebibyte_posts_under_its_flow_control_on_every_engine() {
         );
         assert_clean(&r);
         assert_eq!(r.ops, 64, "{engine}");
-        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 64)], "{engine}");
+        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::status(200), 64)], "{engine}");
         assert!(r.tx_per_op() > (1_048_576 + 9) as f64, "{engine}: {}", r.tx_per_op());
     }
     let served = ServerTally::sum(&backend.stop().unwrap());

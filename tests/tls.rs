@@ -339,13 +339,13 @@ fn http2_over_tls_is_agreed_by_alpn_or_refused_in_one_line() {
             bench_on(engine, &[&url, "--ca", ca, "-c", "2", "--depth", "4", "-n", "2000", "--cores", &cpu]);
         assert_clean(&r);
         assert_eq!(r.ops, 2000, "{engine}");
-        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 2000)], "{engine}");
+        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::status(200), 2000)], "{engine}");
         let post =
             ["-m", "POST", "--size", "1048576", "-c", "2", "--depth", "4", "-n", "32", "--cores", &cpu];
         let up = format!("{url}up");
         let r = bench_on(engine, &[&[up.as_str(), "--ca", ca][..], &post].concat());
         assert_clean(&r);
-        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::Status(200), 32)], "{engine}");
+        assert_eq!(r.answers.sorted(), vec![(wirebench::outcome::Answer::status(200), 32)], "{engine}");
         assert!(r.tx_per_op() > (1_048_576 + 9) as f64, "{engine}: {}", r.tx_per_op());
     }
     let (_h1, addr) = start_nginx_with("ssl", &server);

@@ -35,14 +35,14 @@ fn every_answer_is_counted_in_the_protocols_words() {
     let url = format!("http://{}/", http.addr());
     for engine in ENGINES {
         let r = bench_on(engine, &[&url, "-c", "2", "-n", "300", "--cores", &cpu]);
-        assert_eq!(r.answers.sorted(), [(Answer::Status(200), 300)], "{engine}");
+        assert_eq!(r.answers.sorted(), [(Answer::status(200), 300)], "{engine}");
         // A body over the server's 16 MiB limit: 413 and a close, every time.
         let r = bench_on(
             engine,
             &[&url, "-m", "POST", "--size", "17000000", "-c", "1", "-n", "3", "--cores", &cpu],
         );
         assert_accounted(&r);
-        assert_eq!(r.answers.get(Answer::Status(413)), 3, "{engine}: {:?}", r.answers);
+        assert_eq!(r.answers.get(Answer::status(413)), 3, "{engine}: {:?}", r.answers);
         assert_eq!(r.answers.unsuccessful(), 3);
     }
     let ws = start_builtin("ws");
@@ -54,7 +54,7 @@ fn every_answer_is_counted_in_the_protocols_words() {
         bench(&[&format!("ws://{}/", small.addr()), "--size", "400", "-c", "2", "-d", "1s", "--cores", &cpu]);
     assert_accounted(&r);
     // Every connection but those the run's end cut (at most one per connection slot).
-    let closes = r.answers.get(Answer::Close(1009));
+    let closes = r.answers.get(wirebench::proto::ws::close_answer(1009));
     assert!(
         r.connects >= 2 && (r.connects - 2..=r.connects).contains(&closes),
         "{} connects, {:?}",
@@ -63,9 +63,9 @@ fn every_answer_is_counted_in_the_protocols_words() {
     );
     let nsq = start_builtin("nsq");
     let r = bench(&[&format!("nsq://{}/t", nsq.addr()), "-c", "2", "-n", "300", "--cores", &cpu]);
-    assert_eq!(r.answers.sorted(), [(Answer::Nsq("OK"), 300)]);
+    assert_eq!(r.answers.sorted(), [(wirebench::proto::nsq::answer("OK"), 300)]);
     let r = bench(&[&format!("nsq://{}/bad!", nsq.addr()), "-c", "1", "-n", "4", "--cores", &cpu]);
-    assert_eq!(r.answers.sorted(), [(Answer::Nsq("E_BAD_TOPIC"), 4)]);
+    assert_eq!(r.answers.sorted(), [(wirebench::proto::nsq::answer("E_BAD_TOPIC"), 4)]);
 }
 
 #[test]

@@ -150,8 +150,9 @@ pub trait ClientCodec: Clone {
     fn layers(&self) -> Option<&crate::stats::Layers> {
         None
     }
-    /// The code of the WebSocket Close the server sent on this connection, if it sent one.
-    fn close_code(&self) -> Option<u16> {
+    /// What the server said in ending this connection, if it said anything (the code of a
+    /// WebSocket Close it sent): counted among the answers, as an answer about a connection.
+    fn closing_answer(&self) -> Option<crate::outcome::Answer> {
         None
     }
     /// More about the last error than its kind can say (a Socket.IO `CONNECT_ERROR`'s message

@@ -978,8 +978,8 @@ impl<C: ClientCodec> Conn<C> {
         self.unread = 0;
         self.send.clear();
         self.control.clear();
-        if let Some(code) = self.codec.close_code() {
-            rec.answers.add(crate::outcome::Answer::Close(code), 1);
+        if let Some(answer) = self.codec.closing_answer() {
+            rec.answers.add(answer, 1);
         }
         crate::stats::layers_merge_into(&mut rec.layers, self.codec.layers());
         self.codec = self.prototype.clone();

@@ -159,7 +159,7 @@ fn a_failed_write_reads_the_servers_last_words() {
     assert_eq!(c.next(now, false, &mut rec), Want::Close);
     close(&mut c, 0, now, &mut rec);
     assert_eq!(rec.failed.get(ErrorClass::Status), 1);
-    assert_eq!(rec.failures.get(&Failure::Status(413)), Some(&1));
+    assert_eq!(rec.failures.get(&Failure::status(413)), Some(&1));
     assert_eq!(rec.conn_errors.total(), 0);
     assert_eq!(rec.reconnects, 1);
 }

@@ -421,7 +421,7 @@ impl H2Client {
         self.after_goaway();
         self.answered = Some(stream);
         self.status = None;
-        Outcome::OpFailed(Failure::Malformed(why))
+        Outcome::OpFailed(Failure::malformed(why))
     }
 
     /// `stream`'s answer is whole (a body still going out stops there: the stream is reset).
@@ -436,15 +436,15 @@ impl H2Client {
         if self.grpc && s.status == 200 {
             // No grpc-status at all is the server's failure too (gRPC's "Protocol" spec).
             let code = s.grpc_status.unwrap_or(NO_GRPC_STATUS);
-            self.status = Some(Answer::Grpc(code));
-            return if code == "OK" { Outcome::Op } else { Outcome::OpFailed(Failure::Grpc(code)) };
+            self.status = Some(super::grpc::answer(code));
+            return if code == "OK" { Outcome::Op } else { Outcome::OpFailed(super::grpc::failure(code)) };
         }
-        self.status = Some(Answer::Status(s.status));
+        self.status = Some(Answer::status(s.status));
         match s.status {
             // A gRPC call answered with another HTTP status failed, whatever its grpc-status
             // (gRPC over HTTP/2: only a 200 carries a call's outcome).
-            _ if self.grpc => Outcome::OpFailed(Failure::Status(s.status)),
-            400.. => Outcome::OpFailed(Failure::Status(s.status)),
+            _ if self.grpc => Outcome::OpFailed(Failure::status(s.status)),
+            400.. => Outcome::OpFailed(Failure::status(s.status)),
             _ => Outcome::Op,
         }
     }
@@ -513,7 +513,7 @@ impl H2Client {
                     self.after_goaway();
                     self.answered = Some(stream);
                     self.status = None;
-                    Outcome::OpFailed(Failure::H2Reset(frame::code_name(code)))
+                    Outcome::OpFailed(Failure::protocol("RST_STREAM", frame::code_name(code)))
                 }
                 None => Outcome::Control,
             },
@@ -904,7 +904,10 @@ mod tests {
         enc.encode([(&b"x-other"[..], &b"1"[..])], &mut block);
         frame::write_headers(&mut input, 1, &block, true, 16_384);
         let seen = decode_all(&mut c, &input, &mut Vec::new());
-        assert_eq!(seen.last().map(|s| s.0), Some(Outcome::OpFailed(Failure::Grpc("no grpc-status"))));
+        assert_eq!(
+            seen.last().map(|s| s.0),
+            Some(Outcome::OpFailed(crate::proto::h2::grpc::failure("no grpc-status")))
+        );
     }
 
     #[test]
@@ -944,7 +947,7 @@ mod tests {
                 (Outcome::Op, Some(3)),
                 (Outcome::Op, Some(5)),
                 (Outcome::OpPart, Some(1)),
-                (Outcome::OpFailed(Failure::Status(503)), Some(1)),
+                (Outcome::OpFailed(Failure::status(503)), Some(1)),
             ]
         );
     }
@@ -986,7 +989,7 @@ mod tests {
         answer(&mut enc, 1, "200", b"", &mut input);
         frame::write_rst_stream(&mut input, 3, 7);
         let seen = decode_all(&mut c, &input, &mut out);
-        assert_eq!(seen[1], (Outcome::OpFailed(Failure::H2Reset("REFUSED_STREAM")), Some(3)));
+        assert_eq!(seen[1], (Outcome::OpFailed(Failure::protocol("RST_STREAM", "REFUSED_STREAM")), Some(3)));
         assert_eq!(c.answer(), None);
         // MAX_CONCURRENT_STREAMS caps the streams in flight.
         let mut c = H2Client::new(&spec("GET", b""), false);
@@ -1152,7 +1155,7 @@ mod tests {
         answer(&mut hpack::Encoder::new(false), 1, "413", b"", &mut answer_bytes);
         let mut replies = Vec::new();
         let seen = decode_all(&mut c, &answer_bytes, &mut replies);
-        assert_eq!(seen, [(Outcome::OpFailed(Failure::Status(413)), Some(1))]);
+        assert_eq!(seen, [(Outcome::OpFailed(Failure::status(413)), Some(1))]);
         assert_eq!(frames(&replies), [(frame::RST_STREAM, 0, 1, 4)]);
         assert_eq!(replies[frame::HEAD_LEN..], frame::CANCEL.to_be_bytes());
         let mut grant = Vec::new();
@@ -1287,7 +1290,7 @@ mod tests {
         let mut out = Vec::new();
         let seen = decode_all(&mut c, &input, &mut out);
         assert_eq!(seen[0], (Outcome::Control, None));
-        assert_eq!(seen[1], (Outcome::OpFailed(Failure::H2Reset("CANCEL")), Some(1)));
+        assert_eq!(seen[1], (Outcome::OpFailed(Failure::protocol("RST_STREAM", "CANCEL")), Some(1)));
         assert_eq!(seen.last(), Some(&(Outcome::Op, Some(3))));
         assert!(seen[2..seen.len() - 1].iter().all(|s| *s == (Outcome::OpPart, Some(3))), "{seen:?}");
         // The PING answered, and room granted back for the connection and the stream.

@@ -12,6 +12,18 @@ use crate::protocol::{CompareRow, Protocol, Scheme};
 /// The path `compare` calls on the built-in server (which echoes any method).
 pub const ECHO_PATH: &str = "/wirebench.Echo/Unary";
 
+/// A call's `grpc-status`, by name, as its answer (`OK` is the success).
+pub const fn answer(code: &'static str) -> crate::outcome::Answer {
+    let ok = matches!(code.as_bytes(), b"OK");
+    crate::outcome::Answer::new("grpc", crate::outcome::Code::Name(code), ok)
+}
+
+/// A call answered with a status other than `OK` (or none), counted as `status`.
+pub const fn failure(code: &'static str) -> crate::outcome::Failure {
+    use crate::outcome::{Code, ErrorClass, Failure};
+    Failure::new(ErrorClass::Status, "grpc", Code::Name(code))
+}
+
 pub static PROTOCOL: Protocol = Protocol {
     name: "grpc",
     schemes: &[

@@ -200,8 +200,8 @@ impl H3Client {
         if s.status == 0 {
             return Err(Error::NoStatus);
         }
-        self.status = Some(Answer::Status(s.status));
-        Ok(Some(if s.status >= 400 { Outcome::OpFailed(Failure::Status(s.status)) } else { Outcome::Op }))
+        self.status = Some(Answer::status(s.status));
+        Ok(Some(if s.status >= 400 { Outcome::OpFailed(Failure::status(s.status)) } else { Outcome::Op }))
     }
 
     /// A whole field section on the stream at `at`: the response's (its `:status`), an
@@ -243,7 +243,7 @@ impl H3Client {
         let at = self.streams.iter().position(|s| s.id == stream)?;
         self.streams.swap_remove(at);
         self.status = None;
-        Some(Outcome::OpFailed(Failure::H3Reset(frame::code_name(code))))
+        Some(Outcome::OpFailed(Failure::protocol("RESET_STREAM", frame::code_name(code))))
     }
 
     /// `data` arrived on the server's unidirectional stream `stream` (`fin`: it ended).
@@ -381,13 +381,13 @@ mod tests {
         let rx = whole.layers().first.rx;
         // HEADERS 01 03 (00 00 d9), DATA 00 0b + 11, trailers 01 08 (00 00 23 x-t 01 1).
         assert_eq!((rx.headers, rx.trailers, rx.framing, rx.payload), (3, 8, 6, 11));
-        assert_eq!(whole.answer(), Some(Answer::Status(200)));
+        assert_eq!(whole.answer(), Some(Answer::status(200)));
         let mut c = H3Client::new(&spec("GET", b""), false);
         for stream in [0, 4, 8, 12] {
             c.request(stream, 0);
         }
         let failed = c.request_data(4, &response(b"503", b""), true);
-        assert_eq!(failed, Ok(Some(Outcome::OpFailed(Failure::Status(503)))));
+        assert_eq!(failed, Ok(Some(Outcome::OpFailed(Failure::status(503)))));
         assert_eq!(c.request_data(0, &response(b"200", b"abc")[..6], true), Err(Error::Incomplete));
         assert_eq!(c.request_data(8, &[], true), Err(Error::NoStatus));
         let mut data_first = Vec::new();
@@ -395,7 +395,7 @@ mod tests {
         assert_eq!(c.request_data(12, &data_first, false), Err(Error::DataBeforeHeaders));
         assert_eq!(
             c.reset(12, frame::H3_REQUEST_REJECTED),
-            Some(Outcome::OpFailed(Failure::H3Reset("H3_REQUEST_REJECTED")))
+            Some(Outcome::OpFailed(Failure::protocol("RESET_STREAM", "H3_REQUEST_REJECTED")))
         );
     }
 

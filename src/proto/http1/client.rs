@@ -208,14 +208,14 @@ impl ClientCodec for Http1Client {
     }
 
     fn answer(&self) -> Option<Answer> {
-        Some(Answer::Status(self.status))
+        Some(Answer::status(self.status))
     }
 }
 
 fn outcome_of(status: u16) -> Outcome {
     match status {
         100..=199 => Outcome::Control,
-        400.. => Outcome::OpFailed(Failure::Status(status)),
+        400.. => Outcome::OpFailed(Failure::status(status)),
         _ => Outcome::Op,
     }
 }
@@ -304,7 +304,7 @@ mod tests {
             assert!(buf.is_empty(), "split {split}");
             assert_eq!(
                 outcomes,
-                [Outcome::Op, Outcome::Op, Outcome::Op, Outcome::OpFailed(Failure::Status(404))]
+                [Outcome::Op, Outcome::Op, Outcome::Op, Outcome::OpFailed(Failure::status(404))]
             );
         }
     }

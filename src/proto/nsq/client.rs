@@ -122,7 +122,7 @@ impl ClientCodec for NsqClient {
             FRAME_ERROR => {
                 self.closing = true;
                 self.answer = error_code(data);
-                Outcome::OpFailed(Failure::Nsq(self.answer))
+                Outcome::OpFailed(Failure::protocol("", self.answer))
             }
             FRAME_MESSAGE => return Err(Error::UnexpectedMessage),
             _ => return Err(Error::BadFrame),
@@ -139,7 +139,7 @@ impl ClientCodec for NsqClient {
     }
 
     fn answer(&self) -> Option<crate::outcome::Answer> {
-        Some(crate::outcome::Answer::Nsq(self.answer))
+        Some(super::answer(self.answer))
     }
 
     fn answer_within(&self) -> Option<Duration> {
@@ -179,7 +179,7 @@ mod tests {
             c.decode_op(&frames[29..], &mut out),
             Ok(Decoded::Done {
                 consumed: frames.len() - 29,
-                outcome: Outcome::OpFailed(Failure::Nsq("E_BAD_TOPIC"))
+                outcome: Outcome::OpFailed(Failure::protocol("", "E_BAD_TOPIC"))
             })
         );
         assert_eq!(c.decode_op(b"\x00\x00\x00\x01\x00\x00\x00\x00", &mut out), Err(Error::BadFrame));

@@ -352,6 +352,12 @@ impl ServeOptions {
     }
 }
 
+/// nsqd's answer to a publish: `OK` (its success) or an error code (`E_BAD_TOPIC`).
+pub const fn answer(code: &'static str) -> crate::outcome::Answer {
+    let ok = matches!(code.as_bytes(), b"OK");
+    crate::outcome::Answer::new("", crate::outcome::Code::Name(code), ok)
+}
+
 pub static PROTOCOL: Protocol = Protocol {
     name: "nsq",
     schemes: &[Scheme { name: "nsq", default_port: 4150, tls: Some(TlsStart::InHandshake) }],

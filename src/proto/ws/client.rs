@@ -335,8 +335,8 @@ impl ClientCodec for WsClient {
         self.session.closing()
     }
 
-    fn close_code(&self) -> Option<u16> {
-        self.session.close_code()
+    fn closing_answer(&self) -> Option<crate::outcome::Answer> {
+        self.session.close_code().map(super::close_answer)
     }
 
     fn goodbye(&mut self, out: &mut Vec<u8>) -> bool {

@@ -71,6 +71,12 @@ pub const CLOSE_NORMAL: u16 = 1000;
 pub const CLOSE_PROTOCOL_ERROR: u16 = 1002;
 pub const CLOSE_INVALID_DATA: u16 = 1007;
 pub const CLOSE_TOO_BIG: u16 = 1009;
+
+/// A Close the server sent, as an answer about its connection (`close 1009`); 1000 is the
+/// normal one.
+pub const fn close_answer(code: u16) -> crate::outcome::Answer {
+    crate::outcome::Answer::of_connection("close", crate::outcome::Code::Number(code), code == CLOSE_NORMAL)
+}
 /// The echo server's default `--max-message`.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
 /// The client refuses server frames larger than this (they are held whole in the read buffer).

@@ -18,10 +18,10 @@ pub fn run(label: &str, ops: u64, latency_ns: u64, secs: u64) -> RunResult {
         c.series_op(t0, t0 + Duration::from_millis(i % (secs * 1000)), latency_ns + i);
         c.tx.add(Traffic::Op, 100);
         c.rx.add(Traffic::Op, 50);
-        c.answered(Answer::Status(200));
+        c.answered(Answer::status(200));
     }
     c.sent += 2;
-    c.refused(Failure::Status(503));
+    c.refused(Failure::status(503));
     c.ops_failed(ErrorClass::Timeout, 1);
     c.conn_error(ErrorClass::Connect, || "refused".into());
     c.connects = 3;
