@@ -43,7 +43,9 @@
 pub mod check;
 pub mod clock;
 pub mod cmd;
+pub mod codec;
 pub mod cpus;
+pub mod drive;
 pub mod engine;
 pub mod interrupt;
 pub mod metrics;
@@ -58,7 +60,6 @@ pub mod report;
 pub mod requests;
 pub mod run;
 pub mod stats;
-pub mod target;
 pub mod tls;
 pub mod watch;
 pub mod workload;

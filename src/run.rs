@@ -1,16 +1,14 @@
 //! Running a plan: [`prepare`] resolves its targets, reads the payload, raises the engine's
 //! limits, catches Ctrl-C and checks each target with one pre-flight connection (with TLS, its
-//! handshake); [`Prepared::run`] hands the plan to its protocol, which builds its codec and
-//! has an engine drive it ([`Prepared::drive`]) while this thread draws the progress line.
-//! Above the engines and the protocols' registry; the plans themselves ([`crate::plan`]) are
-//! plain data below.
+//! handshake); [`run`] hands the plan to its protocol (by the registry), which builds its
+//! codec and has an engine drive it ([`crate::drive`]) while this thread draws the progress
+//! line. Above the registry and the engines; the plans themselves ([`crate::plan`]) are plain
+//! data below.
 
 use crate::clock::Instant;
-use crate::plan::{ClientJob, LoadPlan, MAX_PAYLOAD, Payload, Prepared, RunInfo};
-use crate::proto::ClientCodec;
+use crate::plan::{ClientJob, LoadPlan, MAX_PAYLOAD, Payload, Prepared, RunInfo, Target};
 use crate::requests::{Defaults, Order, Requests};
 use crate::stats::{Repeats, Report, RunSummary};
-use crate::target::Target;
 use crate::tls::options::{ClientTls, TlsStart};
 use anyhow::{Context, Result, bail};
 use std::net::SocketAddr;
@@ -23,8 +21,6 @@ use std::time::Duration;
 const MAX_START_AHEAD: Duration = Duration::from_secs(86_400);
 /// The pre-flight connect gives up after this long.
 const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(3);
-/// Runs shorter than this show no progress line.
-const PROGRESS_AFTER: Duration = Duration::from_secs(2);
 
 /// Make a plan ready: resolve its target, read its payload, raise the engine's limits, catch
 /// Ctrl-C, and connect once so that an unreachable target is one clear line before any engine.
@@ -67,7 +63,12 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         );
     }
     let load = &plan.load;
-    load.engine.ensure_limits(load.shape.connections as u64, load.cores.len(), !load.bind.is_empty())?;
+    crate::engine::ensure_limits(
+        load.engine,
+        load.shape.connections as u64,
+        load.cores.len(),
+        !load.bind.is_empty(),
+    )?;
     // Every source address (`--bind`) must be one this machine has — one that is not fails
     // every connection from it: said once, here, not as a run of connect errors — and of the
     // family of the targets it meets: connection i goes from bind[i % b] to addrs[i % a].
@@ -120,6 +121,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         body,
         requests,
         hostname: hostname(),
+        method: None,
         job,
         plan,
         preflight: checked,
@@ -136,10 +138,11 @@ fn read_requests(plan: &LoadPlan, file: &Path, order: Order, payload: &[u8]) -> 
         bail!("--requests {name} is larger than {} MiB", crate::requests::MAX_BODIES >> 20);
     }
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read --requests {name}"))?;
+    let method = plan.protocol.http_method.map_or_else(|| "GET".to_string(), |method| method(plan));
     let defaults = Defaults {
-        method: plan.load.options.http1.method.as_deref().unwrap_or("GET"),
+        method: &method,
         path: &plan.target.path,
-        http: plan.protocol.http_entries,
+        http: plan.protocol.http_method.is_some(),
         payload: payload.len(),
     };
     let read = |path: &Path| {
@@ -170,7 +173,7 @@ fn read_requests(plan: &LoadPlan, file: &Path, order: Order, payload: &[u8]) -> 
     }
     for entry in &requests.entries {
         let at = |e: String| anyhow::anyhow!("--requests {name}, line {}: {e}", entry.line);
-        if let Some(field) = entry.http_fields().find(|_| !plan.protocol.http_entries) {
+        if let Some(field) = entry.http_fields().find(|_| plan.protocol.http_method.is_none()) {
             return Err(at(format!(
                 "`{field}` applies to HTTP requests; an entry for {} is a message (body or body_file, weight, label)",
                 plan.target.url
@@ -187,11 +190,11 @@ fn read_requests(plan: &LoadPlan, file: &Path, order: Order, payload: &[u8]) -> 
 /// from it say `http/1.1`; NSQ's TCP protocol none).
 fn client_tls(target: &Target, args: &crate::tls::options::TlsArgs) -> Result<Option<Arc<ClientTls>>> {
     let Some(start) = target.tls else { return Ok(None) };
-    let (offered, required) = target.protocol.alpn;
-    let alpn = matches!(start, TlsStart::AtConnect | TlsStart::InQuic).then_some(offered);
-    let config = crate::tls::options::client_config(args, alpn)?;
+    let alpn = target.protocol.alpn.filter(|_| matches!(start, TlsStart::AtConnect | TlsStart::InQuic));
+    let config = crate::tls::options::client_config(args, alpn.map(|(offered, _)| offered))?;
     let name = crate::tls::options::server_name(&target.host)?;
-    Ok(Some(Arc::new(ClientTls { config, name, start, alpn: alpn.filter(|_| required) })))
+    let required = alpn.filter(|(_, required)| *required).map(|(offered, _)| offered);
+    Ok(Some(Arc::new(ClientTls { config, name, start, alpn: required })))
 }
 
 /// One TLS handshake before the run, so a certificate the client will not trust, a version
@@ -378,149 +381,30 @@ fn hostname() -> String {
         .map_or_else(|_| "localhost".into(), |h| h.trim().to_string())
 }
 
-impl Prepared {
-    /// Run: the protocol builds its codec and drives the engine.
-    /// With `--repeat N`, N runs back to back (fewer if Ctrl-C stops one): the median run's
-    /// report (by ops/s), carrying every run's summary.
-    pub fn run(&self) -> Result<(RunInfo, Report)> {
-        let mut reports = Vec::new();
-        for _ in 0..self.plan.load.repeat {
-            if !reports.is_empty() && self.job.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            for core in self.job.progress.iter() {
-                core.store(0, Ordering::Relaxed);
-            }
-            reports.push((self.plan.protocol.run)(self)?);
+/// Run: the protocol builds its codec and drives the engine (its `run`, from the registry).
+/// With `--repeat N`, N runs back to back (fewer if Ctrl-C stops one): the median run's
+/// report (by ops/s), carrying every run's summary.
+pub fn run(p: &Prepared) -> Result<(RunInfo, Report)> {
+    let mut reports = Vec::new();
+    for _ in 0..p.plan.load.repeat {
+        if !reports.is_empty() && p.job.stop.load(Ordering::Relaxed) {
+            break;
         }
-        let runs: Vec<RunSummary> = reports.iter().map(RunSummary::of).collect();
-        let median = crate::stats::median_index(&runs.iter().map(|r| r.ops_per_sec).collect::<Vec<_>>());
-        let mut report = reports.swap_remove(median);
-        report.preflight = self.preflight;
-        if runs.len() > 1 {
-            report.repeats = Some(Repeats { median, runs });
+        for core in p.job.progress.iter() {
+            core.store(0, Ordering::Relaxed);
         }
-        let mut info = self.plan.info();
-        info.kinds = self.requests.as_ref().map_or_else(Vec::new, |r| r.kinds.clone());
-        Ok((info, report))
+        reports.push(crate::protocol::run(p)?);
     }
-
-    /// Drive the engine with `codec` on its own thread while this one draws the progress line
-    /// (on a terminal, for runs longer than a moment). The one place a protocol's codec meets
-    /// an engine: everything below is generic over it.
-    /// `codec` builds the codec for a plan aimed at one target; it is asked once per target.
-    pub fn drive<C, F>(&self, codec: F) -> Result<Report>
-    where
-        C: ClientCodec + Send + 'static,
-        F: Fn(&Prepared) -> C,
-    {
-        let codecs: Vec<C> = (0..self.job.addrs.len()).map(|i| self.on_target(i).codec(&codec)).collect();
-        let engine = self.plan.load.engine;
-        self.drive_with(move |job| engine.run_client(job, codecs))
+    let runs: Vec<RunSummary> = reports.iter().map(RunSummary::of).collect();
+    let median = crate::stats::median_index(&runs.iter().map(|r| r.ops_per_sec).collect::<Vec<_>>());
+    let mut report = reports.swap_remove(median);
+    report.preflight = p.preflight;
+    if runs.len() > 1 {
+        report.repeats = Some(Repeats { median, runs });
     }
-
-    /// Run HTTP/3 over QUIC: the client each target's plan builds (`h3`), the target's TLS in
-    /// QUIC's configuration, on the QUIC engine.
-    pub fn drive_quic<F>(&self, h3: F) -> Result<Report>
-    where
-        F: Fn(&Prepared) -> crate::proto::h3::client::H3Client,
-    {
-        let targets = (0..self.job.addrs.len())
-            .map(|i| {
-                let p = self.on_target(i);
-                let tls = p.job.tls.get(i).cloned().flatten().context("h3:// without TLS")?;
-                Ok(crate::engine::quic_io::Target {
-                    h3: p.entries(&h3, crate::proto::h3::client::H3Client::add_entries),
-                    config: crate::engine::quic::client_config(tls.config.clone())?,
-                    server_name: p.plan.target.host.clone(),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        self.drive_with(move |job| crate::engine::quic_io::run_client(job, targets))
-    }
-
-    /// Run `engine` on the job (its threads, its connections), showing progress meanwhile:
-    /// the one way every protocol's run reaches an engine (the TCP engines through
-    /// [`drive`](Self::drive), HTTP/3's QUIC engine through [`drive_quic`](Self::drive_quic)).
-    fn drive_with<E>(&self, engine: E) -> Result<Report>
-    where
-        E: FnOnce(&crate::plan::ClientJob) -> Result<crate::engine::ClientRun, crate::engine::EngineError>
-            + Send
-            + 'static,
-    {
-        let job = self.job.clone();
-        let started = Instant::now();
-        let worker = std::thread::spawn(move || engine(&job));
-        let expected = self.job.shape.warmup + self.job.shape.duration;
-        let visible = std::io::IsTerminal::is_terminal(&std::io::stdout())
-            && (expected > PROGRESS_AFTER || self.job.shape.ops.is_some());
-        let progress = crate::report::Progress::new(visible, self.job.shape.ops, expected);
-        let mut rows =
-            self.live_rows.zip(self.job.live.clone()).map(|(every, live)| LiveRows::new(every, live));
-        while !worker.is_finished() {
-            std::thread::sleep(Duration::from_millis(100));
-            let done: u64 = self.job.progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
-            progress.update(done, started.elapsed());
-            if let Some(rows) = &mut rows {
-                rows.tick(started.elapsed());
-            }
-        }
-        progress.finish();
-        let run = worker.join().map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
-        Ok(run.report())
-    }
-}
-
-/// `--report-every`'s rows as the run goes ([`Prepared::live_rows`]): at each interval's end,
-/// what the cores' latest copies say happened since the last row. The copies are at most
-/// [`crate::engine::PROGRESS_EVERY`] old, so a row's edges are that fuzzy; the exact table
-/// comes at the end.
-struct LiveRows {
-    every: Duration,
-    live: crate::stats::live::Live,
-    next: Duration,
-    ops: u64,
-    errors: u64,
-    latency: Option<hdrhistogram::Histogram<u64>>,
-}
-
-impl LiveRows {
-    fn new(every: Duration, live: crate::stats::live::Live) -> LiveRows {
-        crate::report::out(&crate::report::text::live_heading());
-        LiveRows { every, live, next: every, ops: 0, errors: 0, latency: None }
-    }
-
-    fn tick(&mut self, elapsed: Duration) {
-        if elapsed < self.next {
-            return;
-        }
-        let (mut ops, mut errors, mut latency) = (0, 0, None::<hdrhistogram::Histogram<u64>>);
-        for slot in self.live.iter() {
-            let copy = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let Some(c) = copy.as_ref() else { continue };
-            ops += c.ops;
-            errors += c.failed.total();
-            match &mut latency {
-                Some(h) => {
-                    let _ = h.add(&c.latency);
-                }
-                None => latency = Some(c.latency.clone()),
-            }
-        }
-        let mut interval = latency.clone();
-        if let (Some(now), Some(before)) = (&mut interval, &self.latency) {
-            let _ = now.subtract(before);
-        }
-        crate::report::out(&crate::report::text::live_row(
-            self.next.saturating_sub(self.every),
-            self.next,
-            ops.saturating_sub(self.ops),
-            errors.saturating_sub(self.errors),
-            interval.as_ref(),
-        ));
-        (self.ops, self.errors, self.latency) = (ops, errors, latency);
-        self.next += self.every;
-    }
+    let mut info = p.plan.info();
+    info.kinds = p.requests.as_ref().map_or_else(Vec::new, |r| r.kinds.clone());
+    Ok((info, report))
 }
 
 /// A flag the process's stop flag is not: for servers and steps stopped by their owner.

@@ -483,9 +483,14 @@ fn a_server_core_that_panics_is_seen_and_reported_with_its_message() {
     for engine_name in ENGINES {
         let stop = Arc::new(AtomicBool::new(false));
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let mut handle = engine(engine_name)
-            .start_server(vec![(any, PanicsOnRequest)], &[server_cpu()], ServerLimits::default(), stop)
-            .unwrap();
+        let mut handle = wirebench::engine::start_server(
+            engine(engine_name),
+            vec![(any, PanicsOnRequest)],
+            &[server_cpu()],
+            ServerLimits::default(),
+            stop,
+        )
+        .unwrap();
         let mut s = connect(handle.addr());
         s.write_all(b"hello").unwrap();
         assert_eq!(read_until(&mut s, |b| (b.len() >= 3).then_some(3)).unwrap(), b"ok\n");
@@ -564,7 +569,7 @@ fn a_client_core_that_panics_ends_the_run_with_its_message() {
             kinds: 0,
         };
         let began = Instant::now();
-        let result = engine(engine_name).run_client(&job, vec![PanicsOnAnswer]);
+        let result = wirebench::engine::run_client(engine(engine_name), &job, vec![PanicsOnAnswer]);
         let error = result.err().unwrap_or_else(|| panic!("{engine_name}: the run succeeded"));
         assert!(error.to_string().contains("the test client's bug"), "{engine_name}: {error}");
         assert!(began.elapsed() < Duration::from_secs(10), "{engine_name}: took {:?}", began.elapsed());

@@ -2,14 +2,14 @@
 //! line, print the report.
 
 use super::BenchArgs;
-use crate::plan::{self, Defaults};
+use crate::plan::Defaults;
 use crate::report::{self, RunInfo};
 use crate::stats::Report;
 use anyhow::Result;
 
 /// Validate, prepare and run a `bench` (what `main` does, less the printing).
 pub fn run(args: &BenchArgs) -> Result<(RunInfo, Report)> {
-    prepare(args)?.run()
+    crate::run::run(&prepare(args)?)
 }
 
 /// Check the options against this machine's CPUs, resolve and reach the targets.
@@ -21,7 +21,13 @@ fn prepare(args: &BenchArgs) -> Result<crate::plan::Prepared> {
         load.report_every.get_or_insert(std::time::Duration::from_secs(1));
     }
     let urls = if args.http3 { http3_urls(&args.urls)? } else { args.urls.clone() };
-    crate::run::prepare(plan::validate_targets(&urls, &load, &args.engine, &Defaults::BENCH, &online)?)
+    crate::run::prepare(crate::protocol::validate_targets(
+        &urls,
+        &load,
+        &args.engine,
+        &Defaults::BENCH,
+        &online,
+    )?)
 }
 
 /// `--http3`: each `https://` URL as `h3://` (already `h3://`: kept); any other refused.
@@ -62,7 +68,7 @@ pub fn main(args: &BenchArgs) -> Result<()> {
             prepared.live_rows = Some(every);
         }
     }
-    let (info, report) = prepared.run()?;
+    let (info, report) = crate::run::run(&prepared)?;
     let watched = watcher.map(crate::watch::Watcher::finish);
     let label = args.label.clone().unwrap_or_else(|| prepared.hostname.clone());
     if let (Some(path), Some(series)) = (&args.hlog, &report.series) {

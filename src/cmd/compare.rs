@@ -94,7 +94,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         let where_ = format!("{} ({})", planned.label, planned.plan.target.url);
         let context = || where_.clone();
         let prepared = crate::run::prepare(planned.plan).with_context(context)?;
-        let (run_info, report) = prepared.run().with_context(context)?;
+        let (run_info, report) = crate::run::run(&prepared).with_context(context)?;
         if let Some(line) = super::nothing_completed(&report, &where_) {
             empty.push(line);
         }
@@ -161,7 +161,8 @@ fn start_servers(
     // QUIC's servers are TLS only: they start with the TLS ones.
     let plain: Vec<_> = protocol::SERVERS.iter().filter(|s| !s.quic).map(|s| (*s, any)).collect();
     let all: Vec<_> = protocol::SERVERS.iter().map(|s| (*s, any)).collect();
-    let start = |servers: &[(&'static protocol::Server, std::net::SocketAddr)], options: &ServerOptions| {
+    let start = |servers: &[(&'static crate::plan::Server, std::net::SocketAddr)],
+                 options: &ServerOptions| {
         super::serve::start(engine, servers, options, cores, ServerLimits::default(), crate::run::own_stop())
     };
     let started = start(&plain, &ServerOptions::default())?;
@@ -180,10 +181,10 @@ fn start_servers(
 }
 
 /// The rows every URL's protocol has (its own `compare_rows`), TLS rows marked.
-fn planned_rows(urls: &[String], load: &plan::Load) -> Result<Vec<crate::protocol::CompareRow>> {
+fn planned_rows(urls: &[String], load: &plan::Load) -> Result<Vec<crate::plan::CompareRow>> {
     let mut rows_planned = Vec::new();
     for url in urls {
-        let plan = load.aim(url)?;
+        let plan = crate::protocol::aim(load, url)?;
         let mut rows = (plan.protocol.compare_rows)(&plan);
         if plan.target.tls.is_some() {
             for row in &mut rows {

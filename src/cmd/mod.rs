@@ -243,7 +243,7 @@ pub struct BenchArgs {
     #[arg(required = true, num_args = 1.., value_name = "URL", help = crate::protocol::url_help())]
     pub urls: Vec<String>,
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub load: LoadArgs<crate::protocol::ProtocolOptions>,
     #[command(flatten)]
     pub engine: EngineArgs,
     /// Write the results as JSON to PATH (`-` for stdout).
@@ -288,7 +288,7 @@ pub struct CompareArgs {
     /// An nsq:// target gives a PUB row and an MPUB row.
     pub urls: Vec<String>,
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub load: LoadArgs<crate::protocol::ProtocolOptions>,
     #[command(flatten)]
     pub engine: EngineArgs,
     /// CPUs for the built-in servers (default: the last online CPU).
@@ -318,7 +318,7 @@ pub struct SearchArgs {
     /// Target URL.
     pub url: String,
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub load: LoadArgs<crate::protocol::ProtocolOptions>,
     #[command(flatten)]
     pub engine: EngineArgs,
     /// The p99 latency (from when each operation was due) a passing step stays within, e.g. 5ms.
@@ -349,7 +349,7 @@ pub struct SweepArgs {
     /// Target URL (omit with --serve: the built-in server's own URL is used).
     pub url: Option<String>,
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub load: LoadArgs<crate::protocol::ProtocolOptions>,
     /// Client scaling: engine core counts, e.g. 1,2,4,8,16 (CPUs taken in order from --cpu-set).
     #[arg(long, value_name = "COUNTS", conflicts_with = "server_cores")]
     pub cores: Option<String>,

@@ -98,7 +98,7 @@ pub fn main(args: &SearchArgs) -> Result<()> {
     }
     let online = crate::cpus::online();
     let load = plan::validate_load(load_args, &args.engine, &Defaults::BENCH, &online)?;
-    load.aim(&args.url)?.refuse_foreign_options()?;
+    crate::protocol::refuse_foreign_options(&crate::protocol::aim(&load, &args.url)?)?;
     let rule = format!(
         "a step passes when its p99 (from when each operation was due) is at most {}, at most {}% of the operations sent failed, and it completed at least {:.0}% of what its rate offered in {:?} (a failing step is run once more, and fails if it fails again); the rate doubles from {} while steps pass (halves while the first ones fail), then the highest passing and lowest failing rates are bisected to within {}% (at most {} steps)",
         micros(limits.p99_us),
@@ -162,9 +162,9 @@ pub fn main(args: &SearchArgs) -> Result<()> {
             if attempt > 0 && interrupted.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
-            let prepared = crate::run::prepare(step_load.clone().aim(&args.url)?)
+            let prepared = crate::run::prepare(crate::protocol::aim(&step_load, &args.url)?)
                 .with_context(|| format!("step {n}"))?;
-            let (info, rep) = prepared.run().with_context(|| format!("step {n}"))?;
+            let (info, rep) = crate::run::run(&prepared).with_context(|| format!("step {n}"))?;
             let result = report::json::bench(&info, &rep, Some(format!("{rate:.0}/s")));
             let (ok, why) = limits.judge(&result, rate, args.step.as_secs_f64());
             let verdict = match (ok, attempt) {

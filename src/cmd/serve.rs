@@ -2,10 +2,12 @@
 //! tally. [`start`] is also how `compare` and `sweep` start the built-in servers they measure.
 
 use super::{LimitArgs, ServeArgs, parse_cores};
+use crate::codec::{BoxedServer, Listener};
 use crate::engine::ServerHandle;
 use crate::engine::serve_conn::ServerLimits;
 use crate::plan::EngineKind;
-use crate::protocol::{self, Listener, Server, ServerOptions};
+use crate::plan::Server;
+use crate::protocol::{self, ServerOptions};
 use crate::stats::ServerTally;
 use anyhow::{Context, Result, bail};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -43,13 +45,21 @@ pub fn start(
     let tls = options.tls.server()?;
     let tcp = servers.iter().filter(|(s, _)| !s.quic);
     for (server, addr) in tcp.clone() {
-        let own = (server.listeners)(*addr, options, tls.is_some())?;
+        let own = (server.listeners)(*addr, &options.set(), tls.is_some())?;
         counts.push(own.len());
+        if tls.is_some() && server.tls.len() != own.len() {
+            bail!(
+                "`serve {}` serves no TLS on {} of its {} listeners: run it without --tls/--cert",
+                server.name,
+                own.len() - server.tls.len().min(own.len()),
+                own.len()
+            );
+        }
         match &tls {
             // Every listener's codec behind the TLS layer, starting where the server says.
             Some(t) => listeners.extend(own.into_iter().zip(server.tls).map(|((addr, codec), start)| {
                 let at_accept = *start == crate::tls::options::TlsStart::AtConnect;
-                let wrapped: protocol::BoxedServer =
+                let wrapped: BoxedServer =
                     Box::new(crate::tls::TlsServer::new(codec, t.config_for(server.alpn), at_accept));
                 (addr, wrapped)
             })),
@@ -60,11 +70,11 @@ pub fn start(
     // `--max-conns`, refusing the rest).
     let _ =
         crate::engine::sys::ensure_file_limit(SERVER_SOCKETS.min(limits.max_conns as u64).saturating_add(64));
-    engine.ensure_limits(0, cores.len(), false)?;
+    crate::engine::ensure_limits(engine, 0, cores.len(), false)?;
     let mut handle = if listeners.is_empty() {
         ServerHandle::empty(stop.clone())
     } else {
-        engine.start_server(listeners, cores, limits, stop.clone())?
+        crate::engine::start_server(engine, listeners, cores, limits, stop.clone())?
     };
     let mut per_server: Vec<Vec<String>> = Vec::new();
     let mut from = 0;

@@ -210,7 +210,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         None => None,
     };
     if let Some(url) = &args.url {
-        load.aim(url)?.refuse_foreign_options()?;
+        crate::protocol::refuse_foreign_options(&crate::protocol::aim(&load, url)?)?;
     }
     let info = SweepInfo {
         what: match (server_mode, builtin_server) {
@@ -276,7 +276,7 @@ fn check_what_scales(args: &SweepArgs) -> Result<bool> {
 struct StepOf<'a> {
     args: &'a SweepArgs,
     load: &'a plan::Load,
-    builtin_server: Option<&'static protocol::Server>,
+    builtin_server: Option<&'static crate::plan::Server>,
     server_mode: bool,
     client_cores: &'a [usize],
 }
@@ -309,7 +309,7 @@ impl StepOf<'_> {
             }
             (_, Some(template)) => {
                 let url = args.url.clone().unwrap_or_default();
-                let addr = crate::target::parse(&url)?.resolve()?;
+                let addr = crate::protocol::target(&url)?.resolve()?;
                 let command = server_command(template, &cpus);
                 own = Some(OwnServer::start(&command, &cpus, addr)?);
                 url
@@ -327,10 +327,10 @@ impl StepOf<'_> {
         if !trust.is_empty() {
             step_load.tls.trust = trust;
         }
-        let prepared =
-            crate::run::prepare(step_load.aim(&url)?).with_context(|| format!("step {placement}"))?;
+        let prepared = crate::run::prepare(crate::protocol::aim(&step_load, &url)?)
+            .with_context(|| format!("step {placement}"))?;
         let watcher = watch_pid.map(crate::watch::start).transpose()?;
-        let result = prepared.run();
+        let result = crate::run::run(&prepared);
         let watched = watcher.map(crate::watch::Watcher::finish);
         let tallies = builtin.map(|h| h.stop()).transpose()?;
         drop(own);

@@ -22,92 +22,66 @@ pub mod uring_server;
 
 use crate::plan::{ClientJob, EngineKind};
 use crate::stats::ServerTally;
-use crate::workload::Shape;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
-impl EngineKind {
-    /// Raise the process limits this engine needs for `sockets` sockets on `threads` threads
-    /// (open files; locked memory for glommio's registered buffers: io_uring's own rings are
-    /// charged to the memory cgroup on the kernels these engines need), or say how. `bind`:
-    /// the sockets bind source addresses (`--bind`).
-    ///
-    /// The `uring` engine's sockets are direct descriptors where the kernel has them
-    /// ([`rings`]): they need no room in the process's descriptor table, however many, and
-    /// the limit is only raised as far as it goes (each ring's table is that large).
-    pub fn ensure_limits(self, sockets: u64, threads: usize, bind: bool) -> Result<(), sys::LimitError> {
-        if self == EngineKind::Uring && uring::direct_sockets(bind) {
-            sys::raise_file_limit();
-        } else {
-            sys::ensure_file_limit(sockets)?;
-        }
-        if self == EngineKind::Glommio {
-            let per_thread = glommio::LOCKED_MEMORY_PER_THREAD * threads as u64;
-            sys::ensure_locked_memory(per_thread + glommio::LOCKED_MEMORY_MIN)?;
-        }
-        Ok(())
+/// Raise the process limits `engine` needs for `sockets` sockets on `threads` threads
+/// (open files; locked memory for glommio's registered buffers: io_uring's own rings are
+/// charged to the memory cgroup on the kernels these engines need), or say how. `bind`:
+/// the sockets bind source addresses (`--bind`).
+///
+/// The `uring` engine's sockets are direct descriptors where the kernel has them
+/// ([`rings`]): they need no room in the process's descriptor table, however many, and
+/// the limit is only raised as far as it goes (each ring's table is that large).
+pub fn ensure_limits(
+    engine: EngineKind,
+    sockets: u64,
+    threads: usize,
+    bind: bool,
+) -> Result<(), sys::LimitError> {
+    if engine == EngineKind::Uring && uring::direct_sockets(bind) {
+        sys::raise_file_limit();
+    } else {
+        sys::ensure_file_limit(sockets)?;
     }
-
-    /// Run the client side of `job` on this engine: the one place a protocol's codec meets an
-    /// engine; everything below is generic over the codec (no `dyn` in the hot loop).
-    /// `codecs`: one per target of `job.addrs`, in the same order.
-    pub fn run_client<C>(self, job: &ClientJob, codecs: Vec<C>) -> Result<ClientRun, EngineError>
-    where
-        C: crate::proto::ClientCodec + Send + 'static,
-    {
-        match self {
-            EngineKind::Glommio => glommio::run_client(job, codecs),
-            EngineKind::TokioUring => tokio_uring::run_client(job, codecs),
-            EngineKind::Uring => uring::run_client(job, codecs),
-        }
+    if engine == EngineKind::Glommio {
+        let per_thread = glommio::LOCKED_MEMORY_PER_THREAD * threads as u64;
+        sys::ensure_locked_memory(per_thread + glommio::LOCKED_MEMORY_MIN)?;
     }
+    Ok(())
+}
 
-    /// Start built-in servers on this engine.
-    pub fn start_server<S>(
-        self,
-        listeners: Vec<(SocketAddr, S)>,
-        cores: &[usize],
-        limits: serve_conn::ServerLimits,
-        stop: Arc<AtomicBool>,
-    ) -> Result<ServerHandle, EngineError>
-    where
-        S: crate::proto::ServerCodec + Send + 'static,
-    {
-        match self {
-            EngineKind::Glommio => glommio::start_server(listeners, cores, limits, stop),
-            EngineKind::TokioUring => tokio_uring::start_server(listeners, cores, limits, stop),
-            EngineKind::Uring => uring_server::start_server(listeners, cores, limits, stop),
-        }
+/// Run the client side of `job` on `engine`: the one place a protocol's codec meets an
+/// engine; everything below is generic over the codec (no `dyn` in the hot loop).
+/// `codecs`: one per target of `job.addrs`, in the same order.
+pub fn run_client<C>(engine: EngineKind, job: &ClientJob, codecs: Vec<C>) -> Result<ClientRun, EngineError>
+where
+    C: crate::proto::ClientCodec + Send + 'static,
+{
+    match engine {
+        EngineKind::Glommio => glommio::run_client(job, codecs),
+        EngineKind::TokioUring => tokio_uring::run_client(job, codecs),
+        EngineKind::Uring => uring::run_client(job, codecs),
     }
 }
 
-impl ClientJob {
-    /// A core's recorder for this job: per target with several, with a time series when asked.
-    pub fn recorder(&self, cpu: usize) -> crate::stats::CoreRecorder {
-        let mut rec = crate::stats::CoreRecorder::for_shares(cpu, self.addrs.len(), self.kinds)
-            .with_series(self.shape.report_every);
-        if let Some(crate::workload::ConnectRate::Auto { max }) = self.shape.connect_rate {
-            rec.opener = Some(crate::opener::Opener::new(max / self.cores.len().max(1) as f64));
-        }
-        rec
-    }
-
-    /// The run's window: it opens once every connection is set up, and at the latest once the
-    /// last connection's connect could have timed out (a connection per operation measures
-    /// its set-up in each operation, and opens it at the start).
-    pub fn fresh_window(shape: &Shape) -> Arc<crate::workload::Window> {
-        let ramp = shape.ramp_bound(shape.connections);
-        // Only connections with operations to send connect: with `-n` below `-c`, `n` of them.
-        let connecting = shape.ops.map_or(shape.connections, |n| shape.connections.min(n as usize));
-        let connections = if shape.per_op { 0 } else { connecting };
-        // The wall-clock start as this process's monotonic instant (one clock for the run).
-        let not_before = shape.start_at.map(|at| {
-            let ahead = at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO);
-            crate::clock::Instant::now() + ahead
-        });
-        Arc::new(crate::workload::Window::new(connections, ramp + 2 * shape.timeout, not_before))
+/// Start built-in servers on `engine`.
+pub fn start_server<S>(
+    engine: EngineKind,
+    listeners: Vec<(SocketAddr, S)>,
+    cores: &[usize],
+    limits: serve_conn::ServerLimits,
+    stop: Arc<AtomicBool>,
+) -> Result<ServerHandle, EngineError>
+where
+    S: crate::proto::ServerCodec + Send + 'static,
+{
+    match engine {
+        EngineKind::Glommio => glommio::start_server(listeners, cores, limits, stop),
+        EngineKind::TokioUring => tokio_uring::start_server(listeners, cores, limits, stop),
+        EngineKind::Uring => uring_server::start_server(listeners, cores, limits, stop),
     }
 }
 

@@ -62,7 +62,7 @@ pub struct Row {
     pub payload: usize,
     pub payload_crossings: u8,
     /// Its side in a ratio the footer prints (the NSQ study's HTTP against TCP).
-    pub versus: Option<crate::protocol::Versus>,
+    pub versus: Option<crate::plan::Versus>,
     pub ipv6: bool,
 }
 

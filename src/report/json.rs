@@ -4,38 +4,9 @@
 
 use super::RunInfo;
 use crate::stats::Report;
-use crate::stats::result::{Ran, RunResult};
+use crate::stats::result::RunResult;
 use anyhow::{Context, Result};
 use std::path::Path;
-
-impl RunInfo {
-    /// What ran, as a result states it.
-    pub fn ran(&self, label: Option<String>) -> Ran {
-        Ran {
-            label,
-            target: self.target.clone(),
-            also: self.also.clone(),
-            protocol: self.protocol.to_string(),
-            engine: self.engine.to_string(),
-            cores: self.cores.clone(),
-            connections: self.connections,
-            depth: self.depth,
-            messages_per_op: self.messages_per_op,
-            kinds: self.kinds.clone(),
-            stages: {
-                let mut at = 0.0;
-                self.stages
-                    .iter()
-                    .map(|s| {
-                        let from = at;
-                        at += s.length.as_secs_f64();
-                        crate::stats::result::StageResult::new(s.from, s.to, from, at)
-                    })
-                    .collect()
-            },
-        }
-    }
-}
 
 /// The result of a `bench` run.
 pub fn bench(info: &RunInfo, r: &Report, label: Option<String>) -> RunResult {

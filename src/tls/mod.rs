@@ -571,8 +571,8 @@ mod tests {
     /// Socket.IO) without each wrapper naming them; TLS keeps only the refusal to itself.
     #[test]
     fn hooks_pass_through_the_wrappers() {
+        use crate::codec::BoxedServer;
         use crate::proto::Hooks;
-        use crate::protocol::BoxedServer;
         use std::time::Duration;
         let server = ServeTlsArgs { tls: true, ..Default::default() }.server().unwrap().unwrap();
         let tls = |codec: BoxedServer| -> BoxedServer {

@@ -201,12 +201,15 @@ pub struct ServerTls {
 
 impl ServerTls {
     /// The configuration for a server agreeing to `alpn` (the one made offers `http/1.1`).
-    pub fn config_for(&self, alpn: &[u8]) -> Arc<rustls::ServerConfig> {
-        if self.config.alpn_protocols.iter().any(|p| p == alpn) {
+    pub fn config_for(&self, alpn: Option<&[u8]>) -> Arc<rustls::ServerConfig> {
+        let wanted: Vec<Vec<u8>> = alpn.map(<[u8]>::to_vec).into_iter().collect();
+        if self.config.alpn_protocols == wanted
+            || alpn.is_some_and(|a| self.config.alpn_protocols.iter().any(|p| p == a))
+        {
             return self.config.clone();
         }
         let mut config = (*self.config).clone();
-        config.alpn_protocols = vec![alpn.to_vec()];
+        config.alpn_protocols = wanted;
         Arc::new(config)
     }
 }

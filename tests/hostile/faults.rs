@@ -510,7 +510,7 @@ fn ten_thousand_idle_connections_cost_bounded_server_memory() {
         let conns: Vec<TcpStream> = (0..IDLE).map(|_| upgrade(addr)).collect();
         // Past the time after which an idle connection gives its buffers back (uring).
         std::thread::sleep(
-            wirebench::engine::serve_conn::ServerConn::<wirebench::protocol::BoxedServer>::IDLE_RELEASE
+            wirebench::engine::serve_conn::ServerConn::<wirebench::codec::BoxedServer>::IDLE_RELEASE
                 + Duration::from_millis(500),
         );
         let after = rss();

@@ -6,8 +6,7 @@
 //! status fails it as `status`, counted by name (`grpc UNAVAILABLE: 3`). The HTTP/2 client
 //! ([`super::client`]) carries it: the calls are its streams.
 
-use crate::plan::{LoadPlan, Prepared};
-use crate::protocol::{CompareRow, Protocol, Scheme};
+use crate::plan::{CompareRow, Drive, LoadPlan, Prepared, Protocol, Scheme};
 
 /// The path `compare` calls on the built-in server (which echoes any method).
 pub const ECHO_PATH: &str = "/wirebench.Echo/Unary";
@@ -33,13 +32,12 @@ pub static PROTOCOL: Protocol = Protocol {
     default_payload: 0,
     validate,
     check_payload: super::any_payload,
-    messages_per_op: crate::protocol::one_message,
-    run,
+    messages_per_op: crate::plan::one_message,
     compare_rows,
     option_groups: &["h2-options"],
-    http_entries: false,
-    alpn: (b"h2", true),
-    recognize: crate::protocol::recognizes_none,
+    http_method: None,
+    alpn: Some((b"h2", true)),
+    recognize: crate::plan::recognizes_none,
 };
 
 /// A call names its method: `/package.Service/Method`.
@@ -61,8 +59,9 @@ pub fn framed(message: &[u8]) -> Vec<u8> {
     [&[0][..], &(message.len() as u32).to_be_bytes(), message].concat()
 }
 
-fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    p.drive(|p| super::client_for(p, "POST".into(), framed(&p.body), true))
+/// Build its client for each target and have `D` drive it.
+pub fn run<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    D::drive(p, |p| super::client_for(p, "POST".into(), framed(&p.body), true))
 }
 
 /// One row: a unary call the built-in server echoes (its payload crosses twice).

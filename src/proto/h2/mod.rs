@@ -15,8 +15,9 @@ pub mod hpack;
 pub mod huffman;
 pub mod server;
 
-use crate::plan::{LoadPlan, Prepared};
-use crate::protocol::{Protocol, Scheme, Server};
+pub use grpc::{PROTOCOL as GRPC, run as run_grpc};
+
+use crate::plan::{Drive, LoadPlan, Prepared, Protocol, Scheme, Server};
 
 /// HTTP/2's load options (gRPC's too).
 #[derive(Debug, Clone, Copy, Default, clap::Args, serde::Serialize)]
@@ -36,6 +37,11 @@ pub struct Options {
     pub window: Option<u32>,
 }
 
+/// Its server's options: none.
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
+#[group(skip)]
+pub struct ServeOptions {}
+
 /// A flag's `on` or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -46,7 +52,7 @@ pub enum Switch {
 
 /// Whether the plan asks for Huffman-coded header strings (`--huffman`, on unless `off`).
 pub fn huffman(plan: &LoadPlan) -> bool {
-    plan.load.options.h2.huffman != Some(Switch::Off)
+    plan.load.options.get::<Options>().huffman != Some(Switch::Off)
 }
 
 /// `h2c://HOST:PORT/PATH`: HTTP/2 over cleartext TCP with prior knowledge (no upgrade from
@@ -62,12 +68,11 @@ pub static PROTOCOL: Protocol = Protocol {
     // The same method option and rule as HTTP/1.1's.
     validate: super::http1::validate,
     check_payload: any_payload,
-    messages_per_op: crate::protocol::one_message,
-    run,
+    messages_per_op: crate::plan::one_message,
     compare_rows,
     option_groups: &["http1-options", "h2-options"],
-    http_entries: true,
-    alpn: (b"h2", true),
+    http_method: Some(super::http1::method_of),
+    alpn: Some((b"h2", true)),
     // A SETTINGS frame on stream 0, its length a multiple of 6: a server's preface.
     recognize: |bytes| match bytes.get(..9) {
         Some([0, hi, lo, 4, _, 0, 0, 0, 0]) if (u16::from(*hi) << 8 | u16::from(*lo)).is_multiple_of(6) => {
@@ -78,7 +83,7 @@ pub static PROTOCOL: Protocol = Protocol {
 };
 
 /// One row: the payload as a `POST` body (unless `-m` says otherwise), beside HTTP/1.1's.
-fn compare_rows(plan: &LoadPlan) -> Vec<crate::protocol::CompareRow> {
+fn compare_rows(plan: &LoadPlan) -> Vec<crate::plan::CompareRow> {
     vec![super::http1::post_row(plan, "HTTP/2", true)]
 }
 
@@ -87,8 +92,9 @@ pub fn any_payload(_: &LoadPlan, _: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    p.drive(|p| client_for(p, super::http1::method(&p.plan), p.body.to_vec(), false))
+/// Build its client for each target and have `D` drive it.
+pub fn run<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    D::drive(p, |p| client_for(p, super::http1::method(p), p.body.to_vec(), false))
 }
 
 /// The HTTP/2 client of a prepared plan: its target's scheme, authority and path, the user's
@@ -103,7 +109,7 @@ pub fn client_for(p: &Prepared, method: String, body: Vec<u8>, grpc: bool) -> cl
         body,
         grpc,
     };
-    client::H2Client::new(&spec, huffman(&p.plan)).with_window(p.plan.load.options.h2.window)
+    client::H2Client::new(&spec, huffman(&p.plan)).with_window(p.plan.load.options.get::<Options>().window)
 }
 
 /// `serve h2`: h2c with prior knowledge (`h2://` with `--tls`, ALPN `h2`), answering as
@@ -114,7 +120,7 @@ pub static SERVER: Server = Server {
     default_listen: "127.0.0.1:8443",
     listeners: |addr, _, _| Ok(vec![(addr, Box::new(server::H2Server::default()))]),
     tls: &[crate::tls::options::TlsStart::AtConnect],
-    alpn: b"h2",
+    alpn: Some(b"h2"),
     // HTTP/2 requests and gRPC calls, on the one listener.
     urls: |addrs, tls| {
         let (h2, grpc) = if tls { ("h2", "grpcs") } else { ("h2c", "grpc") };

@@ -12,8 +12,17 @@ pub mod qpack;
 pub mod server;
 pub mod stream;
 
-use crate::plan::{LoadPlan, Prepared};
-use crate::protocol::{Protocol, Scheme, Server};
+use crate::plan::{Drive, LoadPlan, Prepared, Protocol, Scheme, Server};
+
+/// Its load options: none of its own (`-m` is HTTP/1.1's group).
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
+#[group(skip)]
+pub struct Options {}
+
+/// Its server's options: none.
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
+#[group(skip)]
+pub struct ServeOptions {}
 
 /// `h3://HOST:PORT/PATH`: HTTP/3 over QUIC (UDP), TLS 1.3 agreed by ALPN `h3`. Each
 /// connection keeps `--depth` requests (streams) in flight.
@@ -23,18 +32,17 @@ pub static PROTOCOL: Protocol = Protocol {
     default_payload: 0,
     validate,
     check_payload: super::h2::any_payload,
-    messages_per_op: crate::protocol::one_message,
-    run,
+    messages_per_op: crate::plan::one_message,
     compare_rows,
     option_groups: &["http1-options"],
-    http_entries: true,
-    alpn: (b"h3", true),
-    recognize: crate::protocol::recognizes_none,
+    http_method: Some(super::http1::method_of),
+    alpn: Some((b"h3", true)),
+    recognize: crate::plan::recognizes_none,
 };
 
 /// One row, on `compare --tls`: the payload as a `POST` body (unless `-m` says otherwise),
 /// beside HTTP/1.1's and HTTP/2's over TLS.
-fn compare_rows(plan: &LoadPlan) -> Vec<crate::protocol::CompareRow> {
+fn compare_rows(plan: &LoadPlan) -> Vec<crate::plan::CompareRow> {
     let mut row = super::http1::post_row(plan, "HTTP/3", false);
     row.versus = None;
     vec![row]
@@ -49,10 +57,11 @@ fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    p.drive_quic(|p| {
+/// Build its client for each target and have `D`'s QUIC engine drive it.
+pub fn run<D: Drive<Streams = client::H3Client>>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    D::drive_quic(p, |p| {
         let spec = crate::proto::h2::client::RequestSpec {
-            method: super::http1::method(&p.plan),
+            method: super::http1::method(p),
             scheme: "https",
             authority: p.authority().to_string(),
             path: p.plan.target.path.clone(),
@@ -72,7 +81,7 @@ pub static SERVER: Server = Server {
     default_listen: "127.0.0.1:8443",
     listeners: |_, _, _| Ok(Vec::new()),
     tls: &[crate::tls::options::TlsStart::InQuic],
-    alpn: b"h3",
+    alpn: Some(b"h3"),
     urls: |addrs, _| addrs.iter().map(|a| format!("h3://{a}/")).collect(),
     option_groups: &[],
     quic: true,

@@ -116,8 +116,7 @@ pub enum Framing {
 // ---------------------------------------------------------------------------------------------
 // HTTP/1.1 in the protocol registry: what the layers above need to know.
 
-use crate::plan::{LoadPlan, Prepared};
-use crate::protocol::{CompareRow, Protocol, Scheme, Server};
+use crate::plan::{CompareRow, Drive, LoadPlan, Prepared, Protocol, Scheme, Server};
 
 /// HTTP/1.1's load options.
 #[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
@@ -128,6 +127,11 @@ pub struct Options {
     pub method: Option<String>,
 }
 
+/// Its server's options: none.
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
+#[group(skip)]
+pub struct ServeOptions {}
+
 pub static PROTOCOL: Protocol = Protocol {
     name: "http1",
     schemes: &[
@@ -136,33 +140,37 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     default_payload: 0,
     validate,
-    check_payload: crate::protocol::any_payload,
-    messages_per_op: crate::protocol::one_message,
-    run,
+    check_payload: crate::plan::any_payload,
+    messages_per_op: crate::plan::one_message,
     compare_rows,
     option_groups: &["http1-options"],
-    http_entries: true,
-    alpn: (b"http/1.1", false),
+    http_method: Some(method_of),
+    alpn: Some((b"http/1.1", false)),
     recognize: |bytes| {
         (bytes.starts_with(b"HTTP/1.") && bytes.get(9..12).is_none_or(|code| code != b"101"))
             .then_some("HTTP/1.1 (a response)")
     },
 };
 
-/// The request method `-m` gives (GET without it), for HTTP/1.1 and HTTP/2.
-pub fn method(plan: &LoadPlan) -> String {
-    plan.load.options.http1.method.as_deref().unwrap_or("GET").to_ascii_uppercase()
+/// The request method `-m` gives (GET without it), for HTTP/1.1, HTTP/2 and HTTP/3.
+pub fn method_of(plan: &LoadPlan) -> String {
+    plan.load.options.get::<Options>().method.as_deref().unwrap_or("GET").to_ascii_uppercase()
+}
+
+/// The method a prepared plan's requests use: its `--requests` entry's, else `-m`'s.
+pub fn method(p: &Prepared) -> String {
+    p.method.as_deref().map_or_else(|| method_of(&p.plan), str::to_ascii_uppercase)
 }
 
 /// `-m`'s rule, for HTTP/1.1 and HTTP/2 (a `--requests` entry's method keeps the same one).
 pub fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
-    crate::requests::check_method(&method(plan)).map_err(anyhow::Error::msg)
+    crate::requests::check_method(&method_of(plan)).map_err(anyhow::Error::msg)
 }
 
 /// The request a prepared plan sends.
 fn request(p: &Prepared) -> RequestSpec {
     RequestSpec {
-        method: method(&p.plan),
+        method: method(p),
         host: p.authority().to_string(),
         target: p.plan.target.path.clone(),
         headers: headers(p),
@@ -180,8 +188,9 @@ pub fn headers(p: &Prepared) -> Vec<(String, String)> {
     headers
 }
 
-fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    p.drive(|p| Http1Client::new(&request(p)))
+/// Build its codec for each target and have `D` drive it.
+pub fn run<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    D::drive(p, |p| Http1Client::new(&request(p)))
 }
 
 /// One row: the payload as a `POST` body (unless `-m` says otherwise).
@@ -193,12 +202,14 @@ fn compare_rows(plan: &LoadPlan) -> Vec<CompareRow> {
 /// body unless `-m` says otherwise, on its side of the HTTP/2 vs HTTP/1.1 ratio.
 pub fn post_row(plan: &LoadPlan, version: &str, numerator: bool) -> CompareRow {
     let mut plan = plan.clone();
-    plan.load.options.http1.method.get_or_insert_with(|| "POST".into());
+    let mut options = (*plan.load.options.get::<Options>()).clone();
+    options.method.get_or_insert_with(|| "POST".into());
+    plan.load.options.put(options);
     CompareRow {
-        label: format!("{version} {}", method(&plan)),
+        label: format!("{version} {}", method_of(&plan)),
         plan,
         payload_crossings: 1,
-        versus: Some(crate::protocol::Versus { title: crate::protocol::H2_VS_H1, numerator }),
+        versus: Some(crate::plan::Versus { title: crate::plan::H2_VS_H1, numerator }),
     }
 }
 
@@ -208,7 +219,7 @@ pub static SERVER: Server = Server {
     default_listen: "127.0.0.1:8080",
     listeners: |addr, _, _| Ok(vec![(addr, Box::new(Http1Server::default()))]),
     tls: &[crate::tls::options::TlsStart::AtConnect],
-    alpn: b"http/1.1",
+    alpn: Some(b"http/1.1"),
     urls: |addrs, tls| addrs.iter().map(|a| format!("http{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &[],
     quic: false,

@@ -281,8 +281,9 @@ mod tests {
 // NSQ in the protocol registry: two protocols (TCP and HTTP publishing) and one built-in
 // server answering both.
 
-use crate::plan::{LoadPlan, Payload};
-use crate::protocol::{CompareRow, Protocol, Scheme, Server, ServerOptions, Versus};
+use crate::plan::{
+    CompareRow, Drive, LoadPlan, OptionSet, Payload, Prepared, Protocol, Scheme, Server, Versus,
+};
 use crate::tls::options::TlsStart;
 use anyhow::bail;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -292,10 +293,25 @@ const MAX_BATCH: usize = 100_000;
 /// `compare`'s MPUB row batches this many messages unless `--batch` says otherwise.
 const COMPARE_BATCH: usize = 10;
 
-/// NSQ's load options.
+/// NSQ's load options: those of a publish, and those of each of its two protocols.
+#[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
+#[group(skip)]
+pub struct Options {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub publish: PublishOptions,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub tcp: TcpOptions,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub http: HttpOptions,
+}
+
+/// The options of a publish, over TCP or HTTP.
 #[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 #[group(id = "nsq-options")]
-pub struct Options {
+pub struct PublishOptions {
     /// NSQ: messages per operation (`MPUB` over TCP, `/mpub` over HTTP; default 1; compare's
     /// MPUB row: 10).
     #[arg(long)]
@@ -358,6 +374,38 @@ pub const fn answer(code: &'static str) -> crate::outcome::Answer {
     crate::outcome::Answer::new("", crate::outcome::Code::Name(code), ok)
 }
 
+/// NSQ's options in a plan.
+fn options(plan: &LoadPlan) -> std::sync::Arc<Options> {
+    plan.load.options.get::<Options>()
+}
+
+/// NSQ's TCP protocol: `IDENTIFY` (unless `--no-identify`; upgrading to TLS with `?tls=1`),
+/// then `PUB`/`MPUB`; built for each target and driven by `D`.
+pub fn run<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    D::drive(p, |p| {
+        let options = options(&p.plan);
+        let identify = match (&options.tcp.identify, options.tcp.no_identify) {
+            (_, true) => None,
+            (Some(json), false) => Some(json.clone().into_bytes()),
+            (None, false) => Some(default_identify(&p.hostname)),
+        };
+        let tls = p.plan.target.tls.is_some();
+        let identify = identify.map(|json| if tls { identify_tls_v1(&json) } else { json });
+        let client = NsqClient::new(&publish_spec(&p.plan, &p.body), identify.as_deref());
+        if tls { client.with_tls_v1() } else { client }
+    })
+}
+
+/// nsqd's HTTP API: `/pub` or `/mpub` over HTTP/1.1, built for each target and driven by `D`.
+pub fn run_http<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    D::drive(p, |p| {
+        let spec = publish_spec(&p.plan, &p.body);
+        let mut request = http_publish_request(p.authority(), &spec, options(&p.plan).http.binary);
+        request.headers = crate::proto::http1::headers(p);
+        crate::proto::http1::Http1Client::new(&request)
+    })
+}
+
 pub static PROTOCOL: Protocol = Protocol {
     name: "nsq",
     schemes: &[Scheme { name: "nsq", default_port: 4150, tls: Some(TlsStart::InHandshake) }],
@@ -367,36 +415,22 @@ pub static PROTOCOL: Protocol = Protocol {
         if !plan.load.headers.is_empty() {
             bail!("-H does not apply to nsq:// targets: NSQ's TCP protocol has no headers (nsq+http:// has)");
         }
-        if let Some(json) = &plan.load.options.nsq_tcp.identify {
+        if let Some(json) = &options(plan).tcp.identify {
             let value = serde_json::from_str::<serde_json::Value>(json)
                 .map_err(|e| anyhow::anyhow!("--identify '{json}' is not JSON: {e}"))?;
             if plan.target.tls.is_some() && !value.is_object() {
                 bail!("--identify must be a JSON object with ?tls=1 (tls_v1 is added to it)");
             }
         }
-        if plan.target.tls.is_some() && plan.load.options.nsq_tcp.no_identify {
+        if plan.target.tls.is_some() && options(plan).tcp.no_identify {
             bail!("?tls=1 upgrades through IDENTIFY's tls_v1: it cannot go with --no-identify");
         }
         Ok(())
     },
     check_payload,
     messages_per_op,
-    run: |p| {
-        p.drive(|p| {
-            let options = &p.plan.load.options.nsq_tcp;
-            let identify = match (&options.identify, options.no_identify) {
-                (_, true) => None,
-                (Some(json), false) => Some(json.clone().into_bytes()),
-                (None, false) => Some(default_identify(&p.hostname)),
-            };
-            let tls = p.plan.target.tls.is_some();
-            let identify = identify.map(|json| if tls { identify_tls_v1(&json) } else { json });
-            let client = NsqClient::new(&publish_spec(&p.plan, &p.body), identify.as_deref());
-            if tls { client.with_tls_v1() } else { client }
-        })
-    },
     compare_rows: |plan| {
-        let batch = plan.load.options.nsq.batch.unwrap_or(COMPARE_BATCH);
+        let batch = options(plan).publish.batch.unwrap_or(COMPARE_BATCH);
         vec![
             CompareRow {
                 label: "NSQ TCP PUB".into(),
@@ -413,8 +447,8 @@ pub static PROTOCOL: Protocol = Protocol {
         ]
     },
     option_groups: &["nsq-options", "nsq-tcp-options"],
-    http_entries: false,
-    alpn: (b"http/1.1", false),
+    http_method: None,
+    alpn: Some((b"http/1.1", false)),
     recognize: looks_like_nsq,
 };
 
@@ -438,20 +472,12 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
     validate: validate_publish,
     check_payload: |plan, body| {
         check_payload(plan, body)?;
-        if messages_per_op(plan) > 1 && !plan.load.options.nsq_http.binary && body.contains(&b'\n') {
+        if messages_per_op(plan) > 1 && !options(plan).http.binary && body.contains(&b'\n') {
             bail!("the message contains a newline, which /mpub's text form would split: add --binary");
         }
         Ok(())
     },
     messages_per_op,
-    run: |p| {
-        p.drive(|p| {
-            let spec = publish_spec(&p.plan, &p.body);
-            let mut request = http_publish_request(p.authority(), &spec, p.plan.load.options.nsq_http.binary);
-            request.headers = crate::proto::http1::headers(p);
-            crate::proto::http1::Http1Client::new(&request)
-        })
-    },
     compare_rows: |plan| {
         vec![CompareRow {
             label: "NSQ HTTP /pub".into(),
@@ -461,9 +487,9 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
         }]
     },
     option_groups: &["nsq-options", "nsq-http-options"],
-    http_entries: false,
-    alpn: (b"http/1.1", false),
-    recognize: crate::protocol::recognizes_none,
+    http_method: None,
+    alpn: Some((b"http/1.1", false)),
+    recognize: crate::plan::recognizes_none,
 };
 
 /// An `IDENTIFY` body that asks for TLS: `feature_negotiation` and `tls_v1` set (nsqd answers
@@ -483,14 +509,14 @@ fn topic(plan: &LoadPlan) -> &str {
 }
 
 fn messages_per_op(plan: &LoadPlan) -> u64 {
-    plan.load.options.nsq.batch.unwrap_or(1) as u64
+    options(plan).publish.batch.unwrap_or(1) as u64
 }
 
 fn validate_publish(plan: &LoadPlan) -> anyhow::Result<()> {
     if topic(plan).is_empty() {
         bail!("{}: an NSQ URL names its topic: nsq://127.0.0.1:4150/TOPIC", plan.target.url);
     }
-    let options = &plan.load.options.nsq;
+    let options = &options(plan).publish;
     let batch = options.batch.unwrap_or(1);
     if batch == 0 || batch > MAX_BATCH {
         bail!("--batch must be between 1 and {MAX_BATCH}");
@@ -521,7 +547,7 @@ fn fits(plan: &LoadPlan, size: usize) -> anyhow::Result<()> {
 }
 
 fn publish_spec(plan: &LoadPlan, body: &[u8]) -> PublishSpec {
-    let options = &plan.load.options.nsq;
+    let options = &options(plan).publish;
     PublishSpec {
         topic: topic(plan).to_string(),
         message: body.to_vec(),
@@ -533,7 +559,9 @@ fn publish_spec(plan: &LoadPlan, body: &[u8]) -> PublishSpec {
 /// The plan with `batch` messages per operation, and `-n` messages in as many operations.
 fn with_batch(plan: &LoadPlan, batch: usize) -> LoadPlan {
     let mut plan = plan.clone();
-    plan.load.options.nsq.batch = Some(batch);
+    let mut options = (*options(&plan)).clone();
+    options.publish.batch = Some(batch);
+    plan.load.options.put(options);
     plan.load.shape.ops = plan.load.shape.ops.map(|n| n.div_ceil(batch as u64));
     plan
 }
@@ -545,8 +573,8 @@ pub static SERVER: Server = Server {
     // The TCP side upgrades on `IDENTIFY`'s `tls_v1`, as nsqd's; the HTTP side is HTTPS (nsqd
     // keeps a plaintext HTTP port beside its HTTPS one; this sink serves one or the other).
     tls: &[TlsStart::InHandshake, TlsStart::AtConnect],
-    listeners: |addr, options: &ServerOptions, tls| {
-        let options = &options.nsq;
+    listeners: |addr, options: &OptionSet, tls| {
+        let options = options.get::<ServeOptions>();
         let http = match &options.http_listen {
             Some(text) => text.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| {
                 anyhow::anyhow!("--http-listen '{text}' is not an address: use e.g. 127.0.0.1:4151")
@@ -560,7 +588,7 @@ pub static SERVER: Server = Server {
         let tcp = if tls { tcp.with_tls_v1() } else { tcp };
         Ok(vec![(addr, Box::new(tcp)), (http, Box::new(NsqHttpServer::new(limits)))])
     },
-    alpn: b"http/1.1",
+    alpn: Some(b"http/1.1"),
     urls: |addrs, tls| {
         let (tcp, http) = if tls { ("?tls=1", "nsq+https") } else { ("", "nsq+http") };
         vec![format!("nsq://{}/test{tcp}", addrs[0]), format!("{http}://{}/test", addrs[1])]

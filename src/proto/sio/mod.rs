@@ -141,8 +141,7 @@ pub fn parse_open(json: &[u8]) -> Result<Open, Error> {
 // ---------------------------------------------------------------------------------------------
 // Socket.IO in the protocol registry: what the layers above need to know.
 
-use crate::plan::{LoadPlan, Prepared};
-use crate::protocol::{CompareRow, Protocol, Scheme, Server, ServerOptions};
+use crate::plan::{CompareRow, Drive, LoadPlan, OptionSet, Prepared, Protocol, Scheme, Server};
 use anyhow::bail;
 use std::time::Duration;
 
@@ -200,10 +199,9 @@ pub static PROTOCOL: Protocol = Protocol {
         }
         Ok(())
     },
-    messages_per_op: crate::protocol::one_message,
-    run,
+    messages_per_op: crate::plan::one_message,
     compare_rows: |plan| {
-        let label = match &plan.load.options.sio.reply_event {
+        let label = match &plan.load.options.get::<Options>().reply_event {
             Some(_) => "Socket.IO event+reply",
             None => "Socket.IO event+ack",
         };
@@ -211,8 +209,8 @@ pub static PROTOCOL: Protocol = Protocol {
         vec![CompareRow { label: label.into(), plan: plan.clone(), payload_crossings: 2, versus: None }]
     },
     option_groups: &["sio-options"],
-    http_entries: false,
-    alpn: (b"http/1.1", false),
+    http_method: None,
+    alpn: Some((b"http/1.1", false)),
     // Engine.IO's open packet (`0{…`) in an unmasked text frame.
     recognize: |bytes| {
         (bytes.first() == Some(&0x81) && bytes.get(2..4) == Some(b"0{"))
@@ -239,20 +237,22 @@ fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
     if namespace.contains(',') {
         bail!("{}: a namespace cannot contain a comma", plan.target.url);
     }
-    let path = plan.load.options.sio.sio_path.as_deref().unwrap_or(DEFAULT_PATH);
+    let options = plan.load.options.get::<Options>();
+    let path = options.sio_path.as_deref().unwrap_or(DEFAULT_PATH);
     if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
         bail!("--sio-path '{path}' is not a path: use e.g. /socket.io/");
     }
     Ok(())
 }
 
-fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    p.drive(codec)
+/// Build its codec for each target and have `D` drive it.
+pub fn run<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    D::drive(p, codec)
 }
 
 fn codec(p: &Prepared) -> SioClient {
     let (event, namespace) = event_and_namespace(&p.plan);
-    let options = &p.plan.load.options.sio;
+    let options = p.plan.load.options.get::<Options>();
     let eio = options.eio.unwrap_or(4);
     let path = options.sio_path.as_deref().unwrap_or(DEFAULT_PATH);
     let spec = SioSpec {
@@ -273,8 +273,8 @@ pub static SERVER: Server = Server {
     about: "Socket.IO (Engine.IO 4, or 3 with --eio 3): acknowledges every event with its arguments, emits --reply-event when asked, pings",
     default_listen: "127.0.0.1:3000",
     tls: &[crate::tls::options::TlsStart::AtConnect],
-    listeners: |addr, options: &ServerOptions, _| {
-        let o = &options.sio;
+    listeners: |addr, options: &OptionSet, _| {
+        let o = options.get::<ServeOptions>();
         for (flag, value) in [("--ping-interval", o.ping_interval), ("--ping-timeout", o.ping_timeout)] {
             if value.is_some_and(|v| v < MIN_PING) {
                 bail!(
@@ -290,7 +290,7 @@ pub static SERVER: Server = Server {
         );
         Ok(vec![(addr, Box::new(SioServer::with(handler, server::MAX_MESSAGE)))])
     },
-    alpn: b"http/1.1",
+    alpn: Some(b"http/1.1"),
     urls: |addrs, tls| addrs.iter().map(|a| format!("sio{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &["sio-serve-options"],
     quic: false,

@@ -175,8 +175,7 @@ pub fn parse_head(input: &[u8]) -> Option<FrameHead> {
 // ---------------------------------------------------------------------------------------------
 // WebSocket in the protocol registry: what the layers above need to know.
 
-use crate::plan::{LoadPlan, Prepared};
-use crate::protocol::{CompareRow, Protocol, Scheme, Server, ServerOptions};
+use crate::plan::{CompareRow, Drive, LoadPlan, OptionSet, Prepared, Protocol, Scheme, Server};
 
 /// WebSocket's load options.
 #[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
@@ -209,41 +208,42 @@ pub static PROTOCOL: Protocol = Protocol {
     default_payload: 400,
     validate: |_| Ok(()),
     check_payload,
-    messages_per_op: crate::protocol::one_message,
-    run,
+    messages_per_op: crate::plan::one_message,
     compare_rows,
     option_groups: &["ws-options"],
-    http_entries: false,
-    alpn: (b"http/1.1", false),
+    http_method: None,
+    alpn: Some((b"http/1.1", false)),
     recognize: |bytes| bytes.starts_with(b"HTTP/1.1 101 ").then_some("WebSocket (an upgrade's 101)"),
 };
 
 fn check_payload(plan: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
-    if plan.load.options.ws.text && std::str::from_utf8(body).is_err() {
+    if plan.load.options.get::<Options>().text && std::str::from_utf8(body).is_err() {
         anyhow::bail!("--text needs a UTF-8 message; the body is not");
     }
     Ok(())
 }
 
-fn run(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    p.drive(codec)
+/// Build its codec for each target and have `D` drive it.
+pub fn run<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
+    D::drive(p, codec)
 }
 
 fn codec(p: &Prepared) -> WsClient {
+    let options = p.plan.load.options.get::<Options>();
     let spec = WsSpec {
         host: p.authority().to_string(),
         path: p.plan.target.path.clone(),
         headers: p.plan.load.headers.clone(),
         message: p.body.to_vec(),
-        text: p.plan.load.options.ws.text,
-        expect: p.plan.load.options.ws.expect.unwrap_or_default(),
+        text: options.text,
+        expect: options.expect.unwrap_or_default(),
     };
     WsClient::new(spec)
 }
 
 /// One row: the payload echoed, so it crosses the wire twice.
 fn compare_rows(plan: &LoadPlan) -> Vec<CompareRow> {
-    let kind = if plan.load.options.ws.text { "text" } else { "binary" };
+    let kind = if plan.load.options.get::<Options>().text { "text" } else { "binary" };
     vec![CompareRow {
         label: format!("WebSocket {kind}"),
         plan: plan.clone(),
@@ -257,11 +257,11 @@ pub static SERVER: Server = Server {
     about: "WebSocket echo: validates the upgrade, echoes every data message with its opcode, answers ping, completes the close handshake",
     default_listen: "127.0.0.1:9001",
     tls: &[crate::tls::options::TlsStart::AtConnect],
-    listeners: |addr, options: &ServerOptions, _| {
-        let max = options.ws.max_message.map_or(DEFAULT_MAX_MESSAGE, |m| m as usize);
+    listeners: |addr, options: &OptionSet, _| {
+        let max = options.get::<ServeOptions>().max_message.map_or(DEFAULT_MAX_MESSAGE, |m| m as usize);
         Ok(vec![(addr, Box::new(WsServer::new(max)))])
     },
-    alpn: b"http/1.1",
+    alpn: Some(b"http/1.1"),
     urls: |addrs, tls| addrs.iter().map(|a| format!("ws{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &["ws-serve-options"],
     quic: false,

@@ -1,8 +1,9 @@
-//! Target URLs: `http://host:port/path?query` and the other schemes (those the protocol
-//! registry knows), parsed into what the codecs need (host, path) and the protocol they name;
-//! resolving the host into a socket address is a separate step, done when a plan is prepared.
+//! Target URLs: `http://host:port/path?query` and the other schemes (those of the protocols
+//! it is given: the registry's), parsed into what the codecs need (host, path) and the
+//! protocol they name; resolving the host into a socket address is a separate step, done when
+//! a plan is prepared.
 
-use crate::protocol::{self, Protocol};
+use super::{Protocol, Scheme};
 use std::net::{SocketAddr, ToSocketAddrs};
 
 /// A parsed target, not yet resolved.
@@ -37,12 +38,33 @@ pub enum TargetError {
     Unsupported(String, &'static str),
 }
 
-/// Parse a URL (no I/O).
-pub fn parse(url: &str) -> Result<Target, TargetError> {
+/// The protocol and scheme of `protocols` a URL's scheme names (any case).
+pub fn by_scheme(
+    protocols: &[&'static Protocol],
+    scheme: &str,
+) -> Option<(&'static Protocol, &'static Scheme)> {
+    protocols
+        .iter()
+        .flat_map(|p| p.schemes.iter().map(move |s| (*p, s)))
+        .find(|(_, s)| s.name.eq_ignore_ascii_case(scheme))
+}
+
+/// The schemes of `protocols`, for messages: `http://, ws://, nsq:// or nsq+http://`.
+pub fn schemes_text(protocols: &[&'static Protocol]) -> String {
+    let names: Vec<String> =
+        protocols.iter().flat_map(|p| p.schemes.iter().map(|s| format!("{}://", s.name))).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+/// Parse a URL whose scheme is one of `protocols`' (no I/O).
+pub fn parse(url: &str, protocols: &[&'static Protocol]) -> Result<Target, TargetError> {
     let url = url.trim();
     let (scheme_text, rest) = url.split_once("://").ok_or_else(|| TargetError::NoScheme(url.into()))?;
-    let (protocol, scheme) = protocol::by_scheme(scheme_text)
-        .ok_or_else(|| TargetError::Scheme(scheme_text.into(), url.into(), protocol::schemes_text()))?;
+    let (protocol, scheme) = by_scheme(protocols, scheme_text)
+        .ok_or_else(|| TargetError::Scheme(scheme_text.into(), url.into(), schemes_text(protocols)))?;
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -101,6 +123,10 @@ impl Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(url: &str) -> Result<Target, TargetError> {
+        super::parse(url, crate::protocol::PROTOCOLS)
+    }
 
     #[test]
     fn parses_http_with_path_and_query() {
