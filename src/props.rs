@@ -6,11 +6,10 @@
 //! whatever the fuzzer finds. A violation panics, saying what differed.
 
 use crate::clock::Instant;
+use crate::codec::{Awaiting, ClientCodec, CodecError, Decoded, Outcome, ServerCodec};
 use crate::engine::serve_conn::{ServerConn, ServerLimits};
 use crate::outcome::ErrorClass;
-use crate::proto::{self, Awaiting, ClientCodec, CodecError, Decoded, Outcome, ServerCodec};
 use crate::stats::ServerTally;
-use std::time::Duration;
 
 /// What a client codec made of a stream from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +57,7 @@ pub fn cuts_from(seed: &[u8], len: usize) -> Vec<usize> {
 }
 
 /// The pieces of `stream` between `cuts` (sorted offsets), as reads would return them.
-fn pieces<'a>(stream: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+pub fn pieces<'a>(stream: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     let mut out = Vec::new();
     let mut from = 0;
     for &cut in cuts.iter().filter(|&&c| c > 0 && c < stream.len()) {
@@ -264,7 +263,7 @@ impl Arrivals {
         if pieces.is_empty() { Arrivals::whole() } else { Arrivals(pieces) }
     }
 
-    fn pieces<'a>(&'a self, stream: &'a [u8]) -> impl Iterator<Item = (&'a [u8], How)> + 'a {
+    pub fn pieces<'a>(&'a self, stream: &'a [u8]) -> impl Iterator<Item = (&'a [u8], How)> + 'a {
         let mut rest = stream;
         self.0.iter().cycle().map_while(move |&(size, how)| {
             if rest.is_empty() {
@@ -479,174 +478,13 @@ pub fn repeated(unit: &[u8], times: u16) -> Vec<u8> {
     out
 }
 
-/// A fuzz target: the codec and the property it checks on arbitrary bytes.
+/// A fuzz target: the codec and the property it checks on arbitrary bytes. Each protocol's
+/// module lists its own (`proto::*::fuzz::TARGETS`); the registry gathers them.
 pub type Target = fn(&[u8]);
-
-/// Every fuzz target by name (`fuzz/fuzz_targets/NAME.rs` calls [`run`] with its name; the
-/// corpus under `fuzz/corpus/NAME/` is replayed by `cargo test`).
-pub const TARGETS: [(&str, Target); 13] = [
-    ("client_http1", client_http1),
-    ("client_ws", client_ws),
-    ("client_nsq", client_nsq),
-    ("client_sio", client_sio),
-    ("server_http1", server_http1),
-    ("server_ws", server_ws),
-    ("server_nsq", server_nsq),
-    ("server_nsq_http", server_nsq_http),
-    ("server_sio", server_sio),
-    ("hpack", hpack),
-    ("client_h2", client_h2),
-    ("server_h2", server_h2),
-    ("h3", h3),
-];
-
-/// The HTTP/2 client after the server's SETTINGS, on whatever frames follow; its requests
-/// are gRPC calls of 100,000 octets (past every window, so WINDOW_UPDATEs and SETTINGS let the
-/// rest go: `op_more`) when the stream's length is odd, GETs when even.
-fn client_h2(data: &[u8]) {
-    let (seed, stream) = split_input(data);
-    let grpc = stream.len() % 2 == 1;
-    let spec = proto::h2::client::RequestSpec {
-        method: if grpc { "POST" } else { "GET" }.into(),
-        scheme: "http",
-        authority: "h".into(),
-        path: "/".into(),
-        headers: vec![],
-        body: if grpc { proto::h2::grpc::framed(&[b'g'; 99_995]) } else { vec![] },
-        grpc,
-    };
-    let settings = |_: &[u8]| {
-        let mut out = Vec::new();
-        proto::h2::frame::write_settings(&mut out, &[]);
-        out
-    };
-    client_splits_agree(&proto::h2::client::H2Client::new(&spec, true), &settings, &stream, seed);
-}
-
-/// HPACK's decoder on arbitrary header blocks: its first byte sets the dynamic table size this
-/// side allows (×32 bytes), its second how many cut points follow (low 3 bits), one byte each,
-/// cutting the rest into blocks. Per block: no panic; an accepted block leaves the table within
-/// its size; and what it decoded, encoded again by an [`Encoder`](proto::h2::hpack::Encoder)
-/// (with Huffman or without), decodes to the same fields on a decoder of its own.
-fn hpack(data: &[u8]) {
-    use proto::h2::hpack::{Decoder, Encoder};
-    let [size, cuts, rest @ ..] = data else { return };
-    let n = usize::from(cuts & 7).min(rest.len());
-    let (cuts, stream) = rest.split_at(n);
-    let mut points: Vec<usize> = cuts.iter().map(|&c| usize::from(c) % (stream.len() + 1)).collect();
-    points.push(stream.len());
-    points.sort_unstable();
-    let allowed = usize::from(*size) * 32;
-    let mut decoder = Decoder::new(allowed, 1 << 16);
-    let (mut plain, mut huffman) = (Encoder::new(false), Encoder::new(true));
-    let (mut plain_back, mut huffman_back) = (Decoder::new(4096, 1 << 20), Decoder::new(4096, 1 << 20));
-    let mut from = 0;
-    for to in points {
-        let block = &stream[from..to];
-        from = to;
-        let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        if decoder.decode(block, |n, v| fields.push((n.to_vec(), v.to_vec()))).is_err() {
-            return; // the connection's end
-        }
-        assert!(decoder.table().size() <= allowed, "the table grew past {allowed}");
-        for (encoder, back) in [(&mut plain, &mut plain_back), (&mut huffman, &mut huffman_back)] {
-            let mut again = Vec::new();
-            encoder.encode(fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut again);
-            let mut decoded = Vec::new();
-            back.decode(&again, |n, v| decoded.push((n.to_vec(), v.to_vec())))
-                .expect("our own block decodes");
-            assert_eq!(decoded, fields, "re-encoded fields differ");
-        }
-    }
-}
-
-/// HTTP/3's frames and QPACK on an arbitrary stream ([`expand`]ed): parsed frame by frame with
-/// no panic, a cut anywhere never giving another frame than the whole stream gives (only "not
-/// yet"), and each HEADERS payload's field section, if QPACK takes it, encoded again (Huffman
-/// on and off) decoding to the same fields. The same stream as a request stream to the
-/// server and as a response stream to the client, whole and cut where the first byte says:
-/// the same answer, error and counts either way.
-fn h3(data: &[u8]) {
-    use proto::h3::{client::H3Client, frame, qpack, server::H3Server};
-    let (seed, stream) = split_input(data);
-    let cuts = cuts_from(seed, stream.len());
-    let serve = |pieces: &[&[u8]]| {
-        let mut server = H3Server::default();
-        let mut out = Vec::new();
-        let mut result = Ok(false);
-        for (i, piece) in pieces.iter().enumerate() {
-            result = server.request_data(0, piece, i + 1 == pieces.len(), &mut out);
-            if result.is_err() {
-                break;
-            }
-        }
-        (result, out)
-    };
-    let whole: Vec<&[u8]> = vec![&stream];
-    let split = pieces(&stream, &cuts);
-    assert_eq!(serve(&whole), serve(&split), "serve h3: the same request stream whole and cut");
-    let spec = proto::h2::client::RequestSpec {
-        method: "GET".into(),
-        scheme: "https",
-        authority: "h".into(),
-        path: "/".into(),
-        headers: vec![],
-        body: vec![],
-        grpc: false,
-    };
-    let answer = |pieces: &[&[u8]]| {
-        let mut c = H3Client::new(&spec, true);
-        c.request(0, 0);
-        let mut result = Ok(None);
-        for (i, piece) in pieces.iter().enumerate() {
-            result = c.request_data(0, piece, i + 1 == pieces.len());
-            if result.is_err() {
-                break;
-            }
-        }
-        (result, *c.layers())
-    };
-    assert_eq!(answer(&whole), answer(&split), "the h3 client: the same response stream whole and cut");
-    let mut rest = &stream[..];
-    let mut frames = 0usize;
-    while let Ok(Some((f, used))) = frame::parse(rest, 1 << 20) {
-        assert!(used > 0 && used <= rest.len(), "a frame of {used} octets in {}", rest.len());
-        // Any cut short of the whole frame is "not yet" (or the same error), never a frame.
-        for cut in [0, used / 2, used - 1] {
-            if let Ok(Some((g, n))) = frame::parse(&rest[..cut], 1 << 20) {
-                panic!("{cut} octets of a {used}-octet frame parsed as {g:?} of {n}");
-            }
-        }
-        if let frame::Frame::Headers(section) = f {
-            let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-            if qpack::decode(section, 1 << 16, |n, v| fields.push((n.to_vec(), v.to_vec()))).is_ok() {
-                for huffman in [false, true] {
-                    let mut again = Vec::new();
-                    qpack::encode(fields.iter().map(|(n, v)| (&n[..], &v[..])), huffman, &mut again);
-                    let mut back = Vec::new();
-                    qpack::decode(&again, usize::MAX, |n, v| back.push((n.to_vec(), v.to_vec())))
-                        .expect("our own field section decodes");
-                    assert_eq!(back, fields, "re-encoded fields differ");
-                }
-            }
-        }
-        rest = &rest[used..];
-        frames += 1;
-        if frames > 1 << 20 {
-            break;
-        }
-    }
-}
-
-/// Run the target called `name` on `data`; an unknown name panics (a typo in a fuzz target).
-pub fn run(name: &str, data: &[u8]) {
-    let (_, target) = TARGETS.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("no target {name}"));
-    target(data)
-}
 
 /// A client target's input: its first byte says how many seed bytes follow (low 3 bits); the
 /// rest is the stream, [`expand`]ed.
-fn split_input(data: &[u8]) -> (&[u8], Vec<u8>) {
+pub fn split_input(data: &[u8]) -> (&[u8], Vec<u8>) {
     let Some((&first, rest)) = data.split_first() else { return (&[], Vec::new()) };
     let n = usize::from(first & 7).min(rest.len());
     (&rest[..n], expand(&rest[n..]))
@@ -655,7 +493,7 @@ fn split_input(data: &[u8]) -> (&[u8], Vec<u8>) {
 /// A server target's input: its first byte says whether a valid handshake leads the stream
 /// (top bit) and how many arrivals follow (low 3 bits, three bytes each: [`Arrivals`]); the
 /// rest is the stream, [`expand`]ed.
-fn server_input(data: &[u8]) -> (Arrivals, Vec<u8>, bool) {
+pub fn server_input(data: &[u8]) -> (Arrivals, Vec<u8>, bool) {
     let Some((&first, rest)) = data.split_first() else { return (Arrivals::whole(), Vec::new(), false) };
     let n = (3 * usize::from(first & 7)).min(rest.len());
     (Arrivals::from_bytes(&rest[..n]), expand(&rest[n..]), first & 0x80 != 0)
@@ -674,161 +512,13 @@ pub fn server_fuzz_input(arrivals: &[(u16, How)], lead: bool, stream: &[u8]) -> 
     input
 }
 
-/// The server's answer a client connection needs before operations: none (HTTP), the 101 for
-/// the request's own key (WebSocket), `OK` to IDENTIFY (NSQ).
-fn no_answer(_: &[u8]) -> Vec<u8> {
+/// The server's answer a client connection needs before operations, where it needs none
+/// (HTTP).
+pub fn no_answer(_: &[u8]) -> Vec<u8> {
     Vec::new()
 }
 
-fn ws_answer(request: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(request);
-    let key = text.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: ")).unwrap_or_default();
-    format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
-        proto::ws::accept_key(key.trim().as_bytes())
-    )
-    .into_bytes()
-}
-
-fn nsq_answer(_: &[u8]) -> Vec<u8> {
-    let mut ok = Vec::new();
-    proto::nsq::write_frame(&mut ok, 0, b"OK");
-    ok
-}
-
-/// The prototypes the targets use.
-pub fn http1_client() -> proto::http1::Http1Client {
-    proto::http1::Http1Client::new(&proto::http1::RequestSpec {
-        method: "GET".into(),
-        host: "h".into(),
-        target: "/".into(),
-        headers: vec![],
-        body: vec![],
-    })
-}
-
-pub fn ws_client() -> proto::ws::WsClient {
-    proto::ws::WsClient::new(proto::ws::WsSpec {
-        host: "h".into(),
-        path: "/".into(),
-        headers: vec![],
-        message: b"hello".to_vec(),
-        text: false,
-        expect: proto::ws::Expect::Echo,
-    })
-}
-
-pub fn sio_client() -> proto::sio::SioClient {
-    proto::sio::SioClient::new(proto::sio::SioSpec {
-        host: "h".into(),
-        path: "/socket.io/?EIO=4&transport=websocket".into(),
-        headers: vec![],
-        namespace: "/".into(),
-        body: proto::sio::event_body("message", b"\"hi\""),
-        reply_event: None,
-        eio: 4,
-        depth: 4,
-    })
-}
-
-pub fn sio_server() -> proto::sio::SioServer {
-    let handler =
-        proto::sio::SioHandler::new(4, Duration::from_secs(25), Duration::from_secs(20), Some("r".into()));
-    proto::sio::SioServer::with(handler, 1 << 16)
-}
-
-pub fn nsq_client() -> proto::nsq::NsqClient {
-    let spec =
-        proto::nsq::PublishSpec { topic: "t".into(), message: b"m".to_vec(), batch: 1, defer_ms: None };
-    proto::nsq::NsqClient::new(&spec, Some(br#"{"client_id":"fuzz"}"#))
-}
-
-/// A valid WebSocket upgrade request (what a fuzzed stream to the echo server may follow).
-pub const WS_UPGRADE: &[u8] = b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
-
-fn client_http1(data: &[u8]) {
-    let (seed, stream) = split_input(data);
-    client_splits_agree(&http1_client(), &no_answer, &stream, seed);
-}
-
-fn client_ws(data: &[u8]) {
-    let (seed, stream) = split_input(data);
-    client_splits_agree(&ws_client(), &ws_answer, &stream, seed);
-}
-
-fn client_nsq(data: &[u8]) {
-    let (seed, stream) = split_input(data);
-    client_splits_agree(&nsq_client(), &nsq_answer, &stream, seed);
-}
-
-/// Engine.IO's open packet and the namespace joined, in unmasked text frames: what a fuzzed
-/// stream to the Socket.IO client may follow.
-pub fn sio_joined() -> Vec<u8> {
-    let mut out = Vec::new();
-    let open = br#"0{"sid":"s","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}"#;
-    proto::ws::write_frame(&mut out, proto::ws::OP_TEXT, open, None);
-    proto::ws::write_frame(&mut out, proto::ws::OP_TEXT, br#"40{"sid":"n"}"#, None);
-    out
-}
-
-/// The upgrade to Socket.IO and the namespace joined, masked: what a fuzzed stream to the
-/// built-in Socket.IO server may follow.
-pub const SIO_UPGRADE: &[u8] = b"GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nHost: h\r\n\
-Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-Sec-WebSocket-Version: 13\r\n\r\n\x81\x82\x01\x02\x03\x04\x35\x32";
-
-fn client_sio(data: &[u8]) {
-    let Some((&first, _)) = data.split_first() else { return };
-    let (seed, stream) = split_input(data);
-    let stream = with_prefix(&sio_joined(), &stream, first & 0x80 != 0);
-    client_splits_agree(&sio_client(), &ws_answer, &stream, seed);
-}
-
-fn server_sio(data: &[u8]) {
-    let (arrivals, stream, lead) = server_input(data);
-    let stream = with_prefix(SIO_UPGRADE, &stream, lead);
-    server_splits_agree(&sio_server(), &stream, &arrivals);
-}
-
-fn with_prefix(prefix: &[u8], stream: &[u8], lead: bool) -> Vec<u8> {
+/// `prefix` (a valid handshake) before `stream` when `lead`.
+pub fn with_prefix(prefix: &[u8], stream: &[u8], lead: bool) -> Vec<u8> {
     if lead { [prefix, stream].concat() } else { stream.to_vec() }
-}
-
-fn server_http1(data: &[u8]) {
-    let (arrivals, stream, _) = server_input(data);
-    server_splits_agree(&proto::http1::Http1Server::default(), &stream, &arrivals);
-}
-
-/// The HTTP/2 server, after the client's preface and SETTINGS when the input's first byte says
-/// so (the frames that follow are the fuzzer's).
-fn server_h2(data: &[u8]) {
-    let (arrivals, stream, lead) = server_input(data);
-    let mut hello = proto::h2::frame::PREFACE.to_vec();
-    proto::h2::frame::write_settings(&mut hello, &[]);
-    let stream = with_prefix(&hello, &stream, lead);
-    server_splits_agree(&proto::h2::server::H2Server::default(), &stream, &arrivals);
-}
-
-fn server_ws(data: &[u8]) {
-    let (arrivals, stream, lead) = server_input(data);
-    let stream = with_prefix(WS_UPGRADE, &stream, lead);
-    server_splits_agree(&proto::ws::WsServer::new(1 << 20), &stream, &arrivals);
-}
-
-/// The NSQ sinks' limits in the fuzz targets: nsqd's defaults (1 MiB messages, 5 MiB bodies),
-/// so that streams past a batch are valid ones too.
-fn fuzz_sink_limits() -> proto::nsq::SinkLimits {
-    proto::nsq::SinkLimits::default()
-}
-
-fn server_nsq(data: &[u8]) {
-    let (arrivals, stream, lead) = server_input(data);
-    let stream = with_prefix(proto::nsq::MAGIC_V2, &stream, lead);
-    server_splits_agree(&proto::nsq::NsqServer::new(fuzz_sink_limits()), &stream, &arrivals);
-}
-
-fn server_nsq_http(data: &[u8]) {
-    let (arrivals, stream, _) = server_input(data);
-    server_splits_agree(&proto::nsq::NsqHttpServer::new(fuzz_sink_limits()), &stream, &arrivals);
 }

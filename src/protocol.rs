@@ -30,6 +30,21 @@ macro_rules! registry {
         /// Every built-in server.
         pub static SERVERS: &[&Server] = &[$($(&$module::$server),*),+];
 
+        /// Every fuzz target, by name: each module's `fuzz::TARGETS`.
+        pub fn fuzz_targets() -> impl Iterator<Item = &'static (&'static str, crate::props::Target)> {
+            [$($module::fuzz::TARGETS),+].into_iter().flatten()
+        }
+
+        /// The valid streams the fuzz target `name` is given to mutate (its module's).
+        pub fn fuzz_samples(name: &str) -> Vec<Vec<u8>> {
+            $(
+                if $module::fuzz::TARGETS.iter().any(|(n, _)| *n == name) {
+                    return $module::fuzz::samples(name);
+                }
+            )+
+            Vec::new()
+        }
+
         /// Every protocol's load options, flattened into each command that generates load.
         #[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
         pub struct ProtocolOptions {
@@ -91,6 +106,18 @@ pub fn run(p: &Prepared) -> Result<Report> {
         .map(|i| RUNS[i])
         .ok_or_else(|| anyhow::anyhow!("{} is not in the registry", p.plan.protocol.name))?;
     run(p)
+}
+
+/// Run the fuzz target called `name` on `data` (the fuzz harness's one entry); an unknown name
+/// panics, naming those there are.
+pub fn fuzz(name: &str, data: &[u8]) {
+    match fuzz_targets().find(|(n, _)| *n == name) {
+        Some((_, target)) => target(data),
+        None => {
+            let names: Vec<&str> = fuzz_targets().map(|(n, _)| *n).collect();
+            panic!("no fuzz target {name}: there are {}", names.join(", "))
+        }
+    }
 }
 
 /// What the first bytes a server sent look like, by the registry's protocols (the first that

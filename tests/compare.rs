@@ -45,12 +45,27 @@ fn huffman_len(s: &str) -> f64 {
     f64::from(bits.div_ceil(8))
 }
 
+/// The protocols the rows ran.
+fn protocols_of(rows: &[serde_json::Value]) -> std::collections::BTreeSet<String> {
+    rows.iter().map(|r| r["protocol"].as_str().unwrap().to_string()).collect()
+}
+
+/// The registry's protocols with a scheme whose TLS `keep` says.
+fn protocols_where(
+    keep: impl Fn(Option<wirebench::tls::options::TlsStart>) -> bool,
+) -> std::collections::BTreeSet<String> {
+    let protocols = wirebench::protocol::PROTOCOLS.iter();
+    protocols.filter(|p| p.schemes.iter().any(|s| keep(s.tls))).map(|p| p.name.to_string()).collect()
+}
+
 #[test]
 fn every_row_on_the_builtin_servers() {
     let svg = std::env::temp_dir().join(format!("wirebench-compare-{}.svg", free_port()));
     let (stdout, v) = compare(&["-n", "3000", "-d", "5s", "--svg", svg.to_str().unwrap()]);
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 8, "{stdout}");
+    // A row (or more) for every protocol of the registry with a cleartext scheme: each runs on
+    // its built-in server.
+    assert_eq!(protocols_of(rows), protocols_where(|tls| tls.is_none()), "{stdout}");
     for r in rows {
         assert_eq!(r["failed"]["total"], 0, "{}", r["label"]);
         assert_eq!(r["connection_errors"]["total"], 0, "{}", r["label"]);
@@ -227,7 +242,12 @@ fn tls_rows_beside_the_plaintext_ones_with_what_tls_costs() {
     assert!(text.contains("what TLS costs"), "{text}");
     assert!(text.contains("per new connection"), "{text}");
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 17, "eight rows, each again over TLS, and HTTP/3 (TLS only)");
+    // Every protocol of the registry (HTTP/3 over TLS only), each plaintext row again over TLS.
+    assert_eq!(protocols_of(rows), protocols_where(|_| true), "{text}");
+    let plain = rows.iter().filter(|r| !r["label"].as_str().unwrap().ends_with(" +TLS")).count();
+    let cleartext = protocols_where(|tls| tls.is_none());
+    let tls_only = rows.iter().filter(|r| !cleartext.contains(r["protocol"].as_str().unwrap())).count();
+    assert_eq!(rows.len(), 2 * plain + tls_only, "{text}");
     // HTTP/3's row: a QUIC connection per request, its datagrams counted.
     let h3 = row(&v, "HTTP/3 POST +TLS");
     assert_eq!(h3["failed"]["total"], 0);

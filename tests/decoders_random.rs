@@ -4,9 +4,11 @@
 //! check the same properties on whatever the fuzzer finds; this replays their corpus.
 
 use wirebench::props::{
-    self, Arrivals, How, TARGETS, client_splits_agree, decode_client, serve_stream, server_splits_agree,
+    self, Arrivals, How, client_splits_agree, decode_client, serve_stream, server_splits_agree,
 };
+use wirebench::proto::h2::fuzz::{get as h2_get, grpc_call as h2_grpc, post as h2_post};
 use wirebench::proto::{Hooks as _, Outcome};
+use wirebench::protocol::fuzz_targets;
 
 struct Rng(u64);
 impl Rng {
@@ -24,133 +26,10 @@ impl Rng {
     }
 }
 
-/// Valid streams for each target (what a well-behaved peer sends), to be mutated.
+/// Valid streams for each target (what a well-behaved peer sends), to be mutated: its
+/// module's.
 fn samples(target: &str) -> Vec<Vec<u8>> {
-    let frame = |t: u32, data: &[u8]| {
-        let mut f = Vec::new();
-        wirebench::proto::nsq::write_frame(&mut f, t, data);
-        f
-    };
-    let masked = |op: u8, data: &[u8]| {
-        let mut f = Vec::new();
-        wirebench::proto::ws::write_frame(&mut f, op, data, Some([9, 8, 7, 6]));
-        f
-    };
-    let publish = |batch: usize| {
-        wirebench::proto::nsq::encode_publish(&wirebench::proto::nsq::PublishSpec {
-            topic: "t".into(),
-            message: b"msg".to_vec(),
-            batch,
-            defer_ms: None,
-        })
-    };
-    match target {
-        "client_http1" => vec![
-            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nT: v\r\n\r\n".to_vec(),
-            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec(),
-            b"HTTP/1.0 200 OK\r\n\r\nuntil the end".to_vec(),
-            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nhi".to_vec(),
-        ],
-        "client_ws" => vec![
-            [&[0x82, 5][..], b"hello"].concat(),
-            [&[0x02, 2][..], b"he", &[0x89, 0], &[0x80, 3], b"llo", &[0x88, 2, 3, 0xe8]].concat(),
-            vec![0x8a, 1, b'p', 0x82, 5, b'h', b'e', b'l', b'l', b'o'],
-        ],
-        "client_sio" => {
-            let text = |data: &[u8]| {
-                let mut f = Vec::new();
-                wirebench::proto::ws::write_frame(&mut f, 1, data, None);
-                f
-            };
-            let joined = props::sio_joined();
-            vec![
-                [joined.clone(), text(b"430[\"hi\"]"), text(b"2"), text(b"431[\"hi\"]"), text(b"6")].concat(),
-                [joined.clone(), text(b"42[\"news\",{\"a\":1}]"), text(b"41"), text(b"1")].concat(),
-                [joined, text(b"451-0[{\"_placeholder\":true,\"num\":0}]"), vec![0x82, 1, 7]].concat(),
-                [
-                    text(br#"0{"sid":"s","pingInterval":100,"pingTimeout":100}"#),
-                    text(br#"44{"message":"no"}"#),
-                ]
-                .concat(),
-            ]
-        }
-        "server_sio" => vec![
-            [
-                props::SIO_UPGRADE.to_vec(),
-                masked(1, b"420[\"message\",\"x\"]"),
-                masked(1, b"3"),
-                masked(1, b"2"),
-            ]
-            .concat(),
-            [
-                props::SIO_UPGRADE.to_vec(),
-                masked(1, b"40/chat,"),
-                masked(1, b"42/chat,[\"ask\",1]"),
-                masked(1, b"41/chat,"),
-            ]
-            .concat(),
-            [props::SIO_UPGRADE.to_vec(), masked(1, b"42[\"r\"]"), masked(1, b"1")].concat(),
-        ],
-        "client_nsq" => vec![
-            [frame(0, b"OK"), frame(0, b"_heartbeat_"), frame(0, b"OK")].concat(),
-            frame(1, b"E_BAD_TOPIC PUB topic name \"a!\" is not valid"),
-        ],
-        "server_http1" | "server_nsq_http" => vec![
-            b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /ping HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".to_vec(),
-            b"POST /pub?topic=t HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc".to_vec(),
-            b"POST /mpub?topic=t HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\na\nb\r\n0\r\n\r\n"
-                .to_vec(),
-        ],
-        "server_ws" => vec![
-            [props::WS_UPGRADE.to_vec(), masked(2, b"hello"), masked(9, b"p"), masked(1, b"text")].concat(),
-            [props::WS_UPGRADE.to_vec(), vec![0x01, 0x82, 1, 2, 3, 4, b'h' ^ 1, b'e' ^ 2], masked(0, b"llo")]
-                .concat(),
-        ],
-        "server_h2" => vec![
-            [h2_hello(), h2_get(1), h2_get(3), h2_post(5, b"body")].concat(),
-            [h2_hello(), h2_grpc(1, b"hello"), h2_get(3)].concat(),
-        ],
-        "server_nsq" => vec![
-            [b"  V2".as_slice(), b"IDENTIFY\n\x00\x00\x00\x02{}", &publish(1), &publish(3), b"NOP\n"]
-                .concat(),
-            [b"  V2".as_slice(), b"DPUB t 10\n\x00\x00\x00\x01x"].concat(),
-        ],
-        _ => vec![],
-    }
-}
-
-/// An HTTP/2 client's preface and SETTINGS.
-fn h2_hello() -> Vec<u8> {
-    let mut out = wirebench::proto::h2::frame::PREFACE.to_vec();
-    wirebench::proto::h2::frame::write_settings(&mut out, &[]);
-    out
-}
-
-/// `GET /` on `stream`, its header block from the static table alone.
-fn h2_get(stream: u32) -> Vec<u8> {
-    let mut out = Vec::new();
-    wirebench::proto::h2::frame::write_headers(&mut out, stream, &[0x82, 0x86, 0x84], true, 16_384);
-    out
-}
-
-/// `POST /` on `stream` with `body` in DATA frames of at most 16 KiB.
-fn h2_post(stream: u32, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    wirebench::proto::h2::frame::write_headers(&mut out, stream, &[0x83, 0x86, 0x84], false, 16_384);
-    wirebench::proto::h2::frame::write_data(&mut out, stream, body, true, 16_384);
-    out
-}
-
-/// A gRPC call carrying `message`: `content-type: application/grpc` as a literal.
-fn h2_grpc(stream: u32, message: &[u8]) -> Vec<u8> {
-    let mut block = vec![0x83, 0x86, 0x84, 0x0f, 0x10, 16];
-    block.extend_from_slice(b"application/grpc");
-    let mut out = Vec::new();
-    wirebench::proto::h2::frame::write_headers(&mut out, stream, &block, false, 16_384);
-    let body = wirebench::proto::h2::grpc::framed(message);
-    wirebench::proto::h2::frame::write_data(&mut out, stream, &body, true, 16_384);
-    out
+    wirebench::protocol::fuzz_samples(target)
 }
 
 /// A target's input: a first byte (seed length, lead flag), seed bytes, then a stream that is
@@ -193,7 +72,7 @@ fn inputs(target: &str, count: usize, seed: u64) -> Vec<Vec<u8>> {
 
 #[test]
 fn every_target_keeps_its_properties_on_seeded_streams() {
-    for (i, (name, target)) in TARGETS.iter().enumerate() {
+    for (i, (name, target)) in fuzz_targets().enumerate() {
         for input in inputs(name, 3000, 0x9e37_79b9_7f4a_7c15 ^ i as u64) {
             target(&input);
         }
@@ -205,7 +84,23 @@ fn every_target_keeps_its_properties_on_seeded_streams() {
 fn the_fuzz_corpus_replays_cleanly() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
     let mut replayed = 0;
-    for (name, target) in TARGETS {
+    // One folder per target, the registry's: a new target's folder is missing until added.
+    let mut folders: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    folders.sort();
+    let mut names: Vec<String> = fuzz_targets().map(|(n, _)| n.to_string()).collect();
+    names.sort();
+    for name in &names {
+        assert!(
+            folders.contains(name),
+            "fuzz/corpus/{name} is missing: add it with one valid input (a sample stream as the target reads it: props::literal of it, see tools/fuzz.sh)"
+        );
+    }
+    assert_eq!(folders, names, "every folder of fuzz/corpus names a fuzz target");
+    for (name, target) in fuzz_targets() {
         let dir = std::fs::read_dir(root.join(name)).unwrap_or_else(|e| panic!("fuzz/corpus/{name}: {e}"));
         for entry in dir.flatten() {
             target(&std::fs::read(entry.path()).unwrap());
@@ -222,10 +117,15 @@ fn the_fuzz_corpus_replays_cleanly() {
 #[test]
 fn splitting_changes_nothing_on_valid_streams() {
     let stream = samples("client_http1").concat();
-    let whole = decode_client(&props::http1_client(), &|_| Vec::new(), &stream, &[]);
+    let whole = decode_client(&wirebench::proto::http1::fuzz::client(), &|_| Vec::new(), &stream, &[]);
     assert_eq!(whole.messages.len(), 4, "{whole:?}"); // the 4th sample is close-delimited
     for b in 0..=255u8 {
-        client_splits_agree(&props::http1_client(), &|_| Vec::new(), &stream, &[b, b.wrapping_mul(7)]);
+        client_splits_agree(
+            &wirebench::proto::http1::fuzz::client(),
+            &|_| Vec::new(),
+            &stream,
+            &[b, b.wrapping_mul(7)],
+        );
     }
     assert!(whole.messages.iter().any(|(_, o)| *o == Outcome::Control), "the 100 Continue");
     for sample in samples("server_nsq") {
@@ -247,14 +147,15 @@ fn splitting_changes_nothing_on_valid_streams() {
         format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n").into_bytes()
     };
     let stream = &samples("client_sio")[0];
-    let whole = decode_client(&props::sio_client(), &answer, stream, &[]);
+    let whole = decode_client(&wirebench::proto::sio::fuzz::client(), &answer, stream, &[]);
     let outcomes: Vec<Outcome> = whole.messages.iter().map(|m| m.1).collect();
     assert_eq!(outcomes, [Outcome::Op, Outcome::Control, Outcome::Op, Outcome::Control], "{whole:?}");
     assert_eq!(whole.replies, 7, "one masked pong");
     for b in 0..=255u8 {
-        client_splits_agree(&props::sio_client(), &answer, stream, &[b, b.wrapping_mul(3)]);
+        client_splits_agree(&wirebench::proto::sio::fuzz::client(), &answer, stream, &[b, b.wrapping_mul(3)]);
     }
-    let whole = serve_stream(&props::sio_server(), &samples("server_sio")[0], &Arrivals::whole());
+    let whole =
+        serve_stream(&wirebench::proto::sio::fuzz::server(), &samples("server_sio")[0], &Arrivals::whole());
     assert!(whole.out.windows(8).any(|w| w == b"430[\"x\"]"), "{:?}", String::from_utf8_lossy(&whole.out));
     let mut out = Vec::new();
     wirebench::proto::http1::Http1Server::default().busy(&mut out);
@@ -305,8 +206,12 @@ fn streams_past_every_buffer_are_answered_however_they_arrive() {
         ("server_nsq_http", [upload("/mpub?topic=t"), long_head(70 * 1024), long_head(900 * 1024)].concat()),
         (
             "server_ws",
-            [props::WS_UPGRADE.to_vec(), masked(2, &vec![b'w'; 200_000]), masked(2, b"small").repeat(20_000)]
-                .concat(),
+            [
+                wirebench::proto::ws::fuzz::UPGRADE.to_vec(),
+                masked(2, &vec![b'w'; 200_000]),
+                masked(2, b"small").repeat(20_000),
+            ]
+            .concat(),
         ),
         ("server_nsq", [b"  V2".to_vec(), nsq_pub(300_000), nsq_pub(10).repeat(10_000)].concat()),
         (
@@ -382,6 +287,6 @@ fn streams_past_every_buffer_are_answered_however_they_arrive() {
             false,
             &props::literal(stream),
         );
-        props::run(target, &input);
+        wirebench::protocol::fuzz(target, &input);
     }
 }

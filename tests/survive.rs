@@ -51,9 +51,22 @@ fn start_all(engine_name: &str) -> Servers {
         stop,
     )
     .expect("the built-in servers start");
-    let a = started.handle.addrs.clone();
-    // In SERVERS' order: http, h2, ws, sio, nsq (TCP, then HTTP).
-    Servers { http: a[0], h2: a[1], ws: a[2], sio: a[3], nsq: a[4], nsq_http: a[5], started }
+    // Each listener by its URL's scheme, whatever the servers' order in the registry.
+    let by_scheme = |scheme: &str| -> SocketAddr {
+        let url = started.urls.iter().flatten().find(|u| u.starts_with(&format!("{scheme}://")));
+        let url = url.unwrap_or_else(|| panic!("no built-in server for {scheme}://"));
+        let authority = url[scheme.len() + 3..].split('/').next().unwrap();
+        authority.parse().unwrap()
+    };
+    Servers {
+        http: by_scheme("http"),
+        h2: by_scheme("h2c"),
+        ws: by_scheme("ws"),
+        sio: by_scheme("sio"),
+        nsq: by_scheme("nsq"),
+        nsq_http: by_scheme("nsq+http"),
+        started,
+    }
 }
 
 fn connect(addr: SocketAddr) -> TcpStream {

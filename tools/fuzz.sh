@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Fuzz every cargo-fuzz target in fuzz/ (or those named: tools/fuzz.sh server_ws client_nsq)
+# Fuzz every fuzz target of the registry (one folder each in fuzz/corpus/, which
+# tests/decoders_random.rs checks against the registry; or those named: tools/fuzz.sh server_ws
+# client_nsq), all in the one fuzzer `protocol`, the target chosen by WIREBENCH_FUZZ,
 # for RUNS executions each (default 10 million) or SECONDS_EACH seconds, whichever ends first
 # (default 0: no time bound), with inputs up to MAX_LEN bytes (default 1 MiB;
 # a few bytes of input can also stand for a stream of up to 2 MiB: `props::expand`), growing
@@ -19,7 +21,7 @@ else
     fuzz=(cargo fuzz)
 fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <("${fuzz[@]}" list)
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(ls fuzz/corpus)
 # Built once, first, and the built fuzzers run directly: a target's time bound is its
 # fuzzing's alone, and sources edited meanwhile are not rebuilt into the run.
 "${fuzz[@]}" build -s none -O >/dev/null
@@ -33,7 +35,7 @@ bound=()
 for target in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$target" "fuzz/artifacts/$target"
     started=$(date +%s)
-    out=$("${bound[@]}" "$bin/$target" "fuzz/corpus/$target" -artifact_prefix="fuzz/artifacts/$target/" \
+    out=$(WIREBENCH_FUZZ="$target" "${bound[@]}" "$bin/protocol" "fuzz/corpus/$target" -artifact_prefix="fuzz/artifacts/$target/" \
         -runs="$RUNS" -max_total_time="$SECONDS_EACH" -max_len="$MAX_LEN" -timeout="$SLOW" \
         -print_final_stats=1 2>&1) && rc=0 || rc=$?
     if [ "$rc" -eq 124 ]; then
@@ -43,7 +45,7 @@ for target in "${targets[@]}"; do
     elif echo "$out" | grep -q 'ERROR: libFuzzer: timeout'; then
         echo "$out" | grep -A3 'ERROR: libFuzzer: timeout' | head -5
         echo "$target: SLOW INPUT: one input ran over ${SLOW}s (kept in fuzz/artifacts/$target/timeout-*;" \
-            "replay: cargo +nightly fuzz run $target fuzz/artifacts/$target/timeout-*)"
+            "replay: WIREBENCH_FUZZ=$target cargo +nightly fuzz run protocol fuzz/artifacts/$target/timeout-*)"
         exit 1
     elif [ "$rc" -ne 0 ]; then
         echo "$out" | tail -30

@@ -11,7 +11,7 @@
 //! the write timeout.
 
 use crate::clock::Instant;
-use crate::proto::{Awaiting, Hooks, ServerCodec};
+use crate::codec::{Awaiting, Hooks, ServerCodec};
 use crate::recv::RecvBuf;
 use crate::stats::ServerTally;
 use std::time::Duration;
@@ -233,7 +233,7 @@ impl<S: ServerCodec> ServerConn<S> {
         self.codec.set_unix_time(unix_secs);
     }
 
-    fn after_serving(&mut self, served: crate::proto::Served, now: Instant, tally: &mut ServerTally) {
+    fn after_serving(&mut self, served: crate::codec::Served, now: Instant, tally: &mut ServerTally) {
         tally.requests += served.requests;
         tally.messages += served.messages;
         if !self.limits.delay.is_zero() && served.requests + served.messages > 0 && self.hold.is_none() {

@@ -10,6 +10,7 @@
 
 pub mod client;
 pub mod frame;
+pub mod fuzz;
 pub mod grpc;
 pub mod hpack;
 pub mod huffman;

@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod frame;
+pub mod fuzz;
 pub mod qpack;
 pub mod server;
 pub mod stream;

@@ -9,6 +9,7 @@
 //! only) by the end of the connection.
 
 pub mod client;
+pub mod fuzz;
 pub mod head;
 pub mod server;
 

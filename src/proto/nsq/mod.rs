@@ -10,6 +10,7 @@
 //! frame is 4 + 4 + 2 = 10.
 
 pub mod client;
+pub mod fuzz;
 pub mod http_sink;
 pub mod sink;
 

@@ -11,6 +11,7 @@
 //! interval and the server answers, and the server joins `/` on its own after the open packet.
 
 pub mod client;
+pub mod fuzz;
 pub mod server;
 #[cfg(test)]
 mod tests;

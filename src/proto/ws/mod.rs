@@ -8,6 +8,7 @@
 //! format; [`client`] and [`server`] are the two roles.
 
 pub mod client;
+pub mod fuzz;
 pub mod server;
 #[cfg(test)]
 mod tests;

@@ -1,3 +1,0 @@
-//! Fuzz target `server_sio`: the properties of `wirebench::props` on arbitrary bytes.
-#![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| wirebench::props::run("server_sio", data));

@@ -1,0 +1,124 @@
+//! HTTP/2's fuzz targets — its client, its server and HPACK — (each checks `crate::props` on
+//! arbitrary bytes) and the valid streams `tests/decoders_random.rs` mutates for them. The
+//! registry lists them.
+
+use crate::props::{
+    Target, client_splits_agree, server_input, server_splits_agree, split_input, with_prefix,
+};
+use crate::proto;
+
+pub const TARGETS: &[(&str, Target)] =
+    &[("hpack", hpack), ("client_h2", client_h2), ("server_h2", server_h2)];
+
+/// The HTTP/2 client after the server's SETTINGS, on whatever frames follow; its requests
+/// are gRPC calls of 100,000 octets (past every window, so WINDOW_UPDATEs and SETTINGS let the
+/// rest go: `op_more`) when the stream's length is odd, GETs when even.
+fn client_h2(data: &[u8]) {
+    let (seed, stream) = split_input(data);
+    let grpc = stream.len() % 2 == 1;
+    let spec = proto::h2::client::RequestSpec {
+        method: if grpc { "POST" } else { "GET" }.into(),
+        scheme: "http",
+        authority: "h".into(),
+        path: "/".into(),
+        headers: vec![],
+        body: if grpc { proto::h2::grpc::framed(&[b'g'; 99_995]) } else { vec![] },
+        grpc,
+    };
+    let settings = |_: &[u8]| {
+        let mut out = Vec::new();
+        proto::h2::frame::write_settings(&mut out, &[]);
+        out
+    };
+    client_splits_agree(&proto::h2::client::H2Client::new(&spec, true), &settings, &stream, seed);
+}
+
+/// HPACK's decoder on arbitrary header blocks: its first byte sets the dynamic table size this
+/// side allows (×32 bytes), its second how many cut points follow (low 3 bits), one byte each,
+/// cutting the rest into blocks. Per block: no panic; an accepted block leaves the table within
+/// its size; and what it decoded, encoded again by an [`Encoder`](proto::h2::hpack::Encoder)
+/// (with Huffman or without), decodes to the same fields on a decoder of its own.
+fn hpack(data: &[u8]) {
+    use proto::h2::hpack::{Decoder, Encoder};
+    let [size, cuts, rest @ ..] = data else { return };
+    let n = usize::from(cuts & 7).min(rest.len());
+    let (cuts, stream) = rest.split_at(n);
+    let mut points: Vec<usize> = cuts.iter().map(|&c| usize::from(c) % (stream.len() + 1)).collect();
+    points.push(stream.len());
+    points.sort_unstable();
+    let allowed = usize::from(*size) * 32;
+    let mut decoder = Decoder::new(allowed, 1 << 16);
+    let (mut plain, mut huffman) = (Encoder::new(false), Encoder::new(true));
+    let (mut plain_back, mut huffman_back) = (Decoder::new(4096, 1 << 20), Decoder::new(4096, 1 << 20));
+    let mut from = 0;
+    for to in points {
+        let block = &stream[from..to];
+        from = to;
+        let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        if decoder.decode(block, |n, v| fields.push((n.to_vec(), v.to_vec()))).is_err() {
+            return; // the connection's end
+        }
+        assert!(decoder.table().size() <= allowed, "the table grew past {allowed}");
+        for (encoder, back) in [(&mut plain, &mut plain_back), (&mut huffman, &mut huffman_back)] {
+            let mut again = Vec::new();
+            encoder.encode(fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut again);
+            let mut decoded = Vec::new();
+            back.decode(&again, |n, v| decoded.push((n.to_vec(), v.to_vec())))
+                .expect("our own block decodes");
+            assert_eq!(decoded, fields, "re-encoded fields differ");
+        }
+    }
+}
+
+/// The HTTP/2 server, after the client's preface and SETTINGS when the input's first byte says
+/// so (the frames that follow are the fuzzer's).
+fn server_h2(data: &[u8]) {
+    let (arrivals, stream, lead) = server_input(data);
+    let mut hello = proto::h2::frame::PREFACE.to_vec();
+    proto::h2::frame::write_settings(&mut hello, &[]);
+    let stream = with_prefix(&hello, &stream, lead);
+    server_splits_agree(&proto::h2::server::H2Server::default(), &stream, &arrivals);
+}
+
+/// Valid streams for the target `name` (what a well-behaved peer sends), to be mutated.
+pub fn samples(name: &str) -> Vec<Vec<u8>> {
+    match name {
+        "server_h2" => vec![
+            [hello(), get(1), get(3), post(5, b"body")].concat(),
+            [hello(), grpc_call(1, b"hello"), get(3)].concat(),
+        ],
+        _ => vec![],
+    }
+}
+
+/// An HTTP/2 client's preface and SETTINGS.
+pub fn hello() -> Vec<u8> {
+    let mut out = super::frame::PREFACE.to_vec();
+    super::frame::write_settings(&mut out, &[]);
+    out
+}
+
+/// `GET /` on `stream`, its header block from the static table alone.
+pub fn get(stream: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    super::frame::write_headers(&mut out, stream, &[0x82, 0x86, 0x84], true, 16_384);
+    out
+}
+
+/// `POST /` on `stream` with `body` in DATA frames of at most 16 KiB.
+pub fn post(stream: u32, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    super::frame::write_headers(&mut out, stream, &[0x83, 0x86, 0x84], false, 16_384);
+    super::frame::write_data(&mut out, stream, body, true, 16_384);
+    out
+}
+
+/// A gRPC call carrying `message`: `content-type: application/grpc` as a literal.
+pub fn grpc_call(stream: u32, message: &[u8]) -> Vec<u8> {
+    let mut block = vec![0x83, 0x86, 0x84, 0x0f, 0x10, 16];
+    block.extend_from_slice(b"application/grpc");
+    let mut out = Vec::new();
+    super::frame::write_headers(&mut out, stream, &block, false, 16_384);
+    super::frame::write_data(&mut out, stream, &super::grpc::framed(message), true, 16_384);
+    out
+}
