@@ -6,6 +6,7 @@
 //! them over with the class ([`Traffic`]) they belong to.
 
 mod audit;
+mod bytes;
 pub mod encoded;
 mod layers;
 pub mod live;
@@ -16,6 +17,7 @@ mod server;
 mod tally;
 
 pub use audit::{Audit, Inexact, KernelSocket, SocketAudit};
+pub use bytes::{ByteSplit, Datagrams, Handshakes, TlsTally, Traffic};
 pub use layers::{LayerBytes, LayerCount, Layers, merge_into as layers_merge_into};
 pub use net::NetCounters;
 pub use series::{Interval, MAX_INTERVALS, Series};
@@ -30,122 +32,6 @@ use std::time::Duration;
 /// Latencies are recorded in nanoseconds with 3 significant digits, up to this bound (larger
 /// values are clamped to it; a run's per-operation timeout is far below).
 const MAX_LATENCY_NS: u64 = 3_600 * 1_000_000_000;
-
-/// Which part of a connection's life some bytes belong to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Traffic {
-    /// Per-connection set-up (WebSocket upgrade, NSQ magic and IDENTIFY).
-    Handshake,
-    /// An operation sent in the measured window that completed, or its response.
-    Op,
-    /// An operation sent during warm-up, or its response: in the audit, not in per-op figures.
-    WarmupOp,
-    /// A measured operation that failed (refused by the server, or lost with its connection),
-    /// and its (partial) response: kept out of the per-operation figures.
-    Failed,
-    /// Anything else: heartbeats, pings, closes, bytes left undecoded when a connection ended.
-    Control,
-    /// TLS records that carry no protocol bytes: the TLS handshake, session tickets, alerts
-    /// (`close_notify`). Records that do carry them count with what they carry.
-    Tls,
-}
-
-/// Bytes in one direction, by [`Traffic`] class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ByteSplit {
-    pub handshake: u64,
-    pub op: u64,
-    pub warmup_op: u64,
-    pub failed: u64,
-    pub control: u64,
-    pub tls: u64,
-}
-
-impl ByteSplit {
-    pub fn add(&mut self, traffic: Traffic, n: u64) {
-        *self.class_mut(traffic) += n;
-    }
-    /// Re-file `n` bytes counted as `from` under `to` (an operation's bytes, once it failed).
-    pub fn move_bytes(&mut self, from: Traffic, to: Traffic, n: u64) {
-        let taken = n.min(*self.class_mut(from));
-        *self.class_mut(from) -= taken;
-        *self.class_mut(to) += taken;
-    }
-    fn class_mut(&mut self, traffic: Traffic) -> &mut u64 {
-        match traffic {
-            Traffic::Handshake => &mut self.handshake,
-            Traffic::Op => &mut self.op,
-            Traffic::WarmupOp => &mut self.warmup_op,
-            Traffic::Failed => &mut self.failed,
-            Traffic::Control => &mut self.control,
-            Traffic::Tls => &mut self.tls,
-        }
-    }
-    /// Everything, warm-up included: what the kernel must have counted too.
-    pub fn total(&self) -> u64 {
-        self.handshake + self.op + self.warmup_op + self.failed + self.control + self.tls
-    }
-    fn merge(&mut self, other: &ByteSplit) {
-        self.handshake += other.handshake;
-        self.op += other.op;
-        self.warmup_op += other.warmup_op;
-        self.failed += other.failed;
-        self.control += other.control;
-        self.tls += other.tls;
-    }
-}
-
-/// What TLS carried beside the wire's bytes: the plaintext inside the records by the same
-/// classes (so per operation the wire and the protocol's own bytes stand side by side), the
-/// records themselves, and the handshakes, full and resumed, with their bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TlsTally {
-    pub plain_tx: ByteSplit,
-    pub plain_rx: ByteSplit,
-    /// Records, by the class of what they carry (a received record: the class of the message
-    /// its last byte completed).
-    pub records_tx: ByteSplit,
-    pub records_rx: ByteSplit,
-    pub full: Handshakes,
-    pub resumed: Handshakes,
-}
-
-/// UDP datagrams each way (QUIC's: the kernel's segments' counterpart for the wire estimate).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
-pub struct Datagrams {
-    pub tx: u64,
-    pub rx: u64,
-}
-
-/// TLS handshakes of one kind, and their bytes each way (ClientHello to the server's
-/// `Finished`, and the client's `Finished`; session tickets that follow are `tls` bytes too,
-/// but not in these).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Handshakes {
-    pub count: u64,
-    pub tx: u64,
-    pub rx: u64,
-}
-
-impl TlsTally {
-    /// Whether any connection spoke TLS.
-    pub fn used(&self) -> bool {
-        self.full.count + self.resumed.count > 0 || self.records_rx.total() + self.records_tx.total() > 0
-    }
-    fn merge(&mut self, o: &TlsTally) {
-        self.plain_tx.merge(&o.plain_tx);
-        self.plain_rx.merge(&o.plain_rx);
-        self.records_tx.merge(&o.records_tx);
-        self.records_rx.merge(&o.records_rx);
-        for (a, b) in [(&mut self.full, &o.full), (&mut self.resumed, &o.resumed)] {
-            a.count += b.count;
-            a.tx += b.tx;
-            a.rx += b.rx;
-        }
-    }
-}
 
 /// A latency histogram: ns, 3 significant digits, up to an hour.
 pub fn histogram() -> Histogram<u64> {
@@ -829,95 +715,4 @@ pub fn ratio(a: f64, b: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn socket(tx: u64, rx: u64) -> SocketAudit {
-        Ok(KernelSocket { tx, rx, ..Default::default() })
-    }
-
-    #[test]
-    fn the_median_is_a_real_run_and_the_spread_is_relative_to_it() {
-        assert_eq!(median_index(&[3.0, 1.0, 2.0]), 2);
-        assert_eq!(median_index(&[4.0, 1.0, 3.0, 2.0]), 3, "the lower middle: 2.0");
-        assert_eq!(median_index(&[]), 0);
-        let s = Spread::of(&[90.0, 100.0, 110.0]);
-        assert_eq!((s.median, s.min, s.max, s.spread_pct), (100.0, 90.0, 110.0, 20.0));
-    }
-
-    #[test]
-    fn merge_sums_and_keeps_cores_apart() {
-        let mut a = CoreRecorder::new(0);
-        a.sent = 10;
-        a.ops = 10;
-        a.record_latency(1_000);
-        a.tx.add(Traffic::Op, 100);
-        a.tx.add(Traffic::WarmupOp, 7);
-        a.rx.add(Traffic::Op, 50);
-        a.audit.add(107, 50, socket(107, 50));
-        let mut b = CoreRecorder::new(1);
-        b.sent = 31;
-        b.ops = 30;
-        b.ops_failed(ErrorClass::Read, 1);
-        b.conn_error(ErrorClass::Read, || "reset".into());
-        b.record_latency(3_000);
-        b.tx.add(Traffic::Op, 300);
-        b.rx.add(Traffic::Op, 150);
-        b.rx.add(Traffic::Control, 1);
-        b.audit.add(300, 151, socket(300, 151));
-        let r = Report::merge(vec![a, b], Duration::from_secs(2));
-        assert_eq!((r.sent, r.ops, r.failed.total()), (41, 40, 1));
-        assert!(r.accounted());
-        assert_eq!(r.ops_per_sec(), 20.0);
-        assert_eq!(r.tx_per_op(), 10.0);
-        assert_eq!(r.rx_per_op(), 5.0);
-        assert_eq!(r.errors_total(), 2);
-        assert_eq!(r.error_samples, ["read: reset"]);
-        assert!(r.audit_matches());
-        assert_eq!(r.per_core.len(), 2);
-        assert_eq!(r.imbalance_pct(), 100.0);
-    }
-
-    #[test]
-    fn audit_notices_a_difference_and_bytes_on_no_socket() {
-        let mut a = CoreRecorder::new(0);
-        a.tx.add(Traffic::Op, 10);
-        a.audit.add(10, 0, socket(9, 0));
-        assert!(!Report::merge(vec![a], Duration::from_secs(1)).audit_matches());
-        let mut b = CoreRecorder::new(0);
-        b.tx.add(Traffic::Op, 10);
-        b.audit.add(9, 0, socket(9, 0));
-        let r = Report::merge(vec![b], Duration::from_secs(1));
-        assert!(r.audit.matches() && !r.bytes_on_closed_sockets() && !r.audit_matches());
-    }
-
-    #[test]
-    fn inexact_sockets_are_set_apart_by_reason() {
-        let mut a = CoreRecorder::new(0);
-        a.tx.add(Traffic::Op, 30);
-        a.audit.add(10, 0, socket(10, 0));
-        a.audit.add(20, 0, Err(Inexact::Unsettled));
-        let r = Report::merge(vec![a], Duration::from_secs(1));
-        assert!(r.audit_matches());
-        assert_eq!(r.audit.inexact_sockets(), 1);
-        assert_eq!(r.audit.inexact.get(&Inexact::Unsettled), Some(&1));
-    }
-
-    #[test]
-    fn failed_bytes_move_out_of_the_operation_class() {
-        let mut b = ByteSplit::default();
-        b.add(Traffic::Op, 100);
-        b.move_bytes(Traffic::Op, Traffic::Failed, 40);
-        assert_eq!((b.op, b.failed, b.total()), (60, 40, 100));
-        b.move_bytes(Traffic::Op, Traffic::Failed, 1000);
-        assert_eq!((b.op, b.failed), (0, 100), "never more than there is");
-    }
-
-    #[test]
-    fn imbalance_arithmetic() {
-        assert_eq!(imbalance_pct(&[100, 100]), 0.0);
-        assert_eq!(imbalance_pct(&[50, 150]), 100.0);
-        assert_eq!(imbalance_pct(&[5]), 0.0);
-        assert_eq!(imbalance_pct(&[0, 0]), 0.0);
-    }
-}
+mod tests;
