@@ -11,7 +11,6 @@ use crate::plan::{
     self, Defaults, EngineArgs, Load, LoadArgs, LoadPlan, OptionSet, Prepared, Protocol, Server,
 };
 use crate::plan::{Scheme, Target, flags_set};
-use crate::proto::{h2, h3, http1, nsq, sio, ws};
 use crate::stats::Report;
 use anyhow::{Result, bail};
 
@@ -21,6 +20,8 @@ use anyhow::{Result, bail};
 /// and a `ServeOptions` (its servers' flags), each a clap group, empty where it has none.
 macro_rules! registry {
     ($($module:ident: [$($protocol:ident => $run:ident),+] [$($server:ident),*];)+) => {
+        use crate::proto::{$($module),+};
+
         /// Every protocol, in the order of the lines.
         pub static PROTOCOLS: &[&Protocol] = &[$($(&$module::$protocol),+),+];
 
