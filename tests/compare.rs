@@ -50,6 +50,12 @@ fn protocols_of(rows: &[serde_json::Value]) -> std::collections::BTreeSet<String
     rows.iter().map(|r| r["protocol"].as_str().unwrap().to_string()).collect()
 }
 
+/// Whether a scheme's connections may be plaintext: no TLS, or TLS only when the handshake
+/// upgrades (`nsq://`, upgraded by `?tls=1`).
+fn cleartext(tls: Option<wirebench::tls::options::TlsStart>) -> bool {
+    !matches!(tls, Some(wirebench::tls::options::TlsStart::AtConnect))
+}
+
 /// The registry's protocols with a scheme whose TLS `keep` says.
 fn protocols_where(
     keep: impl Fn(Option<wirebench::tls::options::TlsStart>) -> bool,
@@ -65,7 +71,7 @@ fn every_row_on_the_builtin_servers() {
     let rows = v["rows"].as_array().unwrap();
     // A row (or more) for every protocol of the registry with a cleartext scheme: each runs on
     // its built-in server.
-    assert_eq!(protocols_of(rows), protocols_where(|tls| tls.is_none()), "{stdout}");
+    assert_eq!(protocols_of(rows), protocols_where(cleartext), "{stdout}");
     for r in rows {
         assert_eq!(r["failed"]["total"], 0, "{}", r["label"]);
         assert_eq!(r["connection_errors"]["total"], 0, "{}", r["label"]);
@@ -245,8 +251,8 @@ fn tls_rows_beside_the_plaintext_ones_with_what_tls_costs() {
     // Every protocol of the registry (HTTP/3 over TLS only), each plaintext row again over TLS.
     assert_eq!(protocols_of(rows), protocols_where(|_| true), "{text}");
     let plain = rows.iter().filter(|r| !r["label"].as_str().unwrap().ends_with(" +TLS")).count();
-    let cleartext = protocols_where(|tls| tls.is_none());
-    let tls_only = rows.iter().filter(|r| !cleartext.contains(r["protocol"].as_str().unwrap())).count();
+    let plaintext = protocols_where(cleartext);
+    let tls_only = rows.iter().filter(|r| !plaintext.contains(r["protocol"].as_str().unwrap())).count();
     assert_eq!(rows.len(), 2 * plain + tls_only, "{text}");
     // HTTP/3's row: a QUIC connection per request, its datagrams counted.
     let h3 = row(&v, "HTTP/3 POST +TLS");
