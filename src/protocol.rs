@@ -98,6 +98,7 @@ registry! {
     ws: [PROTOCOL => run] [SERVER];
     sio: [PROTOCOL => run] [SERVER];
     nsq: [PROTOCOL => run, HTTP_PROTOCOL => run_http] [SERVER];
+    mqtt: [PROTOCOL => run] [SERVER];
 }
 
 /// Run a prepared plan once: its protocol builds its codec and the engines drive it.

@@ -18,3 +18,5 @@ mod h2_client;
 mod h2_server;
 #[path = "hostile/h3.rs"]
 mod h3;
+#[path = "hostile/mqtt.rs"]
+mod mqtt;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the real peers the ignored tests run against: nginx and Chromium (Debian), nsqd (built
+# Install the real peers the ignored tests run against: nginx, mosquitto and Chromium (Debian), nsqd (built
 # from the Go module proxy into tools/bin/), Python's `websockets` (PyPI). Idempotent; needs root.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -16,6 +16,9 @@ command -v ab >/dev/null || missing+=(apache2-utils)
 command -v wrk >/dev/null || missing+=(wrk)
 command -v h2load >/dev/null || missing+=(nghttp2-client)
 command -v curl >/dev/null || missing+=(curl)
+# mosquitto (Debian's 2.0.11) and its mosquitto_sub: the MQTT peer (tests/peer_mosquitto.rs).
+command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || missing+=(mosquitto)
+command -v mosquitto_sub >/dev/null || missing+=(mosquitto-clients)
 command -v tcpdump >/dev/null || [ -x /usr/bin/tcpdump ] || missing+=(tcpdump)
 if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
@@ -85,4 +88,4 @@ echo "peers: $(nginx -v 2>&1), nsqd $("$here/bin/nsqd" --version 2>&1 | head -1)
     "python-socketio $(python3 -c 'import importlib.metadata as m; print(m.version("python-socketio"))')," \
     "socket.io $(node -p 'require("'"$here"'/sio-peers/node_modules/socket.io/package.json").version')" \
     "and $(node -p 'require("'"$here"'/sio-peers/node_modules/socket.io-v2/package.json").version')," \
-    "grpcio $(python3 -c 'import grpc; print(grpc.__version__)'), aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)'), $(h2load --version | head -1)"
+    "grpcio $(python3 -c 'import grpc; print(grpc.__version__)'), $(/usr/sbin/mosquitto -h 2>&1 | head -1), aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)'), $(h2load --version | head -1)"

@@ -5,6 +5,7 @@
 pub mod h2;
 pub mod h3;
 pub mod http1;
+pub mod mqtt;
 pub mod nsq;
 pub mod sio;
 pub mod ws;
