@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
 /// How a protocol's client reaches an engine: implemented once by the layer that runs plans
-/// (`run::Engines`), handed to each protocol's `run` as its type by the registry — so the
+/// (`drive::Engines`), handed to each protocol's `run` as its type by the registry — so the
 /// codecs are monomorphized into the engines' loops (never `dyn`) while every call runs
 /// downwards.
 pub trait Drive {
