@@ -37,7 +37,7 @@ pub enum Outcome {
     Handshaking,
 }
 
-/// A protocol's own error type ([`ClientCodec::Error`], e.g. [`http1::Error`]): the server broke
+/// A protocol's own error type ([`ClientCodec::Error`], e.g. `proto::http1::Error`): the server broke
 /// the protocol, and the connection cannot go on. The engine knows none of a protocol's
 /// variants: it counts the failure under the error's [`class`](CodecError::class), with its text.
 /// A protocol carried in another wraps the other's error (`ws::Error::Http`).

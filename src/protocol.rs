@@ -1,5 +1,5 @@
 //! The protocol registry: the one place every protocol is named — a line per protocol module
-//! in [`registry!`]'s invocation below. From those lines come the protocol and server lists,
+//! in `registry!`'s invocation below. From those lines come the protocol and server lists,
 //! the command line's option groups ([`ProtocolOptions`], [`ServerOptions`]) and each
 //! protocol's `run` on the engines ([`crate::drive::Engines`]). What each protocol declares
 //! (its schemes, rules, options, `compare` rows, built-in server) is in its own module, as the

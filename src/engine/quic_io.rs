@@ -19,7 +19,7 @@
 //! timer of theirs in the core's heap — not all on every turn: an idle connection costs
 //! nothing, and a paced run's wake-ups touch only the connections due.
 //!
-//! Receives are multishot `recvmsg`s into one provided-buffer ring a core ([`Receiving`]),
+//! Receives are multishot `recvmsg`s into one provided-buffer ring a core (`Receiving`),
 //! with GRO (`UDP_GRO`): a burst of one flow's datagrams comes as one completion, cut back
 //! into datagrams for quinn ([`super::udp`]). `serve h3` sends and receives the same way on
 //! its one socket a core.

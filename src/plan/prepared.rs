@@ -83,7 +83,7 @@ pub struct Prepared {
     /// `IDENTIFY`).
     pub hostname: String,
     /// The method a `--requests` entry names, for the protocols whose entries are HTTP
-    /// requests ([`Protocol::http_entries`](super::Protocol::http_entries)); `None`: the options' own.
+    /// requests ([`Protocol::http_method`](super::Protocol::http_method) is `Some`); `None`: the options' own.
     pub method: Option<String>,
     pub job: ClientJob,
     /// What the pre-flight connections carried (before any engine; in the report apart).

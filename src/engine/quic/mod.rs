@@ -9,7 +9,7 @@
 //!   [`H3Client`], which says when the operation is complete. This side's control stream (its
 //!   SETTINGS) opens once the handshake is done; the server's unidirectional streams are read.
 //! - [`ServerEndpoint`]: the built-in server's side of one UDP socket: an endpoint whose
-//!   connections each answer requests with [`H3Server`].
+//!   connections each answer requests with [`H3Server`](crate::proto::h3::server::H3Server).
 //!
 //! Time is quinn-proto's `std::time::Instant` here; the engine converts.
 

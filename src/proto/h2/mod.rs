@@ -4,7 +4,7 @@
 //! server's flow control, each stream's bytes counted by layer), its frames ([`frame`]: every
 //! rule of §6 on a frame's length, stream and flags checked, each broken one named with its
 //! error code; header blocks assembled from their pieces), HPACK ([`hpack`], RFC 7541) with
-//! its Huffman code ([`huffman`]) — the header compression whose bytes per request differ
+//! its Huffman code ([`huffman`](mod@huffman)) — the header compression whose bytes per request differ
 //! between the first request on a connection and the ones after it — and the built-in server
 //! ([`server`]). `docs/protocols.md` says what each costs on the wire.
 
