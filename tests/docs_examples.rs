@@ -61,10 +61,9 @@ struct Servers {
 fn servers() -> Servers {
     let mut by_scheme = Vec::new();
     let mut handles = Vec::new();
-    for (kind, extra) in
-        [("http", &[][..]), ("h2", &[]), ("ws", &[]), ("sio", &[]), ("nsq", &[]), ("h3", &[])]
-    {
-        let started = serve_started("uring", kind, extra);
+    // Every built-in server of the registry.
+    for kind in wirebench::protocol::SERVERS.iter().map(|s| s.name) {
+        let started = serve_started("uring", kind, &[]);
         for url in started.urls.concat() {
             let (scheme, rest) = url.split_once("://").unwrap();
             let addr = rest.split('/').next().unwrap().to_string();
