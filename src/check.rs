@@ -109,7 +109,7 @@ impl Condition {
                 "--fail-if '{text}': no figure '{name}' (latency: {}; {}, failed, failed.{{{}}}, connection_errors.{{{}}}, imbalance_pct, audit)",
                 LATENCY.join(", "),
                 NUMBERS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-                classes(&crate::outcome::ErrorClass::OPS),
+                classes(crate::outcome::ErrorClass::OPS),
                 classes(&crate::outcome::ErrorClass::ALL),
             )
         })?;

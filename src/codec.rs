@@ -198,6 +198,50 @@ pub struct Served {
     pub start_tls: bool,
 }
 
+/// One message's work of a server that reads its input a message at a time (NSQ's sink,
+/// MQTT's broker): what [`Served::by_steps`] loops over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// More bytes are needed; the connection waits for them this way.
+    Need(Awaiting),
+    /// A message used `used` bytes (at least one): `requests` answered, `messages` published;
+    /// `start_tls`: what follows it is TLS.
+    Done { used: usize, requests: u64, messages: u64, start_tls: bool },
+    /// The connection ends after what was written (an error answered, a goodbye).
+    Close,
+}
+
+impl Served {
+    /// `step` at each message of `input` in turn, until it needs more bytes, TLS starts, or
+    /// the connection ends: the loop of a server that reads a message at a time. Bounded:
+    /// each step uses a byte at least (one that used none would stop here).
+    pub fn by_steps(input: &[u8], mut step: impl FnMut(&[u8]) -> Step) -> Served {
+        let mut served = Served::default();
+        loop {
+            match step(&input[served.consumed..]) {
+                Step::Need(awaiting) => {
+                    served.awaiting = awaiting;
+                    return served;
+                }
+                Step::Done { used, requests, messages, start_tls } => {
+                    served.consumed += used;
+                    served.requests += requests;
+                    served.messages += messages;
+                    if start_tls || used == 0 {
+                        served.start_tls = start_tls;
+                        return served;
+                    }
+                }
+                Step::Close => {
+                    served.consumed = input.len();
+                    served.close = true;
+                    return served;
+                }
+            }
+        }
+    }
+}
+
 /// What a server connection is waiting for: it picks the deadline of the next read (a request
 /// head must arrive whole within the head timeout, slowloris or not; otherwise the connection
 /// may stay silent for the idle timeout between reads).

@@ -139,7 +139,7 @@ pub fn render(live: &Live, labels: &RunLabels) -> String {
     }
     family(&mut s, "wirebench_failed_total", "counter", "Measured operations that failed, by class.");
     for c in &cores {
-        for class in ErrorClass::OPS {
+        for &class in ErrorClass::OPS {
             let _ = writeln!(
                 s,
                 "wirebench_failed_total{{core=\"{}\",class=\"{}\"}} {}",

@@ -33,6 +33,7 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// `connect` first: [`OPS`](Self::OPS) is the rest.
     pub const ALL: [ErrorClass; 8] = [
         ErrorClass::Connect,
         ErrorClass::Closed,
@@ -46,15 +47,7 @@ impl ErrorClass {
 
     /// The classes an operation can fail with: all but `connect` (a connection that never
     /// opened carried no operation).
-    pub const OPS: [ErrorClass; 7] = [
-        ErrorClass::Closed,
-        ErrorClass::Read,
-        ErrorClass::Write,
-        ErrorClass::Timeout,
-        ErrorClass::Status,
-        ErrorClass::Protocol,
-        ErrorClass::Tls,
-    ];
+    pub const OPS: &[ErrorClass] = Self::ALL.split_at(1).1;
 
     pub fn name(self) -> &'static str {
         match self {

@@ -112,26 +112,8 @@ pub fn decode_client<C: ClientCodec>(
         // harness quadratic (CI's fuzzing hit inputs of 50 s in client_ws, then 32 s in
         // client_sio's handshake, each a stream of tiny WebSocket frames).
         let mut start = 0;
-        // The handshake, step by step (a step that goes on is `Handshaking`).
-        while trace.handshake.is_none() {
-            let rest = &buf[start..];
-            match codec.decode_handshake(rest, &mut Vec::new()) {
-                Ok(Decoded::Partial) => break,
-                Ok(Decoded::Done { consumed, outcome }) => {
-                    assert!(consumed <= rest.len(), "handshake claimed {consumed} of {} bytes", rest.len());
-                    start += consumed;
-                    handshake_bytes += consumed;
-                    if outcome != Outcome::Handshaking {
-                        trace.handshake = Some(handshake_bytes);
-                    } else {
-                        assert!(consumed > 0, "a handshake step of zero bytes");
-                    }
-                }
-                Err(e) => {
-                    trace.end = ClientEnd::Error(Broke::of(e));
-                    return trace;
-                }
-            }
+        if !handshake_steps(&mut codec, &buf, &mut start, &mut handshake_bytes, &mut trace) {
+            return trace;
         }
         if trace.handshake.is_none() {
             buf.drain(..start);
@@ -141,41 +123,10 @@ pub fn decode_client<C: ClientCodec>(
             codec.encode_op(0, &mut Vec::new());
             encoded += 1;
         }
-        loop {
-            let rest = &buf[start..];
-            match codec.decode_op(rest, &mut replies) {
-                Ok(Decoded::Partial) => break,
-                Ok(Decoded::Done { consumed, outcome }) => {
-                    assert!(
-                        consumed > 0,
-                        "a whole message of zero bytes ({outcome:?}): the engine would spin"
-                    );
-                    assert!(consumed <= rest.len(), "claimed {consumed} of {} bytes", rest.len());
-                    start += consumed;
-                    trace.messages.push((consumed, outcome));
-                    if matches!(outcome, Outcome::Op | Outcome::OpFailed(_)) {
-                        codec.encode_op(0, &mut Vec::new());
-                    }
-                    // What the message let go of bodies waiting for room, as the engine asks:
-                    // at most once per operation in flight and a few more.
-                    for _ in 0..IN_FLIGHT + 2 {
-                        let mut piece = Vec::new();
-                        let Some((op, last)) = codec.op_more(&mut piece) else { break };
-                        assert!(!piece.is_empty(), "op_more gave operation {op} nothing");
-                        trace.more.push((op, last, piece.len()));
-                    }
-                    if codec.peer_closing() {
-                        trace.replies = replies.len();
-                        trace.end = ClientEnd::PeerClosing;
-                        return trace;
-                    }
-                }
-                Err(e) => {
-                    trace.replies = replies.len();
-                    trace.end = ClientEnd::Error(Broke::of(e));
-                    return trace;
-                }
-            }
+        if let Some(end) = op_messages(&mut codec, &buf, &mut start, &mut replies, &mut trace) {
+            trace.replies = replies.len();
+            trace.end = end;
+            return trace;
         }
         buf.drain(..start);
     }
@@ -193,6 +144,77 @@ pub fn decode_client<C: ClientCodec>(
         Err(e) => Err(Broke::of(e)),
     });
     trace
+}
+
+/// The handshake's steps in `buf` from `start` (a step that goes on is `Handshaking`), until
+/// it is done or needs more. `false`: it failed (said in `trace.end`).
+fn handshake_steps<C: ClientCodec>(
+    codec: &mut C,
+    buf: &[u8],
+    start: &mut usize,
+    handshake_bytes: &mut usize,
+    trace: &mut ClientTrace,
+) -> bool {
+    while trace.handshake.is_none() {
+        let rest = &buf[*start..];
+        match codec.decode_handshake(rest, &mut Vec::new()) {
+            Ok(Decoded::Partial) => break,
+            Ok(Decoded::Done { consumed, outcome }) => {
+                assert!(consumed <= rest.len(), "handshake claimed {consumed} of {} bytes", rest.len());
+                *start += consumed;
+                *handshake_bytes += consumed;
+                if outcome != Outcome::Handshaking {
+                    trace.handshake = Some(*handshake_bytes);
+                } else {
+                    assert!(consumed > 0, "a handshake step of zero bytes");
+                }
+            }
+            Err(e) => {
+                trace.end = ClientEnd::Error(Broke::of(e));
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The operations' messages in `buf` from `start`, each answered as the engine would (a new
+/// operation for each one ended, the bodies it let go of asked for), until more bytes are
+/// needed. `Some`: the stream ended there (the peer closing, or an error).
+fn op_messages<C: ClientCodec>(
+    codec: &mut C,
+    buf: &[u8],
+    start: &mut usize,
+    replies: &mut Vec<u8>,
+    trace: &mut ClientTrace,
+) -> Option<ClientEnd> {
+    loop {
+        let rest = &buf[*start..];
+        match codec.decode_op(rest, replies) {
+            Ok(Decoded::Partial) => return None,
+            Ok(Decoded::Done { consumed, outcome }) => {
+                assert!(consumed > 0, "a whole message of zero bytes ({outcome:?}): the engine would spin");
+                assert!(consumed <= rest.len(), "claimed {consumed} of {} bytes", rest.len());
+                *start += consumed;
+                trace.messages.push((consumed, outcome));
+                if matches!(outcome, Outcome::Op | Outcome::OpFailed(_)) {
+                    codec.encode_op(0, &mut Vec::new());
+                }
+                // What the message let go of bodies waiting for room, as the engine asks:
+                // at most once per operation in flight and a few more.
+                for _ in 0..IN_FLIGHT + 2 {
+                    let mut piece = Vec::new();
+                    let Some((op, last)) = codec.op_more(&mut piece) else { break };
+                    assert!(!piece.is_empty(), "op_more gave operation {op} nothing");
+                    trace.more.push((op, last, piece.len()));
+                }
+                if codec.peer_closing() {
+                    return Some(ClientEnd::PeerClosing);
+                }
+            }
+            Err(e) => return Some(ClientEnd::Error(Broke::of(e))),
+        }
+    }
 }
 
 /// The client property: `stream` decodes the same whole and cut where `seed` says.

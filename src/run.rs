@@ -27,41 +27,13 @@ const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(3);
 pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     let addrs = plan.targets().map(Target::resolve).collect::<Result<Vec<_>, _>>()?;
     let addr = addrs[0];
-    let body = match &plan.load.payload {
-        None => vec![b'x'; plan.protocol.default_payload],
-        Some(Payload::Size(n)) => vec![b'x'; *n],
-        Some(Payload::File(path)) => {
-            let read = || format!("cannot read --body-file {}", path.display());
-            let len = std::fs::metadata(path).with_context(read)?.len();
-            if len > MAX_PAYLOAD as u64 {
-                bail!(
-                    "--body-file {} is larger than the {} MiB a message may be here",
-                    path.display(),
-                    MAX_PAYLOAD >> 20
-                );
-            }
-            std::fs::read(path).with_context(read)?
-        }
-    };
+    let body = payload(&plan)?;
     (plan.protocol.check_payload)(&plan, &body)?;
     let requests = match &plan.load.requests {
         Some((file, order)) => Some(Arc::new(read_requests(&plan, file, *order, &body)?)),
         None => None,
     };
-    if let Some(at) = plan.load.shape.start_at
-        && at.duration_since(std::time::SystemTime::now()).is_ok_and(|ahead| ahead > MAX_START_AHEAD)
-    {
-        bail!("--start-at is more than a day ahead: every run stops by itself, and would wait that long");
-    }
-    if let Some(at) = plan.load.shape.start_at
-        && let Ok(late) = std::time::SystemTime::now().duration_since(at)
-        && late > Duration::from_millis(100)
-    {
-        bail!(
-            "--start-at is {:.1} s in the past: give every host a time ahead, e.g. $(( $(date +%s) + 30 ))",
-            late.as_secs_f64()
-        );
-    }
+    check_start_at(plan.load.shape.start_at)?;
     let load = &plan.load;
     crate::engine::ensure_limits(
         load.engine,
@@ -69,21 +41,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         load.cores.len(),
         !load.bind.is_empty(),
     )?;
-    // Every source address (`--bind`) must be one this machine has — one that is not fails
-    // every connection from it: said once, here, not as a run of connect errors — and of the
-    // family of the targets it meets: connection i goes from bind[i % b] to addrs[i % a].
-    for &ip in &load.bind {
-        if let Err(e) = std::net::UdpSocket::bind((ip, 0)) {
-            bail!("--bind {ip}: {e} (not an address of this machine? `ip -brief address` lists them)");
-        }
-    }
-    let (b, a) = (load.bind.len(), addrs.len());
-    if b > 0 {
-        let pairs = (b * a).min(load.shape.connections);
-        if let Some(i) = (0..pairs).find(|i| load.bind[i % b].is_ipv4() != addrs[i % a].is_ipv4()) {
-            bail!("--bind {} cannot reach {}: one is IPv4, the other IPv6", load.bind[i % b], addrs[i % a]);
-        }
-    }
+    check_bind(load, &addrs)?;
     let stop = crate::interrupt::flag();
     let tls = plan.targets().map(|t| client_tls(t, &load.tls)).collect::<Result<Vec<_>>>()?;
     // One connection per target before the run; its bytes are the run's too (a server's
@@ -127,6 +85,62 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         preflight: checked,
         live_rows: None,
     })
+}
+
+/// The payload: `--size` bytes of `x`, or `--body-file` (within the largest message).
+fn payload(plan: &LoadPlan) -> Result<Vec<u8>> {
+    Ok(match &plan.load.payload {
+        None => vec![b'x'; plan.protocol.default_payload],
+        Some(Payload::Size(n)) => vec![b'x'; *n],
+        Some(Payload::File(path)) => {
+            let read = || format!("cannot read --body-file {}", path.display());
+            let len = std::fs::metadata(path).with_context(read)?.len();
+            if len > MAX_PAYLOAD as u64 {
+                bail!(
+                    "--body-file {} is larger than the {} MiB a message may be here",
+                    path.display(),
+                    MAX_PAYLOAD >> 20
+                );
+            }
+            std::fs::read(path).with_context(read)?
+        }
+    })
+}
+
+/// `--start-at`: within a day ahead, and not in the past.
+fn check_start_at(start_at: Option<std::time::SystemTime>) -> Result<()> {
+    let Some(at) = start_at else { return Ok(()) };
+    if at.duration_since(std::time::SystemTime::now()).is_ok_and(|ahead| ahead > MAX_START_AHEAD) {
+        bail!("--start-at is more than a day ahead: every run stops by itself, and would wait that long");
+    }
+    if let Ok(late) = std::time::SystemTime::now().duration_since(at)
+        && late > Duration::from_millis(100)
+    {
+        bail!(
+            "--start-at is {:.1} s in the past: give every host a time ahead, e.g. $(( $(date +%s) + 30 ))",
+            late.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// Every source address (`--bind`) must be one this machine has — one that is not fails every
+/// connection from it: said once, here, not as a run of connect errors — and of the family of
+/// the targets it meets: connection i goes from bind[i % b] to addrs[i % a].
+fn check_bind(load: &crate::plan::Load, addrs: &[SocketAddr]) -> Result<()> {
+    for &ip in &load.bind {
+        if let Err(e) = std::net::UdpSocket::bind((ip, 0)) {
+            bail!("--bind {ip}: {e} (not an address of this machine? `ip -brief address` lists them)");
+        }
+    }
+    let (b, a) = (load.bind.len(), addrs.len());
+    if b > 0 {
+        let pairs = (b * a).min(load.shape.connections);
+        if let Some(i) = (0..pairs).find(|i| load.bind[i % b].is_ipv4() != addrs[i % a].is_ipv4()) {
+            bail!("--bind {} cannot reach {}: one is IPv4, the other IPv6", load.bind[i % b], addrs[i % a]);
+        }
+    }
+    Ok(())
 }
 
 /// `--requests FILE`, read and checked against the plan's protocol: its entries' fields, and

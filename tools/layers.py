@@ -4,7 +4,10 @@ layers docs/ARCHITECTURE.md gives them, top-down. Prints every edge that runs fr
 back up, every cycle (a strongly connected set of more than one module), the largest files and
 functions; exits 1 when the counts pass the limits given (--max-up, --max-cycles).
 
-    tools/layers.py [--src DIR] [--max-up N] [--max-cycles N]
+    tools/layers.py [--src DIR] [--max-up N] [--max-cycles N] [--max-file-lines N] [--max-fn-lines N]
+
+The last two hold the rooms to a size (docs/ARCHITECTURE.md: no file in src/ over 800 lines,
+no function over 100): every file and function past them is listed, and the exit is 1.
 
 A node is a top-level module (`src/engine/…` is `engine`), except the modules listed in SPLIT,
 which stand on their own (`engine::recv`, below both `engine` and `tls`). An edge is one
@@ -145,6 +148,8 @@ def main():
     ap.add_argument("--src", default=os.path.join(os.path.dirname(__file__), "..", "src"))
     ap.add_argument("--max-up", type=int)
     ap.add_argument("--max-cycles", type=int)
+    ap.add_argument("--max-file-lines", type=int)
+    ap.add_argument("--max-fn-lines", type=int)
     args = ap.parse_args()
     SRC = os.path.normpath(args.src)
     layer = {m: i for i, group in enumerate(LAYERS) for m in group}
@@ -197,8 +202,17 @@ def main():
     fns.sort(reverse=True)
     print("largest files: " + ", ".join(f"{p} {n}" for n, p in sizes[:3]))
     print("largest functions: " + ", ".join(f"{p}::{name} {n}" for n, name, p in fns[:3]))
-    failed = (args.max_up is not None and len(up) + len(away) > args.max_up) or (
-        args.max_cycles is not None and len(cycles) > args.max_cycles
+    big_files = [(n, p) for n, p in sizes if args.max_file_lines is not None and n > args.max_file_lines]
+    big_fns = [(n, name, p) for n, name, p in fns if args.max_fn_lines is not None and n > args.max_fn_lines]
+    for n, p in big_files:
+        print(f"  file over {args.max_file_lines} lines: {p} {n}")
+    for n, name, p in big_fns:
+        print(f"  function over {args.max_fn_lines} lines: {p}::{name} {n}")
+    failed = (
+        (args.max_up is not None and len(up) + len(away) > args.max_up)
+        or (args.max_cycles is not None and len(cycles) > args.max_cycles)
+        or big_files
+        or big_fns
     )
     sys.exit(1 if failed or unknown else 0)
 

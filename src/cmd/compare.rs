@@ -8,7 +8,7 @@ use crate::engine::serve_conn::ServerLimits;
 use crate::plan::EngineKind;
 use crate::plan::{self, Defaults, EngineArgs, Payload};
 use crate::protocol::{self, ServerOptions};
-use crate::report::compare::{CompareInfo, Row};
+use crate::report::compare::{CompareInfo, CompareSetup, Row};
 use crate::report::{self, compare as table};
 use anyhow::{Context, Result};
 use std::sync::atomic::Ordering;
@@ -24,27 +24,11 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         ("--svg", args.svg.as_deref()),
     ])?;
     let online = crate::cpus::online();
-    let server_cores = match &args.server_cores {
-        Some(list) => parse_cores(Some(list))?,
-        None => vec![*online.last().unwrap_or(&0)],
-    };
-    let client_cores = match &args.engine.cores {
-        Some(list) => parse_cores(Some(list))?,
-        None => {
-            let rest: Vec<usize> = online.iter().copied().filter(|c| !server_cores.contains(c)).collect();
-            if rest.is_empty() { server_cores.clone() } else { rest }
-        }
-    };
+    let (server_cores, client_cores) = cores(args, &online)?;
     let engine = EngineArgs { cores: Some(crate::cpus::format(&client_cores)), engine: args.engine.engine };
     let mut load = plan::validate_load(&args.load, &engine, &Defaults::COMPARE, &online)?;
     load.payload.get_or_insert(Payload::Size(COMPARE_PAYLOAD));
-    let payload = match &load.payload {
-        Some(Payload::File(path)) => std::fs::metadata(path)
-            .with_context(|| format!("cannot read --body-file {}", path.display()))?
-            .len() as usize,
-        Some(Payload::Size(n)) => *n,
-        None => COMPARE_PAYLOAD,
-    };
+    let payload = payload_size(&load)?;
     let interrupted = crate::interrupt::flag();
     if args.tls && !args.urls.is_empty() {
         anyhow::bail!(
@@ -60,22 +44,9 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         (args.urls.clone(), Vec::new())
     };
     let rows_planned = planned_rows(&urls, &load)?;
-    let same_cpu = client_cores.iter().any(|c| server_cores.contains(c));
-    let info = CompareInfo {
-        payload,
-        connections: load.shape.connections,
-        depth: load.shape.depth,
-        messages: load.shape.ops.unwrap_or(0),
-        duration: load.shape.duration,
-        engine: match servers.is_empty() {
-            false => format!("{} generator, {} servers", load.engine.name(), server_engine.name()),
-            true => format!("{} generator", load.engine.name()),
-        },
-        client_cores: client_cores.clone(),
-        server_cores: (!servers.is_empty()).then(|| server_cores.clone()),
-        shared_cpu: same_cpu && !servers.is_empty(),
-        label_width: table::label_width(rows_planned.iter().map(|r| r.label.as_str())),
-    };
+    let built_in = (!servers.is_empty()).then_some(server_engine);
+    let label_width = table::label_width(rows_planned.iter().map(|r| r.label.as_str()));
+    let info = info(&load, payload, built_in, client_cores, server_cores, label_width);
     // With `--json -` or `--csv -` stdout carries that alone.
     let human = [&args.json, &args.csv].iter().all(|p| p.as_deref() != Some(std::path::Path::new("-")));
     let say = |text: &str| {
@@ -121,17 +92,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     for handle in servers {
         handle.stop()?;
     }
-    let mut footer = table::footer(&rows);
-    if rows.iter().any(|r| r.label.ends_with(table::TLS_MARK)) {
-        footer += &table::tls_table(&rows);
-    }
-    if rows.iter().any(|r| r.result.layers.is_some()) {
-        footer += &table::layers_table(&rows);
-    }
-    if load.shape.per_op {
-        footer += &table::per_connection_table(&rows);
-    }
-    let footer = report::wrap_prose(&footer, 100);
+    let footer = footer(&rows, load.shape.per_op);
     if let Some(path) = &args.csv {
         report::csv::write(path, &report::csv::compare_rows(&table::json(&info, &rows)))?;
     }
@@ -147,6 +108,80 @@ pub fn main(args: &CompareArgs) -> Result<()> {
         return Err(crate::check::Empty(empty.join("\n")).into());
     }
     crate::check::verdict(held)
+}
+
+/// What the comparison runs with, for its header and JSON: `built_in` is the built-in
+/// servers' engine (`None`: the targets were the user's own).
+fn info(
+    load: &plan::Load,
+    payload: usize,
+    built_in: Option<EngineKind>,
+    client_cores: Vec<usize>,
+    server_cores: Vec<usize>,
+    label_width: usize,
+) -> CompareInfo {
+    let same_cpu = client_cores.iter().any(|c| server_cores.contains(c));
+    CompareInfo {
+        setup: CompareSetup {
+            payload,
+            connections: load.shape.connections,
+            depth: load.shape.depth,
+            messages: load.shape.ops.unwrap_or(0),
+            client_cores,
+            server_cores: built_in.map(|_| server_cores),
+        },
+        duration: load.shape.duration,
+        engine: match built_in {
+            Some(server) => format!("{} generator, {} servers", load.engine.name(), server.name()),
+            None => format!("{} generator", load.engine.name()),
+        },
+        shared_cpu: same_cpu && built_in.is_some(),
+        label_width,
+    }
+}
+
+/// The servers' cores (`--server-cores`, or the last CPU) and the generator's (`--cores`, or
+/// every other CPU; the servers' own on a 1-CPU machine).
+fn cores(args: &CompareArgs, online: &[usize]) -> Result<(Vec<usize>, Vec<usize>)> {
+    let server_cores = match &args.server_cores {
+        Some(list) => parse_cores(Some(list))?,
+        None => vec![*online.last().unwrap_or(&0)],
+    };
+    let client_cores = match &args.engine.cores {
+        Some(list) => parse_cores(Some(list))?,
+        None => {
+            let rest: Vec<usize> = online.iter().copied().filter(|c| !server_cores.contains(c)).collect();
+            if rest.is_empty() { server_cores.clone() } else { rest }
+        }
+    };
+    Ok((server_cores, client_cores))
+}
+
+/// The payload's size in bytes (a `--body-file`'s length).
+fn payload_size(load: &plan::Load) -> Result<usize> {
+    Ok(match &load.payload {
+        Some(Payload::File(path)) => std::fs::metadata(path)
+            .with_context(|| format!("cannot read --body-file {}", path.display()))?
+            .len() as usize,
+        Some(Payload::Size(n)) => *n,
+        None => COMPARE_PAYLOAD,
+    })
+}
+
+/// The footers under the table: the notes, and the TLS, layers and per-connection tables
+/// where rows have them, wrapped at 100 columns.
+fn footer(rows: &[Row], per_op: bool) -> String {
+    let mut footer = table::footer(rows);
+    if rows.iter().any(|r| r.label.ends_with(table::TLS_MARK)) {
+        footer += &table::tls_table(rows);
+    }
+    if rows.iter().any(|r| r.result.layers.is_some()) {
+        footer += &table::layers_table(rows);
+    }
+    if per_op {
+        footer += &table::per_connection_table(rows);
+    }
+    report::wrap_prose(&footer, 100)
 }
 
 /// Every built-in server on `cores` (and again over TLS, whose certificate the load then

@@ -74,31 +74,7 @@ impl Limits {
 }
 
 pub fn main(args: &SearchArgs) -> Result<()> {
-    crate::report::check_writable(&[("--json", args.json.as_deref())])?;
-    let load_args = &args.load;
-    if load_args.rate.is_some() || load_args.interval.is_some() || load_args.duration.is_some() {
-        bail!(
-            "search sets the rate and each step's length itself: leave out --rate, --interval and -d (see --start, --step)"
-        );
-    }
-    if load_args.ops.is_some() || load_args.repeat > 1 {
-        bail!("search runs timed steps: -n and --repeat cannot apply");
-    }
-    let p99_us = crate::check::Condition::parse(&format!("p99>{}", args.p99))
-        .map_err(|_| anyhow::anyhow!("--p99 '{}': give a time with its unit, e.g. 5ms", args.p99))?;
-    let limits = Limits { p99_us: p99_value(&p99_us, &args.p99)?, failed_pct: failed_pct(&args.failed)? };
-    if !(args.start.is_finite() && args.start > 0.0) {
-        bail!("--start must be a rate above 0");
-    }
-    if !(0.5..=50.0).contains(&args.precision) {
-        bail!("--precision must be between 0.5 and 50 (%)");
-    }
-    if !(2..=64).contains(&args.max_steps) {
-        bail!("--max-steps must be between 2 and 64");
-    }
-    let online = crate::cpus::online();
-    let load = plan::validate_load(load_args, &args.engine, &Defaults::BENCH, &online)?;
-    crate::protocol::refuse_foreign_options(&crate::protocol::aim(&load, &args.url)?)?;
+    let (limits, load) = validated(args)?;
     let rule = format!(
         "a step passes when its p99 (from when each operation was due) is at most {}, at most {}% of the operations sent failed, and it completed at least {:.0}% of what its rate offered in {:?} (a failing step is run once more, and fails if it fails again); the rate doubles from {} while steps pass (halves while the first ones fail), then the highest passing and lowest failing rates are bisected to within {}% (at most {} steps)",
         micros(limits.p99_us),
@@ -124,20 +100,11 @@ pub fn main(args: &SearchArgs) -> Result<()> {
     let mut steps: Vec<SearchStep> = Vec::new();
     let (mut passing, mut failing): (Option<f64>, Option<f64>) = (None, None);
     let mut rate = args.start;
-    let too_few = |rate: f64| rate * args.step.as_secs_f64() < P99_SAMPLES;
-    if too_few(args.start) {
-        bail!(
-            "--start {} for --step {:?} offers {:.0} operations: too few for a p99 ({P99_SAMPLES} at least); start higher or lengthen --step",
-            si(args.start),
-            args.step,
-            args.start * args.step.as_secs_f64()
-        );
-    }
     for n in 1..=args.max_steps {
         if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
-        if too_few(rate) {
+        if too_few(rate, args.step) {
             say(&format!(
                 "      {} ops/s for {:?} would offer {:.0} operations, too few for a p99 ({P99_SAMPLES} at least): no step below it\n",
                 si(rate),
@@ -146,48 +113,7 @@ pub fn main(args: &SearchArgs) -> Result<()> {
             ));
             break;
         }
-        let mut step_load = load.clone();
-        let interval = Duration::try_from_secs_f64(step_load.shape.connections as f64 / rate)
-            .ok()
-            .filter(|i| !i.is_zero() && *i <= Duration::from_secs(3600))
-            .with_context(|| {
-                format!("a rate of {rate} ops/s over {} connections", step_load.shape.connections)
-            })?;
-        step_load.shape.workload = Workload::FixedRate { interval };
-        step_load.shape.duration = args.step;
-        // A step that fails is run once more before it counts: one stall of a shared machine
-        // (a p99 spike while the median is unmoved) must not set the answer.
-        let mut passed = false;
-        for attempt in 0..2 {
-            if attempt > 0 && interrupted.load(std::sync::atomic::Ordering::Relaxed) {
-                break;
-            }
-            let prepared = crate::run::prepare(crate::protocol::aim(&step_load, &args.url)?)
-                .with_context(|| format!("step {n}"))?;
-            let (info, rep) = crate::run::run(&prepared).with_context(|| format!("step {n}"))?;
-            let result = report::json::bench(&info, &rep, Some(format!("{rate:.0}/s")));
-            let (ok, why) = limits.judge(&result, rate, args.step.as_secs_f64());
-            let verdict = match (ok, attempt) {
-                (true, _) => "pass".to_string(),
-                (false, 0) => format!("fail: {why} (run again)"),
-                (false, _) => format!("FAIL: {why}"),
-            };
-            say(&format!(
-                "{:>5} {:>10} {:>10} {:>9} {:>9} {:>8}  {verdict}\n",
-                if attempt == 0 { n.to_string() } else { format!("{n}'") },
-                si(rate),
-                si(result.ops_per_sec),
-                micros(result.latency_us.p50),
-                micros(result.latency_us.p99),
-                crate::stats::result::class_total(&result.failed),
-            ));
-            steps.push(SearchStep { offered: rate, passed: ok, why, result });
-            passed = ok;
-            if ok {
-                break;
-            }
-        }
-        if passed {
+        if step(args, &load, &limits, n, rate, &mut steps, &say)? {
             passing = Some(passing.map_or(rate, |p| p.max(rate)));
         } else {
             failing = Some(failing.map_or(rate, |f| f.min(rate)));
@@ -215,6 +141,102 @@ pub fn main(args: &SearchArgs) -> Result<()> {
         report::json::write(path, &SearchResult { target: args.url.clone(), rule, steps, answer })?;
     }
     Ok(())
+}
+
+/// A step of `rate` for `--step` offers too few operations for a p99.
+fn too_few(rate: f64, step: Duration) -> bool {
+    rate * step.as_secs_f64() < P99_SAMPLES
+}
+
+/// The command's own flags checked, and the load every step starts from.
+fn validated(args: &SearchArgs) -> Result<(Limits, plan::Load)> {
+    crate::report::check_writable(&[("--json", args.json.as_deref())])?;
+    let load_args = &args.load;
+    if load_args.rate.is_some() || load_args.interval.is_some() || load_args.duration.is_some() {
+        bail!(
+            "search sets the rate and each step's length itself: leave out --rate, --interval and -d (see --start, --step)"
+        );
+    }
+    if load_args.ops.is_some() || load_args.repeat > 1 {
+        bail!("search runs timed steps: -n and --repeat cannot apply");
+    }
+    let p99_us = crate::check::Condition::parse(&format!("p99>{}", args.p99))
+        .map_err(|_| anyhow::anyhow!("--p99 '{}': give a time with its unit, e.g. 5ms", args.p99))?;
+    let limits = Limits { p99_us: p99_value(&p99_us, &args.p99)?, failed_pct: failed_pct(&args.failed)? };
+    if !(args.start.is_finite() && args.start > 0.0) {
+        bail!("--start must be a rate above 0");
+    }
+    if !(0.5..=50.0).contains(&args.precision) {
+        bail!("--precision must be between 0.5 and 50 (%)");
+    }
+    if !(2..=64).contains(&args.max_steps) {
+        bail!("--max-steps must be between 2 and 64");
+    }
+    if too_few(args.start, args.step) {
+        bail!(
+            "--start {} for --step {:?} offers {:.0} operations: too few for a p99 ({P99_SAMPLES} at least); start higher or lengthen --step",
+            si(args.start),
+            args.step,
+            args.start * args.step.as_secs_f64()
+        );
+    }
+    let online = crate::cpus::online();
+    let load = plan::validate_load(load_args, &args.engine, &Defaults::BENCH, &online)?;
+    crate::protocol::refuse_foreign_options(&crate::protocol::aim(&load, &args.url)?)?;
+    Ok((limits, load))
+}
+
+/// Step `n`: `rate` for `--step`, judged, its row said; a step that fails is run once more
+/// before it counts (one stall of a shared machine — a p99 spike while the median is
+/// unmoved — must not set the answer). `true`: it passed.
+fn step(
+    args: &SearchArgs,
+    load: &plan::Load,
+    limits: &Limits,
+    n: usize,
+    rate: f64,
+    steps: &mut Vec<SearchStep>,
+    say: &dyn Fn(&str),
+) -> Result<bool> {
+    let mut step_load = load.clone();
+    let interval = Duration::try_from_secs_f64(step_load.shape.connections as f64 / rate)
+        .ok()
+        .filter(|i| !i.is_zero() && *i <= Duration::from_secs(3600))
+        .with_context(|| {
+            format!("a rate of {rate} ops/s over {} connections", step_load.shape.connections)
+        })?;
+    step_load.shape.workload = Workload::FixedRate { interval };
+    step_load.shape.duration = args.step;
+    let interrupted = crate::interrupt::flag();
+    for attempt in 0..2 {
+        if attempt > 0 && interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let prepared = crate::run::prepare(crate::protocol::aim(&step_load, &args.url)?)
+            .with_context(|| format!("step {n}"))?;
+        let (info, rep) = crate::run::run(&prepared).with_context(|| format!("step {n}"))?;
+        let result = report::json::bench(&info, &rep, Some(format!("{rate:.0}/s")));
+        let (ok, why) = limits.judge(&result, rate, args.step.as_secs_f64());
+        let verdict = match (ok, attempt) {
+            (true, _) => "pass".to_string(),
+            (false, 0) => format!("fail: {why} (run again)"),
+            (false, _) => format!("FAIL: {why}"),
+        };
+        say(&format!(
+            "{:>5} {:>10} {:>10} {:>9} {:>9} {:>8}  {verdict}\n",
+            if attempt == 0 { n.to_string() } else { format!("{n}'") },
+            si(rate),
+            si(result.ops_per_sec),
+            micros(result.latency_us.p50),
+            micros(result.latency_us.p99),
+            crate::stats::result::class_total(&result.failed),
+        ));
+        steps.push(SearchStep { offered: rate, passed: ok, why, result });
+        if ok {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// `--p99`'s value in µs (through the thresholds' own parser).

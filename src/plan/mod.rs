@@ -381,32 +381,7 @@ pub fn validate_load<P: clap::Args + Clone + Into<OptionSet>>(
     defaults: &Defaults,
     online: &[usize],
 ) -> Result<Load> {
-    let connections = args.connections.unwrap_or(defaults.connections);
-    if connections == 0 || connections > MAX_CONNECTIONS {
-        bail!("--connections must be between 1 and {MAX_CONNECTIONS}");
-    }
-    if args.depth == 0 || args.depth > MAX_DEPTH {
-        bail!("--depth must be between 1 and {MAX_DEPTH}");
-    }
-    if matches!(args.connect_rate, Some(ConnectRate::Auto { .. })) && args.no_keepalive {
-        bail!(
-            "--connect-rate auto paces the opening of connections that stay open; with --no-keepalive the operations' pace opens them"
-        );
-    }
-    check_report_every(args)?;
-    if !(1..=MAX_REPEAT).contains(&args.repeat) {
-        bail!("--repeat must be between 1 and {MAX_REPEAT}");
-    }
-    if args.no_keepalive && args.depth > 1 {
-        bail!("--no-keepalive sends one operation per connection: --depth {} cannot apply", args.depth);
-    }
-    let ops = args.ops.or(defaults.ops);
-    if ops == Some(0) {
-        bail!("-n/--ops must be at least 1");
-    }
-    if args.duration == Some(Duration::ZERO) || args.timeout.is_zero() {
-        bail!("durations must be longer than zero");
-    }
+    let (connections, ops) = counts(args, defaults)?;
     let duration = match (args.duration, args.ops) {
         (Some(d), _) => d,
         (None, Some(_)) => defaults.duration_with_ops,
@@ -444,24 +419,7 @@ pub fn validate_load<P: clap::Args + Clone + Into<OptionSet>>(
         Some(text) => parse_bind(text).map_err(|e| anyhow::anyhow!("--bind: {e}"))?,
         None => Vec::new(),
     };
-    for (given, flag) in [(args.spin.is_some(), "--spin"), (args.slack.is_some(), "--slack")] {
-        if given && engine_kind != EngineKind::Uring {
-            bail!("{flag} applies to --engine uring (the async engines sleep on their runtimes' timers)");
-        }
-    }
-    for (given, flag) in [(args.spin.is_some(), "--spin"), (args.slack.is_some(), "--slack")] {
-        if given && workload == Workload::ClosedLoop {
-            bail!("{flag} applies to paced runs (--rate, --interval, --stages): a closed loop sends at once");
-        }
-    }
-    let slack = args.slack.unwrap_or_default();
-    if slack > MAX_SLACK {
-        bail!("--slack must be at most 100ms");
-    }
-    let spin = args.spin.unwrap_or(URING_SPIN);
-    if spin > MAX_SPIN {
-        bail!("--spin must be at most 1ms (past that, sleeping is as punctual and cheaper)");
-    }
+    let (spin, slack) = spin_and_slack(args, engine_kind, workload)?;
     Ok(Load {
         engine: engine_kind,
         spin,
@@ -488,6 +446,63 @@ pub fn validate_load<P: clap::Args + Clone + Into<OptionSet>>(
         bind,
         repeat: args.repeat,
     })
+}
+
+/// `--connections` and `-n` (with the command's defaults), after the checks on the counts and
+/// durations that need nothing else.
+fn counts<P: clap::Args + Clone>(args: &LoadArgs<P>, defaults: &Defaults) -> Result<(usize, Option<u64>)> {
+    let connections = args.connections.unwrap_or(defaults.connections);
+    if connections == 0 || connections > MAX_CONNECTIONS {
+        bail!("--connections must be between 1 and {MAX_CONNECTIONS}");
+    }
+    if args.depth == 0 || args.depth > MAX_DEPTH {
+        bail!("--depth must be between 1 and {MAX_DEPTH}");
+    }
+    if matches!(args.connect_rate, Some(ConnectRate::Auto { .. })) && args.no_keepalive {
+        bail!(
+            "--connect-rate auto paces the opening of connections that stay open; with --no-keepalive the operations' pace opens them"
+        );
+    }
+    check_report_every(args)?;
+    if !(1..=MAX_REPEAT).contains(&args.repeat) {
+        bail!("--repeat must be between 1 and {MAX_REPEAT}");
+    }
+    if args.no_keepalive && args.depth > 1 {
+        bail!("--no-keepalive sends one operation per connection: --depth {} cannot apply", args.depth);
+    }
+    let ops = args.ops.or(defaults.ops);
+    if ops == Some(0) {
+        bail!("-n/--ops must be at least 1");
+    }
+    if args.duration == Some(Duration::ZERO) || args.timeout.is_zero() {
+        bail!("durations must be longer than zero");
+    }
+    Ok((connections, ops))
+}
+
+/// `--spin` and `--slack`: the `uring` engine's, for paced runs, within their bounds.
+fn spin_and_slack<P: clap::Args + Clone>(
+    args: &LoadArgs<P>,
+    engine: EngineKind,
+    workload: Workload,
+) -> Result<(Duration, Duration)> {
+    for (given, flag) in [(args.spin.is_some(), "--spin"), (args.slack.is_some(), "--slack")] {
+        if given && engine != EngineKind::Uring {
+            bail!("{flag} applies to --engine uring (the async engines sleep on their runtimes' timers)");
+        }
+        if given && workload == Workload::ClosedLoop {
+            bail!("{flag} applies to paced runs (--rate, --interval, --stages): a closed loop sends at once");
+        }
+    }
+    let slack = args.slack.unwrap_or_default();
+    if slack > MAX_SLACK {
+        bail!("--slack must be at most 100ms");
+    }
+    let spin = args.spin.unwrap_or(URING_SPIN);
+    if spin > MAX_SPIN {
+        bail!("--spin must be at most 1ms (past that, sleeping is as punctual and cheaper)");
+    }
+    Ok((spin, slack))
 }
 
 impl LoadPlan {

@@ -20,19 +20,25 @@ pub const UDP_HEADER_BYTES_V6: f64 = 48.0;
 /// The study this command replaces timed 100,000 messages.
 pub const STUDY_MESSAGES: f64 = 100_000.0;
 
-/// What the comparison ran with.
-#[derive(Debug, Clone)]
-pub struct CompareInfo {
+/// The load every row of a comparison ran with, and where (in its JSON as it is here).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct CompareSetup {
     pub payload: usize,
     pub connections: usize,
     pub depth: usize,
     pub messages: u64,
-    pub duration: Duration,
-    /// Engines: the generator's, and the built-in servers' (when they ran).
-    pub engine: String,
     pub client_cores: Vec<usize>,
     /// `None` when the targets were the user's own.
     pub server_cores: Option<Vec<usize>>,
+}
+
+/// What the comparison ran with.
+#[derive(Debug, Clone)]
+pub struct CompareInfo {
+    pub setup: CompareSetup,
+    pub duration: Duration,
+    /// Engines: the generator's, and the built-in servers' (when they ran).
+    pub engine: String,
     /// Server and generator had to share a CPU (a 1-CPU machine, or as asked).
     pub shared_cpu: bool,
     /// The rows' label column, as wide as the longest label planned ([`label_width`]): the
@@ -125,7 +131,7 @@ impl Row {
     }
     /// Per new connection (`--no-keepalive`: one connection per operation): bytes both ways
     /// of every class (set-up, the operation, goodbye), segments, and the wire estimate.
-    pub fn per_connection(&self) -> Option<PerConnection> {
+    pub fn per_connection(&self) -> Option<PerConnectionResult> {
         let r = &self.result;
         let conns = r.connects as f64;
         if r.connects == 0 || r.ops == 0 {
@@ -136,11 +142,14 @@ impl Row {
         // Segments, or a QUIC row's datagrams.
         let segs = per(r.datagrams.map_or(r.audit.segs_out + r.audit.segs_in, |d| d.tx + d.rx));
         let mean_ms = |s: Option<crate::stats::result::Spread>| s.map_or(0.0, |s| s.mean / 1e3);
-        Some(PerConnection {
+        Some(PerConnectionResult {
             // With TLS, its handshake (and tickets, alerts) is part of the set-up.
-            setup: (per(r.bytes.handshake_tx + r.bytes.tls_tx), per(r.bytes.handshake_rx + r.bytes.tls_rx)),
-            op: (self.tx_per_msg() * r.messages_per_op as f64, self.rx_per_msg() * r.messages_per_op as f64),
-            control: (per(r.bytes.control_tx), per(r.bytes.control_rx)),
+            setup_tx: per(r.bytes.handshake_tx + r.bytes.tls_tx),
+            setup_rx: per(r.bytes.handshake_rx + r.bytes.tls_rx),
+            op_tx: self.tx_per_msg() * r.messages_per_op as f64,
+            op_rx: self.rx_per_msg() * r.messages_per_op as f64,
+            control_tx: per(r.bytes.control_tx),
+            control_rx: per(r.bytes.control_rx),
             bytes,
             segs,
             wire: bytes + segs * self.header_bytes(),
@@ -156,26 +165,6 @@ impl Row {
     }
 }
 
-/// What one new connection costs (`compare --no-keepalive`), means over the run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PerConnection {
-    /// (tx, rx) bytes: the protocol's set-up, one operation, and the connection's own
-    /// messages besides (control: acknowledgements, window updates, pings, the goodbye).
-    pub setup: (f64, f64),
-    pub op: (f64, f64),
-    pub control: (f64, f64),
-    /// Every byte both ways, segments both ways (SYN and FIN included), and the wire estimate.
-    pub bytes: f64,
-    pub segs: f64,
-    pub wire: f64,
-    /// Means: SYN to established, established to set-up done, and from the operation's
-    /// start (before its connect) to its completion.
-    pub connect_ms: f64,
-    pub setup_ms: f64,
-    pub first_op_ms: f64,
-}
-
-/// `compare --no-keepalive`: the set-up cost table, a row per protocol.
 /// The mark a TLS row's label carries after its plaintext twin's (`compare --tls`).
 pub const TLS_MARK: &str = " +TLS";
 
@@ -268,12 +257,12 @@ per new connection (--no-keepalive: connect, set-up, one operation, close; means
             s,
             "{:<w$} {:>6.0} / {:<5.0} {:>6.0} / {:<5.0} {:>4.0} / {:<5.0} {:>10.1} {:>10.2} {:>10.1} {:>6.3}ms {:>6.3}ms {:>7.3}ms",
             r.label,
-            c.setup.0,
-            c.setup.1,
-            c.op.0,
-            c.op.1,
-            c.control.0,
-            c.control.1,
+            c.setup_tx,
+            c.setup_rx,
+            c.op_tx,
+            c.op_rx,
+            c.control_tx,
+            c.control_rx,
             c.bytes,
             c.segs,
             c.wire,
@@ -290,28 +279,28 @@ per new connection (--no-keepalive: connect, set-up, one operation, close; means
 pub fn header(info: &CompareInfo) -> String {
     let mut s = format!(
         "wirebench compare: {}-byte payload, {} connection{}, depth {}, {} messages or {:.0?} per protocol, {}\n",
-        info.payload,
-        info.connections,
-        if info.connections == 1 { "" } else { "s" },
-        info.depth,
-        info.messages,
+        info.setup.payload,
+        info.setup.connections,
+        if info.setup.connections == 1 { "" } else { "s" },
+        info.setup.depth,
+        info.setup.messages,
         info.duration,
         info.engine
     );
-    match &info.server_cores {
+    match &info.setup.server_cores {
         Some(server) => {
             let _ = write!(
                 s,
                 "built-in servers on CPU {}, generator on CPU {}",
                 list_cores(server),
-                list_cores(&info.client_cores)
+                list_cores(&info.setup.client_cores)
             );
             if info.shared_cpu {
                 s += " (shared: this machine has one CPU, so server and generator compete for it)";
             }
         }
         None => {
-            let _ = write!(s, "generator on CPU {}", list_cores(&info.client_cores));
+            let _ = write!(s, "generator on CPU {}", list_cores(&info.setup.client_cores));
         }
     }
     let _ = write!(
@@ -431,13 +420,8 @@ pub fn footer(rows: &[Row]) -> String {
 /// What `compare --json` writes.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CompareResult {
-    pub payload: usize,
-    pub connections: usize,
-    pub depth: usize,
-    pub messages: u64,
-    pub client_cores: Vec<usize>,
-    /// `None` when the targets were the user's own.
-    pub server_cores: Option<Vec<usize>>,
+    #[serde(flatten)]
+    pub setup: CompareSetup,
     /// IP and TCP header bytes per segment in the wire estimate (IPv4 on loopback).
     pub header_bytes_per_segment: f64,
     /// A row per protocol: its run's result (`label`: the row's name) and the figures
@@ -477,6 +461,11 @@ pub struct RowDerived {
     pub per_connection: Option<PerConnectionResult>,
 }
 
+/// What one new connection costs (`compare --no-keepalive`), means over the run: bytes of
+/// the protocol's set-up, one operation, and the connection's own messages besides (control:
+/// acknowledgements, window updates, pings, the goodbye); every byte both ways, segments both
+/// ways (SYN and FIN included) and the wire estimate; SYN to established, established to
+/// set-up done, and from the operation's start (before its connect) to its completion.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PerConnectionResult {
     pub setup_tx: f64,
@@ -528,22 +517,7 @@ impl Row {
             cpu_us_per_msg: self.cpu_us_per_msg(),
             handshake_tx_per_conn: self.handshake().0,
             handshake_rx_per_conn: self.handshake().1,
-            per_connection: self.info.per_connection.then(|| self.per_connection()).flatten().map(|c| {
-                PerConnectionResult {
-                    setup_tx: c.setup.0,
-                    setup_rx: c.setup.1,
-                    op_tx: c.op.0,
-                    op_rx: c.op.1,
-                    control_tx: c.control.0,
-                    control_rx: c.control.1,
-                    bytes: c.bytes,
-                    segs: c.segs,
-                    wire: c.wire,
-                    connect_ms: c.connect_ms,
-                    setup_ms: c.setup_ms,
-                    first_op_ms: c.first_op_ms,
-                }
-            }),
+            per_connection: self.info.per_connection.then(|| self.per_connection()).flatten(),
         })
     }
 }
@@ -563,12 +537,7 @@ pub fn json(info: &CompareInfo, rows: &[Row]) -> CompareResult {
         })
         .collect();
     CompareResult {
-        payload: info.payload,
-        connections: info.connections,
-        depth: info.depth,
-        messages: info.messages,
-        client_cores: info.client_cores.clone(),
-        server_cores: info.server_cores.clone(),
+        setup: info.setup.clone(),
         header_bytes_per_segment: HEADER_BYTES_V4,
         rows: rows
             .iter()

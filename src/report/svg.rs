@@ -4,6 +4,7 @@
 
 use super::compare::{CompareInfo, Row};
 use anyhow::{Result, anyhow};
+use plotters::coord::Shift;
 use plotters::coord::ranged1d::{SegmentValue, SegmentedCoord};
 use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
 use plotters::prelude::*;
@@ -63,7 +64,7 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
         root.fill(&WHITE).map_err(err)?;
         let title = format!(
             "wirebench compare: {}-byte payload, {} connection(s), depth {}",
-            info.payload, info.connections, info.depth
+            info.setup.payload, info.setup.connections, info.setup.depth
         );
         let root = root.titled(&title, ("sans-serif", 22)).map_err(err)?;
         let (left, right) = root.split_horizontally(600);
@@ -142,12 +143,12 @@ pub fn compare(info: &CompareInfo, rows: &[Row]) -> Result<String> {
     Ok(svg)
 }
 
-/// The sweep chart: ops/s against cores, and efficiency against cores.
 /// A core-count axis label: whole numbers only (a one-step sweep's axis ran 0.5 … 1.5).
 fn whole(v: &f64) -> String {
     if (v - v.round()).abs() < 1e-9 { format!("{v:.0}") } else { String::new() }
 }
 
+/// The sweep chart: ops/s against cores, and efficiency against cores.
 pub fn sweep(info: &super::sweep::SweepInfo, steps: &[super::sweep::Step]) -> Result<String> {
     let mut svg = String::new();
     {
@@ -163,52 +164,54 @@ pub fn sweep(info: &super::sweep::SweepInfo, steps: &[super::sweep::Step]) -> Re
             .map(|s| (s.cores as f64, s.report.ops_per_sec(), 100.0 * first.map_or(1.0, |f| s.efficiency(f))))
             .collect();
         let max_rate = points.iter().map(|p| p.1).fold(1.0, f64::max) * 1.2;
-        let mut chart = ChartBuilder::on(&left)
-            .caption("ops/s against cores", ("sans-serif", 16))
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.5f64..max_cores + 0.5, 0f64..max_rate)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc("cores")
-            .x_label_formatter(&whole)
-            .y_desc("ops/s")
-            .y_label_formatter(&|v| super::si(*v))
-            .draw()
-            .map_err(err)?;
-        chart
-            .draw_series(LineSeries::new(points.iter().map(|p| (p.0, p.1)), PAYLOAD.stroke_width(3)))
-            .map_err(err)?;
-        chart
-            .draw_series(points.iter().map(|p| Circle::new((p.0, p.1), 5, PAYLOAD.filled())))
-            .map_err(err)?;
-        let mut chart = ChartBuilder::on(&right)
-            .caption("efficiency (speedup / core ratio)", ("sans-serif", 16))
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.5f64..max_cores + 0.5, 0f64..120f64)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc("cores")
-            .x_label_formatter(&whole)
-            .y_desc("%")
-            .draw()
-            .map_err(err)?;
-        chart
-            .draw_series(LineSeries::new(points.iter().map(|p| (p.0, p.2)), FRAMING.stroke_width(3)))
-            .map_err(err)?;
-        chart
-            .draw_series(points.iter().map(|p| Circle::new((p.0, p.2), 5, FRAMING.filled())))
-            .map_err(err)?;
+        let rates = points.iter().map(|p| (p.0, p.1)).collect::<Vec<_>>();
+        let rate_axis = Axis { caption: "ops/s against cores", max: max_rate, unit: "ops/s", width: 70 };
+        against_cores(&left, rate_axis, max_cores, &rates, PAYLOAD, &|v| super::si(*v))?;
+        let shares = points.iter().map(|p| (p.0, p.2)).collect::<Vec<_>>();
+        let share_axis =
+            Axis { caption: "efficiency (speedup / core ratio)", max: 120.0, unit: "%", width: 60 };
+        against_cores(&right, share_axis, max_cores, &shares, FRAMING, &|v| format!("{v:.0}"))?;
         root.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// A chart's value axis: its caption, top, unit and label width.
+struct Axis {
+    caption: &'static str,
+    max: f64,
+    unit: &'static str,
+    width: u32,
+}
+
+/// One figure against cores: a line with a dot at each step.
+fn against_cores(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    axis: Axis,
+    max_cores: f64,
+    points: &[(f64, f64)],
+    colour: RGBColor,
+    label: &dyn Fn(&f64) -> String,
+) -> Result<()> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(axis.caption, ("sans-serif", 16))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(axis.width)
+        .build_cartesian_2d(0.5f64..max_cores + 0.5, 0f64..axis.max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_desc("cores")
+        .x_label_formatter(&whole)
+        .y_desc(axis.unit)
+        .y_label_formatter(label)
+        .draw()
+        .map_err(err)?;
+    chart.draw_series(LineSeries::new(points.iter().copied(), colour.stroke_width(3))).map_err(err)?;
+    chart.draw_series(points.iter().map(|&p| Circle::new(p, 5, colour.filled()))).map_err(err)?;
+    Ok(())
 }
 
 /// One run in a [`plot`]: its name, latency histogram and, with `--report-every`, its
@@ -249,105 +252,120 @@ pub fn plot(runs: &[PlotRun], total: Option<&hdrhistogram::Histogram<u64>>) -> R
             .titled("wirebench: latency by percentile, and over time", ("sans-serif", 22))
             .map_err(err)?;
         let (left, right) = root.split_horizontally(640);
-        // The spectrum, up to the percentile the largest run can show (1/count).
-        let most =
-            runs.iter().map(|r| r.latency.len()).chain(total.map(|t| t.len())).max().unwrap_or(1).max(2);
-        let x_max = spectrum_x(1.0 - 1.0 / most as f64).clamp(1.0, 6.0).ceil();
-        let lines: Vec<Line> = runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.label.clone(), RUN_COLOURS[i % RUN_COLOURS.len()], &r.latency))
-            .chain(total.map(|t| ("total".to_string(), BLACK, t)))
-            .map(|(label, colour, h)| {
-                let points = (0..=(x_max * 20.0) as usize)
-                    .map(|step| {
-                        let x = step as f64 / 20.0;
-                        let p = 1.0 - 10f64.powf(-x);
-                        (x, if h.is_empty() { 0.0 } else { h.value_at_quantile(p) as f64 / 1e6 })
-                    })
-                    .collect();
-                (label, colour, points)
-            })
-            .collect();
-        // A log axis: a linear one flattens everything below the tail (p50 of 0.1 ms beside a
-        // max of 200 ms is a line on the floor).
-        let values = || lines.iter().flat_map(|l| l.2.iter().map(|p| p.1)).filter(|v| *v > 0.0);
-        let y_max = values().fold(0.001, f64::max) * 1.5;
-        let y_min = (values().fold(f64::INFINITY, f64::min).min(y_max) / 1.5).max(1e-4);
-        let mut chart = ChartBuilder::on(&left)
-            .caption("latency by percentile (ms, log scale)", ("sans-serif", 16))
-            .margin(15)
-            .x_label_area_size(40)
+        spectrum(&left, runs, total)?;
+        over_time(&right, runs)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// The percentile spectrum, a line per run (and the total), on a log axis.
+fn spectrum(
+    left: &DrawingArea<SVGBackend<'_>, Shift>,
+    runs: &[PlotRun],
+    total: Option<&hdrhistogram::Histogram<u64>>,
+) -> Result<()> {
+    // The spectrum, up to the percentile the largest run can show (1/count).
+    let most = runs.iter().map(|r| r.latency.len()).chain(total.map(|t| t.len())).max().unwrap_or(1).max(2);
+    let x_max = spectrum_x(1.0 - 1.0 / most as f64).clamp(1.0, 6.0).ceil();
+    let lines: Vec<Line> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.label.clone(), RUN_COLOURS[i % RUN_COLOURS.len()], &r.latency))
+        .chain(total.map(|t| ("total".to_string(), BLACK, t)))
+        .map(|(label, colour, h)| {
+            let points = (0..=(x_max * 20.0) as usize)
+                .map(|step| {
+                    let x = step as f64 / 20.0;
+                    let p = 1.0 - 10f64.powf(-x);
+                    (x, if h.is_empty() { 0.0 } else { h.value_at_quantile(p) as f64 / 1e6 })
+                })
+                .collect();
+            (label, colour, points)
+        })
+        .collect();
+    // A log axis: a linear one flattens everything below the tail (p50 of 0.1 ms beside a
+    // max of 200 ms is a line on the floor).
+    let values = || lines.iter().flat_map(|l| l.2.iter().map(|p| p.1)).filter(|v| *v > 0.0);
+    let y_max = values().fold(0.001, f64::max) * 1.5;
+    let y_min = (values().fold(f64::INFINITY, f64::min).min(y_max) / 1.5).max(1e-4);
+    let mut chart = ChartBuilder::on(left)
+        .caption("latency by percentile (ms, log scale)", ("sans-serif", 16))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..x_max, (y_min..y_max).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_desc("percentile")
+        .y_desc("ms")
+        .x_labels(x_max as usize + 1)
+        .x_label_formatter(&|x| {
+            let p = format!("{:.6}", 100.0 * (1.0 - 10f64.powf(-x)));
+            format!("{}%", p.trim_end_matches('0').trim_end_matches('.'))
+        })
+        .draw()
+        .map_err(err)?;
+    for (label, colour, points) in &lines {
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().map(|p| (p.0, p.1.max(y_min))),
+                colour.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(3)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Ops/s above, p99 below, over time: a line per run.
+fn over_time(right: &DrawingArea<SVGBackend<'_>, Shift>, runs: &[PlotRun]) -> Result<()> {
+    // Over time: ops/s above, p99 below, a line per run.
+    let (top, bottom) = right.split_vertically(270);
+    let t_max = runs.iter().flat_map(|r| r.series.iter().map(|s| s.0)).fold(1.0, f64::max);
+    for (area, caption, pick, unit) in
+        [(&top, "ops/s over time", 1usize, "ops/s"), (&bottom, "p99 over time (ms)", 2usize, "ms")]
+    {
+        let value = |s: &(f64, f64, f64)| if pick == 1 { s.1 } else { s.2 };
+        let v_max = runs.iter().flat_map(|r| r.series.iter().map(value)).fold(0.001, f64::max) * 1.2;
+        let mut chart = ChartBuilder::on(area)
+            .caption(caption, ("sans-serif", 14))
+            .margin(10)
+            .x_label_area_size(30)
             .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_max, (y_min..y_max).log_scale())
+            .build_cartesian_2d(0f64..t_max, 0f64..v_max)
             .map_err(err)?;
         chart
             .configure_mesh()
             .light_line_style(TRANSPARENT)
-            .x_desc("percentile")
-            .y_desc("ms")
-            .x_labels(x_max as usize + 1)
-            .x_label_formatter(&|x| {
-                let p = format!("{:.6}", 100.0 * (1.0 - 10f64.powf(-x)));
-                format!("{}%", p.trim_end_matches('0').trim_end_matches('.'))
-            })
+            .x_desc("s")
+            .y_desc(unit)
+            .y_label_formatter(&|v| if pick == 1 { super::si(*v) } else { format!("{v:.2}") })
             .draw()
             .map_err(err)?;
-        for (label, colour, points) in &lines {
+        for (i, r) in runs.iter().enumerate() {
+            let colour = RUN_COLOURS[i % RUN_COLOURS.len()];
             chart
                 .draw_series(LineSeries::new(
-                    points.iter().map(|p| (p.0, p.1.max(y_min))),
+                    r.series.iter().map(|s| (s.0, value(s))),
                     colour.stroke_width(2),
                 ))
-                .map_err(err)?
-                .label(label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(3)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .map_err(err)?;
-        // Over time: ops/s above, p99 below, a line per run.
-        let (top, bottom) = right.split_vertically(270);
-        let t_max = runs.iter().flat_map(|r| r.series.iter().map(|s| s.0)).fold(1.0, f64::max);
-        for (area, caption, pick, unit) in
-            [(&top, "ops/s over time", 1usize, "ops/s"), (&bottom, "p99 over time (ms)", 2usize, "ms")]
-        {
-            let value = |s: &(f64, f64, f64)| if pick == 1 { s.1 } else { s.2 };
-            let v_max = runs.iter().flat_map(|r| r.series.iter().map(value)).fold(0.001, f64::max) * 1.2;
-            let mut chart = ChartBuilder::on(area)
-                .caption(caption, ("sans-serif", 14))
-                .margin(10)
-                .x_label_area_size(30)
-                .y_label_area_size(60)
-                .build_cartesian_2d(0f64..t_max, 0f64..v_max)
                 .map_err(err)?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc("s")
-                .y_desc(unit)
-                .y_label_formatter(&|v| if pick == 1 { super::si(*v) } else { format!("{v:.2}") })
-                .draw()
-                .map_err(err)?;
-            for (i, r) in runs.iter().enumerate() {
-                let colour = RUN_COLOURS[i % RUN_COLOURS.len()];
-                chart
-                    .draw_series(LineSeries::new(
-                        r.series.iter().map(|s| (s.0, value(s))),
-                        colour.stroke_width(2),
-                    ))
-                    .map_err(err)?;
-            }
-            if runs.iter().all(|r| r.series.is_empty()) {
-                area.draw(&Text::new("no intervals: run with --report-every", (80, 120), ("sans-serif", 14)))
-                    .map_err(err)?;
-            }
         }
-        root.present().map_err(err)?;
+        if runs.iter().all(|r| r.series.is_empty()) {
+            area.draw(&Text::new("no intervals: run with --report-every", (80, 120), ("sans-serif", 14)))
+                .map_err(err)?;
+        }
     }
-    Ok(svg)
+    Ok(())
 }

@@ -298,21 +298,7 @@ fn traffic(r: &RunResult) -> String {
         s += &tls_lines(r, tls);
     }
     if let Some(l) = &r.layers {
-        let _ = writeln!(
-            s,
-            "  layers/op   each connection's first request ({}) / the ones after it ({}), every one sent:",
-            l.first.ops, l.steady.ops
-        );
-        s += &super::layer_heading(13);
-        s += &super::layer_lines("             ", l);
-        if l.stopped > 0 {
-            let _ = writeln!(
-                s,
-                "              {} {} stopped by the server before all their bytes went: tx counts what was handed to the transport (at most what went)",
-                l.stopped,
-                if l.stopped == 1 { "request was" } else { "requests were" }
-            );
-        }
+        s += &layers_lines(l);
     }
     let others = [b.handshake_tx, b.handshake_rx, b.control_tx, b.control_rx, b.warmup_tx, b.warmup_rx];
     let any_other = others.iter().chain([&b.failed_tx, &b.failed_rx, &b.tls_tx, &b.tls_rx]).any(|n| *n > 0);
@@ -331,6 +317,33 @@ fn traffic(r: &RunResult) -> String {
             if r.tls.is_some() { format!("  tls tx {} rx {}", b.tls_tx, b.tls_rx) } else { String::new() }
         );
     }
+    s + &connection_lines(r)
+}
+
+/// The bytes per operation by a protocol's layers, first request and later ones.
+fn layers_lines(l: &crate::stats::Layers) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  layers/op   each connection's first request ({}) / the ones after it ({}), every one sent:",
+        l.first.ops, l.steady.ops
+    );
+    s += &super::layer_heading(13);
+    s += &super::layer_lines("             ", l);
+    if l.stopped > 0 {
+        let _ = writeln!(
+            s,
+            "              {} {} stopped by the server before all their bytes went: tx counts what was handed to the transport (at most what went)",
+            l.stopped,
+            if l.stopped == 1 { "request was" } else { "requests were" }
+        );
+    }
+    s
+}
+
+/// Connections opened and reopened, when the window began, and `--connect-rate auto`'s pace.
+fn connection_lines(r: &RunResult) -> String {
+    let mut s = String::new();
     let _ = write!(s, "  connections {} opened, {} reconnects", r.connects, r.reconnects);
     match r.set_up_in_s {
         Some(secs) => {

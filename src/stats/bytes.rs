@@ -21,8 +21,11 @@ pub enum Traffic {
     Tls,
 }
 
-/// Bytes in one direction, by [`Traffic`] class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Bytes in one direction by class (the plaintext or records inside TLS).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename = "Split")]
 pub struct ByteSplit {
     pub handshake: u64,
     pub op: u64,

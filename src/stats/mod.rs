@@ -489,6 +489,14 @@ pub struct Preflight {
     pub rx: u64,
 }
 
+impl Preflight {
+    pub fn add(&mut self, other: &Preflight) {
+        self.connections += other.connections;
+        self.tx += other.tx;
+        self.rx += other.rx;
+    }
+}
+
 /// One run of several (`--repeat`), in a line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {

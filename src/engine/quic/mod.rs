@@ -263,12 +263,8 @@ impl ClientConn {
             match event {
                 Event::Connected => {
                     self.connected = true;
-                    if let Some(control) = self.conn.streams().open(Dir::Uni) {
-                        let mut bytes = Vec::new();
-                        self.h3.control_stream(&mut bytes);
-                        self.control = Some(control);
-                        self.write(control, bytes.into(), false);
-                    }
+                    let h3 = &mut self.h3;
+                    self.control = open_control(&mut self.conn, &mut self.unsent, |b| h3.control_stream(b));
                 }
                 Event::ConnectionLost { reason } => {
                     let connected = self.connected;
@@ -300,73 +296,37 @@ impl ClientConn {
     /// Read what `stream` has; a request stream's response decoded (completed into `done`),
     /// a server's unidirectional stream's bytes handed to the HTTP/3 client.
     fn read(&mut self, now: Instant, stream: StreamId, done: &mut Vec<Completed>) {
-        let stream_id = stream;
         let id = u64::from(stream);
         let request = stream.dir() == Dir::Bi;
-        let mut recv = self.conn.recv_stream(stream);
-        let Ok(mut chunks) = recv.read(true) else { return };
-        let mut failure = None;
-        let mut ended = false;
-        // Bounded: each chunk is bytes the peer sent within its flow-control window.
-        loop {
-            match chunks.next(usize::MAX) {
-                Ok(Some(chunk)) => {
-                    let result = if request {
-                        self.h3.request_data(id, &chunk.bytes, false).map(|o| o.map(|outcome| (id, outcome)))
-                    } else {
-                        self.h3.uni_data(id, &chunk.bytes, false).map(|()| None)
-                    };
-                    match result {
-                        Ok(Some((stream, outcome))) => {
-                            self.requests -= 1;
-                            done.push(Completed { stream, outcome, answer: self.h3.answer() });
-                        }
-                        Ok(None) => {}
-                        Err(e) => {
-                            failure = Some(e);
-                            break;
-                        }
-                    }
+        let (h3, requests, unsent) = (&mut self.h3, &mut self.requests, &self.unsent);
+        let mut answered_early = false;
+        let read = read_stream(&mut self.conn, stream, |piece| {
+            let outcome = match (piece, request) {
+                (Piece::Data(bytes), true) => h3.request_data(id, bytes, false)?,
+                (Piece::End, true) => {
+                    let outcome = h3.request_data(id, &[], true)?;
+                    answered_early = outcome.is_some() && unsent.contains_key(&stream);
+                    outcome
                 }
-                Ok(None) => {
-                    ended = true;
-                    break;
-                }
-                Err(quinn_proto::ReadError::Blocked) => break,
-                Err(quinn_proto::ReadError::Reset(code)) => {
-                    if !request {
-                        // A critical stream (its control stream) reset is the connection's end.
-                        failure = self.h3.uni_reset(id).err();
-                    } else if let Some(outcome) = self.h3.reset(id, code.into_inner()) {
-                        self.requests -= 1;
-                        done.push(Completed { stream: id, outcome, answer: None });
-                    }
-                    break;
-                }
-            }
-        }
-        let _ = chunks.finalize();
-        if ended && failure.is_none() {
-            let result = if request {
-                self.h3.request_data(id, &[], true).map(|o| o.map(|outcome| (id, outcome)))
-            } else {
-                self.h3.uni_data(id, &[], true).map(|()| None)
+                (Piece::Reset(code), true) => h3.reset(id, code),
+                (Piece::Data(bytes), false) => h3.uni_data(id, bytes, false).map(|()| None)?,
+                (Piece::End, false) => h3.uni_data(id, &[], true).map(|()| None)?,
+                // A critical stream (its control stream) reset is the connection's end.
+                (Piece::Reset(_), false) => h3.uni_reset(id).map(|()| None)?,
             };
-            match result {
-                Ok(Some((stream, outcome))) => {
-                    self.requests -= 1;
-                    if !self.unsent.is_empty() && self.unsent.contains_key(&stream_id) {
-                        // Answered before its body went whole: the rest does not go, and the
-                        // send half is reset (RFC 9114 §4.1: H3_NO_ERROR).
-                        self.stop_sending(stream_id, VarInt::from_u32(0x100));
-                    }
-                    done.push(Completed { stream, outcome, answer: self.h3.answer() });
-                }
-                Ok(None) => {}
-                Err(e) => failure = Some(e),
+            if let Some(outcome) = outcome {
+                *requests -= 1;
+                let answer = if matches!(piece, Piece::Reset(_)) { None } else { h3.answer() };
+                done.push(Completed { stream: id, outcome, answer });
             }
+            Ok(())
+        });
+        if answered_early {
+            // Answered before its body went whole: the rest does not go, and the send half is
+            // reset (RFC 9114 §4.1: H3_NO_ERROR).
+            self.stop_sending(stream, VarInt::from_u32(0x100));
         }
-        if let Some(e) = failure {
+        if let Err(e) = read {
             self.close_with(now, e);
         }
     }
@@ -379,14 +339,9 @@ impl ClientConn {
     }
 
     /// The next datagram(s) to send, written into `buf` (several of one size with
-    /// `segment_size` when `max_datagrams` allows: GSO).
-    pub fn poll_transmit(
-        &mut self,
-        now: Instant,
-        max_datagrams: usize,
-        buf: &mut Vec<u8>,
-    ) -> Option<Transmit> {
-        self.conn.poll_transmit(now, max_datagrams, buf)
+    /// `segment_size` when `most` allows: GSO).
+    pub fn poll_transmit(&mut self, now: Instant, most: usize, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.conn.poll_transmit(now, most, buf)
     }
 
     /// When quinn wants [`handle_timeout`](Self::handle_timeout) called next.
@@ -428,6 +383,20 @@ fn frame_code(e: client::Error) -> u64 {
     }
 }
 
+/// The handshake is done: this side's HTTP/3 control stream opens, its first bytes (the
+/// SETTINGS) from `control`. `None`: quinn would open no stream.
+pub(crate) fn open_control(
+    conn: &mut Connection,
+    unsent: &mut HashMap<StreamId, (Bytes, bool)>,
+    control: impl FnOnce(&mut Vec<u8>),
+) -> Option<StreamId> {
+    let stream = conn.streams().open(Dir::Uni)?;
+    let mut bytes = Vec::new();
+    control(&mut bytes);
+    write_or_hold(conn, unsent, stream, bytes.into(), false);
+    Some(stream)
+}
+
 /// Write `bytes` on `stream` as far as quinn takes them, then finish it if `finish`; the rest
 /// (and the finish) is held in `unsent` until the stream is writable again. Both roles'.
 pub(crate) fn write_or_hold(
@@ -458,6 +427,52 @@ fn write_all(conn: &mut Connection, stream: StreamId, bytes: &mut Bytes) {
             _ => break,
         }
     }
+}
+
+/// A piece of what a peer's stream gave: bytes, its end (FIN), or its reset's code.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Piece<'a> {
+    Data(&'a [u8]),
+    End,
+    Reset(u64),
+}
+
+/// Read what `stream` has, each piece to `take` until it fails, the stream is blocked, or it
+/// ends (its end last, as [`Piece::End`]). Both roles read their peer's streams this way.
+/// Bounded: each chunk is bytes the peer sent within its flow-control window.
+pub(crate) fn read_stream<E>(
+    conn: &mut quinn_proto::Connection,
+    stream: StreamId,
+    mut take: impl FnMut(Piece<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut recv = conn.recv_stream(stream);
+    let Ok(mut chunks) = recv.read(true) else { return Ok(()) };
+    let mut read = Ok(());
+    let mut ended = false;
+    loop {
+        match chunks.next(usize::MAX) {
+            Ok(Some(chunk)) => {
+                read = take(Piece::Data(&chunk.bytes));
+                if read.is_err() {
+                    break;
+                }
+            }
+            Ok(None) => {
+                ended = true;
+                break;
+            }
+            Err(quinn_proto::ReadError::Blocked) => break,
+            Err(quinn_proto::ReadError::Reset(code)) => {
+                read = take(Piece::Reset(code.into_inner()));
+                break;
+            }
+        }
+    }
+    let _ = chunks.finalize();
+    if ended && read.is_ok() {
+        read = take(Piece::End);
+    }
+    read
 }
 
 #[cfg(test)]

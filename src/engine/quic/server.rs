@@ -18,6 +18,7 @@
 //! §3.5) and its critical streams' end closes the connection (`H3_CLOSED_CRITICAL_STREAM`).
 //! No QUIC DATAGRAM frames are accepted (the transport does not advertise them).
 
+use super::Piece;
 use super::write_or_hold;
 use crate::proto::h3::frame as h3frame;
 use crate::proto::h3::server::H3Server;
@@ -338,11 +339,7 @@ fn turn(c: &mut ServerConn, now: Instant, bounds: &ServerBounds) {
         match event {
             Event::Connected => {
                 c.connected = true;
-                if let Some(control) = c.conn.streams().open(Dir::Uni) {
-                    let mut bytes = Vec::new();
-                    H3Server::control_stream(&mut bytes);
-                    write_or_hold(&mut c.conn, &mut c.unsent, control, bytes.into(), false);
-                }
+                super::open_control(&mut c.conn, &mut c.unsent, H3Server::control_stream);
             }
             Event::Stream(StreamEvent::Opened { dir }) => {
                 while let Some(id) = c.conn.streams().accept(dir) {
@@ -404,49 +401,20 @@ fn turn(c: &mut ServerConn, now: Instant, bounds: &ServerBounds) {
 fn serve_stream(now: Instant, c: &mut ServerConn, stream: StreamId, bounds: &ServerBounds) {
     let id = u64::from(stream);
     let request = stream.dir() == Dir::Bi;
-    let mut recv = c.conn.recv_stream(stream);
-    let Ok(mut chunks) = recv.read(true) else { return };
     let mut answer = Vec::new();
-    let mut error = None;
-    let mut ended = false;
-    // Bounded: each chunk is bytes the client sent within its flow-control window.
-    loop {
-        match chunks.next(usize::MAX) {
-            Ok(Some(chunk)) => {
-                let r = if request {
-                    c.h3.request_data(id, &chunk.bytes, false, &mut answer).map(|_| ())
-                } else {
-                    c.h3.uni_data(id, &chunk.bytes, false).map_err(|e| e.code())
-                };
-                if let Err(code) = r {
-                    error = Some(code);
-                    break;
-                }
-            }
-            Ok(None) => {
-                ended = true;
-                break;
-            }
-            Err(quinn_proto::ReadError::Blocked) => break,
-            Err(quinn_proto::ReadError::Reset(_)) => {
-                if request {
-                    c.h3.reset(id);
-                } else if let Err(e) = c.h3.uni_reset(id) {
-                    error = Some(e.code());
-                }
-                break;
-            }
+    let h3 = &mut c.h3;
+    let read = super::read_stream(&mut c.conn, stream, |piece| match (piece, request) {
+        (Piece::Data(bytes), true) => h3.request_data(id, bytes, false, &mut answer).map(|_| ()),
+        (Piece::End, true) => h3.request_data(id, &[], true, &mut answer).map(|_| ()),
+        (Piece::Reset(_), true) => {
+            h3.reset(id);
+            Ok(())
         }
-    }
-    let _ = chunks.finalize();
-    if ended && error.is_none() {
-        let r = if request {
-            c.h3.request_data(id, &[], true, &mut answer).map(|_| ())
-        } else {
-            c.h3.uni_data(id, &[], true).map_err(|e| e.code())
-        };
-        error = r.err();
-    }
+        (Piece::Data(bytes), false) => h3.uni_data(id, bytes, false).map_err(|e| e.code()),
+        (Piece::End, false) => h3.uni_data(id, &[], true).map_err(|e| e.code()),
+        (Piece::Reset(_), false) => h3.uni_reset(id).map_err(|e| e.code()),
+    });
+    let mut error = read.err();
     if error.is_none() && c.h3.unfinished_headers() > MAX_UNFINISHED_HEADERS {
         error = Some(h3frame::H3_EXCESSIVE_LOAD);
     }

@@ -31,12 +31,15 @@ use crate::clock::Instant;
 use crate::proto::ClientCodec;
 use crate::stats::{CoreRecorder, Inexact};
 use io_uring::{cqueue, opcode, squeue, types};
+use socket::{close_fixed, direct_connect, plain_socket, setup_error};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::os::fd::IntoRawFd;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+mod socket;
 
 /// Longest wait in `io_uring_enter`; also how often sleepers are looked at.
 const TICK: Duration = Duration::from_millis(5);
@@ -384,14 +387,14 @@ impl<C: ClientCodec> Driver<'_, C> {
         let slot = &mut self.slots[i];
         match kind {
             OP_QUIET => return Ok(()),
-            OP_RECV => return received(rings, slot, i, result, flags, &mut self.ready),
+            OP_RECV => return self.received(i, result, flags),
             OP_SOCKET | OP_BIND => {
                 // Its connect comes back cancelled, and fails with this.
                 slot.setup_failed.get_or_insert((kind, result));
                 return Ok(());
             }
             OP_INSTALL => {
-                installed(rings, slot, i, result, now, rec)?;
+                self.installed(i, result)?;
                 self.ready.push(i);
                 return Ok(());
             }
@@ -562,6 +565,62 @@ impl<C: ClientCodec> Driver<'_, C> {
         Ok(())
     }
 
+    /// A completion of slot `i`'s receive: its bytes into the machine, the buffer back; the
+    /// receive armed again if it ended for want of buffers; the machine woken if it waits.
+    fn received(&mut self, i: usize, result: i32, flags: u32) -> io::Result<()> {
+        let (rings, slot) = (&mut *self.rings, &mut self.slots[i]);
+        if !cqueue::more(flags) {
+            slot.armed = false;
+        }
+        if let Some(bid) = cqueue::buffer_select(flags) {
+            let bufs: &mut BufRing = rings.bufs(i);
+            if result > 0 && !slot.conn.arrived(bufs.data(bid, result as usize)) {
+                slot.end.get_or_insert(-libc::EMSGSIZE);
+            }
+            bufs.give_back(bid);
+        }
+        match result {
+            1.. => {}
+            0 => {
+                slot.end.get_or_insert(0);
+            }
+            e if e == -libc::ENOBUFS => {}
+            e if e == -libc::ECANCELED && slot.closing => {}
+            e => {
+                slot.end.get_or_insert(e);
+            }
+        }
+        if !slot.armed && !slot.closing && slot.end.is_none() {
+            arm(rings, slot, i)?;
+        }
+        // The machine hears of it if it waits for bytes, or for the receive's end to close.
+        if slot.reading.take().is_some() || (slot.closing && !slot.armed) {
+            self.ready.push(i);
+        }
+        Ok(())
+    }
+
+    /// Slot `i`'s direct socket came back as file `result` (or could not: a negative errno):
+    /// the audit reads its counts through it, then both are closed and the machine told.
+    fn installed(&mut self, i: usize, result: i32) -> io::Result<()> {
+        let slot = &mut self.slots[i];
+        slot.installing = false;
+        let (drained, audit) = if result >= 0 {
+            let audit = close_audit(result, slot.conn.socket_rx(), false);
+            // SAFETY: the file just installed for us; the direct descriptor still holds the socket.
+            unsafe { libc::close(result) };
+            audit
+        } else {
+            // The process is out of descriptors: the socket's counts cannot be read.
+            (0, Err(Inexact::Unreadable))
+        };
+        if let Some(Sock::Fixed(index)) = slot.sock.take() {
+            self.rings.push(i, &close_fixed(index, i))?;
+        }
+        slot.conn.closed(drained, Some(audit), self.now, self.rec);
+        Ok(())
+    }
+
     /// Slot `i`'s machine asks for a connection: a socket made (by the ring's SQEs for a
     /// direct one) and its connect pushed. Whether it now waits (false: making the socket
     /// failed, the machine was told, and goes on).
@@ -581,22 +640,7 @@ impl<C: ClientCodec> Driver<'_, C> {
             self.rings.push_chain(i, &direct_connect(i, index, target, source))?;
             return Ok(true);
         }
-        let socket = socket2::Socket::new(
-            socket2::Domain::from(i32::from(target.family())),
-            socket2::Type::STREAM.nonblocking().cloexec(),
-            None,
-        )
-        .and_then(|socket| {
-            let _ = socket.set_tcp_nodelay(true);
-            match source {
-                Some(source) => bind_source(&socket, source).map(|_| socket).map_err(|e| {
-                    let ip = source.as_socket().map(|s| s.ip().to_string()).unwrap_or_default();
-                    io::Error::new(e.kind(), format!("binding the source address {ip}: {e}"))
-                }),
-                None => Ok(socket),
-            }
-        });
-        let socket = match socket {
+        let socket = match plain_socket(target, source) {
             Ok(s) => s,
             Err(e) => {
                 slot.busy = None;
@@ -646,166 +690,11 @@ impl<C: ClientCodec> Driver<'_, C> {
     }
 }
 
-/// Why a direct socket's set-up failed before its connect ran, said as the plain path says it.
-fn setup_error(step: u64, errno: i32, source: Option<u32>, addrs: &Addrs) -> io::Error {
-    let e = io::Error::from_raw_os_error(-errno);
-    match source.and_then(|s| addrs.sources[s as usize].as_socket()).filter(|_| step == OP_BIND) {
-        Some(source) => io::Error::new(e.kind(), format!("binding the source address {}: {e}", source.ip())),
-        None => e,
-    }
-}
-
-/// Bind a socket to a source address, its port left to the connect (`IP_BIND_ADDRESS_NO_PORT`:
-/// a port is then unique per destination, not per source address, so one address serves more
-/// than the ephemeral range's worth of connections to several targets).
-fn bind_source(socket: &socket2::Socket, source: &socket2::SockAddr) -> io::Result<()> {
-    if source.is_ipv4() {
-        // SAFETY: our socket and a valid option value (Linux 4.2+; harmless if unknown).
-        unsafe {
-            libc::setsockopt(
-                std::os::fd::AsRawFd::as_raw_fd(socket),
-                libc::IPPROTO_IP,
-                libc::IP_BIND_ADDRESS_NO_PORT,
-                (&ONE as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-    }
-    socket.bind(source)
-}
-
-/// The linked SQEs that make slot `i`'s direct socket (table index `index`) and connect it to
-/// `target`, from `source` if given: the socket, `TCP_NODELAY`, the source address with its
-/// port left to the connect (as [`bind_source`]), the connect. A link that fails completes
-/// with its error and the connect comes back cancelled.
-fn direct_connect(
-    i: usize,
-    index: u32,
-    target: &socket2::SockAddr,
-    source: Option<&socket2::SockAddr>,
-) -> Vec<squeue::Entry> {
-    let fixed = types::Fixed(index);
-    let option = |level: i32, name: i32| {
-        let one = (&ONE as *const libc::c_int).cast();
-        opcode::SetSockOpt::new(
-            fixed,
-            level as u32,
-            name as u32,
-            one,
-            std::mem::size_of::<libc::c_int>() as u32,
-        )
-        .build()
-        .flags(LINK_QUIET)
-        .user_data(user_data(i, OP_SOCKET))
-    };
-    let family = if target.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
-    let slot =
-        types::DestinationSlot::try_from_slot_target(index).expect("a table index is below u32::MAX - 2");
-    let mut chain = vec![
-        opcode::Socket::new(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0)
-            .file_index(Some(slot))
-            .build()
-            .flags(LINK_QUIET)
-            .user_data(user_data(i, OP_SOCKET)),
-        option(libc::IPPROTO_TCP, libc::TCP_NODELAY),
-    ];
-    if let Some(source) = source {
-        if source.is_ipv4() {
-            chain.push(option(libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT));
-        }
-        chain.push(
-            opcode::Bind::new(fixed, source.as_ptr().cast(), source.len())
-                .build()
-                .flags(LINK_QUIET)
-                .user_data(user_data(i, OP_BIND)),
-        );
-    }
-    chain.push(
-        opcode::Connect::new(fixed, target.as_ptr().cast(), target.len())
-            .build()
-            .user_data(user_data(i, OP_CONNECT)),
-    );
-    chain
-}
-
-/// An SQE that closes direct descriptor `index` of slot `i`'s ring.
-fn close_fixed(index: u32, i: usize) -> squeue::Entry {
-    opcode::Close::new(types::Fixed(index)).build().user_data(user_data(i, OP_QUIET))
-}
-
 /// Arm slot `i`'s multishot receive on its socket.
 fn arm<C>(rings: &mut Rings, slot: &mut Slot<C>, i: usize) -> io::Result<()> {
     let Some(sock) = slot.sock else { return Ok(()) };
     slot.armed = true;
     rings.push(i, &receive(sock, GROUP, user_data(i, OP_RECV)))
-}
-
-/// A completion of slot `i`'s receive: its bytes into the machine, the buffer back; the
-/// receive armed again if it ended for want of buffers; the machine woken if it waits.
-fn received<C: ClientCodec>(
-    rings: &mut Rings,
-    slot: &mut Slot<C>,
-    i: usize,
-    result: i32,
-    flags: u32,
-    ready: &mut Vec<usize>,
-) -> io::Result<()> {
-    if !cqueue::more(flags) {
-        slot.armed = false;
-    }
-    if let Some(bid) = cqueue::buffer_select(flags) {
-        let bufs: &mut BufRing = rings.bufs(i);
-        if result > 0 && !slot.conn.arrived(bufs.data(bid, result as usize)) {
-            slot.end.get_or_insert(-libc::EMSGSIZE);
-        }
-        bufs.give_back(bid);
-    }
-    match result {
-        1.. => {}
-        0 => {
-            slot.end.get_or_insert(0);
-        }
-        e if e == -libc::ENOBUFS => {}
-        e if e == -libc::ECANCELED && slot.closing => {}
-        e => {
-            slot.end.get_or_insert(e);
-        }
-    }
-    if !slot.armed && !slot.closing && slot.end.is_none() {
-        arm(rings, slot, i)?;
-    }
-    // The machine hears of it if it waits for bytes, or for the receive's end to close.
-    if slot.reading.take().is_some() || (slot.closing && !slot.armed) {
-        ready.push(i);
-    }
-    Ok(())
-}
-
-/// Slot `i`'s direct socket came back as file `result` (or could not: a negative errno): the
-/// audit reads its counts through it, then both are closed and the machine told.
-fn installed<C: ClientCodec>(
-    rings: &mut Rings,
-    slot: &mut Slot<C>,
-    i: usize,
-    result: i32,
-    now: Instant,
-    rec: &mut CoreRecorder,
-) -> io::Result<()> {
-    slot.installing = false;
-    let (drained, audit) = if result >= 0 {
-        let audit = close_audit(result, slot.conn.socket_rx(), false);
-        // SAFETY: the file just installed for us; the direct descriptor still holds the socket.
-        unsafe { libc::close(result) };
-        audit
-    } else {
-        // The process is out of descriptors: the socket's counts cannot be read.
-        (0, Err(Inexact::Unreadable))
-    };
-    if let Some(Sock::Fixed(index)) = slot.sock.take() {
-        rings.push(i, &close_fixed(index, i))?;
-    }
-    slot.conn.closed(drained, Some(audit), now, rec);
-    Ok(())
 }
 
 fn user_data(slot: usize, kind: u64) -> u64 {

@@ -104,6 +104,22 @@ pub struct RequestSpec {
     pub grpc: bool,
 }
 
+impl RequestSpec {
+    /// A request of `method` on `/` of `authority`, with no extra headers: the fuzz targets'
+    /// and the HTTP/3 tests' (an `https` scheme, as HTTP/3 always is).
+    pub fn plain(method: &str, scheme: &'static str, authority: &str, body: Vec<u8>) -> RequestSpec {
+        RequestSpec {
+            method: method.into(),
+            scheme,
+            authority: authority.into(),
+            path: "/".into(),
+            headers: vec![],
+            body,
+            grpc: false,
+        }
+    }
+}
+
 /// What an answer without `grpc-status` counts as.
 const NO_GRPC_STATUS: &str = "no grpc-status";
 
@@ -327,17 +343,16 @@ impl H2Client {
 
     fn apply_settings(&mut self, params: &[u8]) -> Result<(), Error> {
         for (id, value) in frame::settings(params) {
+            let (max_frame, initial, streams) =
+                (&mut self.max_frame, &mut self.stream_window, &mut self.streams);
+            let common =
+                frame::common_setting((id, value), max_frame, &mut self.encoder, initial, streams, |s| {
+                    &mut s.window
+                });
             match id {
-                frame::MAX_FRAME_SIZE => self.max_frame = value,
-                frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value as usize),
+                _ if common.map_err(|frame::WindowOverflow| Error::WindowOverflow)? => {}
                 frame::MAX_CONCURRENT_STREAMS => self.max_streams = value,
                 frame::ENABLE_PUSH if value == 1 => return Err(Error::PushEnabled),
-                frame::INITIAL_WINDOW_SIZE => {
-                    let windows = self.streams.iter_mut().map(|s| &mut s.window);
-                    if !frame::move_windows(&mut self.stream_window, value, windows) {
-                        return Err(Error::WindowOverflow);
-                    }
-                }
                 _ => {}
             }
         }
@@ -345,13 +360,8 @@ impl H2Client {
     }
 
     /// A whole header block for `stream`: its `:status`, and the answer's end if it ends it.
-    fn headers(
-        &mut self,
-        stream: u32,
-        end_stream: bool,
-        block: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<Outcome, Error> {
+    fn headers(&mut self, b: frame::Block<'_>, out: &mut Vec<u8>) -> Result<Outcome, Error> {
+        let (stream, end_stream, block) = (b.stream, b.end_stream, &b.bytes[..]);
         let (mut status, mut grpc_status) = (None, None);
         self.decoder.decode(block, |name, value| match name {
             b":status" => status = Some(status_code(value).unwrap_or(0)),
@@ -519,7 +529,7 @@ impl H2Client {
             },
             Frame::Headers { stream, .. } | Frame::Continuation { stream, .. } => {
                 match self.incoming.add(&f, MAX_HEADER_LIST)? {
-                    Some(b) => self.headers(b.stream, b.end_stream, &b.bytes, out)?,
+                    Some(b) => self.headers(b, out)?,
                     None => self.part_of(stream),
                 }
             }

@@ -349,6 +349,34 @@ pub fn move_windows<'a>(initial: &mut i64, value: u32, windows: impl Iterator<It
     fits
 }
 
+/// A stream's window would pass 2^31−1 (RFC 9113 §6.9.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowOverflow;
+
+/// A setting both roles apply alike: the largest frame the peer takes (`max_frame`), its
+/// HPACK table (`encoder`), the initial window of its streams (`initial`: every open stream's
+/// window moves by the change, through `window`). `Ok(false)`: a setting left to the caller;
+/// `Err`: a window would pass 2^31−1 (a FLOW_CONTROL_ERROR).
+pub fn common_setting<S>(
+    (id, value): (u16, u32),
+    max_frame: &mut u32,
+    encoder: &mut super::hpack::Encoder,
+    initial: &mut i64,
+    streams: &mut [S],
+    window: fn(&mut S) -> &mut i64,
+) -> Result<bool, WindowOverflow> {
+    match id {
+        MAX_FRAME_SIZE => *max_frame = value,
+        HEADER_TABLE_SIZE => encoder.peer_table_size(value as usize),
+        INITIAL_WINDOW_SIZE if !move_windows(initial, value, streams.iter_mut().map(window)) => {
+            return Err(WindowOverflow);
+        }
+        INITIAL_WINDOW_SIZE => {}
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
 /// A header block, whole: the stream it is on, whether its HEADERS ended the stream, and its
 /// octets (borrowed from a HEADERS that had them all, or assembled from its pieces).
 #[derive(Debug, Clone, PartialEq, Eq)]

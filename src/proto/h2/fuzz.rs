@@ -16,14 +16,11 @@ pub const TARGETS: &[(&str, Target)] =
 fn client_h2(data: &[u8]) {
     let (seed, stream) = split_input(data);
     let grpc = stream.len() % 2 == 1;
+    let body = if grpc { proto::h2::grpc::framed(&[b'g'; 99_995]) } else { vec![] };
+    let method = if grpc { "POST" } else { "GET" };
     let spec = proto::h2::client::RequestSpec {
-        method: if grpc { "POST" } else { "GET" }.into(),
-        scheme: "http",
-        authority: "h".into(),
-        path: "/".into(),
-        headers: vec![],
-        body: if grpc { proto::h2::grpc::framed(&[b'g'; 99_995]) } else { vec![] },
         grpc,
+        ..proto::h2::client::RequestSpec::plain(method, "http", "h", body)
     };
     let settings = |_: &[u8]| {
         let mut out = Vec::new();

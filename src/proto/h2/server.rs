@@ -29,6 +29,9 @@ use super::frame::{self, Frame};
 use super::hpack;
 use crate::proto::http1::MAX_REQUEST_BODY;
 use crate::proto::{Ask, Awaiting, Served, ServerCodec};
+use request::{GrpcScan, Head, Method};
+
+mod request;
 
 /// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
 pub const MAX_STREAMS: u32 = 100;
@@ -66,59 +69,6 @@ enum Kind {
     Hello { get: bool, head: bool },
     /// A gRPC call: its messages echoed as they arrive.
     Grpc(GrpcScan),
-}
-
-/// A gRPC request's messages, read as they pass: each a 5-octet prefix (a compressed flag and
-/// a 32-bit length) and that many octets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct GrpcScan {
-    prefix: [u8; 5],
-    have: usize,
-    /// Octets of the current message still to come.
-    need: usize,
-    /// A message over [`MAX_GRPC_MESSAGE`]: the rest is not echoed.
-    too_large: bool,
-}
-
-impl GrpcScan {
-    /// Read `data`, appending to `echo` what goes back: a prefix once it is whole and its
-    /// message within the limit, then the message's octets as they come; nothing after a
-    /// message over the limit.
-    fn feed(&mut self, mut data: &[u8], echo: &mut Vec<u8>) {
-        while !data.is_empty() && !self.too_large {
-            if self.need > 0 {
-                let n = self.need.min(data.len());
-                echo.extend_from_slice(&data[..n]);
-                self.need -= n;
-                data = &data[n..];
-                continue;
-            }
-            let n = (5 - self.have).min(data.len());
-            self.prefix[self.have..self.have + n].copy_from_slice(&data[..n]);
-            self.have += n;
-            data = &data[n..];
-            if self.have == 5 {
-                let p = self.prefix;
-                self.need = u32::from_be_bytes([p[1], p[2], p[3], p[4]]) as usize;
-                self.have = 0;
-                self.too_large = self.need > MAX_GRPC_MESSAGE;
-                if !self.too_large {
-                    echo.extend_from_slice(&p);
-                }
-            }
-        }
-    }
-
-    /// The call's status once its request ended: gRPC's code and message.
-    fn status(&self) -> (&'static str, Option<&'static str>) {
-        if self.too_large {
-            ("8", Some("message larger than 4 MiB")) // RESOURCE_EXHAUSTED
-        } else if self.have > 0 || self.need > 0 {
-            ("13", Some("request ended inside a message")) // INTERNAL
-        } else {
-            ("0", None)
-        }
-    }
 }
 
 /// What a stream's answer still has to send once its queued DATA is out.
@@ -343,39 +293,7 @@ impl H2Server {
                 }
             }
             Frame::GoAway { .. } => self.peer_gone = true,
-            Frame::WindowUpdate { stream: 0, increment } => {
-                if !give_back(&mut self.unreturned, increment) && self.held() == 0 {
-                    self.overhead()?; // more room than was used, for nothing waiting
-                }
-                self.send_window += i64::from(increment);
-                if self.send_window > i64::from(frame::MAX_WINDOW) {
-                    return Err(frame::FLOW_CONTROL_ERROR);
-                }
-                self.flush_all(out);
-            }
-            Frame::WindowUpdate { stream, increment } => {
-                self.idle(stream)?;
-                let worked = match self.find(stream) {
-                    Some(at) => {
-                        let s = &mut self.streams[at];
-                        give_back(&mut s.unreturned, increment) || s.from < s.queue.len()
-                    }
-                    // Ended: room for what it was sent, given back late, is still work.
-                    None => give_back(&mut self.unreturned_closed, increment),
-                };
-                if !worked {
-                    self.overhead()?; // more room than was used, for nothing waiting
-                }
-                if let Some(at) = self.find(stream) {
-                    let s = &mut self.streams[at];
-                    s.window += i64::from(increment);
-                    if s.window > i64::from(frame::MAX_WINDOW) {
-                        self.reset(at, frame::FLOW_CONTROL_ERROR, out);
-                    } else {
-                        self.flush(at, out);
-                    }
-                }
-            }
+            Frame::WindowUpdate { stream, increment } => self.window_update(stream, increment, out)?,
             Frame::RstStream { stream, .. } => {
                 self.idle(stream)?;
                 self.overhead()?;
@@ -405,11 +323,49 @@ impl H2Server {
                     self.self_dependent = Some(stream);
                 }
                 if let Some(b) = self.blocks.add(&f, MAX_HEADER_LIST).map_err(block_code)? {
-                    self.headers(b.stream, b.end_stream, &b.bytes, out, served)?;
+                    self.headers(b, out, served)?;
                 }
             }
             Frame::Data { stream, end_stream, data, padding } => {
                 self.data(stream, end_stream, data, padding, out, served)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Room the client grants, on the connection (stream 0) or a stream: what it lets go
+    /// goes. More room than this side's DATA used, for nothing waiting, is overhead; room
+    /// given back for what was sent is work, even after the stream ended.
+    fn window_update(&mut self, stream: u32, increment: u32, out: &mut Vec<u8>) -> Result<(), Code> {
+        if stream == 0 {
+            if !give_back(&mut self.unreturned, increment) && self.held() == 0 {
+                self.overhead()?;
+            }
+            self.send_window += i64::from(increment);
+            if self.send_window > i64::from(frame::MAX_WINDOW) {
+                return Err(frame::FLOW_CONTROL_ERROR);
+            }
+            self.flush_all(out);
+            return Ok(());
+        }
+        self.idle(stream)?;
+        let worked = match self.find(stream) {
+            Some(at) => {
+                let s = &mut self.streams[at];
+                give_back(&mut s.unreturned, increment) || s.from < s.queue.len()
+            }
+            None => give_back(&mut self.unreturned_closed, increment),
+        };
+        if !worked {
+            self.overhead()?;
+        }
+        if let Some(at) = self.find(stream) {
+            let s = &mut self.streams[at];
+            s.window += i64::from(increment);
+            if s.window > i64::from(frame::MAX_WINDOW) {
+                self.reset(at, frame::FLOW_CONTROL_ERROR, out);
+            } else {
+                self.flush(at, out);
             }
         }
         Ok(())
@@ -434,31 +390,18 @@ impl H2Server {
     }
 
     fn settings(&mut self, params: &[u8]) -> Result<(), Code> {
-        for (id, value) in frame::settings(params) {
-            match id {
-                frame::MAX_FRAME_SIZE => self.peer_max_frame = value,
-                frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value as usize),
-                frame::INITIAL_WINDOW_SIZE => {
-                    let windows = self.streams.iter_mut().map(|s| &mut s.window);
-                    if !frame::move_windows(&mut self.peer_window, value, windows) {
-                        return Err(frame::FLOW_CONTROL_ERROR);
-                    }
-                }
-                _ => {}
-            }
+        for setting in frame::settings(params) {
+            let (max_frame, initial, streams) =
+                (&mut self.peer_max_frame, &mut self.peer_window, &mut self.streams);
+            frame::common_setting(setting, max_frame, &mut self.encoder, initial, streams, |s| &mut s.window)
+                .map_err(|frame::WindowOverflow| frame::FLOW_CONTROL_ERROR)?;
         }
         Ok(())
     }
 
     /// A whole header block on `stream`: a new request, or the trailers of one arriving.
-    fn headers(
-        &mut self,
-        stream: u32,
-        end_stream: bool,
-        block: &[u8],
-        out: &mut Vec<u8>,
-        served: &mut Served,
-    ) -> Result<(), Code> {
+    fn headers(&mut self, b: frame::Block<'_>, out: &mut Vec<u8>, served: &mut Served) -> Result<(), Code> {
+        let (stream, end_stream, block) = (b.stream, b.end_stream, &b.bytes[..]);
         let mut head = Head::default();
         self.decoder.decode(block, |name, value| head.field(name, value)).map_err(|e| match e {
             hpack::Error::TooLarge => frame::ENHANCE_YOUR_CALM,
@@ -744,79 +687,6 @@ fn give_back(unreturned: &mut i64, increment: u32) -> bool {
     let within = increment <= *unreturned;
     *unreturned = if within { *unreturned - increment } else { 0 };
     within
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Method {
-    Get,
-    Head,
-    Other,
-}
-
-/// What a request's header block said, as far as this server reads it.
-#[derive(Debug, Default)]
-struct Head {
-    method: Option<Method>,
-    path: bool,
-    scheme: bool,
-    authority: bool,
-    grpc: bool,
-    content_length: Option<u64>,
-    /// A pseudo-header was seen (trailers may carry none).
-    pseudo: bool,
-    regular: bool,
-    malformed: bool,
-}
-
-impl Head {
-    /// One field (§8.3, §8.2.2): pseudo-headers first and known, names in lower case, no
-    /// connection-specific field, `te` only as `trailers`.
-    fn field(&mut self, name: &[u8], value: &[u8]) {
-        if let Some(pseudo) = name.strip_prefix(b":") {
-            self.pseudo = true;
-            self.malformed |= self.regular;
-            match pseudo {
-                b"method" => {
-                    self.malformed |= self.method.is_some() || value.is_empty();
-                    self.method = Some(match value {
-                        b"GET" => Method::Get,
-                        b"HEAD" => Method::Head,
-                        _ => Method::Other,
-                    });
-                }
-                b"path" => {
-                    self.malformed |= self.path || value.is_empty();
-                    self.path = true;
-                }
-                b"scheme" => {
-                    self.malformed |= self.scheme || value.is_empty();
-                    self.scheme = true;
-                }
-                b"authority" => {
-                    self.malformed |= self.authority;
-                    self.authority = true;
-                }
-                _ => self.malformed = true,
-            }
-            return;
-        }
-        self.regular = true;
-        self.malformed |= name.iter().any(u8::is_ascii_uppercase)
-            || matches!(
-                name,
-                b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
-            )
-            || (name == b"te" && value != b"trailers");
-        match name {
-            b"content-type" => self.grpc = value.starts_with(b"application/grpc"),
-            b"content-length" => {
-                let n = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u64>().ok());
-                self.malformed |= n.is_none() || self.content_length.is_some();
-                self.content_length = n;
-            }
-            _ => {}
-        }
-    }
 }
 
 #[cfg(test)]

@@ -305,15 +305,7 @@ mod tests {
     use super::*;
 
     fn spec(method: &str, body: &[u8]) -> RequestSpec {
-        RequestSpec {
-            method: method.into(),
-            scheme: "https",
-            authority: "example.com".into(),
-            path: "/".into(),
-            headers: vec![],
-            body: body.to_vec(),
-            grpc: false,
-        }
+        RequestSpec::plain(method, "https", "example.com", body.to_vec())
     }
 
     /// A response as a server writes it: HEADERS of `:status` (static index 25 for 200: one

@@ -196,15 +196,7 @@ mod tests {
     use crate::proto::h3::client::H3Client;
 
     fn spec(method: &str, body: &[u8]) -> RequestSpec {
-        RequestSpec {
-            method: method.into(),
-            scheme: "https",
-            authority: "127.0.0.1:8443".into(),
-            path: "/".into(),
-            headers: vec![],
-            body: body.to_vec(),
-            grpc: false,
-        }
+        RequestSpec::plain(method, "https", "127.0.0.1:8443", body.to_vec())
     }
 
     /// The client's requests, whole or an octet at a time, answered as `serve http` answers;

@@ -13,7 +13,7 @@
 //! times it, the connection is closed.
 
 use super::wire::{self, Reader, Version};
-use crate::proto::{Ask, Awaiting, Served, ServerCodec, Tell};
+use crate::proto::{Ask, Awaiting, Served, ServerCodec, Step, Tell};
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -34,16 +34,6 @@ pub struct MqttServer {
     /// QoS 2 messages received whose PUBREL has not come (each counted once).
     pending: HashSet<u16>,
     seed: u64,
-}
-
-/// What one packet did.
-enum Step {
-    /// Need more bytes: of a fixed header, or of the rest.
-    Need(Awaiting),
-    /// Used this many bytes; a PUBLISH (counted as a request and a message).
-    Done { used: usize, published: bool },
-    /// The connection ends after what was written (DISCONNECT from the client, or a break).
-    Close,
 }
 
 impl MqttServer {
@@ -85,7 +75,7 @@ impl MqttServer {
                 return Step::Close;
             }
             return match self.connect(packet.flags, packet.body, out) {
-                Ok(true) => Step::Done { used, published: false },
+                Ok(true) => published(used, false),
                 _ => Step::Close,
             };
         };
@@ -104,7 +94,7 @@ impl MqttServer {
             _ => return self.refuse(if version.v5() { 0x82 } else { 0 }, out),
         };
         match result {
-            Ok(()) => Step::Done { used, published: false },
+            Ok(()) => published(used, false),
             Err(_) => self.refuse(0x81, out),
         }
     }
@@ -222,7 +212,7 @@ impl MqttServer {
             2 => wire::encode_ack(wire::PUBREC, id, 0, out),
             _ => {}
         }
-        Step::Done { used, published: first }
+        published(used, first)
     }
 
     fn pubrel(&mut self, body: &[u8], out: &mut Vec<u8>) -> Result<(), super::Error> {
@@ -307,25 +297,7 @@ impl MqttServer {
 
 impl ServerCodec for MqttServer {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
-        let mut served = Served::default();
-        loop {
-            match self.step(&input[served.consumed..], out) {
-                Step::Need(awaiting) => {
-                    served.awaiting = awaiting;
-                    return served;
-                }
-                Step::Done { used, published } => {
-                    served.consumed += used;
-                    served.requests += u64::from(published);
-                    served.messages += u64::from(published);
-                }
-                Step::Close => {
-                    served.consumed = input.len();
-                    served.close = true;
-                    return served;
-                }
-            }
-        }
+        Served::by_steps(input, |rest| self.step(rest, out))
     }
 
     fn ask(&self, question: Ask<'_>) {
@@ -340,4 +312,9 @@ impl ServerCodec for MqttServer {
             self.seed = seed;
         }
     }
+}
+
+/// A packet answered: `used` bytes; a PUBLISH counts as a request and a message.
+fn published(used: usize, publish: bool) -> Step {
+    Step::Done { used, requests: u64::from(publish), messages: u64::from(publish), start_tls: false }
 }

@@ -5,7 +5,7 @@
 
 use super::{DEFAULT_HEARTBEAT_MS, FRAME_ERROR, FRAME_RESPONSE, HEARTBEAT, MAGIC_V2, MAX_COMMAND_LINE};
 use super::{MAX_HEARTBEAT_MS, MAX_REQ_TIMEOUT_MS, SinkLimits, valid_topic, write_frame};
-use crate::proto::{Ask, Awaiting, Served, ServerCodec, Tell};
+use crate::proto::{Ask, Awaiting, Served, ServerCodec, Step, Tell};
 use std::time::Duration;
 
 /// The TCP side of the sink: one value per connection.
@@ -44,19 +44,9 @@ impl NsqServer {
     }
 }
 
-/// What one command did.
-enum Step {
-    /// Need more bytes: of a command line (or the magic), or of a body.
-    Need(Awaiting),
-    /// Answered (or not, for NOP); used this many bytes and published this many messages.
-    Done(usize, u64),
-    /// An error frame was written; nsqd closes the connection.
-    Fatal,
-}
-
 fn fatal(out: &mut Vec<u8>, code: &str, desc: &str) -> Step {
     write_frame(out, FRAME_ERROR, format!("{code} {desc}").as_bytes());
-    Step::Fatal
+    Step::Close
 }
 
 fn be_i32(b: &[u8]) -> i64 {
@@ -69,6 +59,12 @@ fn quoted(name: &[u8]) -> String {
 }
 
 impl NsqServer {
+    /// A command answered: `used` bytes, one request, `messages` published; TLS starts
+    /// after it if its IDENTIFY agreed to `tls_v1`.
+    fn done(&mut self, used: usize, messages: u64) -> Step {
+        Step::Done { used, requests: 1, messages, start_tls: std::mem::take(&mut self.upgrading) }
+    }
+
     fn step(&mut self, input: &[u8], out: &mut Vec<u8>) -> Step {
         if !self.magic_seen {
             if input.len() < 4 {
@@ -76,17 +72,17 @@ impl NsqServer {
             }
             if &input[..4] != MAGIC_V2 {
                 write_frame(out, FRAME_ERROR, b"E_BAD_PROTOCOL");
-                return Step::Fatal;
+                return Step::Close;
             }
             self.magic_seen = true;
-            return Step::Done(4, 0);
+            return self.done(4, 0);
         }
         // nsqd reads lines through a 16 KiB buffer: a longer one fails however it arrived.
         let nl = input.iter().take(MAX_COMMAND_LINE + 1).position(|&b| b == b'\n');
         let Some(nl) = nl else {
             return match input.len() {
                 0 => Step::Need(Awaiting::Request),
-                n if n > MAX_COMMAND_LINE => Step::Fatal,
+                n if n > MAX_COMMAND_LINE => Step::Close,
                 _ => Step::Need(Awaiting::Head),
             };
         };
@@ -96,7 +92,7 @@ impl NsqServer {
         let rest = &input[after..];
         let name = params[0];
         match name {
-            b"NOP" => Step::Done(after, 0),
+            b"NOP" => self.done(after, 0),
             b"IDENTIFY" => self.identify(rest, after, out),
             b"PUB" | b"DPUB" => self.publish_one(name, &params, rest, after, out),
             b"MPUB" => self.mpub(&params, rest, after, out),
@@ -158,7 +154,7 @@ impl NsqServer {
         } else {
             write_frame(out, FRAME_RESPONSE, b"OK");
         }
-        Step::Done(after + 4 + len, 0)
+        self.done(after + 4 + len, 0)
     }
 
     fn publish_one(
@@ -214,7 +210,7 @@ impl NsqServer {
             return Step::Need(Awaiting::Body);
         }
         write_frame(out, FRAME_RESPONSE, b"OK");
-        Step::Done(after + 4 + len as usize, 1)
+        self.done(after + 4 + len as usize, 1)
     }
 
     fn mpub(&mut self, params: &[&[u8]], rest: &[u8], after: usize, out: &mut Vec<u8>) -> Step {
@@ -262,7 +258,7 @@ impl NsqServer {
             Ok(Some((used, count))) => {
                 self.mpub = None;
                 write_frame(out, FRAME_RESPONSE, b"OK");
-                Step::Done(after + 4 + used, count)
+                self.done(after + 4 + used, count)
             }
         }
     }
@@ -323,29 +319,7 @@ fn as_i64(limit: u64) -> i64 {
 
 impl ServerCodec for NsqServer {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served {
-        let mut served = Served::default();
-        loop {
-            match self.step(&input[served.consumed..], out) {
-                Step::Need(awaiting) => {
-                    served.awaiting = awaiting;
-                    return served;
-                }
-                Step::Done(used, messages) => {
-                    served.consumed += used;
-                    served.requests += 1;
-                    served.messages += messages;
-                    if std::mem::take(&mut self.upgrading) {
-                        served.start_tls = true;
-                        return served;
-                    }
-                }
-                Step::Fatal => {
-                    served.consumed = input.len();
-                    served.close = true;
-                    return served;
-                }
-            }
-        }
+        Served::by_steps(input, |rest| self.step(rest, out))
     }
 
     fn ask(&self, question: Ask<'_>) {

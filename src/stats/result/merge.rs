@@ -80,11 +80,7 @@ impl RunResult {
             // One load, one schedule: the first's, derived again from the merged series.
             stages: _,
         } = other;
-        self.label_cores_once_merged();
-        self.kind = Kind::Merge;
-        self.label = None;
-        self.runs = runs;
-        self.checks = Vec::new();
+        self.become_merge(runs);
         merge_targets(&mut self.targets, targets.as_deref());
         merge_kinds(&mut self.requests, requests.as_deref());
         self.merge_load(engine, cores, *connections, *depth);
@@ -96,46 +92,22 @@ impl RunResult {
         add_counts(&mut self.failures, failures);
         add_counts(&mut self.status_counts, status_counts);
         self.not_successful += not_successful;
-        for s in error_samples {
-            if self.error_samples.len() < MAX_ERROR_SAMPLES && !self.error_samples.contains(s) {
-                self.error_samples.push(s.clone());
-            }
-        }
+        self.add_samples(error_samples);
         self.connects += connects;
         self.reconnects += reconnects;
-        match (&mut self.connect_rate_auto, connect_rate_auto) {
-            (Some(a), Some(b)) => a.add(b),
-            (None, Some(b)) => self.connect_rate_auto = Some(*b),
-            _ => {}
-        }
-        self.set_up_in_s = match (self.set_up_in_s, set_up_in_s) {
-            (Some(a), Some(b)) => Some(a.max(*b)),
-            (a, b) => a.or(*b),
-        };
+        merge_option(&mut self.connect_rate_auto, connect_rate_auto, |a, b| a.add(b));
+        merge_option(&mut self.set_up_in_s, set_up_in_s, |a, b| *a = a.max(*b));
         // A merged result is not a repeat: its runs are in `runs`.
         self.repeat = None;
         self.due_while_busy += due_while_busy;
         self.due_unsent += due_unsent;
-        match (&mut self.tls, tls) {
-            (Some(a), Some(b)) => a.merge(b),
-            (a @ None, Some(b)) => *a = Some(*b),
-            _ => {}
-        }
+        merge_option(&mut self.tls, tls, |a, b| a.merge(b));
         crate::stats::layers_merge_into(&mut self.layers, layers.as_ref());
-        self.datagrams = match (self.datagrams, datagrams) {
-            (Some(a), Some(b)) => Some(crate::stats::Datagrams { tx: a.tx + b.tx, rx: a.rx + b.rx }),
-            (a, b) => a.or(*b),
-        };
+        merge_option(&mut self.datagrams, datagrams, |a, b| (a.tx, a.rx) = (a.tx + b.tx, a.rx + b.rx));
         self.bytes.merge(bytes);
-        self.preflight.connections += preflight.connections;
-        self.preflight.tx += preflight.tx;
-        self.preflight.rx += preflight.rx;
+        self.preflight.add(preflight);
         self.histograms.merge(histograms);
-        match (&mut self.series, series) {
-            (Some(a), Some(b)) => a.merge(b),
-            (a @ None, Some(b)) => *a = Some(b.clone()),
-            _ => {}
-        }
+        merge_option(&mut self.series, series, |a, b| a.merge(b));
         let label = other.label.clone();
         self.per_core.extend(
             per_core.iter().map(|c| CoreResult { run: c.run.clone().or_else(|| label.clone()), ..c.clone() }),
@@ -148,12 +120,26 @@ impl RunResult {
         self.derive();
     }
 
-    /// A run's cores carry its label once it is merged with others.
-    fn label_cores_once_merged(&mut self) {
+    /// This result becomes a merge of `runs`: a run's cores carry its label once it is merged
+    /// with others; its checks are asked again of the total.
+    fn become_merge(&mut self, runs: Vec<RunLine>) {
         if self.kind == Kind::Bench {
             let own = self.label.clone();
             for c in &mut self.per_core {
                 c.run = c.run.take().or_else(|| own.clone());
+            }
+        }
+        self.kind = Kind::Merge;
+        self.label = None;
+        self.runs = runs;
+        self.checks = Vec::new();
+    }
+
+    /// Error samples not seen yet, up to [`MAX_ERROR_SAMPLES`].
+    fn add_samples(&mut self, samples: &[String]) {
+        for s in samples {
+            if self.error_samples.len() < MAX_ERROR_SAMPLES && !self.error_samples.contains(s) {
+                self.error_samples.push(s.clone());
             }
         }
     }
@@ -209,5 +195,17 @@ fn merge_targets(ours: &mut Option<Vec<TargetResult>>, theirs: Option<&[TargetRe
             }
             None => ours.push(t.clone()),
         }
+    }
+}
+
+/// `b` merged into `a` by `both` where both are there; else whichever is.
+fn merge_option<T: Clone>(a: &mut Option<T>, b: &Option<T>, both: impl FnOnce(&mut T, &T)) {
+    match a {
+        Some(a) => {
+            if let Some(b) = b {
+                both(a, b)
+            }
+        }
+        None => *a = b.clone(),
     }
 }

@@ -421,9 +421,11 @@ impl RunResult {
     }
 }
 
+mod bytes;
 mod merge;
 mod parts;
 
+pub use bytes::*;
 pub use parts::*;
 
 #[cfg(test)]
