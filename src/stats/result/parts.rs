@@ -630,12 +630,14 @@ impl StageResult {
         }
     }
 
-    /// Its figures, from the intervals of `series` within it.
+    /// Its figures, from the intervals of `series` that start within it. (The intervals
+    /// are cut at the stages' edges; the last may run past the window's end, when a tail too
+    /// short for an interval of its own was folded into it: it is still the last stage's.)
     pub(super) fn derive(&mut self, series: Option<&SeriesResult>) {
         let mut h = Hist::default();
         let (mut ops, mut errors) = (0, 0);
         for i in series.into_iter().flat_map(|s| &s.intervals) {
-            if i.from_s + 1e-6 >= self.from_s && i.to_s <= self.to_s + 1e-6 {
+            if i.from_s + 1e-6 >= self.from_s && i.from_s + 1e-6 < self.to_s {
                 ops += i.ops;
                 errors += i.errors;
                 h.add(&i.histogram);

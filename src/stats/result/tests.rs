@@ -56,3 +56,30 @@ fn a_merge_of_merges_is_the_merge_of_all_and_adds_every_count() {
     let series = abc.series.as_ref().unwrap();
     assert_eq!(series.intervals.iter().map(|i| i.ops).sum::<u64>(), 1510);
 }
+
+/// A stage counts the intervals that start in it: the last interval, stretched past the
+/// window's end by a folded tail (4.0 to 5.02 s of a 5 s schedule), is the last stage's. (It
+/// counted in none: `--rate 500:2s,500..2500:2s,2500:1s` on tokio-uring read 0 ops in its
+/// last stage.)
+#[test]
+fn a_stage_takes_the_intervals_that_start_in_it() {
+    let interval = |from_s: f64, to_s: f64, ops: u64| IntervalResult {
+        from_s,
+        to_s,
+        ops,
+        errors: 0,
+        p50_us: None,
+        p99_us: None,
+        histogram: Hist::default(),
+    };
+    let series = SeriesResult {
+        every_s: 1.0,
+        intervals: vec![interval(0.0, 1.0, 500), interval(3.0, 4.0, 2250), interval(4.0, 5.02, 2510)],
+        beyond: None,
+    };
+    let mut stages = [StageResult::new(500.0, 500.0, 0.0, 2.0), StageResult::new(2500.0, 2500.0, 4.0, 5.0)];
+    for s in &mut stages {
+        s.derive(Some(&series));
+    }
+    assert_eq!((stages[0].ops, stages[1].ops), (500, 2510));
+}
