@@ -146,6 +146,11 @@ impl Progress {
     }
 }
 
+/// `n` and its noun, plural unless `n` is 1: `1 socket`, `2 sockets`.
+pub fn count(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// 1234567 → `1.23M`; for rates and counts in one line of text.
 pub fn si(v: f64) -> String {
     let a = v.abs();

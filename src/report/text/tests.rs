@@ -30,7 +30,7 @@ http1 http://t/ — uring engine on CPU 0, 4 connections, depth 1, 2.00s measure
               e.g. connect: refused
   per core    cpu  ops         share   busy   cpu/op
                 0  1000        100.0%     1%  20.00us
-  audit       app tx 100007 rx 50000  kernel tx 100007 rx 50000 (TCP_INFO at close, 1 sockets, segs out 0 in 0): match
+  audit       app tx 100007 rx 50000  kernel tx 100007 rx 50000 (TCP_INFO at close, 1 socket, segs out 0 in 0): match
   intervals     from s     to s       ops      ops/s  errors       p50       p99
                   0.00     1.00      1000       1000       0    20.6us    21.0us
 ";
