@@ -99,6 +99,7 @@ registry! {
     sio: [PROTOCOL => run] [SERVER];
     nsq: [PROTOCOL => run, HTTP_PROTOCOL => run_http] [SERVER];
     mqtt: [PROTOCOL => run] [SERVER];
+    tcp: [PROTOCOL => run] [SERVER];
 }
 
 /// Run a prepared plan once: its protocol builds its codec and the engines drive it.

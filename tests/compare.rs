@@ -166,6 +166,23 @@ fn every_row_on_the_builtin_servers() {
     assert_eq!(http["derived"]["rx_per_msg"].as_f64(), Some(wire::nsqd_pub_ok()));
     assert_eq!(v["http_vs_tcp"]["rx"].as_f64(), Some(wire::nsqd_pub_ok() / wire::nsq_frame("OK")));
     assert!(stdout.contains("HTTP vs TCP (NSQ /pub vs PUB)"), "{stdout}");
+    // The floor: bare TCP carrying the payload, its bytes the sizes exactly; every other row
+    // a multiple of the floor of its crossings, computed from the two rows' own figures.
+    let (floor, echo) = (row(&v, "TCP floor"), row(&v, "TCP floor (echo)"));
+    let per_msg = |r: &serde_json::Value, k: &str| r["derived"][k].as_f64().unwrap();
+    assert_eq!((per_msg(floor, "tx_per_msg"), per_msg(floor, "rx_per_msg")), (400.0, 1.0));
+    assert_eq!((per_msg(echo, "tx_per_msg"), per_msg(echo, "rx_per_msg")), (400.0, 400.0));
+    assert!(floor["derived"]["vs_floor"].is_null() && echo["derived"]["vs_floor"].is_null());
+    for r in rows.iter().filter(|r| r["protocol"] != "tcp") {
+        let m = &r["derived"]["vs_floor"];
+        let under = if r["derived"]["payload_bytes"].as_f64() == Some(800.0) { echo } else { floor };
+        assert_eq!(m["floor"], under["label"], "{}", r["label"]);
+        let bytes = |r: &serde_json::Value| per_msg(r, "tx_per_msg") + per_msg(r, "rx_per_msg");
+        assert!((m["bytes"].as_f64().unwrap() - bytes(r) / bytes(under)).abs() < 1e-9, "{}", r["label"]);
+        let cpu = per_msg(r, "cpu_us_per_msg") / per_msg(under, "cpu_us_per_msg");
+        assert!((m["cpu"].as_f64().unwrap() - cpu).abs() < 1e-9, "{}", r["label"]);
+    }
+    assert!(stdout.contains("each row as a multiple of the floor under it"), "{stdout}");
     let chart = std::fs::read_to_string(&svg).unwrap();
     assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
     assert!(chart.contains("NSQ TCP PUB") && chart.contains("messages per second"));

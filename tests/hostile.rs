@@ -20,3 +20,5 @@ mod h2_server;
 mod h3;
 #[path = "hostile/mqtt.rs"]
 mod mqtt;
+#[path = "hostile/tcp.rs"]
+mod tcp;

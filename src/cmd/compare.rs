@@ -80,6 +80,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             payload,
             payload_crossings: planned.payload_crossings,
             versus: planned.versus,
+            floor: planned.floor,
             ipv6: prepared.addr.is_ipv6(),
         };
         say(&table::line(&row, info.label_width));
@@ -168,10 +169,13 @@ fn payload_size(load: &plan::Load) -> Result<usize> {
     })
 }
 
-/// The footers under the table: the notes, and the TLS, layers and per-connection tables
+/// The footers under the table: the notes, and the floor, TLS, layers and per-connection tables
 /// where rows have them, wrapped at 100 columns.
 fn footer(rows: &[Row], per_op: bool) -> String {
     let mut footer = table::footer(rows);
+    if rows.iter().any(|r| r.floor) {
+        footer += &table::floor_table(rows);
+    }
     if rows.iter().any(|r| r.label.ends_with(table::TLS_MARK)) {
         footer += &table::tls_table(rows);
     }

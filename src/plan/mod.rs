@@ -506,6 +506,19 @@ fn spin_and_slack<P: clap::Args + Clone>(
 }
 
 impl LoadPlan {
+    /// A copy whose option group `T` is changed by `change` (a `compare` row's variant of
+    /// the plan: MQTT at another QoS, the floor with another response).
+    pub fn with_options<T>(&self, change: impl FnOnce(&mut T)) -> LoadPlan
+    where
+        T: std::any::Any + Send + Sync + Default + Clone,
+    {
+        let mut plan = self.clone();
+        let mut group = (*plan.load.options.get::<T>()).clone();
+        change(&mut group);
+        plan.load.options.put(group);
+        plan
+    }
+
     /// Every target, the first one first.
     pub fn targets(&self) -> impl Iterator<Item = &Target> {
         std::iter::once(&self.target).chain(&self.also)

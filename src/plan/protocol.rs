@@ -76,6 +76,10 @@ pub struct CompareRow {
     pub payload_crossings: u8,
     /// Its side in a ratio the footer prints (the NSQ study's HTTP against TCP).
     pub versus: Option<Versus>,
+    /// It is the floor: the bare transport carrying the same payload, as many times (a
+    /// protocol's module sets it only for the floor's own rows). Every row is put beside the
+    /// floor row of its payload crossings and its TLS, as a multiple of it.
+    pub floor: bool,
 }
 
 /// A pair of rows whose ratio the comparison prints: the same message two ways.

@@ -8,6 +8,7 @@ pub mod http1;
 pub mod mqtt;
 pub mod nsq;
 pub mod sio;
+pub mod tcp;
 pub mod ws;
 
 pub use crate::codec::*;

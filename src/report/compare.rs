@@ -69,6 +69,8 @@ pub struct Row {
     pub payload_crossings: u8,
     /// Its side in a ratio the footer prints (the NSQ study's HTTP against TCP).
     pub versus: Option<crate::plan::Versus>,
+    /// It is a floor row: the bare transport carrying the same payload.
+    pub floor: bool,
     pub ipv6: bool,
 }
 
@@ -159,10 +161,61 @@ impl Row {
         })
     }
 
+    /// The floor row this row is measured against: the floor's, of as many payload
+    /// crossings and as much TLS, if it completed something. QUIC rows have none (the floor
+    /// under them is UDP's, not TCP's).
+    pub fn floor_of<'a>(&self, rows: &'a [Row]) -> Option<&'a Row> {
+        let tls = self.label.ends_with(TLS_MARK);
+        rows.iter().find(|f| {
+            f.floor
+                && f.payload_crossings == self.payload_crossings
+                && f.label.ends_with(TLS_MARK) == tls
+                && f.has_result()
+                && self.result.datagrams.is_none()
+        })
+    }
+
+    /// This row's bytes, segments, wire bytes and CPU per message as multiples of `floor`'s.
+    pub fn vs_floor(&self, floor: &Row) -> FloorMultiples {
+        FloorMultiples {
+            floor: floor.label.clone(),
+            bytes: ratio(self.tx_per_msg() + self.rx_per_msg(), floor.tx_per_msg() + floor.rx_per_msg()),
+            segs: ratio(self.segs_per_msg(), floor.segs_per_msg()),
+            wire: ratio(self.wire_per_msg(), floor.wire_per_msg()),
+            cpu: ratio(self.cpu_us_per_msg(), floor.cpu_us_per_msg()),
+        }
+    }
+
     pub fn handshake(&self) -> (f64, f64) {
         let conns = self.result.connects.max(1) as f64;
         (self.result.bytes.handshake_tx as f64 / conns, self.result.bytes.handshake_rx as f64 / conns)
     }
+}
+
+/// Each row as a multiple of the floor under it (`TCP floor`: the same payload over bare TCP,
+/// as many times, on the same cores in the same run): what the protocol costs.
+pub fn floor_table(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "
+each row as a multiple of the floor under it (bare TCP carrying the same payload, measured above):
+",
+    );
+    let w = rows_width(rows);
+    let _ = writeln!(s, "{:<w$}  bytes/msg  segs/msg  wire/msg  cpu/msg  against", "protocol");
+    for r in rows.iter().filter(|r| r.has_result() && !r.floor) {
+        let Some(floor) = r.floor_of(rows) else {
+            let _ = writeln!(s, "{:<w$}  no floor measured for it", r.label);
+            continue;
+        };
+        let m = r.vs_floor(floor);
+        let _ = writeln!(
+            s,
+            "{:<w$}  {:>8.2}x  {:>7.2}x  {:>7.2}x  {:>6.2}x  {}",
+            r.label, m.bytes, m.segs, m.wire, m.cpu, m.floor
+        );
+    }
+    s += "bytes = tx + rx per message; the floor of an echo is an echo (the payload back), of a publish or request one byte back\n";
+    s
 }
 
 /// The mark a TLS row's label carries after its plaintext twin's (`compare --tls`).
@@ -316,10 +369,10 @@ pub fn header(info: &CompareInfo) -> String {
 pub fn line(r: &Row, w: usize) -> String {
     if !r.has_result() {
         return format!(
-            "{:<w$} no result: no message completed ({} failed, {} connection errors)  audit {}",
+            "{:<w$} no result: no message completed ({} failed, {})  audit {}",
             r.label,
             class_total(&r.result.failed),
-            class_total(&r.result.connection_errors),
+            super::count(class_total(&r.result.connection_errors), "connection error"),
             if r.result.audit.matches { "match" } else { "DIFFER" }
         );
     }
@@ -441,7 +494,7 @@ pub struct CompareRowResult {
 }
 
 /// A row's figures per message (see the table's columns).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RowDerived {
     pub tx_per_msg: f64,
     pub rx_per_msg: f64,
@@ -459,6 +512,22 @@ pub struct RowDerived {
     pub handshake_rx_per_conn: f64,
     /// `--no-keepalive`: what one new connection costs.
     pub per_connection: Option<PerConnectionResult>,
+    /// This row as a multiple of the floor under it (`None`: a floor row, or none measured).
+    #[serde(default)]
+    pub vs_floor: Option<FloorMultiples>,
+}
+
+/// A row's figures per message as multiples of its floor's (bare TCP carrying the same
+/// payload, as many times, with as much TLS).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct FloorMultiples {
+    /// The floor row's label.
+    pub floor: String,
+    /// tx + rx bytes per message.
+    pub bytes: f64,
+    pub segs: f64,
+    pub wire: f64,
+    pub cpu: f64,
 }
 
 /// What one new connection costs (`compare --no-keepalive`), means over the run: bytes of
@@ -502,7 +571,7 @@ pub struct VersusRatios {
 }
 
 impl Row {
-    fn derived(&self) -> Option<RowDerived> {
+    fn derived(&self, rows: &[Row]) -> Option<RowDerived> {
         self.has_result().then(|| RowDerived {
             tx_per_msg: self.tx_per_msg(),
             rx_per_msg: self.rx_per_msg(),
@@ -518,6 +587,7 @@ impl Row {
             handshake_tx_per_conn: self.handshake().0,
             handshake_rx_per_conn: self.handshake().1,
             per_connection: self.info.per_connection.then(|| self.per_connection()).flatten(),
+            vs_floor: (!self.floor).then(|| self.floor_of(rows).map(|f| self.vs_floor(f))).flatten(),
         })
     }
 }
@@ -541,7 +611,7 @@ pub fn json(info: &CompareInfo, rows: &[Row]) -> CompareResult {
         header_bytes_per_segment: HEADER_BYTES_V4,
         rows: rows
             .iter()
-            .map(|r| CompareRowResult { result: r.result.clone(), derived: r.derived() })
+            .map(|r| CompareRowResult { result: r.result.clone(), derived: r.derived(rows) })
             .collect(),
         http_vs_tcp: versus
             .iter()
@@ -565,6 +635,7 @@ mod tests {
             payload,
             payload_crossings: crossings,
             versus: None,
+            floor: false,
             ipv6: false,
         }
     }
@@ -590,7 +661,7 @@ HTTP/1.1 POST: 3 errors, e.g. status: HTTP 503; connect: refused\n"
         let none = row("WebSocket binary", empty, 40, 2);
         assert_eq!(
             line(&none, 20),
-            "WebSocket binary     no result: no message completed (2 failed, 1 connection errors)  audit match"
+            "WebSocket binary     no result: no message completed (2 failed, 1 connection error)  audit match"
         );
     }
 }

@@ -35,15 +35,16 @@ pub fn intervals(r: &RunResult) -> String {
 /// One row per protocol of a comparison, its table's columns.
 pub fn compare_rows(c: &CompareResult) -> String {
     let mut s = String::from(
-        "row,protocol,target,tx_per_msg,rx_per_msg,payload_bytes,overhead_pct,segs_per_msg,wire_per_msg,msgs_per_sec,p50_us,p99_us,cpu_us_per_msg,errors,audit\n",
+        "row,protocol,target,tx_per_msg,rx_per_msg,payload_bytes,overhead_pct,segs_per_msg,wire_per_msg,msgs_per_sec,p50_us,p99_us,cpu_us_per_msg,errors,audit,bytes_vs_floor,cpu_vs_floor\n",
     );
     for row in &c.rows {
         let r = &row.result;
-        let d = row.derived;
+        let d = row.derived.as_ref();
+        let floor = d.and_then(|d| d.vs_floor.as_ref());
         let f = |v: Option<f64>| v.map(num).unwrap_or_default();
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             field(r.label.as_deref().unwrap_or_default()),
             field(&r.protocol),
             field(&r.target),
@@ -58,7 +59,9 @@ pub fn compare_rows(c: &CompareResult) -> String {
             num(r.latency_us.p99),
             f(d.map(|d| d.cpu_us_per_msg)),
             r.errors(),
-            if r.audit.matches { "match" } else { "mismatch" }
+            if r.audit.matches { "match" } else { "mismatch" },
+            f(floor.map(|m| m.bytes)),
+            f(floor.map(|m| m.cpu)),
         );
     }
     s

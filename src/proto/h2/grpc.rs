@@ -66,5 +66,11 @@ pub fn run<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
 
 /// One row: a unary call the built-in server echoes (its payload crosses twice).
 fn compare_rows(plan: &LoadPlan) -> Vec<CompareRow> {
-    vec![CompareRow { label: "gRPC unary".into(), plan: plan.clone(), payload_crossings: 2, versus: None }]
+    vec![CompareRow {
+        label: "gRPC unary".into(),
+        plan: plan.clone(),
+        payload_crossings: 2,
+        versus: None,
+        floor: false,
+    }]
 }

@@ -202,15 +202,15 @@ fn compare_rows(plan: &LoadPlan) -> Vec<CompareRow> {
 /// The row of an HTTP version (`HTTP/1.1`, `HTTP/2`) in `compare`: the payload as a `POST`
 /// body unless `-m` says otherwise, on its side of the HTTP/2 vs HTTP/1.1 ratio.
 pub fn post_row(plan: &LoadPlan, version: &str, numerator: bool) -> CompareRow {
-    let mut plan = plan.clone();
-    let mut options = (*plan.load.options.get::<Options>()).clone();
-    options.method.get_or_insert_with(|| "POST".into());
-    plan.load.options.put(options);
+    let plan = plan.with_options(|o: &mut Options| {
+        o.method.get_or_insert_with(|| "POST".into());
+    });
     CompareRow {
         label: format!("{version} {}", method_of(&plan)),
         plan,
         payload_crossings: 1,
         versus: Some(crate::plan::Versus { title: crate::plan::H2_VS_H1, numerator }),
+        floor: false,
     }
 }
 

@@ -147,6 +147,7 @@ pub static PROTOCOL: Protocol = Protocol {
             plan: with_qos(plan, qos),
             payload_crossings: if qos == 0 { 2 } else { 1 },
             versus: None,
+            floor: false,
         };
         vec![row(0, "MQTT QoS 0 (echo)"), row(1, "MQTT QoS 1"), row(2, "MQTT QoS 2")]
     },
@@ -195,11 +196,7 @@ fn fits(plan: &LoadPlan, size: usize) -> anyhow::Result<()> {
 
 /// The plan with every PUBLISH at `qos`.
 fn with_qos(plan: &LoadPlan, qos: u8) -> LoadPlan {
-    let mut plan = plan.clone();
-    let mut options = (*options(&plan)).clone();
-    options.qos = Some(qos);
-    plan.load.options.put(options);
-    plan
+    plan.with_options(|o: &mut Options| o.qos = Some(qos))
 }
 
 pub static SERVER: Server = Server {

@@ -438,12 +438,14 @@ pub static PROTOCOL: Protocol = Protocol {
                 plan: with_batch(plan, 1),
                 payload_crossings: 1,
                 versus: Some(Versus { title: NSQ_HTTP_VS_TCP, numerator: false }),
+                floor: false,
             },
             CompareRow {
                 label: format!("NSQ TCP MPUB×{batch}"),
                 plan: with_batch(plan, batch),
                 payload_crossings: 1,
                 versus: None,
+                floor: false,
             },
         ]
     },
@@ -485,6 +487,7 @@ pub static HTTP_PROTOCOL: Protocol = Protocol {
             plan: with_batch(plan, 1),
             payload_crossings: 1,
             versus: Some(Versus { title: NSQ_HTTP_VS_TCP, numerator: true }),
+            floor: false,
         }]
     },
     option_groups: &["nsq-options", "nsq-http-options"],
@@ -559,10 +562,7 @@ fn publish_spec(plan: &LoadPlan, body: &[u8]) -> PublishSpec {
 
 /// The plan with `batch` messages per operation, and `-n` messages in as many operations.
 fn with_batch(plan: &LoadPlan, batch: usize) -> LoadPlan {
-    let mut plan = plan.clone();
-    let mut options = (*options(&plan)).clone();
-    options.publish.batch = Some(batch);
-    plan.load.options.put(options);
+    let mut plan = plan.with_options(|o: &mut Options| o.publish.batch = Some(batch));
     plan.load.shape.ops = plan.load.shape.ops.map(|n| n.div_ceil(batch as u64));
     plan
 }

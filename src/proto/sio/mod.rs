@@ -207,7 +207,13 @@ pub static PROTOCOL: Protocol = Protocol {
             None => "Socket.IO event+ack",
         };
         // The payload goes out in the event and comes back in the acknowledgement (or reply).
-        vec![CompareRow { label: label.into(), plan: plan.clone(), payload_crossings: 2, versus: None }]
+        vec![CompareRow {
+            label: label.into(),
+            plan: plan.clone(),
+            payload_crossings: 2,
+            versus: None,
+            floor: false,
+        }]
     },
     option_groups: &["sio-options"],
     http_method: None,

@@ -250,6 +250,7 @@ fn compare_rows(plan: &LoadPlan) -> Vec<CompareRow> {
         plan: plan.clone(),
         payload_crossings: 2,
         versus: None,
+        floor: false,
     }]
 }
 

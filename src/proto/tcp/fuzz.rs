@@ -1,0 +1,40 @@
+//! The floor's fuzz targets (each checks `crate::props` on arbitrary bytes) and the valid
+//! streams `tests/decoders_random.rs` mutates for them. The registry lists them.
+
+use super::wire::Sizes;
+use super::{TcpClient, TcpServer};
+use crate::props::{
+    Target, client_splits_agree, no_answer, server_input, server_splits_agree, split_input, with_prefix,
+};
+
+pub const TARGETS: &[(&str, Target)] = &[("client_tcp", client_tcp), ("server_tcp", server_tcp)];
+
+/// A client of 3-byte requests awaiting 70,000-byte responses (past one piece).
+fn client() -> TcpClient {
+    TcpClient::new(b"req".to_vec(), 70_000)
+}
+
+fn client_tcp(data: &[u8]) {
+    let (seed, stream) = split_input(data);
+    client_splits_agree(&client(), &no_answer, &stream, seed);
+}
+
+/// The set-up of 5-byte requests and 3-byte responses.
+fn hello() -> [u8; 8] {
+    Sizes { request: 5, response: 3 }.hello()
+}
+
+fn server_tcp(data: &[u8]) {
+    let (arrivals, stream, lead) = server_input(data);
+    let stream = with_prefix(&hello(), &stream, lead);
+    server_splits_agree(&TcpServer::default(), &stream, &arrivals);
+}
+
+/// Valid streams for the target `name` (what a well-behaved peer sends), to be mutated.
+pub fn samples(name: &str) -> Vec<Vec<u8>> {
+    match name {
+        "client_tcp" => vec![vec![b'x'; 140_000], vec![b'x'; 70_001]],
+        "server_tcp" => vec![[&hello()[..], b"aaaaabbbbbccccc"].concat(), hello().to_vec()],
+        _ => vec![],
+    }
+}
