@@ -175,3 +175,39 @@ fn search_refuses_steps_too_short_for_their_p99() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("too few for a p99"), "{err}");
 }
+
+/// What users of wrk and iperf3 expect when stdout is not a terminal: a first line as soon as
+/// the run starts (what, where, how long), and `--report-every`'s rows as each interval ends,
+/// not all at the end; `-q`, a summary of two lines.
+#[test]
+fn a_piped_run_says_it_began_and_prints_its_rows_as_they_end() {
+    use std::io::BufRead;
+    let server = start_builtin("http");
+    let url = format!("http://{}/", server.addrs[0]);
+    let cpu = client_cpu().to_string();
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wirebench"))
+        .args(["bench", &url, "-c", "2", "-d", "3s", "--report-every", "500ms", "--cores", &cpu])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    // Each line and when it came, in seconds after the start.
+    let timed: Vec<(f64, String)> =
+        lines.map_while(Result::ok).map(|l| (started.elapsed().as_secs_f64(), l)).collect();
+    assert!(child.wait().unwrap().success());
+    let (first_at, first) = &timed[0];
+    assert!(first.starts_with("running 3s of http1 @ "), "{first}");
+    assert!(*first_at < 1.5, "the first line came {first_at} s after the start");
+    // The live rows (a row's first field is its start, in s): the first came long before the end.
+    let rows: Vec<&(f64, String)> =
+        timed.iter().filter(|(_, l)| l.trim_start().starts_with("0.00 ")).collect();
+    assert_eq!(rows.len(), 2, "a live row from 0 s, and the report's: {timed:?}");
+    let last_at = timed.last().unwrap().0;
+    assert!(rows[0].0 + 1.5 < last_at, "the first row came at {} s, the report at {last_at} s", rows[0].0);
+    let quiet = wirebench(&["bench", &url, "-c", "2", "-d", "500ms", "-q", "--cores", &cpu]);
+    let text = String::from_utf8_lossy(&quiet.stdout);
+    assert!(quiet.status.success() && text.lines().count() <= 3, "{text}");
+    assert!(text.contains("ops/s") && text.contains("audit match"), "{text}");
+    server.stop().unwrap();
+}

@@ -91,6 +91,21 @@ fn a_goaway_with_an_error_code_is_a_connection_error_naming_it() {
     });
 }
 
+/// Item 2 as the issue found it: `serve h2 --max-conns 1` answers a second connection with
+/// SETTINGS and GOAWAY REFUSED_STREAM, which the client reported as thousands of reconnects and
+/// `errors none`; each is a connection error naming the code, on every engine.
+#[test]
+fn serve_h2_refusing_past_max_conns_is_named_as_connection_errors() {
+    let server = super::common::start_builtin_with("uring", "h2", &["--max-conns", "1"]);
+    let url = format!("h2c://{}/", server.addrs[0]);
+    SHORT.everywhere(&url, &["-c", "2"], |engine, r| {
+        assert!(r.ops > 0, "{engine}: the first connection is served");
+        assert!(r.conn_errors.get(ErrorClass::Protocol) > 0, "{engine}: {:?}", r.conn_errors);
+        assert!(samples(r).contains("GOAWAY REFUSED_STREAM"), "{engine}: {}", samples(r));
+    });
+    server.stop().unwrap();
+}
+
 /// A GOAWAY before the server's SETTINGS is no HTTP/2 server's opening: a protocol error per
 /// connection, and with `-n` the run gives up rather than loop through thousands of
 /// connections (it reported 0 operations and `errors none`).

@@ -314,6 +314,21 @@ fn two_thousand_idle_connections_cost_serve_h3_almost_nothing() {
     assert!(beside > alone / 2.0, "alone {alone:.0} ops/s, beside 2,000 idle ones {beside:.0}");
 }
 
+/// Item 11's `--delay`: serve h3 holds each answer for it (it answered at once: p50 62 µs
+/// with `--delay 50ms`).
+#[test]
+fn serve_h3_holds_each_answer_for_its_delay() {
+    let (server, port) = serve_h3(&["--delay", "50ms"]);
+    let url = format!("h3://127.0.0.1:{port}/");
+    let cpu = client_cpu().to_string();
+    let r = bench_on("uring", &[&url, "--insecure", "-c", "1", "-n", "20", "--cores", &cpu]);
+    assert_accounted(&r);
+    assert_eq!((r.ops, r.errors_total()), (20, 0), "{:?}", r.error_samples);
+    let min_ms = r.latency.min() as f64 / 1e6;
+    assert!(min_ms >= 50.0, "the quickest answer came after {min_ms} ms");
+    let _ = server.stop();
+}
+
 /// Item 17: the report names the engine that ran — HTTP/3 runs on the QUIC engine whatever
 /// `--engine` says for TCP (it printed `glommio engine`).
 #[test]
