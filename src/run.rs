@@ -243,7 +243,8 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
                     said.map_or("nothing".into(), |s| s.into_owned())
                 )));
             }
-            let after = say_goodbye(&mut session, &mut stream, &mut tx);
+            let after = say_goodbye(&mut session, &mut stream, &mut tx)
+                .map_err(|e| failed(crate::tls::explain(&e)))?;
             return Ok((tx, rx + after));
         }
         let n = match std::io::Read::read(&mut stream, &mut buf) {
@@ -271,12 +272,14 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
 
 /// After the pre-flight's handshake: TLS's goodbye, then what the server still sends (its
 /// session tickets, its own goodbye) until it closes, so that every byte of the connection
-/// is counted; bounded by the pre-flight's timeout. Returns the bytes read.
+/// is counted; bounded by the pre-flight's timeout. Returns the bytes read; an alert among
+/// them is the server's verdict on the handshake it saw end (TLS 1.3's client certificate is
+/// judged after the client's side is done: `CertificateRequired`).
 fn say_goodbye(
     session: &mut rustls::ClientConnection,
     stream: &mut std::net::TcpStream,
     tx: &mut u64,
-) -> u64 {
+) -> Result<u64, rustls::Error> {
     session.send_close_notify();
     let mut wire = Vec::new();
     crate::tls::flush(session, &mut wire);
@@ -288,11 +291,14 @@ fn say_goodbye(
     let began = Instant::now();
     while began.elapsed() < PREFLIGHT_TIMEOUT {
         match std::io::Read::read(stream, &mut buf) {
-            Ok(n @ 1..) => read += n as u64,
+            Ok(n @ 1..) => {
+                read += n as u64;
+                crate::tls::open(session, &buf[..n])?;
+            }
             _ => break,
         }
     }
-    read
+    Ok(read)
 }
 
 /// One QUIC handshake before the run (`h3://`): an unreachable target, a certificate the

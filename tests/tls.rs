@@ -360,3 +360,102 @@ fn http2_over_tls_is_agreed_by_alpn_or_refused_in_one_line() {
     assert!(stderr.contains("agreed to none of the protocols offered by ALPN"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+/// A CA, and a client certificate it signed (for client authentication), written as PEM files
+/// in a fresh directory: (ca.pem, client.pem, client.key).
+fn client_pki(tag: &str) -> (String, String, String) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
+    };
+    let dir = std::env::temp_dir().join(format!("wirebench-mtls-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, format!("wirebench test CA {tag}"));
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &ca).unwrap();
+    let at = |f: &str, text: String| {
+        let path = dir.join(f);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    (at("ca.pem", ca.pem()), at("client.pem", cert.pem()), at("client.key", key.serialize_pem()))
+}
+
+/// Mutual TLS on every engine: `serve --tls --client-ca` takes a client whose certificate its
+/// CA signed (the same bytes per operation as without: the certificate is set-up), and refuses
+/// one without a certificate or with another CA's, each in one line before the run.
+#[test]
+fn client_certificates_are_required_presented_and_refused_in_one_line() {
+    let (ca, cert, key) = client_pki("ok");
+    let (_, stranger, stranger_key) = client_pki("stranger");
+    for engine in ENGINES {
+        let (server, urls, server_ca) = tls_server(engine, "http", &["--client-ca", &ca]);
+        let url = &urls[0];
+        let trust = ["--ca", server_ca.as_str()];
+        let r = bench_on(
+            engine,
+            &[
+                &[url.as_str(), "-c", "2", "-n", "200", "--client-cert", &cert, "--client-key", &key][..],
+                &trust,
+            ]
+            .concat(),
+        );
+        assert_clean(&r);
+        assert_eq!(r.ops, 200, "{engine}");
+        assert!(
+            r.tls.full.tx > 500,
+            "{engine}: the client's certificate goes in its handshake: {:?}",
+            r.tls.full
+        );
+        let e = bench_error(&[url.as_str(), "-n", "10", "--ca", &server_ca]);
+        assert!(e.contains("requires a client certificate") && e.contains("--client-cert"), "{engine}: {e}");
+        let e = bench_error(&[
+            url.as_str(),
+            "-n",
+            "10",
+            "--ca",
+            &server_ca,
+            "--client-cert",
+            &stranger,
+            "--client-key",
+            &stranger_key,
+        ]);
+        assert!(e.contains("refused our client certificate"), "{engine}: {e}");
+        server.stop().unwrap();
+    }
+    let e = bench_error(&["https://127.0.0.1:1/", "--client-cert", &cert, "--client-key", &cert]);
+    assert!(e.contains("--client-key") && e.contains("no PEM private key"), "{e}");
+}
+
+/// The same client certificate against nginx with `ssl_verify_client on`: taken with it; without
+/// it nginx answers 400 (its way of refusing: the handshake goes on), counted as `status`.
+#[test]
+#[ignore = "needs nginx: run by .ci/run"]
+fn nginx_verifying_clients_takes_our_certificate() {
+    let (ca, cert, key) = client_pki("nginx");
+    let (server_cert, server_key) = cert_files("nginx-mtls", &["127.0.0.1"]);
+    let server = format!(
+        "ssl_certificate {}; ssl_certificate_key {}; ssl_client_certificate {ca}; ssl_verify_client on;",
+        server_cert.display(),
+        server_key.display()
+    );
+    let (_nginx, addr) = start_nginx_with("ssl", &server);
+    let url = format!("https://{addr}/");
+    let trust = server_cert.display().to_string();
+    let r =
+        bench(&[&url, "-c", "2", "-n", "300", "--ca", &trust, "--client-cert", &cert, "--client-key", &key]);
+    assert_clean(&r);
+    assert_eq!(r.ops, 300);
+    let r = bench(&[&url, "-c", "1", "-n", "20", "--ca", &trust]);
+    assert_eq!(
+        r.failed.get(ErrorClass::Status),
+        r.sent,
+        "nginx's 400 for a missing certificate: {:?}",
+        r.failed
+    );
+}

@@ -191,6 +191,14 @@ pub fn explain(e: &rustls::Error) -> String {
         E::AlertReceived(A::HandshakeFailure) => {
             "the server refused the handshake (no version, cipher or group in common): check --tls-version".into()
         }
+        E::AlertReceived(A::CertificateRequired) => {
+            "the server requires a client certificate (mutual TLS): pass --client-cert FILE and --client-key FILE".into()
+        }
+        E::AlertReceived(
+            alert @ (A::BadCertificate | A::UnknownCA | A::CertificateUnknown | A::AccessDenied | A::DecryptError),
+        ) => {
+            format!("the server refused our client certificate (TLS alert {alert:?}): is --client-cert signed by a CA the server trusts?")
+        }
         E::AlertReceived(A::NoApplicationProtocol) => {
             "the server agreed to none of the protocols offered by ALPN: it does not speak this URL's protocol over TLS (https:// and wss:// offer http/1.1, h2:// offers h2: use the scheme of what it speaks)".into()
         }

@@ -1,8 +1,8 @@
 //! TLS set-up as data and configuration, below everything that names it (plans, targets,
 //! the protocols' registry entries): when a URL's connections speak TLS, the client's options
-//! (`--ca`, `--insecure`, `--tls-version`, `--tls-resume`) and the rustls configuration made
-//! from them, and a built-in server's (`--tls`, `--cert`/`--key`, or a certificate made at
-//! start).
+//! (`--ca`, `--insecure`, `--tls-version`, `--tls-resume`, `--client-cert`/`--client-key`) and
+//! the rustls configuration made from them, and a built-in server's (`--tls`, `--cert`/`--key`,
+//! or a certificate made at start; `--client-ca` to require clients' certificates).
 
 use anyhow::{Context, Result, bail};
 use rustls::pki_types::pem::PemObject;
@@ -48,6 +48,13 @@ pub struct TlsArgs {
     /// useful with --no-keepalive. Default: every connection's handshake is a full one.
     #[arg(long)]
     pub tls_resume: bool,
+    /// TLS: present this certificate chain (PEM) to a server that asks for one (mutual TLS);
+    /// with --client-key.
+    #[arg(long, value_name = "FILE", requires = "client_key")]
+    pub client_cert: Option<PathBuf>,
+    /// TLS: the private key (PEM) of --client-cert.
+    #[arg(long, value_name = "FILE", requires = "client_cert")]
+    pub client_key: Option<PathBuf>,
     /// Certificates trusted besides the files (DER): `compare` trusts the built-in servers'
     /// certificate it made.
     #[arg(skip)]
@@ -114,11 +121,19 @@ pub fn client_config(args: &TlsArgs, alpn: Option<&[u8]>) -> Result<Arc<rustls::
         }
     }
     roots.add_parsable_certificates(args.trust.iter().map(|der| CertificateDer::from(der.clone())));
-    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&versions(args.tls_version))
         .context("TLS versions")?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let mut config = match (&args.client_cert, &args.client_key) {
+        (Some(cert), Some(key)) => {
+            let (chain, key) = identity((cert, "--client-cert"), (key, "--client-key"))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .context("--client-cert and --client-key do not make a TLS identity")?
+        }
+        _ => builder.with_no_client_auth(),
+    };
     if args.insecure {
         config.dangerous().set_certificate_verifier(Arc::new(AnyCertificate(provider())));
     }
@@ -189,6 +204,27 @@ pub struct ServeTlsArgs {
     /// Serve only this TLS version (default both).
     #[arg(long = "serve-tls-version", value_enum, value_name = "1.2|1.3")]
     pub version: Option<TlsVersion>,
+    /// Require every client to present a certificate signed by a CA in this PEM file (mutual
+    /// TLS); a client without one, or with another, fails its handshake.
+    #[arg(long, value_name = "FILE")]
+    pub client_ca: Option<PathBuf>,
+}
+
+/// A certificate chain and its private key, read from PEM files named by `flags`.
+fn identity(
+    (cert, cert_flag): (&PathBuf, &str),
+    (key, key_flag): (&PathBuf, &str),
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("cannot read {cert_flag} {}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{cert_flag} {} is not a PEM certificate file", cert.display()))?;
+    if chain.is_empty() {
+        bail!("{cert_flag} {} holds no certificate", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("{key_flag} {} holds no PEM private key", key.display()))?;
+    Ok((chain, key))
 }
 
 /// A server's TLS: its configuration, and its certificate (to trust it, or write it out).
@@ -219,15 +255,7 @@ impl ServeTlsArgs {
     pub fn server(&self) -> Result<Option<ServerTls>> {
         let (chain, key, pem) = match (&self.cert, &self.key) {
             (Some(cert), Some(key)) => {
-                let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-                    .with_context(|| format!("cannot read --cert {}", cert.display()))?
-                    .collect::<Result<_, _>>()
-                    .with_context(|| format!("--cert {} is not a PEM certificate file", cert.display()))?;
-                if chain.is_empty() {
-                    bail!("--cert {} holds no certificate", cert.display());
-                }
-                let key = PrivateKeyDer::from_pem_file(key)
-                    .with_context(|| format!("--key {} holds no PEM private key", key.display()))?;
+                let (chain, key) = identity((cert, "--cert"), (key, "--key"))?;
                 let pem = std::fs::read_to_string(cert)?;
                 (chain, key, pem)
             }
@@ -238,13 +266,37 @@ impl ServeTlsArgs {
                     .map_err(|e| anyhow::anyhow!("the key just made: {e}"))?;
                 (vec![made.cert.der().clone()], key, made.cert.pem())
             }
+            _ if self.client_ca.is_some() => {
+                bail!("--client-ca requires clients' certificates over TLS: add --tls")
+            }
             _ => return Ok(None),
         };
         let cert_der = chain[0].to_vec();
-        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        let builder = rustls::ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(&versions(self.version))
-            .context("TLS versions")?
-            .with_no_client_auth()
+            .context("TLS versions")?;
+        let builder = match &self.client_ca {
+            Some(path) => {
+                let mut roots = rustls::RootCertStore::empty();
+                let certs: Vec<_> = CertificateDer::pem_file_iter(path)
+                    .with_context(|| format!("cannot read --client-ca {}", path.display()))?
+                    .collect::<Result<_, _>>()
+                    .with_context(|| {
+                        format!("--client-ca {} is not a PEM certificate file", path.display())
+                    })?;
+                let (added, _) = roots.add_parsable_certificates(certs);
+                if added == 0 {
+                    bail!("--client-ca {} holds no CA certificate that can be used", path.display());
+                }
+                let verifier =
+                    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+                        .build()
+                        .with_context(|| format!("--client-ca {}", path.display()))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+            None => builder.with_no_client_auth(),
+        };
+        let mut config = builder
             .with_single_cert(chain, key)
             .context("the certificate and key do not make a TLS identity")?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
