@@ -3,7 +3,7 @@
 //! no operation, 130 after Ctrl-C, 0 when its reader closed the pipe).
 
 use clap::Parser;
-use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, search, serve, sweep, watch};
+use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, report, search, serve, sweep, watch};
 
 /// An error and its causes in one line, each cause once: one whose words end the line already
 /// (an error that prints its source, as `cannot listen on …: Address already in use`) is not
@@ -30,6 +30,7 @@ fn main() {
         Command::Merge(args) => merge::main(args),
         Command::Watch(args) => watch::main(args),
         Command::Plot(args) => plot::main(args),
+        Command::Report(args) => report::main(args),
         Command::Schema(args) => wirebench::cmd::schema(args),
         Command::Completions(args) => wirebench::cmd::completions(args),
         Command::Man(args) => wirebench::cmd::man(args),

@@ -5,7 +5,7 @@ use super::BenchArgs;
 use crate::plan::Defaults;
 use crate::report::{self, RunInfo};
 use crate::stats::Report;
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 /// Validate, prepare and run a `bench` (what `main` does, less the printing).
 pub fn run(args: &BenchArgs) -> Result<(RunInfo, Report)> {
@@ -48,6 +48,7 @@ pub fn main(args: &BenchArgs) -> Result<()> {
         ("--json", args.json.as_deref()),
         ("--csv", args.csv.as_deref()),
         ("--hlog", args.hlog.as_deref()),
+        ("--html", args.html.as_deref()),
     ])?;
     let mut prepared = prepare(args)?;
     let metrics = match args.metrics_listen {
@@ -107,6 +108,11 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     }
     if let Some(path) = &args.csv {
         report::csv::write(path, &report::csv::intervals(&result))?;
+    }
+    if let Some(path) = &args.html {
+        let name = result.label.clone().unwrap_or_else(|| result.target.clone());
+        let page = report::html::page(&[(name, result.clone())], None)?;
+        std::fs::write(path, page).with_context(|| format!("cannot write --html {}", path.display()))?;
     }
     drop(metrics);
     // A run that completed nothing measured nothing: said, and exit status 4.

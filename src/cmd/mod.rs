@@ -8,6 +8,7 @@ pub mod bench;
 pub mod compare;
 pub mod merge;
 pub mod plot;
+pub mod report;
 pub mod search;
 pub mod serve;
 pub mod sweep;
@@ -52,6 +53,10 @@ pub enum Command {
     /// Draw runs (`bench --json` files): their latency percentile spectrum, a line each and
     /// their merged total, and ops/s and p99 over time, as an SVG.
     Plot(PlotArgs),
+    /// Write results (`bench --json`, `merge` files) as one self-contained HTML page: the
+    /// figures of each run side by side, latency by percentile and over time, bytes by class,
+    /// cores, the audit; opens from disk with no network.
+    Report(ReportArgs),
     /// Print the JSON Schema of what a command writes with `--json` (published in
     /// `docs/schema/`).
     Schema(SchemaArgs),
@@ -132,6 +137,20 @@ pub fn schema(args: &SchemaArgs) -> anyhow::Result<()> {
     };
     crate::report::out(&(serde_json::to_string_pretty(&schema)? + "\n"));
     Ok(())
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// `bench --json` or `merge --json` files.
+    #[arg(required = true, num_args = 1.., value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Where to write the HTML page.
+    #[arg(long, value_name = "PATH")]
+    pub html: PathBuf,
+    /// Put runs of different protocols or targets side by side anyway (their merged latency
+    /// is then not drawn).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -278,6 +297,10 @@ pub struct BenchArgs {
     /// stdout): ops, ops/s, errors, latency p50/p90/p99/max.
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// Write the run as one self-contained HTML page to PATH (as `wirebench report`: figures,
+    /// charts inline, nothing fetched when it is opened).
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub thresholds: Thresholds,
 }

@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod svg;
 pub mod sweep;
