@@ -123,3 +123,66 @@ fn the_page_renders_from_disk_with_no_network() {
     let inked = pixels.iter().filter(|p| !near(p, [255, 255, 255])).count();
     assert!(inked > pixels.len() / 50, "the page is drawn: {inked} of {} pixels", pixels.len());
 }
+
+/// `report` on a comparison, a sweep and a search: each one's own table (its rows, its steps,
+/// its answer) above a summary row for each of its runs.
+#[test]
+fn compare_sweep_and_search_results_make_pages_too() {
+    let dir = std::env::temp_dir().join(format!("wirebench-html-kinds-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let at = |f: &str| dir.join(f).display().to_string();
+    wirebench(&["compare", "-n", "300", "-d", "1s", "--json", &at("compare.json")]);
+    wirebench(&[
+        "sweep",
+        "--serve",
+        "http",
+        "--server-cores",
+        "1",
+        "-d",
+        "300ms",
+        "-c",
+        "4",
+        "--json",
+        &at("sweep.json"),
+    ]);
+    let server = start_builtin("http");
+    let url = format!("http://{}/", server.addrs[0]);
+    wirebench(&[
+        "search",
+        &url,
+        "--p99",
+        "100ms",
+        "--start",
+        "400",
+        "--step",
+        "500ms",
+        "--max-steps",
+        "2",
+        "--json",
+        &at("search.json"),
+    ]);
+    server.stop().unwrap();
+    for kind in ["compare", "sweep", "search"] {
+        let html = at(&format!("{kind}.html"));
+        wirebench(&["report", &at(&format!("{kind}.json")), "--html", &html]);
+        let page = std::fs::read_to_string(&html).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(at(&format!("{kind}.json"))).unwrap()).unwrap();
+        let (table, runs) = match kind {
+            "compare" => ("<table class=\"compare\">", v["rows"].as_array().unwrap().len()),
+            "sweep" => ("<table class=\"sweep\">", v["steps"].as_array().unwrap().len()),
+            _ => ("<table class=\"search\">", v["steps"].as_array().unwrap().len()),
+        };
+        assert!(page.contains(table), "{kind}");
+        assert_eq!(page.matches("<tr data-run=").count(), runs, "{kind}: a summary row per run");
+        for i in 0..runs {
+            let r = match kind {
+                "compare" => &v["rows"][i],
+                _ => &v["steps"][i]["result"],
+            };
+            assert_eq!(cell(&page, i, "ops"), r["ops"].to_string(), "{kind} run {i}");
+        }
+    }
+    let page = std::fs::read_to_string(at("compare.html")).unwrap();
+    assert!(page.contains("TCP floor") && page.contains("framing (tx + rx − payload)"));
+}

@@ -111,7 +111,7 @@ pub fn main(args: &BenchArgs) -> Result<()> {
     }
     if let Some(path) = &args.html {
         let name = result.label.clone().unwrap_or_else(|| result.target.clone());
-        let page = report::html::page(&[(name, result.clone())], None)?;
+        let page = report::html::page(&[report::html::Doc::Run(name, Box::new(result.clone()))], None)?;
         std::fs::write(path, page).with_context(|| format!("cannot write --html {}", path.display()))?;
     }
     drop(metrics);

@@ -133,7 +133,7 @@ pub fn schema(args: &SchemaArgs) -> anyhow::Result<()> {
         SchemaOf::Compare => schemars::schema_for!(crate::report::compare::CompareResult),
         SchemaOf::Sweep => schemars::schema_for!(crate::report::sweep::SweepResult),
         SchemaOf::Watch => schemars::schema_for!(crate::stats::result::WatchFile),
-        SchemaOf::Search => schemars::schema_for!(search::SearchResult),
+        SchemaOf::Search => schemars::schema_for!(crate::report::search::SearchResult),
     };
     crate::report::out(&(serde_json::to_string_pretty(&schema)? + "\n"));
     Ok(())

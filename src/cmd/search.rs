@@ -12,12 +12,11 @@
 
 use super::SearchArgs;
 use crate::plan::{self, Defaults};
+use crate::report::search::{SearchResult, SearchStep};
 use crate::report::{self, micros, si};
 use crate::stats::result::RunResult;
 use crate::workload::Workload;
 use anyhow::{Context, Result, bail};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// A step must complete this share of the operations its rate offered.
@@ -25,27 +24,6 @@ const KEPT_UP: f64 = 0.97;
 /// A p99 needs this many samples to be one (of fewer, it is nearly the maximum, and 8 samples
 /// answered `7 ops/s`): a step that cannot offer them is not run.
 const P99_SAMPLES: f64 = 100.0;
-
-/// What `search --json` writes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct SearchResult {
-    pub target: String,
-    /// The rule a step passed by, in words.
-    pub rule: String,
-    pub steps: Vec<SearchStep>,
-    /// The highest rate that passed, ops/s; `None` when none did.
-    pub answer: Option<f64>,
-}
-
-/// One paced step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct SearchStep {
-    pub offered: f64,
-    pub passed: bool,
-    /// Why it failed (empty when it passed).
-    pub why: String,
-    pub result: RunResult,
-}
 
 /// The limits a step must keep.
 struct Limits {

@@ -1,11 +1,15 @@
 //! `report --html` and `bench --html`: one self-contained HTML file from results — what ran,
 //! the figures, latency by percentile and over time, bytes by class, each core's share, the
-//! audit; several runs side by side, and their merge. Everything is inline: the styles, and the
+//! audit; several runs side by side, and their merge; a comparison's, a sweep's and a search's
+//! own table above their runs. Everything is inline: the styles, and the
 //! charts as SVG drawn by the same code as `plot` (no script, no font or file fetched), so the
 //! file opens from disk in any browser with no network. Each figure a reader checks carries a
 //! `data-k` attribute naming its field in the result's JSON, so a test can compare the page
 //! with the JSON it came from.
 
+use super::compare::CompareResult;
+use super::search::SearchResult;
+use super::sweep::SweepResult;
 use super::{micros, si};
 use crate::stats::result::{CoreResult, RunResult};
 use anyhow::Result;
@@ -17,23 +21,84 @@ table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;text-align:ri
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.bad{color:#b00;font-weight:600}\
 .ok{color:#070}.note{color:#666;font-size:12px}svg{max-width:100%;height:auto}";
 
-/// The page for `runs` (each with its name: the file it came from, or the run's label), and
-/// the plot of them all (with their merged latency as `total` when there are several).
-pub fn page(runs: &[(String, RunResult)], total: Option<&hdrhistogram::Histogram<u64>>) -> Result<String> {
+/// A result file, by what wrote it.
+pub enum Doc {
+    /// `bench --json`, `merge --json`: a run (its name: its label, or its file).
+    Run(String, Box<RunResult>),
+    Compare(String, CompareResult),
+    Sweep(String, SweepResult),
+    Search(String, SearchResult),
+}
+
+impl Doc {
+    /// The document `json` is (read from `name`): a comparison has `rows`, a search `steps` and
+    /// an `answer`, a sweep `steps` and `what`; anything else is read as a run by `run`.
+    pub fn of(name: String, json: serde_json::Value, run: impl FnOnce() -> Result<RunResult>) -> Result<Doc> {
+        let has = |k: &str| json.get(k).is_some();
+        Ok(if has("rows") {
+            Doc::Compare(name, serde_json::from_value(json)?)
+        } else if has("steps") && has("answer") {
+            Doc::Search(name, serde_json::from_value(json)?)
+        } else if has("steps") && has("what") {
+            Doc::Sweep(name, serde_json::from_value(json)?)
+        } else {
+            Doc::Run(name, Box::new(run()?))
+        })
+    }
+
+    /// Its runs, each named: a run itself, a comparison's rows, a sweep's or a search's steps.
+    fn runs(&self) -> Vec<(String, RunResult)> {
+        match self {
+            Doc::Run(name, r) => vec![(name.clone(), (**r).clone())],
+            Doc::Compare(_, c) => c
+                .rows
+                .iter()
+                .map(|r| {
+                    (r.result.label.clone().unwrap_or_else(|| r.result.target.clone()), r.result.clone())
+                })
+                .collect(),
+            Doc::Sweep(_, w) => {
+                w.steps.iter().map(|s| (format!("{} cores", s.cores), s.result.clone())).collect()
+            }
+            Doc::Search(_, q) => {
+                q.steps.iter().map(|s| (format!("{} ops/s", si(s.offered)), s.result.clone())).collect()
+            }
+        }
+    }
+}
+
+/// The page for `docs`: each comparison's, sweep's and search's own table, a summary row for
+/// every run (a run, a comparison's rows, a sweep's or search's steps), the plot of them all
+/// (with the runs' merged latency as `total` when given), and each plain run's own section.
+pub fn page(docs: &[Doc], total: Option<&hdrhistogram::Histogram<u64>>) -> Result<String> {
     let mut s = String::new();
-    let title = match runs {
-        [(name, _)] => format!("wirebench: {}", escape(name)),
+    let runs: Vec<(String, RunResult)> = docs.iter().flat_map(Doc::runs).collect();
+    let title = match docs {
+        [Doc::Run(name, _)] => format!("wirebench: {}", escape(name)),
+        [Doc::Compare(name, _)] => format!("wirebench compare: {}", escape(name)),
+        [Doc::Sweep(_, w)] => format!("wirebench sweep of {}", escape(&w.what)),
+        [Doc::Search(_, q)] => format!("wirebench search of {}", escape(&q.target)),
         _ => format!("wirebench: {} runs", runs.len()),
     };
     let _ = write!(
         s,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>\n<h1>{title}</h1>\n"
     );
-    s += &summary_table(runs);
+    for doc in docs {
+        s += &match doc {
+            Doc::Run(..) => String::new(),
+            Doc::Compare(name, c) => compare_table(name, c),
+            Doc::Sweep(name, w) => sweep_table(name, w),
+            Doc::Search(name, q) => search_table(name, q),
+        };
+    }
+    s += "<h2>Runs</h2>\n";
+    s += &summary_table(&runs);
     s += "<h2>Latency by percentile, and over time</h2>\n";
-    s += &super::svg::plot(&plot_runs(runs), total)?;
+    s += &super::svg::plot(&plot_runs(&runs), total)?;
     s += "\n<p class=\"note\">Latency from when each operation was due; over time from the run's <code>--report-every</code> intervals (none without them).</p>\n";
-    for (i, (name, r)) in runs.iter().enumerate() {
+    let plain = docs.iter().filter_map(|d| if let Doc::Run(name, r) = d { Some((name, r)) } else { None });
+    for (i, (name, r)) in plain.enumerate() {
         s += &run_section(i, name, r);
     }
     s += "<p class=\"note\">Written by wirebench; every figure is the result JSON's, as <code>bench --json</code> and <code>merge</code> write it.</p>\n</body></html>\n";
@@ -92,6 +157,133 @@ fn summary_table(runs: &[(String, RunResult)]) -> String {
         );
     }
     s + "</table>\n"
+}
+
+/// A comparison: a row per protocol with its bytes and speed per message, and as a multiple of
+/// the floor under it; and its bytes per message as bars, payload and framing.
+fn compare_table(name: &str, c: &CompareResult) -> String {
+    let mut s = format!(
+        "<h2>compare: {}</h2>\n<p>{}-byte payload, {}, depth {}</p>\n<table class=\"compare\"><tr><th>protocol</th><th>tx/msg</th><th>rx/msg</th><th>payload</th><th>overhead</th><th>segs/msg</th><th>msg/s</th><th>p99</th><th>cpu/msg</th><th>bytes vs floor</th><th>cpu vs floor</th><th>audit</th></tr>\n",
+        escape(name),
+        c.setup.payload,
+        super::count(c.setup.connections as u64, "connection"),
+        c.setup.depth
+    );
+    let mut bars = Vec::new();
+    for row in &c.rows {
+        let r = &row.result;
+        let label = escape(r.label.as_deref().unwrap_or(&r.target));
+        let Some(d) = &row.derived else {
+            let _ = writeln!(s, "<tr><td>{label}</td><td colspan=\"11\" class=\"bad\">no result</td></tr>");
+            continue;
+        };
+        let times = |m: Option<f64>| m.map_or("-".to_string(), |m| format!("{m:.2}x"));
+        let floor = d.vs_floor.as_ref();
+        let _ = writeln!(
+            s,
+            "<tr><td>{label}</td><td data-k=\"derived.tx_per_msg\">{:.1}</td><td>{:.1}</td><td>{:.0}</td><td>{:.1}%</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{:.2}us</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            d.tx_per_msg,
+            d.rx_per_msg,
+            d.payload_bytes,
+            100.0 * d.overhead,
+            d.segs_per_msg,
+            si(d.msgs_per_sec),
+            micros(r.latency_us.p99),
+            d.cpu_us_per_msg,
+            times(floor.map(|m| m.bytes)),
+            times(floor.map(|m| m.cpu)),
+            audit_word(r),
+        );
+        bars.push((label, d.payload_bytes, d.tx_per_msg + d.rx_per_msg - d.payload_bytes));
+    }
+    s += "</table>\n";
+    s + &bytes_bars(&bars)
+}
+
+/// Horizontal bars, one per row: payload, then framing (an SVG of its own, no script).
+fn bytes_bars(bars: &[(String, f64, f64)]) -> String {
+    let most = bars.iter().map(|b| b.1 + b.2.max(0.0)).fold(1.0, f64::max);
+    let (row, left, width) = (22.0, 190.0, 700.0);
+    let height = row * bars.len() as f64 + 30.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n",
+        left + width + 80.0
+    );
+    for (i, (label, payload, framing)) in bars.iter().enumerate() {
+        let y = 10.0 + row * i as f64;
+        let (p, f) = (width * payload / most, width * framing.max(0.0) / most);
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{label}</text><rect x=\"{left}\" y=\"{y}\" width=\"{p:.1}\" height=\"16\" fill=\"#4c78a8\"/><rect x=\"{:.1}\" y=\"{y}\" width=\"{f:.1}\" height=\"16\" fill=\"#e45756\"/><text x=\"{:.1}\" y=\"{}\">{:.0} B</text>",
+            left - 6.0,
+            y + 12.0,
+            left + p,
+            left + p + f + 4.0,
+            y + 12.0,
+            payload + framing
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<text x=\"{left}\" y=\"{}\" fill=\"#4c78a8\">payload</text><text x=\"{}\" y=\"{}\" fill=\"#e45756\">framing (tx + rx − payload), bytes per message</text></svg>",
+        height - 6.0,
+        left + 60.0,
+        height - 6.0
+    );
+    s
+}
+
+/// A sweep: a row per step — cores, rate, speedup, efficiency, latency, imbalance, CPU.
+fn sweep_table(name: &str, w: &SweepResult) -> String {
+    let mut s = format!(
+        "<h2>sweep of {} ({})</h2>\n<p>{}, {}</p>\n<table class=\"sweep\"><tr><th>cores</th><th>ops/s</th><th>speedup</th><th>efficiency</th><th>p50</th><th>p99</th><th>imbalance</th><th>gen cpu/op</th><th>server cpu</th><th>audit</th></tr>\n",
+        escape(&w.what),
+        escape(name),
+        escape(&w.target),
+        super::count(w.connections as u64, "connection")
+    );
+    for st in &w.steps {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td data-k=\"ops_per_sec\">{}</td><td>{:.2}x</td><td>{:.0}%</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.2}us</td><td>{}</td><td>{}</td></tr>",
+            st.cores,
+            si(st.ops_per_sec),
+            st.speedup,
+            100.0 * st.efficiency,
+            micros(st.p50_us),
+            micros(st.p99_us),
+            st.imbalance_pct,
+            st.generator_cpu_us_per_op,
+            st.server_cpu_pct.map_or("-".into(), |c| format!("{c:.0}%")),
+            if st.audit_match { "match" } else { "DIFFER" }
+        );
+    }
+    s + "</table>\n"
+}
+
+/// A search: its rule, a row per step (offered, measured, p99, verdict), and its answer.
+fn search_table(name: &str, q: &SearchResult) -> String {
+    let mut s = format!(
+        "<h2>search of {} ({})</h2>\n<p class=\"note\">{}</p>\n<table class=\"search\"><tr><th>step</th><th>offered</th><th>ops/s</th><th>p50</th><th>p99</th><th>verdict</th></tr>\n",
+        escape(&q.target),
+        escape(name),
+        escape(&q.rule)
+    );
+    for (i, st) in q.steps.iter().enumerate() {
+        let verdict = if st.passed { "pass".to_string() } else { format!("fail: {}", escape(&st.why)) };
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\" style=\"text-align:left\">{verdict}</td></tr>",
+            i + 1,
+            si(st.offered),
+            si(st.result.ops_per_sec),
+            micros(st.result.latency_us.p50),
+            micros(st.result.latency_us.p99),
+            if st.passed { "ok" } else { "bad" }
+        );
+    }
+    let answer = q.answer.map_or("none: no step passed".to_string(), |a| format!("{} ops/s", si(a)));
+    s + &format!("</table>\n<p>answer: <b data-k=\"answer\">{answer}</b></p>\n")
 }
 
 fn audit_word(r: &RunResult) -> &'static str {
@@ -239,7 +431,7 @@ mod tests {
     fn the_page_is_whole_escaped_and_names_its_figures() {
         let mut r = fixtures::run("a", 1000, 20_000, 2);
         r.target = "http://h/<x>".into();
-        let html = page(&[("run <1>".to_string(), r.clone())], None).unwrap();
+        let html = page(&[Doc::Run("run <1>".to_string(), Box::new(r.clone()))], None).unwrap();
         assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
         assert!(html.contains("run &lt;1&gt;") && html.contains("http://h/&lt;x&gt;"));
         assert!(!html.contains("<x>"), "nothing unescaped");

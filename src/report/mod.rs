@@ -5,6 +5,7 @@ pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod json;
+pub mod search;
 pub mod svg;
 pub mod sweep;
 pub mod text;
