@@ -211,3 +211,32 @@ fn a_piped_run_says_it_began_and_prints_its_rows_as_they_end() {
     assert!(text.contains("ops/s") && text.contains("audit match"), "{text}");
     server.stop().unwrap();
 }
+
+/// The same rules where the tests did not reach: a `compare` row that completed
+/// nothing exits 4 naming the row; a `sweep --server-cmd` whose command exits before it
+/// accepts is refused; `serve h3` on a UDP port already held is refused in one line.
+#[test]
+fn a_compare_row_a_sweep_server_and_a_udp_port_get_their_verdicts() {
+    let server = start_builtin("http");
+    let ws = format!("ws://{}/", server.addrs[0]);
+    let out = wirebench(&["compare", &ws, "-d", "500ms"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no operation completed against WebSocket binary"), "{}", stderr(&out));
+    server.stop().unwrap();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = wirebench(&["sweep", &url, "--server-cmd", "true", "--server-cores", "1", "-d", "500ms"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("exited (exit status: 0) before accepting connections"),
+        "{}",
+        stderr(&out)
+    );
+    let h3 = start_builtin("h3");
+    let listen = h3.addr().to_string();
+    let out = wirebench(&["serve", "h3", "--listen", &listen, "--duration", "1s"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("the port is in use by another program"), "{}", stderr(&out));
+    let _ = h3.stop();
+}
