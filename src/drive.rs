@@ -71,20 +71,53 @@ impl Engines {
         let worker = std::thread::spawn(move || engine(&job));
         let expected = p.job.shape.warmup + p.job.shape.duration;
         let visible = std::io::IsTerminal::is_terminal(&std::io::stdout())
-            && (expected > PROGRESS_AFTER || p.job.shape.ops.is_some());
+            && (expected > PROGRESS_AFTER || p.job.shape.ops.is_some())
+            && !p.tui;
         let progress = crate::report::Progress::new(visible, p.job.shape.ops, expected);
         let mut rows = p.live_rows.zip(p.job.live.clone()).map(|(every, live)| LiveRows::new(every, live));
+        let mut view = match (p.tui, &p.job.live) {
+            (true, Some(live)) => Some(crate::report::tui::View::open(live.clone(), heading(p))?),
+            _ => None,
+        };
         while !worker.is_finished() {
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(if view.is_some() {
+                Duration::from_millis(25)
+            } else {
+                Duration::from_millis(100)
+            });
             let done: u64 = p.job.progress.iter().map(|p| p.load(Ordering::Relaxed)).sum();
             progress.update(done, started.elapsed());
             if let Some(rows) = &mut rows {
                 rows.tick(started.elapsed());
             }
+            // `q` in the view stops the run as Ctrl-C does.
+            if let Some(v) = &mut view
+                && v.tick(started.elapsed())
+            {
+                p.job.stop.store(true, Ordering::Relaxed);
+            }
         }
+        drop(view);
         progress.finish();
         let run = worker.join().map_err(|_| anyhow::anyhow!("the engine thread panicked"))??;
         Ok(run.report())
+    }
+}
+
+/// What the terminal view says about the run: what, where, on what, and how long.
+fn heading(p: &Prepared) -> crate::report::tui::Heading {
+    let shape = &p.job.shape;
+    crate::report::tui::Heading {
+        title: format!(
+            "{} {} — {} engine on CPU {}, {} connections",
+            p.plan.protocol.name,
+            p.plan.target.url,
+            p.plan.load.engine.name(),
+            crate::cpus::format(&p.job.cores),
+            shape.connections
+        ),
+        connections: shape.connections,
+        expected: shape.ops.is_none().then_some(shape.warmup + shape.duration),
     }
 }
 

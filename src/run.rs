@@ -84,6 +84,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         plan,
         preflight: checked,
         live_rows: None,
+        tui: false,
     })
 }
 

@@ -20,6 +20,8 @@ command -v curl >/dev/null || missing+=(curl)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || missing+=(mosquitto)
 command -v mosquitto_sub >/dev/null || missing+=(mosquitto-clients)
 command -v tcpdump >/dev/null || [ -x /usr/bin/tcpdump ] || missing+=(tcpdump)
+# tmux: the terminal tests/tui.rs drives `bench --tui` in (send-keys, capture-pane).
+command -v tmux >/dev/null || missing+=(tmux)
 if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null

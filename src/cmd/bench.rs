@@ -50,6 +50,12 @@ pub fn main(args: &BenchArgs) -> Result<()> {
         ("--hlog", args.hlog.as_deref()),
         ("--html", args.html.as_deref()),
     ])?;
+    let on_stdout = [&args.json, &args.csv].iter().any(|p| p.as_deref() == Some(std::path::Path::new("-")));
+    if args.tui && (on_stdout || !std::io::IsTerminal::is_terminal(&std::io::stdout())) {
+        anyhow::bail!(
+            "--tui draws on a terminal: stdout is not one here (a pipe or a file); leave --tui out"
+        );
+    }
     let mut prepared = prepare(args)?;
     let metrics = match args.metrics_listen {
         Some(addr) => Some(serve_metrics(addr, &mut prepared)?),
@@ -69,6 +75,12 @@ pub fn main(args: &BenchArgs) -> Result<()> {
             prepared.live_rows = Some(every);
         }
     }
+    if args.tui {
+        if prepared.job.live.is_none() {
+            prepared.job.live = Some(crate::stats::live::live(prepared.job.cores.len()));
+        }
+        prepared.tui = true;
+    }
     let (info, report) = crate::run::run(&prepared)?;
     let watched = watcher.map(crate::watch::Watcher::finish);
     let label = args.label.clone().unwrap_or_else(|| prepared.hostname.clone());
@@ -84,7 +96,8 @@ pub fn main(args: &BenchArgs) -> Result<()> {
         report::out(&report::text::render(&info, &result));
         if crate::interrupt::was_set() {
             report::out(&format!(
-                "  interrupted Ctrl-C stopped the run after {:.2}s measured of its {:?}: the figures are of that part\n",
+                "  interrupted {} stopped the run after {:.2}s measured of its {:?}: the figures are of that part\n",
+                if args.tui { "q (or Ctrl-C)" } else { "Ctrl-C" },
                 report.elapsed.as_secs_f64(),
                 prepared.plan.load.shape.duration
             ));

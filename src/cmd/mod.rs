@@ -297,6 +297,11 @@ pub struct BenchArgs {
     /// stdout): ops, ops/s, errors, latency p50/p90/p99/max.
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// Draw the run in the terminal as it goes (ops/s, latency, failures, cores, bytes,
+    /// connections; q stops the run as Ctrl-C does, p pauses the drawing); the report follows
+    /// when the view closes. Needs a terminal on stdout.
+    #[arg(long, conflicts_with = "quiet")]
+    pub tui: bool,
     /// Write the run as one self-contained HTML page to PATH (as `wirebench report`: figures,
     /// charts inline, nothing fetched when it is opened).
     #[arg(long, value_name = "PATH")]

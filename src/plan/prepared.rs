@@ -92,6 +92,8 @@ pub struct Prepared {
     /// `iperf3 -i`), from the copies the cores publish ([`ClientJob::live`]), before the exact
     /// table at the end.
     pub live_rows: Option<Duration>,
+    /// `--tui`: the run drawn in a terminal view as it goes, from the same copies.
+    pub tui: bool,
 }
 
 impl Prepared {

@@ -9,6 +9,7 @@ pub mod search;
 pub mod svg;
 pub mod sweep;
 pub mod text;
+pub mod tui;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;

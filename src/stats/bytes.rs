@@ -59,7 +59,7 @@ impl ByteSplit {
     pub fn total(&self) -> u64 {
         self.handshake + self.op + self.warmup_op + self.failed + self.control + self.tls
     }
-    pub(super) fn merge(&mut self, other: &ByteSplit) {
+    pub fn merge(&mut self, other: &ByteSplit) {
         self.handshake += other.handshake;
         self.op += other.op;
         self.warmup_op += other.warmup_op;
