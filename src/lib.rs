@@ -59,6 +59,7 @@ pub mod plan;
 pub mod props;
 pub mod proto;
 pub mod protocol;
+pub mod proxy_header;
 pub mod recv;
 pub mod report;
 pub mod requests;

@@ -231,6 +231,11 @@ pub fn refuse_foreign_options(plan: &LoadPlan) -> Result<()> {
         let verb = if flags.len() == 1 { "applies" } else { "apply" };
         bail!("{} {verb} to TLS targets: {}", flags.join(" and "), tls_schemes_text());
     }
+    if plan.load.proxy.is_some()
+        && plan.targets().any(|t| t.tls == Some(crate::tls::options::TlsStart::InQuic))
+    {
+        bail!("--proxy-protocol applies to TCP targets: {} is QUIC over UDP", plan.target.url);
+    }
     for (flag, owners) in &plan.load.options.given {
         if !owners.contains(&plan.protocol.name) {
             bail!("{flag} applies to {} targets", schemes_of(owners));

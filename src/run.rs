@@ -67,6 +67,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         window: ClientJob::fresh_window(&load.shape),
         tls,
         bind: load.bind.clone(),
+        proxy: load.proxy,
         spin: load.spin,
         slack: load.slack,
         live: None,

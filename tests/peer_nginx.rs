@@ -220,3 +220,54 @@ fn nginx_http2_takes_mebibyte_posts_under_its_flow_control_on_every_engine() {
     assert_eq!(served.requests, 3 * 64);
     assert!(served.rx >= 3 * 64 * 1_048_576, "{}", served.rx);
 }
+
+/// `--proxy-protocol` against nginx `listen … proxy_protocol`, which reads the header and
+/// answers `/who` with the client it claims: each version taken (a longer claimed address, a
+/// longer answer), its bytes set-up (the header's exact length per connection), the
+/// operations' bytes as without it; without a header nginx refuses every connection.
+#[test]
+#[ignore = "needs nginx: run by .ci/run"]
+fn nginx_behind_a_proxy_takes_our_proxy_header() {
+    let (_nginx, addr) =
+        start_nginx_with("proxy_protocol", "location /who { return 200 \"$proxy_protocol_addr\"; }");
+    let url = format!("http://{addr}/who");
+    let cpu = client_cpu().to_string();
+    for version in ["v1", "v2"] {
+        let run = |source: &str| {
+            let r = bench(&[
+                &url,
+                "-c",
+                "2",
+                "-n",
+                "200",
+                "--proxy-protocol",
+                version,
+                "--proxy-source",
+                source,
+                "--cores",
+                &cpu,
+            ]);
+            assert_clean(&r);
+            assert_eq!(r.ops, 200, "{version}");
+            r
+        };
+        // Three more characters of address, and a Content-Length of two digits (11) for one (8).
+        let (short, long) = (run("10.1.2.3"), run("10.20.30.40"));
+        assert_eq!(
+            long.rx_per_op() - short.rx_per_op(),
+            4.0,
+            "{version}: nginx answered the address claimed"
+        );
+        let v = if version == "v1" {
+            wirebench::proxy_header::ProxyVersion::V1
+        } else {
+            wirebench::proxy_header::ProxyVersion::V2
+        };
+        let header =
+            wirebench::proxy_header::header(v, Some("10.1.2.3".parse().unwrap()), addr, 0).len() as u64;
+        // v1's length varies with the claimed port's digits (1024, 1025: the same here).
+        assert_eq!(short.tx.handshake, header * short.connects, "{version}: the header is set-up");
+    }
+    let r = bench(&[&url, "-c", "1", "-n", "10", "--timeout", "1s", "--cores", &cpu]);
+    assert_eq!(r.ops, 0, "without a header nginx takes nothing");
+}

@@ -575,6 +575,7 @@ fn a_client_core_that_panics_ends_the_run_with_its_message() {
             window: wirebench::plan::ClientJob::fresh_window(&shape),
             tls: vec![],
             bind: vec![],
+            proxy: None,
             spin: wirebench::plan::URING_SPIN,
             slack: Duration::ZERO,
             live: None,

@@ -38,7 +38,7 @@ LAYERS = [
     ["proto"],
     ["props"],
     ["plan", "engine::serve_conn"],
-    ["codec", "workload", "cpus", "tls::options", "requests"],
+    ["codec", "workload", "cpus", "tls::options", "requests", "proxy_header"],
     ["stats"],
     ["outcome", "recv", "interrupt", "watch", "clock", "opener"],
 ]

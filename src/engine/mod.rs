@@ -396,7 +396,8 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
         .first_connect_at(first + job.shape.connect_after(index))
         .on_target(target)
         .with_picks(job.picks.as_ref())
-        .with_tls(job.tls.get(target).cloned().flatten());
+        .with_tls(job.tls.get(target).cloned().flatten())
+        .with_preamble(job.preamble(target, index));
     if job.shape.per_op {
         conn.one_op_per_connection()
     } else {

@@ -120,6 +120,15 @@ pub struct LoadArgs<P: clap::Args> {
     /// need more addresses. `uring` engine.
     #[arg(long, value_name = "ADDRS")]
     pub bind: Option<String>,
+    /// Send a PROXY protocol header (HAProxy's; v1 text, v2 binary) first on every connection,
+    /// before TLS and the protocol's own bytes, as a load balancer does for the server behind
+    /// it; its bytes count as set-up. TCP targets.
+    #[arg(long, value_enum, value_name = "v1|v2")]
+    pub proxy_protocol: Option<crate::proxy_header::ProxyVersion>,
+    /// The client address the PROXY header claims (default: the loopback address of the
+    /// target's family); each connection claims a port of its own.
+    #[arg(long, value_name = "IP", requires = "proxy_protocol")]
+    pub proxy_source: Option<std::net::IpAddr>,
     #[command(flatten)]
     pub protocol: P,
     #[command(flatten)]

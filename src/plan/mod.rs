@@ -179,6 +179,8 @@ pub struct Load {
     /// Source addresses (`--bind`), connection i from `bind[i % len]`; empty: the kernel's
     /// choice.
     pub bind: Vec<std::net::IpAddr>,
+    /// `--proxy-protocol` and `--proxy-source`: a PROXY header first on every connection.
+    pub proxy: Option<(crate::proxy_header::ProxyVersion, Option<std::net::IpAddr>)>,
     /// Runs back to back (`--repeat`); the report is the median one's, with every run's line.
     pub repeat: usize,
 }
@@ -444,6 +446,7 @@ pub fn validate_load<P: clap::Args + Clone + Into<OptionSet>>(
         options: args.protocol.clone().into(),
         tls: args.tls.clone(),
         bind,
+        proxy: args.proxy_protocol.map(|v| (v, args.proxy_source)),
         repeat: args.repeat,
     })
 }

@@ -55,6 +55,8 @@ pub struct ClientJob {
     pub tls: Vec<Option<Arc<crate::tls::options::ClientTls>>>,
     /// Source addresses, connection i from `bind[i % len]` (`uring` engine); empty: any.
     pub bind: Vec<std::net::IpAddr>,
+    /// A PROXY header first on every connection (`--proxy-protocol`), and the client it claims.
+    pub proxy: Option<(crate::proxy_header::ProxyVersion, Option<std::net::IpAddr>)>,
     /// How long before a paced send the `uring` engine stays awake for it (`--spin`).
     pub spin: Duration,
     /// How late the `uring` engine may wake for paced sends (`--slack`).
@@ -153,6 +155,12 @@ impl Prepared {
 }
 
 impl ClientJob {
+    /// What connection `index` to target `target` sends first (`--proxy-protocol`'s header).
+    pub fn preamble(&self, target: usize, index: usize) -> Option<Vec<u8>> {
+        let (version, source) = self.proxy?;
+        Some(crate::proxy_header::header(version, source, self.addrs[target], index))
+    }
+
     /// A core's recorder for this job: per target with several, with a time series when asked.
     pub fn recorder(&self, cpu: usize) -> crate::stats::CoreRecorder {
         let mut rec = crate::stats::CoreRecorder::for_shares(cpu, self.addrs.len(), self.kinds)

@@ -15,6 +15,12 @@ impl<C: ClientCodec> Conn<C> {
         self.beat.heard(now);
         self.send.clear();
         self.carrier.end();
+        if let Some(preamble) = &self.preamble {
+            // Before TLS: on the socket as it is, counted as set-up.
+            let from = self.send.len();
+            self.send.buf().extend_from_slice(preamble);
+            self.send.tag(from, Traffic::Handshake, None);
+        }
         if self.carrier.at_connect() {
             return self.start_tls(now, rec);
         }

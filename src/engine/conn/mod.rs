@@ -185,6 +185,8 @@ pub struct Conn<C> {
     /// The first connect waits for this instant (`--connect-rate`).
     not_before: Instant,
     /// Which of the run's targets it loads.
+    /// Sent first on every connection (`--proxy-protocol`'s header).
+    preamble: Option<Box<[u8]>>,
     target: usize,
     /// `--requests`: its way through the entries (kept across its reconnects).
     picker: Option<Box<crate::requests::Picker>>,
@@ -227,6 +229,7 @@ impl<C: ClientCodec> Conn<C> {
             seed,
             lives: 0,
             connect_started: start,
+            preamble: None,
             connected_at: start,
             room_since: start,
             no_room: false,
@@ -262,6 +265,13 @@ impl<C: ClientCodec> Conn<C> {
         }
         let earliest = opener.earliest_for(self.ticket, now);
         Some(at.min(earliest.max(now + Duration::from_millis(1))))
+    }
+
+    /// Bytes sent first on every connection, before TLS and the protocol's set-up (a PROXY
+    /// protocol header), counted as set-up.
+    pub fn with_preamble(mut self, preamble: Option<Vec<u8>>) -> Self {
+        self.preamble = preamble.map(Vec::into_boxed_slice);
+        self
     }
 
     /// Speak TLS with the target ([`crate::tls`]), from the connect or when the protocol asks.
