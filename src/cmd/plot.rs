@@ -9,29 +9,8 @@ use anyhow::{Context, Result};
 pub fn main(args: &PlotArgs) -> Result<()> {
     crate::report::check_writable(&[("--svg", Some(args.svg.as_path()))])?;
     let results = args.files.iter().map(|f| super::merge::read(f)).collect::<Result<Vec<_>>>()?;
-    let plotted: Vec<PlotRun> = results
-        .iter()
-        .map(|r| {
-            let series = r
-                .series
-                .as_ref()
-                .map(|s| {
-                    s.intervals
-                        .iter()
-                        .map(|iv| {
-                            let width = (iv.to_s - iv.from_s).max(1e-9);
-                            (iv.from_s, iv.ops as f64 / width, iv.p99_us.unwrap_or(0.0) / 1e3)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            PlotRun {
-                label: r.label.clone().unwrap_or_else(|| "merged".into()),
-                latency: r.histograms.latency.0.clone(),
-                series,
-            }
-        })
-        .collect();
+    let plotted: Vec<PlotRun> =
+        results.iter().map(|r| PlotRun::of(r.label.as_deref().unwrap_or("merged"), r)).collect();
     // Several runs: their merge too (histograms added; the same refusals as `merge`).
     let total = if results.len() > 1 {
         Some(super::merge::merge(&results, args.force)?.histograms.latency.0)

@@ -155,8 +155,8 @@ impl Row {
             bytes,
             segs,
             wire: bytes + segs * self.header_bytes(),
-            connect_ms: mean_ms(r.phases_us.connect),
-            setup_ms: mean_ms(r.phases_us.handshake) + mean_ms(r.phases_us.tls),
+            connect_ms: mean_ms(r.phases_us.phases.connect),
+            setup_ms: mean_ms(r.phases_us.phases.handshake) + mean_ms(r.phases_us.phases.tls),
             first_op_ms: mean_ms(r.phases_us.total),
         })
     }

@@ -105,26 +105,9 @@ pub fn page(docs: &[Doc], total: Option<&hdrhistogram::Histogram<u64>>) -> Resul
     Ok(s)
 }
 
-/// What `plot` draws for each run: its latency histogram and its intervals.
+/// What `plot` draws for each run.
 pub fn plot_runs(runs: &[(String, RunResult)]) -> Vec<super::svg::PlotRun> {
-    runs.iter()
-        .map(|(name, r)| {
-            let series = r
-                .series
-                .as_ref()
-                .map(|s| {
-                    s.intervals
-                        .iter()
-                        .map(|iv| {
-                            let width = (iv.to_s - iv.from_s).max(1e-9);
-                            (iv.from_s, iv.ops as f64 / width, iv.p99_us.unwrap_or(0.0) / 1e3)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            super::svg::PlotRun { label: name.clone(), latency: r.histograms.latency.0.clone(), series }
-        })
-        .collect()
+    runs.iter().map(|(name, r)| super::svg::PlotRun::of(name, r)).collect()
 }
 
 /// One row per run: the figures a reader compares first.
@@ -287,13 +270,7 @@ fn search_table(name: &str, q: &SearchResult) -> String {
 }
 
 fn audit_word(r: &RunResult) -> &'static str {
-    if r.audit.unchecked() {
-        "unchecked"
-    } else if r.audit.matches {
-        "match"
-    } else {
-        "DIFFER"
-    }
+    r.audit.word()
 }
 
 /// A run's own section: its set-up, latency spectrum, bytes by class, failures, cores, audit.
@@ -317,14 +294,8 @@ fn run_section(i: usize, name: &str, r: &RunResult) -> String {
     s += "<table><tr><th>latency</th><th>min</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n";
     let _ = writeln!(
         s,
-        "<tr><td>from when due</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
-        micros(l.min),
-        micros(l.mean),
-        micros(l.p50),
-        micros(l.p90),
-        micros(l.p99),
-        micros(l.p999),
-        micros(l.max)
+        "<tr><td>from when due</td><td>{}</td></tr></table>",
+        super::spread_cells(l).join("</td><td>")
     );
     s += &bytes_table(r);
     s += &outcomes(r);

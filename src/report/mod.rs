@@ -149,6 +149,11 @@ impl Progress {
     }
 }
 
+/// A latency spread's min, mean, p50, p90, p99, p99.9 and max, each in its unit.
+pub fn spread_cells(l: &crate::stats::result::Spread) -> [String; 7] {
+    [l.min, l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(micros)
+}
+
 /// `n` and its noun, plural unless `n` is 1: `1 socket`, `2 sockets`.
 pub fn count(n: u64, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })

@@ -222,6 +222,27 @@ pub struct PlotRun {
     pub series: Vec<(f64, f64, f64)>,
 }
 
+impl PlotRun {
+    /// A run as `plot` draws it: its latency histogram, and ops/s and p99 (ms) at the start of
+    /// each of its `--report-every` intervals.
+    pub fn of(label: &str, r: &crate::stats::result::RunResult) -> PlotRun {
+        let series = r
+            .series
+            .as_ref()
+            .map(|s| {
+                s.intervals
+                    .iter()
+                    .map(|iv| {
+                        let width = (iv.to_s - iv.from_s).max(1e-9);
+                        (iv.from_s, iv.ops as f64 / width, iv.p99_us.unwrap_or(0.0) / 1e3)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        PlotRun { label: label.to_string(), latency: r.histograms.latency.0.clone(), series }
+    }
+}
+
 /// A line of a plot: its label, colour and points.
 type Line = (String, RGBColor, Vec<(f64, f64)>);
 

@@ -147,16 +147,10 @@ fn latency(r: &RunResult) -> String {
     if l.count == 0 {
         let _ = writeln!(s, "  latency     (no operation completed)");
     } else {
+        let [min, mean, p50, p90, p99, p999, max] = super::spread_cells(l);
         let _ = writeln!(
             s,
-            "  latency     min {}  mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
-            micros(l.min),
-            micros(l.mean),
-            micros(l.p50),
-            micros(l.p90),
-            micros(l.p99),
-            micros(l.p999),
-            micros(l.max),
+            "  latency     min {min}  mean {mean}  p50 {p50}  p90 {p90}  p99 {p99}  p99.9 {p999}  max {max}"
         );
     }
     if let Some(h) = &r.latency_uncorrected_us {
@@ -211,7 +205,7 @@ fn ms(us: f64) -> String {
 /// within" percentiles of the total.
 fn phases(r: &RunResult) -> String {
     let mut s = String::new();
-    let p = &r.phases_us;
+    let (p, total) = (&r.phases_us.phases, r.phases_us.total);
     if r.latency_us.count == 0 {
         return s;
     }
@@ -221,7 +215,7 @@ fn phases(r: &RunResult) -> String {
         ("handshake", p.handshake, "per connection"),
         ("waiting", p.waiting, "written to first byte"),
         ("processing", p.processing, "sent to last byte"),
-        ("total", p.total, "due to last byte"),
+        ("total", total, "due to last byte"),
     ];
     let _ = writeln!(s, "  phases (ms)        min      mean   [+/-sd]    median       max");
     for (name, spread, what) in rows {

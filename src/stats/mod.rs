@@ -43,38 +43,66 @@ fn record(h: &mut Histogram<u64>, d: Duration) {
     h.saturating_record((d.as_nanos() as u64).clamp(1, MAX_LATENCY_NS));
 }
 
-/// Where an operation's time goes, each phase in its own histogram (ns); the whole, from the
-/// intended start to the last byte, is [`CoreRecorder::latency`].
-#[derive(Debug, Clone)]
-pub struct Phases {
+/// A value per phase of an operation's time (and of its connection's set-up): a histogram
+/// each while a run goes ([`Phases`], ns), in a result (`Histograms`), or their spreads in its
+/// JSON (`PhasesUs`, µs). One declaration, so the phases are named once.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct PhaseSet<T> {
     /// SYN to established, per connection (per operation with a connection per operation).
-    pub connect: Histogram<u64>,
+    pub connect: T,
     /// The TLS handshake, per TLS connection (connected, or NSQ's `tls_v1` upgrade asked, to
     /// the server's `Finished` read); empty without TLS.
-    pub tls: Histogram<u64>,
+    pub tls: T,
     /// Connected (or TLS established) to the protocol's set-up done (WebSocket upgrade, NSQ
     /// `IDENTIFY`, Socket.IO join), per connection; empty for protocols without one. NSQ's
     /// `tls_v1` upgrade happens inside this phase; its TLS handshake is in `tls` too.
-    pub handshake: Histogram<u64>,
+    pub handshake: T,
     /// The request fully written to the first byte of its answer, per operation.
-    pub waiting: Histogram<u64>,
+    pub waiting: T,
     /// The request's first byte sent to its answer's last byte received, per operation.
-    pub processing: Histogram<u64>,
+    pub processing: T,
 }
 
-impl Default for Phases {
-    fn default() -> Self {
-        Phases {
-            connect: histogram(),
-            tls: histogram(),
-            handshake: histogram(),
-            waiting: histogram(),
-            processing: histogram(),
+impl<T> PhaseSet<T> {
+    /// Each phase's value made by `f`.
+    pub fn map<U>(&self, mut f: impl FnMut(&T) -> U) -> PhaseSet<U> {
+        PhaseSet {
+            connect: f(&self.connect),
+            tls: f(&self.tls),
+            handshake: f(&self.handshake),
+            waiting: f(&self.waiting),
+            processing: f(&self.processing),
         }
+    }
+
+    /// Each phase's value beside `other`'s, for `f` to merge.
+    pub fn merge_with(&mut self, other: &PhaseSet<T>, mut f: impl FnMut(&mut T, &T)) {
+        f(&mut self.connect, &other.connect);
+        f(&mut self.tls, &other.tls);
+        f(&mut self.handshake, &other.handshake);
+        f(&mut self.waiting, &other.waiting);
+        f(&mut self.processing, &other.processing);
     }
 }
 
-impl Phases {
+/// Where an operation's time goes while a run goes, each phase in its own histogram (ns); the
+/// whole, from the intended start to the last byte, is [`CoreRecorder::latency`].
+pub type Phases = PhaseSet<Histogram<u64>>;
+
+impl PhaseSet<Histogram<u64>> {
+    /// Empty histograms, one per phase.
+    pub fn empty() -> Phases {
+        let h = histogram();
+        PhaseSet {
+            connect: h.clone(),
+            tls: h.clone(),
+            handshake: h.clone(),
+            waiting: h.clone(),
+            processing: h,
+        }
+    }
     pub fn connect(&mut self, d: Duration) {
         record(&mut self.connect, d);
     }
@@ -85,15 +113,7 @@ impl Phases {
         record(&mut self.handshake, d);
     }
     fn merge(&mut self, o: &Phases) {
-        for (a, b) in [
-            (&mut self.connect, &o.connect),
-            (&mut self.tls, &o.tls),
-            (&mut self.handshake, &o.handshake),
-            (&mut self.waiting, &o.waiting),
-            (&mut self.processing, &o.processing),
-        ] {
-            a.add(b).expect("same histogram bounds");
-        }
+        self.merge_with(o, |a, b| a.add(b).expect("same histogram bounds"));
     }
 }
 
@@ -252,7 +272,7 @@ impl CoreRecorder {
             schedule_lag: histogram(),
             due_while_busy: 0,
             due_unsent: 0,
-            phases: Phases::default(),
+            phases: Phases::empty(),
             staged: Staged::default(),
             failures: BTreeMap::new(),
             answers: AnswerCounts::default(),
@@ -498,7 +518,8 @@ impl Preflight {
 }
 
 /// One run of several (`--repeat`), in a line.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename = "RepeatRun")]
 pub struct RunSummary {
     pub ops: u64,
     pub ops_per_sec: f64,

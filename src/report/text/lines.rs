@@ -73,12 +73,6 @@ pub fn summary(info: &RunInfo, r: &RunResult) -> String {
         crate::stats::result::class_total(&r.connection_errors),
         r.bytes.tx_per_op,
         r.bytes.rx_per_op,
-        if r.audit.unchecked() {
-            "unchecked"
-        } else if r.audit.matches {
-            "match"
-        } else {
-            "DIFFER"
-        }
+        r.audit.word()
     )
 }

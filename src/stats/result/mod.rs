@@ -328,11 +328,7 @@ impl RunResult {
                 latency: Hist(r.latency.clone()),
                 latency_uncorrected: Hist(r.latency_uncorrected.clone()),
                 schedule_lag: Hist(r.schedule_lag.clone()),
-                connect: Hist(r.phases.connect.clone()),
-                tls: Hist(r.phases.tls.clone()),
-                handshake: Hist(r.phases.handshake.clone()),
-                waiting: Hist(r.phases.waiting.clone()),
-                processing: Hist(r.phases.processing.clone()),
+                phases: r.phases.map(|h| Hist(h.clone())),
             },
             series: r.series.as_ref().map(SeriesResult::of),
             cpu_us_per_op: 0.0,
@@ -375,14 +371,8 @@ impl RunResult {
         self.messages = self.ops * self.messages_per_op;
         self.messages_per_sec = r3(self.ops_per_sec * self.messages_per_op as f64);
         let h = &self.histograms;
-        self.phases_us = PhasesUs {
-            connect: Spread::of_nonempty(&h.connect),
-            tls: Spread::of_nonempty(&h.tls),
-            handshake: Spread::of_nonempty(&h.handshake),
-            waiting: Spread::of_nonempty(&h.waiting),
-            processing: Spread::of_nonempty(&h.processing),
-            total: Spread::of_nonempty(&h.latency),
-        };
+        self.phases_us =
+            PhasesUs { phases: h.phases.map(Spread::of_nonempty), total: Spread::of_nonempty(&h.latency) };
         self.latency_us = Spread::of(&h.latency);
         self.latency_uncorrected_us = Spread::of_nonempty(&h.latency_uncorrected);
         self.schedule_lag_us = Spread::of_nonempty(&h.schedule_lag);

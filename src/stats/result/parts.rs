@@ -155,14 +155,12 @@ impl Spread {
     }
 }
 
-/// Each phase of an operation's time, and of a connection's set-up (`None`: not recorded).
+/// Each phase of an operation's time, and of a connection's set-up (`None`: not recorded),
+/// and the whole.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PhasesUs {
-    pub connect: Option<Spread>,
-    pub tls: Option<Spread>,
-    pub handshake: Option<Spread>,
-    pub waiting: Option<Spread>,
-    pub processing: Option<Spread>,
+    #[serde(flatten)]
+    pub phases: crate::stats::PhaseSet<Option<Spread>>,
     pub total: Option<Spread>,
 }
 
@@ -172,34 +170,18 @@ pub struct Histograms {
     pub latency: Hist,
     pub latency_uncorrected: Hist,
     pub schedule_lag: Hist,
-    pub connect: Hist,
-    pub tls: Hist,
-    pub handshake: Hist,
-    pub waiting: Hist,
-    pub processing: Hist,
+    #[serde(flatten)]
+    pub phases: crate::stats::PhaseSet<Hist>,
 }
 
 impl Histograms {
     /// Every histogram added to its twin.
     pub(super) fn merge(&mut self, o: &Histograms) {
-        let Histograms {
-            latency,
-            latency_uncorrected,
-            schedule_lag,
-            connect,
-            tls,
-            handshake,
-            waiting,
-            processing,
-        } = o;
+        let Histograms { latency, latency_uncorrected, schedule_lag, phases } = o;
         self.latency.add(latency);
         self.latency_uncorrected.add(latency_uncorrected);
         self.schedule_lag.add(schedule_lag);
-        self.connect.add(connect);
-        self.tls.add(tls);
-        self.handshake.add(handshake);
-        self.waiting.add(waiting);
-        self.processing.add(processing);
+        self.phases.merge_with(phases, Hist::add);
     }
 }
 
@@ -448,6 +430,18 @@ impl AuditResult {
             && !self.unchecked();
     }
 
+    /// The audit's verdict in a word: `match`, `DIFFER`, or `unchecked` (nothing it could
+    /// check against the kernel: UDP's sockets).
+    pub fn word(&self) -> &'static str {
+        if self.unchecked() {
+            "unchecked"
+        } else if self.matches {
+            "match"
+        } else {
+            "DIFFER"
+        }
+    }
+
     /// Bytes moved, and none on a socket whose counts could be read (UDP): nothing checked.
     pub fn unchecked(&self) -> bool {
         self.sockets == 0 && self.inexact_tx + self.inexact_rx > 0
@@ -525,15 +519,8 @@ impl RepeatResult {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RepeatRun {
-    pub ops: u64,
-    pub ops_per_sec: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub errors: u64,
-    pub cpu_us_per_op: f64,
-}
+/// One run of several, as `stats` summed it up.
+pub type RepeatRun = crate::stats::RunSummary;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RepeatSpread {
