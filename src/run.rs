@@ -219,7 +219,7 @@ fn client_tls(target: &Target, args: &crate::tls::options::TlsArgs) -> Result<Op
 /// the bytes it wrote and read.
 fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(u64, u64)> {
     let failed = |why: String| anyhow::anyhow!("{}: TLS handshake failed: {why}", target.url);
-    let mut session = tls.session().map_err(|e| failed(crate::tls::explain(&e)))?;
+    let mut session = tls.preflight_session().map_err(|e| failed(crate::tls::explain(&e)))?;
     let mut stream = std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT)
         .map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
     let _ = stream.set_read_timeout(Some(PREFLIGHT_TIMEOUT));

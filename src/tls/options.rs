@@ -74,6 +74,18 @@ pub struct ClientTls {
 }
 
 impl ClientTls {
+    /// A session for the pre-flight's handshake: the same configuration, but it neither uses
+    /// nor keeps session tickets, so the run's first connections are what they would be
+    /// without it (it reads the server's tickets while it waits for the server's verdict on
+    /// the handshake; kept, they made every connection of a `--tls-resume` run a resumed one).
+    pub fn preflight_session(&self) -> Result<rustls::ClientConnection, rustls::Error> {
+        let mut config = (*self.config).clone();
+        config.resumption = rustls::client::Resumption::disabled();
+        let mut conn = rustls::ClientConnection::new(Arc::new(config), self.name.clone())?;
+        conn.set_buffer_limit(None);
+        Ok(conn)
+    }
+
     /// A new TLS client session for one connection.
     pub fn session(&self) -> Result<rustls::ClientConnection, rustls::Error> {
         let mut conn = rustls::ClientConnection::new(self.config.clone(), self.name.clone())?;
