@@ -66,6 +66,11 @@ impl Engines {
             + Send
             + 'static,
     {
+        // The view takes the terminal before the engine starts: if it cannot, nothing runs.
+        let mut view = match (p.tui, &p.job.live) {
+            (true, Some(live)) => Some(crate::report::tui::View::open(live.clone(), heading(p))?),
+            _ => None,
+        };
         let job = p.job.clone();
         let started = Instant::now();
         let worker = std::thread::spawn(move || engine(&job));
@@ -75,10 +80,6 @@ impl Engines {
             && !p.tui;
         let progress = crate::report::Progress::new(visible, p.job.shape.ops, expected);
         let mut rows = p.live_rows.zip(p.job.live.clone()).map(|(every, live)| LiveRows::new(every, live));
-        let mut view = match (p.tui, &p.job.live) {
-            (true, Some(live)) => Some(crate::report::tui::View::open(live.clone(), heading(p))?),
-            _ => None,
-        };
         while !worker.is_finished() {
             std::thread::sleep(if view.is_some() {
                 Duration::from_millis(25)

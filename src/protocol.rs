@@ -236,6 +236,16 @@ pub fn refuse_foreign_options(plan: &LoadPlan) -> Result<()> {
     {
         bail!("--proxy-protocol applies to TCP targets: {} is QUIC over UDP", plan.target.url);
     }
+    if let Some((_, Some(source))) = plan.load.proxy
+        && let Some(t) = plan.targets().find(|t| {
+            t.host
+                .trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_ipv4() != source.is_ipv4())
+        })
+    {
+        bail!("--proxy-source {source} is not of {}'s address family: a PROXY header names one", t.url);
+    }
     for (flag, owners) in &plan.load.options.given {
         if !owners.contains(&plan.protocol.name) {
             bail!("{flag} applies to {} targets", schemes_of(owners));

@@ -49,7 +49,10 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     let mut checked = crate::stats::Preflight::default();
     for ((target, addr), tls) in plan.targets().zip(&addrs).zip(&tls) {
         let (tx, rx) = match tls.as_deref() {
-            Some(tls) if tls.start == TlsStart::AtConnect => preflight_tls(target, *addr, tls)?,
+            Some(tls) if tls.start == TlsStart::AtConnect => {
+                let preamble = load.proxy.map(|(v, source)| crate::proxy_header::header(v, source, *addr, 0));
+                preflight_tls(target, *addr, tls, preamble.as_deref())?
+            }
             Some(tls) if tls.start == TlsStart::InQuic => preflight_quic(target, *addr, tls)?,
             _ => preflight(target, *addr).map(|()| (0, 0))?,
         };
@@ -217,7 +220,12 @@ fn client_tls(target: &Target, args: &crate::tls::options::TlsArgs) -> Result<Op
 /// the server will not speak or a plaintext port is one clear line (exit status 2), not a
 /// run in which every connection fails; its connect is the reachability check too. Returns
 /// the bytes it wrote and read.
-fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(u64, u64)> {
+fn preflight_tls(
+    target: &Target,
+    addr: SocketAddr,
+    tls: &ClientTls,
+    preamble: Option<&[u8]>,
+) -> Result<(u64, u64)> {
     let failed = |why: String| anyhow::anyhow!("{}: TLS handshake failed: {why}", target.url);
     let mut session = tls.preflight_session().map_err(|e| failed(crate::tls::explain(&e)))?;
     let mut stream = std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT)
@@ -227,6 +235,12 @@ fn preflight_tls(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<(
     let mut wire = Vec::new();
     let mut buf = vec![0u8; crate::tls::MAX_RECORD];
     let (mut tx, mut rx) = (0u64, 0u64);
+    // `--proxy-protocol`'s header before TLS, as every connection of the run sends it.
+    if let Some(preamble) = preamble {
+        std::io::Write::write_all(&mut stream, preamble)
+            .map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
+        tx += preamble.len() as u64;
+    }
     // Bounded: a handshake is a few flights; each round writes what TLS has, reads once.
     for _ in 0..16 {
         wire.clear();

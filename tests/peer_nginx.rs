@@ -271,3 +271,32 @@ fn nginx_behind_a_proxy_takes_our_proxy_header() {
     let r = bench(&[&url, "-c", "1", "-n", "10", "--timeout", "1s", "--cores", &cpu]);
     assert_eq!(r.ops, 0, "without a header nginx takes nothing");
 }
+
+/// The same over TLS (`listen … ssl proxy_protocol`): the header goes before the ClientHello,
+/// the pre-flight's handshake included, and stays out of the TLS records.
+#[test]
+#[ignore = "needs nginx: run by .ci/run"]
+fn nginx_behind_a_proxy_over_tls_takes_the_header_before_the_handshake() {
+    let dir = std::env::temp_dir().join(format!("wirebench-nginx-proxy-tls-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let server = format!(
+        "ssl_certificate {}; ssl_certificate_key {}; location /who {{ return 200 \"$proxy_protocol_addr\"; }}",
+        cert.display(),
+        key.display()
+    );
+    let (_nginx, addr) = start_nginx_with("ssl proxy_protocol", &server);
+    let url = format!("https://{addr}/who");
+    let cpu = client_cpu().to_string();
+    let ca = cert.display().to_string();
+    for version in ["v1", "v2"] {
+        let r =
+            bench(&[&url, "-c", "2", "-n", "100", "--ca", &ca, "--proxy-protocol", version, "--cores", &cpu]);
+        assert_clean(&r);
+        assert_eq!(r.ops, 100, "{version}");
+        assert!(r.tls.used(), "{version}: TLS after the header");
+    }
+}

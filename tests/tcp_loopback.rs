@@ -72,7 +72,16 @@ fn tls_carries_the_floor() {
     // One record each way per operation: 5 bytes of header and a 16-byte tag (TLS 1.3, and
     // its content type).
     assert_eq!((r.tx_per_op(), r.rx_per_op()), (422.0, 23.0));
-    assert_eq!(ServerTally::sum(&started.handle.stop().unwrap()).requests, 500);
+    // Pipelined large answers over TLS (the review's case: 1 MiB answers at depth 8 stranded
+    // requests behind a 1 MiB bound per look): every one answered.
+    let deep =
+        ["-c", "1", "--depth", "8", "-n", "100", "--response-size", "1048576", "--insecure", "--cores", &cpu];
+    for engine in ENGINES {
+        let r = bench_on(engine, &[&[url.as_str()][..], &deep].concat());
+        assert_clean(&r);
+        assert_eq!((r.ops, r.rx_per_op() >= 1048576.0), (100, true), "{engine}");
+    }
+    assert_eq!(ServerTally::sum(&started.handle.stop().unwrap()).requests, 500 + 3 * 100);
 }
 
 #[test]
@@ -82,6 +91,11 @@ fn bad_tcp_urls_and_options_are_one_line() {
         (vec!["tcp://127.0.0.1:1", "-H", "X: y"], "no headers"),
         (vec!["tcp://127.0.0.1:1", "--size", "0"], "1 to 16777216 bytes"),
         (vec!["tcp://127.0.0.1:1", "--size", "16777217"], "1 to 16777216 bytes"),
+        (
+            vec!["tcp://127.0.0.1:1", "--size", "1", "--response-size", "16777216", "--depth", "8"],
+            "lower --depth",
+        ),
+        (vec!["tcp://127.0.0.1:1", "--proxy-protocol", "v1", "--proxy-source", "::1"], "address family"),
     ] {
         let mut argv = vec!["wirebench", "bench"];
         argv.extend(&args);

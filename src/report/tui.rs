@@ -62,7 +62,14 @@ impl View {
             let _ = terminal::disable_raw_mode();
             return Err(e);
         }
-        let term = ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(stdout))?;
+        let term = match ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(stdout)) {
+            Ok(term) => term,
+            Err(e) => {
+                let _ = execute!(std::io::stdout(), terminal::LeaveAlternateScreen);
+                let _ = terminal::disable_raw_mode();
+                return Err(e);
+            }
+        };
         Ok(View {
             term,
             live,

@@ -184,9 +184,9 @@ pub struct Conn<C> {
     per_op: bool,
     /// The first connect waits for this instant (`--connect-rate`).
     not_before: Instant,
-    /// Which of the run's targets it loads.
     /// Sent first on every connection (`--proxy-protocol`'s header).
     preamble: Option<Box<[u8]>>,
+    /// Which of the run's targets it loads.
     target: usize,
     /// `--requests`: its way through the entries (kept across its reconnects).
     picker: Option<Box<crate::requests::Picker>>,

@@ -90,7 +90,7 @@ pub static PROTOCOL: Protocol = Protocol {
     // netperf's TCP_RR default: one byte each way.
     default_payload: 1,
     validate,
-    check_payload: |_, body| fits("the request", body.len()),
+    check_payload: |plan, body| fits("the request", body.len()).and_then(|()| answers_fit(plan, body.len())),
     messages_per_op: crate::plan::one_message,
     compare_rows: |plan| {
         let row = |label: &str, response: ResponseSize, payload_crossings: u8| CompareRow {
@@ -122,6 +122,22 @@ fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
     }
     if let Some(Payload::Size(n)) = plan.load.payload {
         fits("--size", n)?;
+        answers_fit(plan, n)?;
+    }
+    Ok(())
+}
+
+/// The answers a connection may have in flight (`--depth` × the response) fit what `serve tcp`
+/// writes for one look at the input: past it, the requests left over would wait for more.
+fn answers_fit(plan: &LoadPlan, request: usize) -> anyhow::Result<()> {
+    let in_flight = plan.load.shape.depth * response_size(plan, request) as usize;
+    if in_flight > server::OUT_AT_ONCE {
+        bail!(
+            "--depth {} × a response of {} bytes is over the {} MiB of answers serve tcp writes at once: lower --depth or --response-size",
+            plan.load.shape.depth,
+            response_size(plan, request),
+            server::OUT_AT_ONCE >> 20
+        );
     }
     Ok(())
 }

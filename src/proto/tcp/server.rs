@@ -2,16 +2,19 @@
 //! first size with a response of the second (its bytes `x`), counting each as a request.
 //!
 //! Bounds, besides the engine's head, idle and write timeouts and `--max-conns`: sizes past
-//! [`MAX_MESSAGE`] (16 MiB) close the connection at the set-up; one call writes at most
-//! [`OUT_AT_ONCE`] of answers (or one answer, if larger) and leaves the rest of the input for
-//! once they are written, so a client pipelining small requests for large answers without
-//! reading them holds at most that much here.
+//! [`MAX_MESSAGE`] (16 MiB) close the connection at the set-up; one look at the input writes
+//! answers until they pass [`OUT_AT_ONCE`] (64 MiB: at most that plus one answer, 80 MiB) and
+//! leaves the rest of the input for later, so a client pipelining small requests for large
+//! answers without reading them makes it hold no more than that. The floor's client keeps its
+//! depth × response within it (`validate`): the engines look at what is left when more bytes
+//! arrive (and the `uring` engine once the answers are written), and a request left past the
+//! bound by a client that then waits would wait for its timeout.
 
 use super::wire::{HELLO_LEN, MAX_MESSAGE, Sizes};
 use crate::proto::{Awaiting, Served, ServerCodec};
 
-/// The most answer bytes written for one look at the input.
-pub const OUT_AT_ONCE: usize = 1 << 20;
+/// The answer bytes after which one look at the input stops answering.
+pub const OUT_AT_ONCE: usize = 64 << 20;
 
 #[derive(Debug, Clone, Default)]
 pub struct TcpServer {

@@ -67,9 +67,9 @@ fn a_set_up_out_of_bounds_closes() {
 fn answers_for_pipelined_requests_go_a_batch_at_a_time() {
     let mut s = TcpServer::default();
     let mut out = Vec::new();
-    let hello = Sizes { request: 1, response: 1 << 20 }.hello();
+    let hello = Sizes { request: 1, response: 16 << 20 }.hello();
     let input = [&hello[..], &[b'r'; 10]].concat();
     let served = s.serve(&input, &mut out);
-    assert_eq!((served.consumed, served.requests), (HELLO_LEN + 1, 1), "one 1 MiB answer, the rest later");
-    assert_eq!(out.len(), 1 << 20);
+    assert_eq!((served.consumed, served.requests), (HELLO_LEN + 4, 4), "64 MiB of answers, the rest later");
+    assert_eq!(out.len(), 64 << 20);
 }
