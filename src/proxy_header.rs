@@ -21,6 +21,16 @@ pub enum ProxyVersion {
 /// Version 2's signature.
 pub const V2_SIGNATURE: [u8; 12] = [0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A];
 
+/// What connection `index` to `target` sends first under `proxy` (`--proxy-protocol` and
+/// `--proxy-source`; `None`: nothing): the run's connections and the pre-flight's alike.
+pub fn for_connection(
+    proxy: Option<(ProxyVersion, Option<IpAddr>)>,
+    target: SocketAddr,
+    index: usize,
+) -> Option<Vec<u8>> {
+    proxy.map(|(version, source)| header(version, source, target, index))
+}
+
 /// The header connection `index` sends to `target`, claiming `source` (the loopback address of
 /// the target's family when `None`) and a port of its own. A source of the other family than the
 /// target is claimed as the target's loopback (a header names one family).

@@ -50,7 +50,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     for ((target, addr), tls) in plan.targets().zip(&addrs).zip(&tls) {
         let (tx, rx) = match tls.as_deref() {
             Some(tls) if tls.start == TlsStart::AtConnect => {
-                let preamble = load.proxy.map(|(v, source)| crate::proxy_header::header(v, source, *addr, 0));
+                let preamble = crate::proxy_header::for_connection(load.proxy, *addr, 0);
                 preflight_tls(target, *addr, tls, preamble.as_deref())?
             }
             Some(tls) if tls.start == TlsStart::InQuic => preflight_quic(target, *addr, tls)?,

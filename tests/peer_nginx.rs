@@ -277,12 +277,7 @@ fn nginx_behind_a_proxy_takes_our_proxy_header() {
 #[test]
 #[ignore = "needs nginx: run by .ci/run"]
 fn nginx_behind_a_proxy_over_tls_takes_the_header_before_the_handshake() {
-    let dir = std::env::temp_dir().join(format!("wirebench-nginx-proxy-tls-{}", free_port()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, made.cert.pem()).unwrap();
-    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let (cert, key) = h3_cert_files("nginx-proxy");
     let server = format!(
         "ssl_certificate {}; ssl_certificate_key {}; location /who {{ return 200 \"$proxy_protocol_addr\"; }}",
         cert.display(),

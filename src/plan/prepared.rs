@@ -157,8 +157,7 @@ impl Prepared {
 impl ClientJob {
     /// What connection `index` to target `target` sends first (`--proxy-protocol`'s header).
     pub fn preamble(&self, target: usize, index: usize) -> Option<Vec<u8>> {
-        let (version, source) = self.proxy?;
-        Some(crate::proxy_header::header(version, source, self.addrs[target], index))
+        crate::proxy_header::for_connection(self.proxy, self.addrs[target], index)
     }
 
     /// A core's recorder for this job: per target with several, with a time series when asked.
