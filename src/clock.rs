@@ -36,6 +36,11 @@ impl Instant {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))
     }
 
+    /// This instant on the machine's wall clock (as far as the two agree now).
+    pub fn wall(self) -> Option<std::time::SystemTime> {
+        std::time::SystemTime::now().checked_sub(Instant::now().saturating_duration_since(self))
+    }
+
     pub fn elapsed(&self) -> Duration {
         Instant::now().saturating_duration_since(*self)
     }

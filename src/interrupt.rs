@@ -1,5 +1,6 @@
-//! Ctrl-C: one stop flag for the process (a handler can be installed only once), which runs
-//! drain and report on, and servers stop on; a second Ctrl-C exits at once.
+//! Ctrl-C (and SIGTERM, as `kill`, `timeout` and Kubernetes stop a process): one stop flag for
+//! the process (a handler can be installed only once), which runs drain and report on, and
+//! servers stop on; a second signal exits at once.
 
 static INTERRUPT: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
     std::sync::OnceLock::new();

@@ -51,6 +51,7 @@ pub mod codec;
 pub mod cpus;
 pub mod drive;
 pub mod engine;
+pub mod fleet;
 pub mod interrupt;
 pub mod metrics;
 pub mod opener;

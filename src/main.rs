@@ -28,6 +28,8 @@ fn main() {
         Command::Sweep(args) => sweep::main(args),
         Command::Search(args) => search::main(args),
         Command::Merge(args) => merge::main(args),
+        Command::Kube(args) => wirebench::cmd::kube::main(args),
+        Command::Agent(args) => wirebench::cmd::agent::main(args),
         Command::Watch(args) => watch::main(args),
         Command::Plot(args) => plot::main(args),
         Command::Report(args) => report::main(args),

@@ -29,7 +29,7 @@ import sys
 # Top to bottom; modules on one line share a layer. A module missing here is reported.
 LAYERS = [
     ["main", "lib", "cmd"],
-    ["run", "check", "metrics"],
+    ["run", "check", "metrics", "fleet"],
     ["protocol"],
     ["drive"],
     ["report"],

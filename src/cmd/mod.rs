@@ -4,8 +4,10 @@
 //! subcommand. No protocol or syscall detail lives here: protocols are asked through the
 //! registry ([`crate::protocol`]).
 
+pub mod agent;
 pub mod bench;
 pub mod compare;
+pub mod kube;
 pub mod merge;
 pub mod plot;
 pub mod report;
@@ -44,6 +46,13 @@ pub enum Command {
     /// The highest rate a target serves within limits (`--p99 5ms`, `--failed 0.1%`): paced
     /// steps, doubling, then bisection; a row per step and the answer, with its rule.
     Search(SearchArgs),
+    /// One load from N pods of a Kubernetes cluster: started together at a barrier, each pod's
+    /// result gathered through the API and merged exactly, a line per pod (`bench`'s options,
+    /// plus the pods').
+    Kube(Box<kube::KubeArgs>),
+    /// What runs in each pod of `kube` (written by it, not by hand).
+    #[command(hide = true)]
+    Agent(agent::AgentArgs),
     /// Add runs of one load from several hosts (`bench --json` files) into one exact result:
     /// histograms added, counters summed, a row per run and a total.
     Merge(MergeArgs),

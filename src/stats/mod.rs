@@ -199,6 +199,9 @@ pub struct CoreRecorder {
     /// When the last measured operation ended (completed or failed): the measured window ends
     /// there, not when the last socket closed (closing a million takes half a minute).
     pub last_end: Option<crate::clock::Instant>,
+    /// When the first measured operation was sent: where the window really began on this core
+    /// (a fleet's hosts compare it).
+    pub first_sent: Option<crate::clock::Instant>,
     /// The machine's network counters at the window's opening and at its last operation (to
     /// within 100 ms): drops and retransmits inside the window, not the set-up's or close's.
     pub window_net: Option<(NetCounters, NetCounters)>,
@@ -291,6 +294,7 @@ impl CoreRecorder {
             steal: None,
             spin: Duration::ZERO,
             last_end: None,
+            first_sent: None,
             window_net: None,
             targets: Vec::new(),
             kinds: Vec::new(),
@@ -489,6 +493,9 @@ pub struct Report {
     /// How long after the start every connection was set up: the measured window opened then
     /// (plus any warm-up). `None` with a connection per operation.
     pub set_up_in: Option<Duration>,
+    /// The wall-clock instant the first measured operation was sent (of every core's): what a
+    /// fleet's hosts compare to say how far apart they really started.
+    pub first_sent: Option<std::time::SystemTime>,
     /// With `--repeat`: every run's summary; this report is the median one's.
     pub repeats: Option<Repeats>,
     /// The machine's network drops and retransmits during the run (`None`: not readable).
@@ -643,6 +650,10 @@ impl CoreRecorder {
         self.reconnects += c.reconnects;
         self.audit.merge(&c.audit);
         self.last_end = self.last_end.max(c.last_end);
+        self.first_sent = match (self.first_sent, c.first_sent) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         // Machine-wide counters: from the earliest opening to the latest end of any core.
         self.window_net = match (self.window_net, c.window_net) {
             (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
@@ -673,11 +684,14 @@ impl Report {
                 spin: c.spin,
             })
             .collect();
+        // The engines' monotonic instant as the wall clock, read as the run ends.
+        let first_sent = totals.first_sent.and_then(crate::clock::Instant::wall);
         Report {
             totals,
             elapsed,
             per_core,
             set_up_in: None,
+            first_sent,
             repeats: None,
             net: None,
             preflight: Preflight::default(),

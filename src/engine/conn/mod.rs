@@ -584,6 +584,7 @@ impl<C: ClientCodec> Conn<C> {
             op.open = self.codec.op_open();
             self.ledger.push(op);
             if traffic == Traffic::Op {
+                rec.first_sent.get_or_insert(now);
                 rec.sent += 1;
                 rec.share_sent(self.target, kind);
             }

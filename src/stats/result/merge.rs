@@ -55,6 +55,7 @@ impl RunResult {
             reconnects,
             connect_rate_auto,
             set_up_in_s,
+            first_sent_unix_s,
             repeat: _,
             due_while_busy,
             due_unsent,
@@ -79,6 +80,7 @@ impl RunResult {
             checks: _,
             // One load, one schedule: the first's, derived again from the merged series.
             stages: _,
+            fleet: _,
         } = other;
         self.become_merge(runs);
         merge_targets(&mut self.targets, targets.as_deref());
@@ -97,6 +99,7 @@ impl RunResult {
         self.reconnects += reconnects;
         merge_option(&mut self.connect_rate_auto, connect_rate_auto, |a, b| a.add(b));
         merge_option(&mut self.set_up_in_s, set_up_in_s, |a, b| *a = a.max(*b));
+        merge_option(&mut self.first_sent_unix_s, first_sent_unix_s, |a, b| *a = a.min(*b));
         // A merged result is not a repeat: its runs are in `runs`.
         self.repeat = None;
         self.due_while_busy += due_while_busy;
@@ -123,6 +126,8 @@ impl RunResult {
     /// This result becomes a merge of `runs`: a run's cores carry its label once it is merged
     /// with others; its checks are asked again of the total.
     fn become_merge(&mut self, runs: Vec<RunLine>) {
+        // A fleet's account is of its own run: merged again, the total has none.
+        self.fleet = None;
         if self.kind == Kind::Bench {
             let own = self.label.clone();
             for c in &mut self.per_core {

@@ -17,6 +17,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// A wall-clock instant as Unix seconds (to the microsecond).
+fn unix_s(t: std::time::SystemTime) -> Option<f64> {
+    t.duration_since(std::time::UNIX_EPOCH).ok().map(secs)
+}
+
 /// Round to 3 decimals so the JSON shows measured precision, not float noise.
 pub fn r3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
@@ -145,6 +150,10 @@ pub struct RunResult {
     pub connect_rate_auto: Option<AutoRateResult>,
     /// How long after the start every connection was set up (merged: the longest).
     pub set_up_in_s: Option<f64>,
+    /// When the first measured operation was sent, Unix seconds by this host's clock (merged:
+    /// the earliest run's).
+    #[serde(default)]
+    pub first_sent_unix_s: Option<f64>,
     /// `--repeat`: every run's line. Not merged (a merged result lists its runs in `runs`).
     pub repeat: Option<RepeatResult>,
     /// Paced operations that came due while their connection was busy, and that came due
@@ -194,6 +203,9 @@ pub struct RunResult {
     /// `--rate` with stages: each stage and what it measured (derived from the series).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageResult>,
+    /// `wirebench kube`: the fleet's start and each pod's part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetResult>,
 }
 
 /// A `--fail-if` condition checked against a result ([`crate::check`]).
@@ -313,6 +325,7 @@ impl RunResult {
             reconnects: r.reconnects,
             connect_rate_auto: r.openers.as_ref().map(AutoRateResult::of),
             set_up_in_s: r.set_up_in.map(secs),
+            first_sent_unix_s: r.first_sent.and_then(unix_s),
             repeat,
             due_while_busy: r.due_while_busy,
             due_unsent: r.due_unsent,
@@ -352,6 +365,7 @@ impl RunResult {
             runs: Vec::new(),
             checks: Vec::new(),
             stages: ran.stages.clone(),
+            fleet: None,
         };
         result.derive();
         result
@@ -412,10 +426,12 @@ impl RunResult {
 }
 
 mod bytes;
+mod fleet;
 mod merge;
 mod parts;
 
 pub use bytes::*;
+pub use fleet::*;
 pub use parts::*;
 
 #[cfg(test)]

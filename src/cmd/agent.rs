@@ -1,0 +1,144 @@
+//! `wirebench agent --run NAME -- BENCH-ARGS`: what runs in each load pod of `wirebench kube`
+//! (hidden from the help: the coordinator writes this command line). It checks its options,
+//! says it is ready in its own ConfigMap, waits at the barrier for the start, runs `bench`
+//! with `--start-at` that start, and writes its `RunResult` back — or one line saying why it
+//! could not. The protocol is [`crate::fleet`]'s; what the pod prints is for people
+//! (`kubectl logs`), never read back.
+
+use crate::fleet::{Agent, Barrier, Place, Run, api};
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use std::time::{Duration, Instant, SystemTime};
+
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// The run: its barrier's name.
+    #[arg(long)]
+    pub run: String,
+    /// How long to wait at the barrier for the start.
+    #[arg(long, value_parser = crate::plan::parse_duration, default_value = "300s")]
+    pub wait: Duration,
+    /// `bench`'s arguments: the URL and the load options.
+    #[arg(last = true, required = true)]
+    pub bench: Vec<String>,
+}
+
+/// What the pod's environment says (the Job sets it: downward API, Indexed Job).
+struct Pod {
+    index: u32,
+    uid: String,
+    place: Place,
+}
+
+fn pod() -> Result<Pod> {
+    let var = |k: &str| {
+        std::env::var(k)
+            .with_context(|| format!("{k} is not set: `wirebench agent` runs in a pod of `wirebench kube`"))
+    };
+    let (cpus_allowed, cpus_online) = crate::fleet::cpus_here();
+    Ok(Pod {
+        index: var("JOB_COMPLETION_INDEX")?.parse().context("JOB_COMPLETION_INDEX is not a number")?,
+        uid: var("WB_POD_UID")?,
+        place: Place {
+            pod: var("WB_POD")?,
+            node: var("WB_NODE").unwrap_or_default(),
+            cpus_allowed,
+            cpus_online,
+        },
+    })
+}
+
+/// `bench`'s arguments as `bench` parses them.
+fn bench_args(args: &[String]) -> Result<super::BenchArgs> {
+    let argv = ["wirebench", "bench"].into_iter().map(String::from).chain(args.iter().cloned());
+    match <super::Cli as clap::Parser>::try_parse_from(argv).map(|cli| cli.command) {
+        Ok(super::Command::Bench(b)) => Ok(b),
+        Ok(_) => bail!("not bench's arguments"),
+        Err(e) => bail!("{}", e.to_string().lines().next().unwrap_or("bad arguments")),
+    }
+}
+
+pub fn main(args: &AgentArgs) -> Result<()> {
+    let pod = pod()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let client = rt.block_on(api::client())?;
+    let run = Run { name: args.run.clone(), namespace: client.default_namespace().to_string() };
+    let say = |agent: &Agent| rt.block_on(api::put_agent(&client, &run, pod.index, &pod.uid, agent));
+    let failed = |why: String| {
+        let _ = say(&Agent::Failed { place: pod.place.clone(), why: why.clone() });
+        anyhow!(why)
+    };
+    // The options, checked as `bench` checks them before it reaches the target.
+    let mut bench = bench_args(&args.bench).map_err(|e| failed(format!("{e:#}")))?;
+    crate::protocol::validate_targets(
+        &bench.urls,
+        &bench.load,
+        &bench.engine,
+        &crate::plan::Defaults::BENCH,
+        &crate::cpus::online(),
+    )
+    .map_err(|e| failed(format!("{e:#}")))?;
+    say(&Agent::Ready { place: pod.place.clone(), ready_at: SystemTime::now() })?;
+    println!(
+        "agent {} of {} on {} (CPUs {}): ready",
+        pod.index, run.name, pod.place.node, pod.place.cpus_allowed
+    );
+    let (start_at, written_at, saw) =
+        wait_for_start(&rt, &client, &run, args.wait).map_err(|e| failed(format!("{e:#}")))?;
+    // A start already past (seen late) opens the window at once: the coordinator sees by how
+    // much, and merges it only within its tolerance.
+    bench.load.start_at = Some(start_at.max(SystemTime::now() + Duration::from_millis(5)));
+    bench.label = Some(pod.place.pod.clone());
+    println!(
+        "start at {} (seen {:.1} ms after it was written)",
+        humantime::format_rfc3339_millis(start_at),
+        crate::fleet::signed_ms(saw, written_at)
+    );
+    let (info, report) = super::bench::run(&bench).map_err(|e| failed(format!("{e:#}")))?;
+    // SIGTERM (the pod deleted or evicted) stopped the run: its part is not the load asked for.
+    if crate::interrupt::was_set() {
+        return Err(failed(format!(
+            "stopped by a signal after {:.2} s of its window (the pod was deleted or evicted)",
+            report.elapsed.as_secs_f64()
+        )));
+    }
+    let result = crate::report::json::bench(&info, &report, bench.label.clone());
+    crate::report::out(&crate::report::text::summary(&info, &result));
+    let result_json = serde_json::to_string(&result)?;
+    if result_json.len() > crate::fleet::MAX_RESULT_BYTES {
+        return Err(failed(format!(
+            "its result is {} KiB, more than a ConfigMap holds ({} KiB): use fewer --report-every intervals or --requests kinds",
+            result_json.len() / 1024,
+            crate::fleet::MAX_RESULT_BYTES / 1024
+        )));
+    }
+    say(&Agent::Done { place: pod.place.clone(), saw_start_at: saw, result_json })?;
+    Ok(())
+}
+
+/// Ask the barrier every [`crate::fleet::BARRIER_POLL`] until it says start (the start, and
+/// when the coordinator wrote it, when this pod saw it), for at most `wait`. A failed read is tried again until then.
+fn wait_for_start(
+    rt: &tokio::runtime::Runtime,
+    client: &kube::Client,
+    run: &Run,
+    wait: Duration,
+) -> Result<(SystemTime, SystemTime, SystemTime)> {
+    let deadline = Instant::now() + wait;
+    let mut last_error = None;
+    while Instant::now() < deadline {
+        match rt.block_on(api::barrier(client, run)) {
+            Ok(Barrier::Start { start_at, written_at }) => {
+                return Ok((start_at, written_at, SystemTime::now()));
+            }
+            Ok(Barrier::Abort) => bail!("the run was called off before it started"),
+            Ok(Barrier::Waiting) => {}
+            Err(e) => last_error = Some(e),
+        }
+        std::thread::sleep(crate::fleet::BARRIER_POLL);
+    }
+    match last_error {
+        Some(e) => Err(e.context(format!("no start in {wait:?}"))),
+        None => bail!("no start in {wait:?}: the coordinator did not release the pods"),
+    }
+}

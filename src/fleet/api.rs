@@ -1,0 +1,205 @@
+//! The calls a run makes to the Kubernetes API (kube-rs): create the run's objects, write and
+//! read the barrier and the agents' ConfigMaps, see the pods, delete it all. Every call is one
+//! request with the client's own timeout; the loops that repeat them are the callers', each
+//! bounded in time.
+
+use super::objects::{self, PodSpec};
+use super::{Agent, Barrier, Run};
+use anyhow::{Context, Result};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
+
+/// A client from the user's kubeconfig (`KUBECONFIG`, `~/.kube/config`) or, in a pod, its
+/// service account.
+pub async fn client() -> Result<kube::Client> {
+    kube::Client::try_default().await.context(
+        "cannot reach a Kubernetes cluster: set KUBECONFIG (or ~/.kube/config) to one whose API answers",
+    )
+}
+
+/// Create the run: the barrier (waiting), the agents' access, then the Job.
+pub async fn create(client: &kube::Client, run: &Run, spec: &PodSpec) -> Result<()> {
+    let pp = PostParams::default();
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
+    let root = maps
+        .create(&pp, &objects::barrier(run)?)
+        .await
+        .with_context(|| format!("cannot create ConfigMap {} in namespace {}", run.name, run.namespace))?;
+    let uid = root.metadata.uid.context("the API gave the barrier no uid")?;
+    let (sa, role, binding) = objects::access(run, &uid)?;
+    let ns = &run.namespace;
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(&pp, &sa)
+        .await
+        .context("cannot create the ServiceAccount")?;
+    Api::<Role>::namespaced(client.clone(), ns).create(&pp, &role).await.context("cannot create the Role")?;
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .create(&pp, &binding)
+        .await
+        .context("cannot create the RoleBinding")?;
+    Api::<Job>::namespaced(client.clone(), ns)
+        .create(&pp, &objects::job(run, &uid, spec)?)
+        .await
+        .context("cannot create the Job")?;
+    Ok(())
+}
+
+/// Write the barrier.
+pub async fn set_barrier(client: &kube::Client, run: &Run, barrier: Barrier) -> Result<()> {
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
+    let mut root = maps.get(&run.name).await.context("cannot read the barrier")?;
+    root.data = Some(barrier.to_data());
+    maps.replace(&run.name, &PostParams::default(), &root).await.context("cannot write the barrier")?;
+    Ok(())
+}
+
+/// Read the barrier (gone: `Abort`).
+pub async fn barrier(client: &kube::Client, run: &Run) -> Result<Barrier> {
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
+    Ok(match maps.get_opt(&run.name).await.context("cannot read the barrier")? {
+        Some(map) => Barrier::from_data(&map.data.unwrap_or_default()),
+        None => Barrier::Abort,
+    })
+}
+
+/// Every agent's last word, by index.
+pub async fn agents(client: &kube::Client, run: &Run) -> Result<Vec<(u32, Agent)>> {
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
+    let lp = ListParams::default().labels(&format!("{},{}", run.selector(), super::INDEX_LABEL));
+    let list = maps.list(&lp).await.context("cannot list the agents' ConfigMaps")?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|m| {
+            let index = m.metadata.labels.as_ref()?.get(super::INDEX_LABEL)?.parse().ok()?;
+            Some((index, Agent::from_data(&m.data.unwrap_or_default())?))
+        })
+        .collect())
+}
+
+/// Write agent `index`'s ConfigMap (created the first time, replaced after).
+pub async fn put_agent(
+    client: &kube::Client,
+    run: &Run,
+    index: u32,
+    pod_uid: &str,
+    agent: &Agent,
+) -> Result<()> {
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
+    let pod = &agent.place().pod;
+    let map = objects::agent_map(run, index, pod, pod_uid, agent.to_data())?;
+    let name = run.agent_map(index);
+    match maps.get_opt(&name).await? {
+        None => drop(
+            maps.create(&PostParams::default(), &map)
+                .await
+                .with_context(|| format!("cannot create {name}"))?,
+        ),
+        Some(old) => {
+            let mut map = map;
+            map.metadata.resource_version = old.metadata.resource_version;
+            maps.replace(&name, &PostParams::default(), &map)
+                .await
+                .with_context(|| format!("cannot write {name}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A load pod as the API sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodState {
+    pub name: String,
+    pub index: Option<u32>,
+    /// `Pending`, `Running`, `Succeeded`, `Failed` (or `Unknown`).
+    pub phase: String,
+    /// Why it failed or waits, when the API says (`Evicted`, `ErrImageNeverPull`, exit codes).
+    pub reason: Option<String>,
+    pub qos: Option<String>,
+    /// Being deleted.
+    pub deleting: bool,
+}
+
+/// The run's pods.
+pub async fn pods(client: &kube::Client, run: &Run) -> Result<Vec<PodState>> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), &run.namespace);
+    let list =
+        api.list(&ListParams::default().labels(&run.selector())).await.context("cannot list the pods")?;
+    Ok(list.items.into_iter().map(pod_state).collect())
+}
+
+fn pod_state(pod: Pod) -> PodState {
+    let index = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("batch.kubernetes.io/job-completion-index"))
+        .and_then(|i| i.parse().ok());
+    let status = pod.status.unwrap_or_default();
+    // The first container's waiting or terminated reason, else the pod's.
+    let container = status.container_statuses.as_ref().and_then(|c| c.first()).and_then(|c| c.state.clone());
+    let from_container = container.and_then(|s| {
+        s.waiting
+            .and_then(|w| {
+                w.reason.map(|r| format!("{r}{}", w.message.map(|m| format!(": {m}")).unwrap_or_default()))
+            })
+            .or_else(|| {
+                s.terminated.map(|t| {
+                    let why = t.reason.unwrap_or_else(|| "Terminated".into());
+                    format!("{why} (exit {})", t.exit_code)
+                })
+            })
+    });
+    PodState {
+        name: pod.metadata.name.unwrap_or_default(),
+        index,
+        phase: status.phase.unwrap_or_else(|| "Unknown".into()),
+        reason: status.reason.or(from_container),
+        qos: status.qos_class,
+        deleting: pod.metadata.deletion_timestamp.is_some(),
+    }
+}
+
+/// Delete the run: the Job with its pods at once, then the root (the rest is owned by it).
+/// Best effort, each failure said; gone already is fine.
+pub async fn delete(client: &kube::Client, run: &Run) -> Vec<String> {
+    let background =
+        DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..Default::default() };
+    let mut failed = Vec::new();
+    let ns = &run.namespace;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    if let Err(e) = jobs.delete(&run.name, &background).await
+        && !gone(&e)
+    {
+        failed.push(format!("Job {}: {e}", run.name));
+    }
+    // The owned objects too, not left to the garbage collector's pace.
+    let sa: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    let role: Api<Role> = Api::namespaced(client.clone(), ns);
+    let binding: Api<RoleBinding> = Api::namespaced(client.clone(), ns);
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let results = [
+        ("RoleBinding", binding.delete(&run.name, &background).await.err()),
+        ("Role", role.delete(&run.name, &background).await.err()),
+        ("ServiceAccount", sa.delete(&run.name, &background).await.err()),
+        ("ConfigMap", maps.delete(&run.name, &background).await.err()),
+    ];
+    for (kind, err) in results {
+        if let Some(e) = err
+            && !gone(&e)
+        {
+            failed.push(format!("{kind} {}: {e}", run.name));
+        }
+    }
+    if let Err(e) = maps.delete_collection(&background, &ListParams::default().labels(&run.selector())).await
+    {
+        failed.push(format!("the agents' ConfigMaps: {e}"));
+    }
+    failed
+}
+
+fn gone(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}

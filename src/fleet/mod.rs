@@ -1,0 +1,273 @@
+//! The fleet on Kubernetes: what `wirebench kube` (the coordinator, on the user's machine) and
+//! `wirebench agent` (one in each load pod) say to each other, through the Kubernetes API only —
+//! no text logs are read, nothing is installed in the cluster but the image.
+//!
+//! One run is named once (`wb-…`) and everything it creates carries that name and the label
+//! [`RUN_LABEL`]: a ServiceAccount with a Role that may read and write ConfigMaps (the agents'
+//! only rights), the **barrier** ConfigMap the coordinator writes the start into, and an
+//! Indexed Job of N pods. Each agent checks its options, then creates its own ConfigMap
+//! (`<run>-<index>`) saying it is [`Agent::Ready`]; once every pod is ready (or the wait is
+//! over) the coordinator writes one start time into the barrier; every agent opens its measured
+//! window at that instant (`bench --start-at`) and, at the end, replaces its ConfigMap's content
+//! with [`Agent::Done`] and its `RunResult` as JSON — or [`Agent::Failed`] and one line. The
+//! coordinator merges the results exactly (`merge`), names every pod that failed, was deleted
+//! or started too late, and deletes what it created.
+//!
+//! This file is the pure part (names, the ConfigMaps' content, the objects), tested without a
+//! cluster; [`api`] does the calls.
+
+pub mod api;
+pub mod objects;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The label every object of a run carries, its value the run's name.
+pub const RUN_LABEL: &str = "wirebench.dev/run";
+/// The label of the pods' own ConfigMaps (value: the pod's index), beside [`RUN_LABEL`].
+pub const INDEX_LABEL: &str = "wirebench.dev/index";
+/// A ConfigMap holds at most 1 MiB; a result larger than this is refused by its agent.
+pub const MAX_RESULT_BYTES: usize = 900 * 1024;
+/// How often the agents look at the barrier while they wait (a GET each).
+pub const BARRIER_POLL: Duration = Duration::from_millis(20);
+
+/// The names of one run's objects, in one namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    pub name: String,
+    pub namespace: String,
+}
+
+impl Run {
+    /// A fresh run name: `wb-` and 8 hex digits from the clock and the process (a DNS label).
+    pub fn fresh(namespace: &str) -> Run {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+        let mixed = (nanos ^ (u64::from(std::process::id()) << 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Run { name: format!("wb-{:08x}", mixed >> 32), namespace: namespace.to_string() }
+    }
+
+    /// The ConfigMap agent `index` writes.
+    pub fn agent_map(&self, index: u32) -> String {
+        format!("{}-{index}", self.name)
+    }
+
+    /// The labels of every object of the run.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("app.kubernetes.io/name".to_string(), "wirebench".to_string()),
+            (RUN_LABEL.to_string(), self.name.clone()),
+        ])
+    }
+
+    /// The selector of the run's objects.
+    pub fn selector(&self) -> String {
+        format!("{RUN_LABEL}={}", self.name)
+    }
+}
+
+/// Nanoseconds since the Unix epoch (0 before it).
+pub fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The instant of `ns` nanoseconds since the Unix epoch.
+pub fn from_unix_ns(ns: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_nanos(ns)
+}
+
+/// `a - b` in milliseconds, negative when `a` is earlier.
+pub fn signed_ms(a: SystemTime, b: SystemTime) -> f64 {
+    match a.duration_since(b) {
+        Ok(d) => d.as_secs_f64() * 1e3,
+        Err(e) => -e.duration().as_secs_f64() * 1e3,
+    }
+}
+
+/// What the coordinator writes into the barrier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Barrier {
+    /// Not yet: wait.
+    Waiting,
+    /// Open the measured window at `start_at`; `written_at` is the coordinator's clock when it
+    /// wrote this (an agent's clock when it saw it, minus this: its delivery plus the clocks'
+    /// offset).
+    Start { start_at: SystemTime, written_at: SystemTime },
+    /// The run was called off (Ctrl-C, or no pod became ready): exit.
+    Abort,
+}
+
+impl Barrier {
+    pub fn to_data(self) -> BTreeMap<String, String> {
+        match self {
+            Barrier::Waiting => BTreeMap::from([("state".into(), "waiting".into())]),
+            Barrier::Start { start_at, written_at } => BTreeMap::from([
+                ("state".into(), "start".into()),
+                ("start_at_ns".into(), unix_ns(start_at).to_string()),
+                ("written_at_ns".into(), unix_ns(written_at).to_string()),
+            ]),
+            Barrier::Abort => BTreeMap::from([("state".into(), "abort".into())]),
+        }
+    }
+
+    /// Read a barrier; anything unreadable is `Waiting` (the coordinator writes it whole).
+    pub fn from_data(data: &BTreeMap<String, String>) -> Barrier {
+        let ns = |k: &str| data.get(k).and_then(|v| v.parse::<u64>().ok()).map(from_unix_ns);
+        match data.get("state").map(String::as_str) {
+            Some("start") => match (ns("start_at_ns"), ns("written_at_ns")) {
+                (Some(start_at), Some(written_at)) => Barrier::Start { start_at, written_at },
+                _ => Barrier::Waiting,
+            },
+            Some("abort") => Barrier::Abort,
+            _ => Barrier::Waiting,
+        }
+    }
+}
+
+/// Where an agent's pod runs: what it says when ready, and again with its result.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Place {
+    pub pod: String,
+    pub node: String,
+    /// The CPUs the agent may run on (`/proc/self/status` `Cpus_allowed_list`): its exclusive
+    /// CPUs under the kubelet's static CPU manager policy, else the shared pool.
+    pub cpus_allowed: String,
+    /// The node's online CPUs, as the pod sees them (`/sys/devices/system/cpu/online`).
+    pub cpus_online: String,
+}
+
+/// What an agent writes into its own ConfigMap.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Agent {
+    /// Its options check out; it waits at the barrier.
+    Ready { place: Place, ready_at: SystemTime },
+    /// It ran: the `RunResult` (JSON), and when it saw the start.
+    Done { place: Place, saw_start_at: SystemTime, result_json: String },
+    /// It could not run, and why, in one line.
+    Failed { place: Place, why: String },
+}
+
+impl Agent {
+    pub fn place(&self) -> &Place {
+        match self {
+            Agent::Ready { place, .. } | Agent::Done { place, .. } | Agent::Failed { place, .. } => place,
+        }
+    }
+
+    pub fn to_data(&self) -> BTreeMap<String, String> {
+        let p = self.place();
+        let mut data = BTreeMap::from([
+            ("pod".to_string(), p.pod.clone()),
+            ("node".to_string(), p.node.clone()),
+            ("cpus_allowed".to_string(), p.cpus_allowed.clone()),
+            ("cpus_online".to_string(), p.cpus_online.clone()),
+        ]);
+        let mut put = |k: &str, v: String| data.insert(k.to_string(), v);
+        match self {
+            Agent::Ready { ready_at, .. } => {
+                put("state", "ready".into());
+                put("ready_at_ns", unix_ns(*ready_at).to_string());
+            }
+            Agent::Done { saw_start_at, result_json, .. } => {
+                put("state", "done".into());
+                put("saw_start_at_ns", unix_ns(*saw_start_at).to_string());
+                put("result.json", result_json.clone());
+            }
+            Agent::Failed { why, .. } => {
+                put("state", "failed".into());
+                put("why", why.clone());
+            }
+        }
+        data
+    }
+
+    /// Read an agent's ConfigMap; `None` if it does not say one of the states whole.
+    pub fn from_data(data: &BTreeMap<String, String>) -> Option<Agent> {
+        let get = |k: &str| data.get(k).cloned();
+        let place = Place {
+            pod: get("pod")?,
+            node: get("node").unwrap_or_default(),
+            cpus_allowed: get("cpus_allowed").unwrap_or_default(),
+            cpus_online: get("cpus_online").unwrap_or_default(),
+        };
+        let ns = |k: &str| data.get(k).and_then(|v| v.parse::<u64>().ok()).map(from_unix_ns);
+        match data.get("state")?.as_str() {
+            "ready" => Some(Agent::Ready { place, ready_at: ns("ready_at_ns")? }),
+            "done" => Some(Agent::Done {
+                place,
+                saw_start_at: ns("saw_start_at_ns")?,
+                result_json: get("result.json")?,
+            }),
+            "failed" => Some(Agent::Failed { place, why: get("why").unwrap_or_default() }),
+            _ => None,
+        }
+    }
+}
+
+/// This process's allowed CPUs and the machine's online ones, as the kernel lists them.
+pub fn cpus_here() -> (String, String) {
+    let allowed = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(|v| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    (allowed, online)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_barrier_and_every_agent_state_read_back_as_written() {
+        let t = |ns: u64| from_unix_ns(1_765_000_000_000_000_000 + ns);
+        for b in [Barrier::Waiting, Barrier::Abort, Barrier::Start { start_at: t(7), written_at: t(3) }] {
+            assert_eq!(Barrier::from_data(&b.to_data()), b);
+        }
+        let place = Place {
+            pod: "wb-1-0-x".into(),
+            node: "vm".into(),
+            cpus_allowed: "1".into(),
+            cpus_online: "0-1".into(),
+        };
+        for a in [
+            Agent::Ready { place: place.clone(), ready_at: t(1) },
+            Agent::Done { place: place.clone(), saw_start_at: t(2), result_json: "{}".into() },
+            Agent::Failed { place, why: "no".into() },
+        ] {
+            assert_eq!(Agent::from_data(&a.to_data()), Some(a));
+        }
+    }
+
+    #[test]
+    fn half_written_states_are_not_taken_for_whole_ones() {
+        let mut data = Barrier::Start { start_at: from_unix_ns(5), written_at: from_unix_ns(4) }.to_data();
+        data.remove("start_at_ns");
+        assert_eq!(Barrier::from_data(&data), Barrier::Waiting);
+        let mut data = Agent::Done {
+            place: Place { pod: "p".into(), ..Place::default() },
+            saw_start_at: from_unix_ns(1),
+            result_json: "{}".into(),
+        }
+        .to_data();
+        data.remove("result.json");
+        assert_eq!(Agent::from_data(&data), None);
+        assert_eq!(Agent::from_data(&BTreeMap::new()), None);
+    }
+
+    #[test]
+    fn run_names_are_dns_labels_and_differ() {
+        let a = Run::fresh("default");
+        std::thread::sleep(Duration::from_millis(1));
+        let b = Run::fresh("default");
+        assert_ne!(a.name, b.name);
+        assert!(
+            a.name.len() <= 63
+                && a.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
+        assert_eq!(a.agent_map(2), format!("{}-2", a.name));
+    }
+}

@@ -1,0 +1,197 @@
+//! The objects one run creates, as the API takes them: written as the manifests a reader knows
+//! (JSON in the shape of YAML), then typed by k8s-openapi, so that a misspelt field fails here,
+//! in a test, not in the cluster.
+//!
+//! The barrier ConfigMap is the root: every other object names it as its owner, so deleting it
+//! (or the cluster's garbage collector, after a coordinator that died) takes the run away. The
+//! Job also stops by itself (`activeDeadlineSeconds`) and goes after a while
+//! (`ttlSecondsAfterFinished`).
+
+use super::{Barrier, Run};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// What the load pods are: how many, which image, what each may use, what each runs.
+#[derive(Debug, Clone)]
+pub struct PodSpec {
+    pub pods: u32,
+    pub image: String,
+    /// `IfNotPresent`, `Always` or `Never`.
+    pub pull: String,
+    /// CPU per pod, requested and limited alike (whole CPUs: Guaranteed QoS, exclusive CPUs
+    /// under the static CPU manager policy), e.g. `1`, `500m`.
+    pub cpu: String,
+    pub memory: String,
+    pub node_selector: BTreeMap<String, String>,
+    /// `bench`'s arguments (URL and load options), as the agent runs them.
+    pub bench: Vec<String>,
+    /// The Job stops every pod after this long, whatever happens.
+    pub deadline: Duration,
+}
+
+/// How long a finished run's Job stays if nobody deletes it.
+const TTL_AFTER_FINISHED_S: u64 = 600;
+
+fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> anyhow::Result<T> {
+    Ok(serde_json::from_value(value)?)
+}
+
+/// The barrier: the run's root object, waiting.
+pub fn barrier(run: &Run) -> anyhow::Result<ConfigMap> {
+    typed(json!({
+        "metadata": {"name": run.name, "namespace": run.namespace, "labels": run.labels()},
+        "data": Barrier::Waiting.to_data(),
+    }))
+}
+
+/// Metadata of an object owned by the barrier (`uid`: the barrier's).
+fn owned(run: &Run, name: &str, uid: &str) -> serde_json::Value {
+    json!({
+        "name": name,
+        "namespace": run.namespace,
+        "labels": run.labels(),
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": run.name, "uid": uid}],
+    })
+}
+
+/// The agents' identity and its only rights: ConfigMaps in the run's namespace.
+pub fn access(run: &Run, uid: &str) -> anyhow::Result<(ServiceAccount, Role, RoleBinding)> {
+    let meta = owned(run, &run.name, uid);
+    Ok((
+        typed(json!({"metadata": meta, "automountServiceAccountToken": true}))?,
+        typed(json!({
+            "metadata": meta,
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                       "verbs": ["get", "list", "watch", "create", "update", "patch"]}],
+        }))?,
+        typed(json!({
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": run.name},
+            "subjects": [{"kind": "ServiceAccount", "name": run.name, "namespace": run.namespace}],
+        }))?,
+    ))
+}
+
+/// The Indexed Job of load pods: each index fails alone (`backoffLimitPerIndex: 0`: a pod
+/// that fails or is deleted is not retried, and the others go on), pods spread over nodes
+/// where they can be.
+pub fn job(run: &Run, uid: &str, spec: &PodSpec) -> anyhow::Result<Job> {
+    // The agent learns its pod, the pod's uid (its ConfigMap's owner) and node from the API.
+    let field =
+        |name: &str, path: &str| json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
+    let env = json!([
+        field("WB_POD", "metadata.name"),
+        field("WB_POD_UID", "metadata.uid"),
+        field("WB_NODE", "spec.nodeName"),
+    ]);
+    let mut command =
+        vec!["wirebench".to_string(), "agent".into(), "--run".into(), run.name.clone(), "--".into()];
+    command.extend(spec.bench.iter().cloned());
+    let resources = json!({"cpu": spec.cpu, "memory": spec.memory});
+    typed(json!({
+        "metadata": owned(run, &run.name, uid),
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": spec.pods,
+            "parallelism": spec.pods,
+            "backoffLimitPerIndex": 0,
+            "activeDeadlineSeconds": spec.deadline.as_secs().max(1),
+            "ttlSecondsAfterFinished": TTL_AFTER_FINISHED_S,
+            "template": {
+                "metadata": {"labels": run.labels()},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "serviceAccountName": run.name,
+                    "nodeSelector": spec.node_selector,
+                    "terminationGracePeriodSeconds": 5,
+                    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": {super::RUN_LABEL: run.name}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        },
+                    }]}},
+                    "containers": [{
+                        "name": "load",
+                        "image": spec.image,
+                        "imagePullPolicy": spec.pull,
+                        "command": command,
+                        "env": env,
+                        "resources": {"requests": resources, "limits": resources},
+                    }],
+                },
+            },
+        },
+    }))
+}
+
+/// An agent's own ConfigMap, owned by its pod (`uid`), so that it goes with the pod.
+pub fn agent_map(
+    run: &Run,
+    index: u32,
+    pod: &str,
+    uid: &str,
+    data: BTreeMap<String, String>,
+) -> anyhow::Result<ConfigMap> {
+    let mut labels = run.labels();
+    labels.insert(super::INDEX_LABEL.to_string(), index.to_string());
+    typed(json!({
+        "metadata": {
+            "name": run.agent_map(index),
+            "namespace": run.namespace,
+            "labels": labels,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}],
+        },
+        "data": data,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> PodSpec {
+        PodSpec {
+            pods: 3,
+            image: "wirebench:test".into(),
+            pull: "Never".into(),
+            cpu: "1".into(),
+            memory: "256Mi".into(),
+            node_selector: BTreeMap::from([("kubernetes.io/os".into(), "linux".into())]),
+            bench: vec!["http://web:8080/".into(), "-c".into(), "16".into()],
+            deadline: Duration::from_secs(90),
+        }
+    }
+
+    #[test]
+    fn every_object_types_and_names_its_run() {
+        let run = Run { name: "wb-0123abcd".into(), namespace: "load".into() };
+        let root = barrier(&run).unwrap();
+        assert_eq!(root.metadata.name.as_deref(), Some("wb-0123abcd"));
+        let (sa, role, binding) = access(&run, "u-1").unwrap();
+        for meta in [&sa.metadata, &role.metadata, &binding.metadata] {
+            assert_eq!(meta.owner_references.as_ref().unwrap()[0].uid, "u-1");
+            assert_eq!(meta.labels.as_ref().unwrap()[super::super::RUN_LABEL], "wb-0123abcd");
+        }
+        let job = job(&run, "u-1", &spec()).unwrap();
+        let js = job.spec.unwrap();
+        assert_eq!((js.completions, js.parallelism, js.backoff_limit_per_index), (Some(3), Some(3), Some(0)));
+        let pod = js.template.spec.unwrap();
+        let c = &pod.containers[0];
+        assert_eq!(
+            c.command.as_ref().unwrap()[..7].join(" "),
+            "wirebench agent --run wb-0123abcd -- http://web:8080/ -c"
+        );
+        // Requests equal limits: Guaranteed QoS.
+        let r = c.resources.as_ref().unwrap();
+        assert_eq!(r.requests, r.limits);
+        assert_eq!(pod.service_account_name.as_deref(), Some("wb-0123abcd"));
+        let map = agent_map(&run, 2, "wb-0123abcd-2-xyz", "p-9", BTreeMap::new()).unwrap();
+        assert_eq!(map.metadata.name.as_deref(), Some("wb-0123abcd-2"));
+        assert_eq!(map.metadata.owner_references.unwrap()[0].kind, "Pod");
+    }
+}
