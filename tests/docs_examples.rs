@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Examples that need what is not here, by a part of their text, and why.
-const CANNOT_RUN_HERE: [(&str, &str); 3] = [
+const CANNOT_RUN_HERE: [(&str, &str); 4] = [
     ("--server-cmd 'nginx", "your own nginx, configured to listen on the URL's port"),
     ("load-2.json load-3.json", "the other hosts' results of a fleet"),
     ("--tui", "a view drawn on a terminal: tests/tui.rs runs it under tmux"),
+    ("wirebench kube ", "a Kubernetes cluster and an image: tests/kube_cluster.rs runs it on one"),
 ];
 
 /// One example: where it is, and its command line (continuations joined).

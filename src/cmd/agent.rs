@@ -15,30 +15,45 @@ pub struct AgentArgs {
     /// The run: its barrier's name.
     #[arg(long)]
     pub run: String,
+    /// This agent's index (default: its Indexed Job's `JOB_COMPLETION_INDEX`).
+    #[arg(long)]
+    pub index: Option<u32>,
+    /// Instead of a load: sample the processes of the pod with this uid (on this node, whose
+    /// processes this pod sees: `hostPID`) over the load's window.
+    #[arg(long, requires = "watch_for")]
+    pub watch_pod_uid: Option<String>,
+    /// The load's warm-up: the watch begins this long after the start.
+    #[arg(long, value_parser = crate::plan::parse_duration, default_value = "0s")]
+    pub watch_after: Duration,
+    /// The load's measured window: how long the watch samples.
+    #[arg(long, value_parser = crate::plan::parse_duration)]
+    pub watch_for: Option<Duration>,
     /// How long to wait at the barrier for the start.
     #[arg(long, value_parser = crate::plan::parse_duration, default_value = "300s")]
     pub wait: Duration,
     /// `bench`'s arguments: the URL and the load options.
-    #[arg(last = true, required = true)]
+    #[arg(last = true, required_unless_present = "watch_pod_uid")]
     pub bench: Vec<String>,
 }
 
 /// What the pod's environment says (the Job sets it: downward API, Indexed Job).
 struct Pod {
     index: u32,
-    uid: String,
     place: Place,
 }
 
-fn pod() -> Result<Pod> {
+fn pod(index: Option<u32>) -> Result<Pod> {
     let var = |k: &str| {
         std::env::var(k)
             .with_context(|| format!("{k} is not set: `wirebench agent` runs in a pod of `wirebench kube`"))
     };
     let (cpus_allowed, cpus_online) = crate::fleet::cpus_here();
+    let index = match index {
+        Some(i) => i,
+        None => var("JOB_COMPLETION_INDEX")?.parse().context("JOB_COMPLETION_INDEX is not a number")?,
+    };
     Ok(Pod {
-        index: var("JOB_COMPLETION_INDEX")?.parse().context("JOB_COMPLETION_INDEX is not a number")?,
-        uid: var("WB_POD_UID")?,
+        index,
         place: Place {
             pod: var("WB_POD")?,
             node: var("WB_NODE").unwrap_or_default(),
@@ -59,15 +74,19 @@ fn bench_args(args: &[String]) -> Result<super::BenchArgs> {
 }
 
 pub fn main(args: &AgentArgs) -> Result<()> {
-    let pod = pod()?;
+    let pod = pod(args.index)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let client = rt.block_on(api::client())?;
     let run = Run { name: args.run.clone(), namespace: client.default_namespace().to_string() };
-    let say = |agent: &Agent| rt.block_on(api::put_agent(&client, &run, pod.index, &pod.uid, agent));
+    let root = rt.block_on(api::root_uid(&client, &run))?;
+    let say = |agent: &Agent| rt.block_on(api::put_agent(&client, &run, pod.index, &root, agent));
     let failed = |why: String| {
         let _ = say(&Agent::Failed { place: pod.place.clone(), why: why.clone() });
         anyhow!(why)
     };
+    if let Some(uid) = &args.watch_pod_uid {
+        return watch(args, uid, &pod, &rt, &client, &run, say, failed);
+    }
     // The options, checked as `bench` checks them before it reaches the target.
     let mut bench = bench_args(&args.bench).map_err(|e| failed(format!("{e:#}")))?;
     crate::protocol::validate_targets(
@@ -141,4 +160,45 @@ fn wait_for_start(
         Some(e) => Err(e.context(format!("no start in {wait:?}"))),
         None => bail!("no start in {wait:?}: the coordinator did not release the pods"),
     }
+}
+
+/// The server's watcher: find the pod's process on this node, be ready, and sample it over the
+/// load's window (`watch`'s figures, as `merge --server` takes them).
+#[allow(clippy::too_many_arguments)]
+fn watch(
+    args: &AgentArgs,
+    uid: &str,
+    pod: &Pod,
+    rt: &tokio::runtime::Runtime,
+    client: &kube::Client,
+    run: &Run,
+    say: impl Fn(&Agent) -> Result<()>,
+    failed: impl Fn(String) -> anyhow::Error,
+) -> Result<()> {
+    // Its containers may still be starting: a few seconds to find them.
+    let until = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        match crate::fleet::pod_process(uid) {
+            Some(pid) => break pid,
+            None if Instant::now() < until => std::thread::sleep(Duration::from_millis(200)),
+            None => {
+                return Err(failed(format!(
+                    "no process of pod {uid} is on node {} (is its pod on this node, and this pod hostPID?)",
+                    pod.place.node
+                )));
+            }
+        }
+    };
+    say(&Agent::Ready { place: pod.place.clone(), ready_at: SystemTime::now() })?;
+    let (start_at, _, saw) =
+        wait_for_start(rt, client, run, args.wait).map_err(|e| failed(format!("{e:#}")))?;
+    let window = args.watch_for.unwrap_or_default();
+    println!("watching pid {pid} of pod {uid} for {window:?} from the start");
+    let (_, file) = super::watch::sample("--watch-pod", pid, Some(start_at + args.watch_after), window)
+        .map_err(|e| failed(format!("{e:#}")))?;
+    say(&Agent::Done {
+        place: pod.place.clone(),
+        saw_start_at: saw,
+        result_json: serde_json::to_string(&file)?,
+    })
 }

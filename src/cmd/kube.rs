@@ -63,6 +63,11 @@ pub struct KubeArgs {
     /// `wirebench merge DIR/*.json` adds them as this command did.
     #[arg(long, value_name = "DIR")]
     pub pod_json: Option<std::path::PathBuf>,
+    /// The server's pod (in --namespace): a pod on its node, in the node's process namespace
+    /// (`hostPID`), samples its processes' CPU % and memory over the load's window — as
+    /// `watch` does beside one load host — shown with the total and kept as its `server_watch`.
+    #[arg(long, value_name = "POD")]
+    pub watch_pod: Option<String>,
     /// Leave the run's objects in the cluster (to look at them); delete them with
     /// `kubectl delete job,cm,sa,role,rolebinding -l wirebench.dev/run=NAME`.
     #[arg(long)]
@@ -84,6 +89,7 @@ const NOT_FORWARDED: &[&str] = &[
     "start_tolerance",
     "keep",
     "pod_json",
+    "watch_pod",
     "json",
     "quiet",
     "latency",
@@ -162,30 +168,8 @@ pub fn main(args: &KubeArgs) -> Result<()> {
         &crate::plan::Defaults::BENCH,
         &(0..4096).collect::<Vec<_>>(),
     )?;
-    let node_selector = args
-        .node_selector
-        .iter()
-        .map(|kv| match kv.split_once('=') {
-            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-            _ => bail!("--node-selector {kv}: give KEY=VALUE"),
-        })
-        .collect::<Result<BTreeMap<_, _>>>()?;
     let shape = &plan.load.shape;
-    let spec = crate::fleet::objects::PodSpec {
-        pods: args.pods,
-        image: args.image.clone(),
-        pull: args.pull.clone(),
-        cpu: args.cpu.clone(),
-        memory: args.memory.clone(),
-        node_selector,
-        bench,
-        deadline: args.ready_timeout
-            + args.start_in
-            + shape.warmup
-            + shape.duration
-            + 2 * shape.timeout
-            + GRACE,
-    };
+    let spec = pod_spec(args, shape, bench)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let client = rt.block_on(api::client())?;
     let run = Run::fresh(&args.namespace);
@@ -200,7 +184,27 @@ pub fn main(args: &KubeArgs) -> Result<()> {
         args.cpu,
         args.memory
     );
-    let created = rt.block_on(api::create(&client, &run, &spec));
+    // The server's pod first: a name that is wrong is said before anything is made.
+    let watched = match &args.watch_pod {
+        Some(name) => Some(rt.block_on(api::pod_place(&client, &run.namespace, name))?),
+        None => None,
+    };
+    let created = rt.block_on(async {
+        let uid = api::create(&client, &run, &spec).await?;
+        if let Some((node, target_uid)) = watched {
+            let spec = crate::fleet::objects::WatcherSpec {
+                index: args.pods,
+                node,
+                target_uid,
+                image: args.image.clone(),
+                pull: args.pull.clone(),
+                after: shape.warmup,
+                window: shape.duration,
+            };
+            api::create_watcher(&client, &run, &uid, &spec).await?;
+        }
+        anyhow::Ok(())
+    });
     let gathered = match created {
         Ok(()) => rt.block_on(drive(&client, &run, args, shape, &stop)),
         Err(e) => Err(e),
@@ -239,6 +243,37 @@ pub fn main(args: &KubeArgs) -> Result<()> {
     crate::check::verdict(held.into_iter().map(|c| ("total".to_string(), c)).collect())
 }
 
+/// What the load pods are, from the options.
+fn pod_spec(
+    args: &KubeArgs,
+    shape: &crate::workload::Shape,
+    bench: Vec<String>,
+) -> Result<crate::fleet::objects::PodSpec> {
+    let node_selector = args
+        .node_selector
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => bail!("--node-selector {kv}: give KEY=VALUE"),
+        })
+        .collect::<Result<BTreeMap<_, _>>>()?;
+    Ok(crate::fleet::objects::PodSpec {
+        pods: args.pods,
+        image: args.image.clone(),
+        pull: args.pull.clone(),
+        cpu: args.cpu.clone(),
+        memory: args.memory.clone(),
+        node_selector,
+        bench,
+        deadline: args.ready_timeout
+            + args.start_in
+            + shape.warmup
+            + shape.duration
+            + 2 * shape.timeout
+            + GRACE,
+    })
+}
+
 /// Past the run's own end (duration and timeouts): the time the pods get to write their
 /// results and the API to say so.
 const GRACE: Duration = Duration::from_secs(60);
@@ -250,6 +285,8 @@ struct Gathered {
     start_at: SystemTime,
     ready_in: Duration,
     pods: Vec<Outcome>,
+    /// `--watch-pod`'s watcher (agent index `pods`).
+    watch: Option<Outcome>,
     warmup: Duration,
 }
 
@@ -272,11 +309,14 @@ async fn drive(
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Gathered> {
     let stopped = || stop.load(std::sync::atomic::Ordering::Relaxed);
+    // The load pods, and the server's watcher (index `pods`) when asked for.
+    let expected = args.pods as usize + usize::from(args.watch_pod.is_some());
     let t0 = Instant::now();
+    let mut known = BTreeMap::new();
     // 1. Every pod ready, failed, or out of time.
     let mut said = String::new();
     let (ready, settled) = loop {
-        let (pods, agents) = look(client, run).await?;
+        let (pods, agents) = look(client, run, &mut known).await?;
         let ready: BTreeSet<u32> =
             agents.iter().filter(|(_, a)| matches!(a, Agent::Ready { .. })).map(|(i, _)| *i).collect();
         let settled = settled_indexes(&pods, &agents);
@@ -291,20 +331,17 @@ async fn drive(
             eprintln!("{line}");
             said = line;
         }
-        if ready.len() + settled.len() >= args.pods as usize
-            || t0.elapsed() >= args.ready_timeout
-            || stopped()
-        {
+        if ready.len() + settled.len() >= expected || t0.elapsed() >= args.ready_timeout || stopped() {
             break (ready, settled);
         }
         tokio::time::sleep(LOOK_EVERY).await;
     };
-    if stopped() || ready.is_empty() {
+    if stopped() || !ready.iter().any(|i| *i < args.pods) {
         api::set_barrier(client, run, Barrier::Abort).await?;
         if stopped() {
             bail!("interrupted before the start: the run's objects are deleted");
         }
-        let (pods, agents) = look(client, run).await?;
+        let (pods, agents) = look(client, run, &mut known).await?;
         bail!(
             "no pod was ready at the barrier within {:?}: {}",
             args.ready_timeout,
@@ -318,7 +355,7 @@ async fn drive(
     api::set_barrier(client, run, Barrier::Start { start_at, written_at }).await?;
     eprintln!(
         "  {} of {} ready in {:.1} s; start at {} ({:?} ahead)",
-        ready.len(),
+        ready.iter().filter(|i| **i < args.pods).count(),
         args.pods,
         ready_in.as_secs_f64(),
         humantime::format_rfc3339_millis(start_at),
@@ -327,26 +364,37 @@ async fn drive(
     // 3. Each started pod's result, or its end without one.
     let until = Instant::now() + args.start_in + shape.warmup + shape.duration + 2 * shape.timeout + GRACE;
     let (pods, agents) = loop {
-        let (pods, agents) = look(client, run).await?;
+        let (pods, agents) = look(client, run, &mut known).await?;
         let settled = settled_indexes(&pods, &agents);
         if ready.iter().all(|i| settled.contains(i)) || Instant::now() >= until || stopped() {
             break (pods, agents);
         }
         tokio::time::sleep(LOOK_EVERY).await;
     };
-    let outcomes = (0..args.pods)
-        .map(|index| Outcome {
-            index,
-            state: pods.iter().find(|p| p.index == Some(index)).cloned(),
-            agent: agents.iter().find(|(i, _)| *i == index).map(|(_, a)| a.clone()),
-            not_ready: !ready.contains(&index) && !settled.contains(&index),
-        })
-        .collect();
-    Ok(Gathered { start_at, ready_in, pods: outcomes, warmup: shape.warmup })
+    let outcome = |index| Outcome {
+        index,
+        state: pods.iter().find(|p| p.index == Some(index)).cloned(),
+        agent: agents.iter().find(|(i, _)| *i == index).map(|(_, a)| a.clone()),
+        not_ready: !ready.contains(&index) && !settled.contains(&index),
+    };
+    let outcomes = (0..args.pods).map(outcome).collect();
+    let watch = args.watch_pod.as_ref().map(|_| outcome(args.pods));
+    Ok(Gathered { start_at, ready_in, pods: outcomes, watch, warmup: shape.warmup })
 }
 
-async fn look(client: &kube::Client, run: &Run) -> Result<(Vec<api::PodState>, Vec<(u32, Agent)>)> {
-    Ok((api::pods(client, run).await?, api::agents(client, run).await?))
+/// The pods, each as last seen by its index (one gone since is kept, marked deleted: a pod
+/// deleted mid-run is still named), and the agents' words.
+async fn look(
+    client: &kube::Client,
+    run: &Run,
+    known: &mut BTreeMap<u32, api::PodState>,
+) -> Result<(Vec<api::PodState>, Vec<(u32, Agent)>)> {
+    let now = api::pods(client, run).await?;
+    for pod in known.values_mut().filter(|p| !now.iter().any(|n| n.name == p.name)) {
+        pod.deleting = true;
+    }
+    known.extend(now.into_iter().filter_map(|p| Some((p.index?, p))));
+    Ok((known.values().cloned().collect(), api::agents(client, run).await?))
 }
 
 /// The indexes that are over: their agent said done or failed, or their pod ended, failed or
@@ -437,6 +485,22 @@ fn finish(args: &KubeArgs, run: &Run, g: Gathered, began: Instant) -> Result<Run
     let skew = offsets.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
         - offsets.iter().cloned().fold(f64::INFINITY, f64::min);
     total.label = Some(run.name.clone());
+    // The server's side of the window, from its watcher.
+    let watcher = g.watch.as_ref().map(|w| {
+        let mut line = pod_line(w);
+        if let Some(Agent::Done { result_json, .. }) = &w.agent {
+            match serde_json::from_str::<crate::stats::result::WatchFile>(result_json) {
+                Ok(file) => {
+                    total.server_watch = Some(file.watch);
+                    line.state = "watched".into();
+                }
+                Err(e) => {
+                    (line.state, line.why) = ("failed".into(), Some(format!("its result does not read: {e}")))
+                }
+            }
+        }
+        line
+    });
     total.fleet = Some(FleetResult {
         run: run.name.clone(),
         namespace: run.namespace.clone(),
@@ -449,6 +513,7 @@ fn finish(args: &KubeArgs, run: &Run, g: Gathered, began: Instant) -> Result<Run
         skew_ms: skew.is_finite().then_some(skew),
         command_to_result_s: began.elapsed().as_secs_f64(),
         per_pod: lines,
+        watcher,
     });
     Ok(total)
 }
@@ -541,6 +606,27 @@ fn pods_table(total: &RunResult) -> String {
         "  ready in {:.1} s; result {:.1} s after the command",
         f.ready_in_s, f.command_to_result_s
     );
+    match (&total.server_watch, &f.watcher) {
+        (Some(w), Some(by)) => {
+            let _ = writeln!(
+                s,
+                "  server (pid {} on {}, {} samples over the window): CPU mean {:.0}% max {:.0}%, RSS max {:.0} KiB, memory {} of the node (watched by {})",
+                w.pid,
+                by.node,
+                w.samples,
+                w.cpu_pct.mean,
+                w.cpu_pct.max,
+                w.rss_kib.max,
+                w.mem_pct.map_or("?".into(), |m| format!("{m:.2}%")),
+                by.pod
+            );
+        }
+        (_, Some(by)) => {
+            let _ =
+                writeln!(s, "  server: not watched: {} {}", by.state, by.why.as_deref().unwrap_or_default());
+        }
+        _ => {}
+    }
     s
 }
 

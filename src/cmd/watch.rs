@@ -40,7 +40,30 @@ fn mem_total_kib() -> Option<f64> {
 pub fn main(args: &WatchArgs) -> Result<()> {
     crate::report::check_writable(&[("--json", args.json.as_deref())])?;
     let pid = target(args)?;
-    if let Some(at) = args.start_at {
+    let flag = if args.pid.is_some() { "--pid" } else { "--name" };
+    let (w, file) = sample(flag, pid, args.start_at, args.duration)?;
+    if args.json.as_deref() != Some(std::path::Path::new("-")) {
+        let mut text = report::text::render_watch(&w);
+        if let Some(m) = file.watch.mem_pct {
+            text += &format!("              memory {m:.2}% of the machine (peak RSS / MemTotal)\n");
+        }
+        report::out(&text);
+    }
+    if let Some(path) = &args.json {
+        report::json::write(path, &file)?;
+    }
+    Ok(())
+}
+
+/// Sample process `pid` (found by `flag`) and its descendants from `start_at` (now if none)
+/// for `duration`, or until Ctrl-C: what was seen, and as `watch --json` writes it.
+pub fn sample(
+    flag: &str,
+    pid: u32,
+    start_at: Option<SystemTime>,
+    duration: Duration,
+) -> Result<(crate::watch::WatchReport, crate::stats::result::WatchFile)> {
+    if let Some(at) = start_at {
         match at.duration_since(SystemTime::now()) {
             Ok(ahead) if ahead <= Duration::from_secs(86_400) => std::thread::sleep(ahead),
             Ok(_) => bail!("--start-at is more than a day ahead"),
@@ -50,26 +73,16 @@ pub fn main(args: &WatchArgs) -> Result<()> {
             Err(_) => {}
         }
     }
-    let watcher = crate::watch::start_as(if args.pid.is_some() { "--pid" } else { "--name" }, pid)?;
+    let watcher = crate::watch::start_as(flag, pid)?;
     let interrupted = crate::interrupt::flag();
-    let end = Instant::now() + args.duration;
+    let end = Instant::now() + duration;
     while Instant::now() < end && !interrupted.load(std::sync::atomic::Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50).min(end.saturating_duration_since(Instant::now())));
     }
     let w = watcher.finish();
     let mem_pct = mem_total_kib().map(|total| 100.0 * w.rss_kib.max / total);
-    if args.json.as_deref() != Some(std::path::Path::new("-")) {
-        let mut text = report::text::render_watch(&w);
-        if let Some(m) = mem_pct {
-            text += &format!("              memory {m:.2}% of the machine (peak RSS / MemTotal)\n");
-        }
-        report::out(&text);
-    }
-    if let Some(path) = &args.json {
-        use crate::stats::result::{WatchFile, WatchKind, WatchResult};
-        let watch = WatchResult { mem_pct: mem_pct.map(crate::stats::result::r3), ..WatchResult::of(&w) };
-        let file = WatchFile { kind: WatchKind::Watch, duration_s: args.duration.as_secs_f64(), watch };
-        report::json::write(path, &file)?;
-    }
-    Ok(())
+    use crate::stats::result::{WatchFile, WatchKind, WatchResult};
+    let watch = WatchResult { mem_pct: mem_pct.map(crate::stats::result::r3), ..WatchResult::of(&w) };
+    let file = WatchFile { kind: WatchKind::Watch, duration_s: duration.as_secs_f64(), watch };
+    Ok((w, file))
 }

@@ -19,8 +19,9 @@ pub async fn client() -> Result<kube::Client> {
     )
 }
 
-/// Create the run: the barrier (waiting), the agents' access, then the Job.
-pub async fn create(client: &kube::Client, run: &Run, spec: &PodSpec) -> Result<()> {
+/// Create the run: the barrier (waiting), the agents' access, then the Job. The barrier's uid
+/// (what the run's objects name as their owner).
+pub async fn create(client: &kube::Client, run: &Run, spec: &PodSpec) -> Result<String> {
     let pp = PostParams::default();
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
     let root = maps
@@ -43,7 +44,36 @@ pub async fn create(client: &kube::Client, run: &Run, spec: &PodSpec) -> Result<
         .create(&pp, &objects::job(run, &uid, spec)?)
         .await
         .context("cannot create the Job")?;
+    Ok(uid)
+}
+
+/// Start the server's watcher (owned by the barrier, as the rest).
+pub async fn create_watcher(
+    client: &kube::Client,
+    run: &Run,
+    root_uid: &str,
+    spec: &objects::WatcherSpec,
+) -> Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &run.namespace);
+    pods.create(&PostParams::default(), &objects::watcher(run, root_uid, spec)?)
+        .await
+        .context("cannot create the server's watcher pod")?;
     Ok(())
+}
+
+/// A pod's node and uid (`--watch-pod`): one line if there is none so named, or it has no node yet.
+pub async fn pod_place(client: &kube::Client, namespace: &str, name: &str) -> Result<(String, String)> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let pod = pods
+        .get_opt(name)
+        .await
+        .context("cannot read the pods")?
+        .with_context(|| format!("--watch-pod: no pod {name} in namespace {namespace}"))?;
+    let node = pod
+        .spec
+        .and_then(|s| s.node_name)
+        .with_context(|| format!("--watch-pod: pod {name} is on no node yet"))?;
+    Ok((node, pod.metadata.uid.context("the API gave the pod no uid")?))
 }
 
 /// Write the barrier.
@@ -79,17 +109,25 @@ pub async fn agents(client: &kube::Client, run: &Run) -> Result<Vec<(u32, Agent)
         .collect())
 }
 
-/// Write agent `index`'s ConfigMap (created the first time, replaced after).
+/// The barrier's uid: what the run's objects name as their owner.
+pub async fn root_uid(client: &kube::Client, run: &Run) -> Result<String> {
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
+    let root =
+        maps.get(&run.name).await.with_context(|| format!("cannot read the run's barrier {}", run.name))?;
+    root.metadata.uid.context("the API gave the barrier no uid")
+}
+
+/// Write agent `index`'s ConfigMap (created the first time, replaced after), owned by the
+/// barrier (`root_uid`).
 pub async fn put_agent(
     client: &kube::Client,
     run: &Run,
     index: u32,
-    pod_uid: &str,
+    root_uid: &str,
     agent: &Agent,
 ) -> Result<()> {
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
-    let pod = &agent.place().pod;
-    let map = objects::agent_map(run, index, pod, pod_uid, agent.to_data())?;
+    let map = objects::agent_map(run, index, root_uid, agent.to_data())?;
     let name = run.agent_map(index);
     match maps.get_opt(&name).await? {
         None => drop(
@@ -131,11 +169,13 @@ pub async fn pods(client: &kube::Client, run: &Run) -> Result<Vec<PodState>> {
 }
 
 fn pod_state(pod: Pod) -> PodState {
+    // A Job's pod by its completion index; the watcher by its label.
     let index = pod
         .metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get("batch.kubernetes.io/job-completion-index"))
+        .or_else(|| pod.metadata.labels.as_ref()?.get(super::INDEX_LABEL))
         .and_then(|i| i.parse().ok());
     let status = pod.status.unwrap_or_default();
     // The first container's waiting or terminated reason, else the pod's.
@@ -148,7 +188,13 @@ fn pod_state(pod: Pod) -> PodState {
             .or_else(|| {
                 s.terminated.map(|t| {
                     let why = t.reason.unwrap_or_else(|| "Terminated".into());
-                    format!("{why} (exit {})", t.exit_code)
+                    let said =
+                        t.message.as_deref().and_then(|m| m.lines().rev().find(|l| !l.trim().is_empty()));
+                    format!(
+                        "{why} (exit {}){}",
+                        t.exit_code,
+                        said.map(|m| format!(": {}", m.trim())).unwrap_or_default()
+                    )
                 })
             })
     });
@@ -180,7 +226,9 @@ pub async fn delete(client: &kube::Client, run: &Run) -> Vec<String> {
     let role: Api<Role> = Api::namespaced(client.clone(), ns);
     let binding: Api<RoleBinding> = Api::namespaced(client.clone(), ns);
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let results = [
+        ("Pod", pods.delete(&format!("{}-watch", run.name), &background).await.err()),
         ("RoleBinding", binding.delete(&run.name, &background).await.err()),
         ("Role", role.delete(&run.name, &background).await.err()),
         ("ServiceAccount", sa.delete(&run.name, &background).await.err()),

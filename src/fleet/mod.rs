@@ -203,6 +203,32 @@ impl Agent {
     }
 }
 
+/// The main process of the pod whose uid is `uid`, as a pod sharing the node's process
+/// namespace (`hostPID`) sees it: of the processes in the pod's cgroup (`…/pod<uid>/…` with
+/// cgroupfs, `…pod<uid with _>.slice/…` with systemd) less the sandbox's `pause`, the first
+/// whose parent is not among them (its container's first process).
+pub fn pod_process(uid: &str) -> Option<u32> {
+    let marks = [format!("pod{uid}"), format!("pod{}", uid.replace('-', "_"))];
+    let mut members: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let in_pod = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+            .is_ok_and(|cgroup| marks.iter().any(|m| cgroup.contains(m.as_str())));
+        // `pid (comm) state ppid …`: the name may hold spaces and parentheses.
+        let Some(stat) = in_pod.then(|| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()).flatten()
+        else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let ppid = stat[close + 1..].split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+        if &stat[open + 1..close] != "pause" {
+            members.push((pid, ppid));
+        }
+    }
+    members.sort_unstable();
+    members.iter().find(|(_, ppid)| !members.iter().any(|(p, _)| p == ppid)).map(|(p, _)| *p)
+}
+
 /// This process's allowed CPUs and the machine's online ones, as the kernel lists them.
 pub fn cpus_here() -> (String, String) {
     let allowed = std::fs::read_to_string("/proc/self/status")
@@ -220,6 +246,11 @@ pub fn cpus_here() -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pod_with_no_process_here_is_none() {
+        assert_eq!(pod_process("00000000-0000-0000-0000-000000000000"), None);
+    }
 
     #[test]
     fn the_barrier_and_every_agent_state_read_back_as_written() {

@@ -9,7 +9,7 @@
 
 use super::{Barrier, Run};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -80,14 +80,10 @@ pub fn access(run: &Run, uid: &str) -> anyhow::Result<(ServiceAccount, Role, Rol
 /// that fails or is deleted is not retried, and the others go on), pods spread over nodes
 /// where they can be.
 pub fn job(run: &Run, uid: &str, spec: &PodSpec) -> anyhow::Result<Job> {
-    // The agent learns its pod, the pod's uid (its ConfigMap's owner) and node from the API.
+    // The agent learns its pod and node from the API.
     let field =
         |name: &str, path: &str| json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
-    let env = json!([
-        field("WB_POD", "metadata.name"),
-        field("WB_POD_UID", "metadata.uid"),
-        field("WB_NODE", "spec.nodeName"),
-    ]);
+    let env = json!([field("WB_POD", "metadata.name"), field("WB_NODE", "spec.nodeName"),]);
     let mut command =
         vec!["wirebench".to_string(), "agent".into(), "--run".into(), run.name.clone(), "--".into()];
     command.extend(spec.bench.iter().cloned());
@@ -119,6 +115,9 @@ pub fn job(run: &Run, uid: &str, spec: &PodSpec) -> anyhow::Result<Job> {
                         "name": "load",
                         "image": spec.image,
                         "imagePullPolicy": spec.pull,
+                        // An agent that cannot reach the API says why in its pod's status
+                        // (its last lines): the coordinator reads that, not the logs.
+                        "terminationMessagePolicy": "FallbackToLogsOnError",
                         "command": command,
                         "env": env,
                         "resources": {"requests": resources, "limits": resources},
@@ -129,25 +128,73 @@ pub fn job(run: &Run, uid: &str, spec: &PodSpec) -> anyhow::Result<Job> {
     }))
 }
 
-/// An agent's own ConfigMap, owned by its pod (`uid`), so that it goes with the pod.
+/// The server's watcher: a pod on the server pod's node, in its process namespace (`hostPID`),
+/// that samples the server pod's processes over the load's window as agent `index`.
+#[derive(Debug, Clone)]
+pub struct WatcherSpec {
+    pub index: u32,
+    pub node: String,
+    /// The server pod's uid: its processes are found by their cgroup.
+    pub target_uid: String,
+    pub image: String,
+    pub pull: String,
+    /// The load's warm-up (not watched) and measured window.
+    pub after: Duration,
+    pub window: Duration,
+}
+
+pub fn watcher(run: &Run, uid: &str, spec: &WatcherSpec) -> anyhow::Result<Pod> {
+    let mut meta = owned(run, &format!("{}-watch", run.name), uid);
+    meta["labels"][super::INDEX_LABEL] = json!(spec.index.to_string());
+    let ms = |d: Duration| format!("{}ms", d.as_millis());
+    let command = [
+        "wirebench",
+        "agent",
+        "--run",
+        &run.name,
+        "--index",
+        &spec.index.to_string(),
+        "--watch-pod-uid",
+        &spec.target_uid,
+        "--watch-after",
+        &ms(spec.after),
+        "--watch-for",
+        &ms(spec.window),
+    ];
+    let field =
+        |name: &str, path: &str| json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
+    typed(json!({
+        "metadata": meta,
+        "spec": {
+            "restartPolicy": "Never",
+            "serviceAccountName": run.name,
+            "nodeName": spec.node,
+            "hostPID": true,
+            "terminationGracePeriodSeconds": 5,
+            "containers": [{
+                "name": "watch",
+                "image": spec.image,
+                "imagePullPolicy": spec.pull,
+                "terminationMessagePolicy": "FallbackToLogsOnError",
+                "command": command,
+                "env": [field("WB_POD", "metadata.name"), field("WB_NODE", "spec.nodeName")],
+                "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}},
+            }],
+        },
+    }))
+}
+
+/// An agent's own ConfigMap, owned by the barrier (`uid`) as the rest of the run: it outlives
+/// its pod (a pod deleted mid-run still says why it stopped).
 pub fn agent_map(
     run: &Run,
     index: u32,
-    pod: &str,
     uid: &str,
     data: BTreeMap<String, String>,
 ) -> anyhow::Result<ConfigMap> {
-    let mut labels = run.labels();
-    labels.insert(super::INDEX_LABEL.to_string(), index.to_string());
-    typed(json!({
-        "metadata": {
-            "name": run.agent_map(index),
-            "namespace": run.namespace,
-            "labels": labels,
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}],
-        },
-        "data": data,
-    }))
+    let mut meta = owned(run, &run.agent_map(index), uid);
+    meta["labels"][super::INDEX_LABEL] = json!(index.to_string());
+    typed(json!({"metadata": meta, "data": data}))
 }
 
 #[cfg(test)]
@@ -190,8 +237,9 @@ mod tests {
         let r = c.resources.as_ref().unwrap();
         assert_eq!(r.requests, r.limits);
         assert_eq!(pod.service_account_name.as_deref(), Some("wb-0123abcd"));
-        let map = agent_map(&run, 2, "wb-0123abcd-2-xyz", "p-9", BTreeMap::new()).unwrap();
+        let map = agent_map(&run, 2, "u-1", BTreeMap::new()).unwrap();
         assert_eq!(map.metadata.name.as_deref(), Some("wb-0123abcd-2"));
-        assert_eq!(map.metadata.owner_references.unwrap()[0].kind, "Pod");
+        assert_eq!(map.metadata.labels.unwrap()[super::super::INDEX_LABEL], "2");
+        assert_eq!(map.metadata.owner_references.unwrap()[0].uid, "u-1");
     }
 }

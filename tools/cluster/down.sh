@@ -71,7 +71,8 @@ done
 if [ -f "$STATE/host-before.sysctl" ]; then
     while read -r k _ v; do sysctl -q -w "$k=$v" 2>/dev/null; done < "$STATE/host-before.sysctl" && echo "sysctls restored"
 fi
+"$here/status.sh" --left; left=$?
 if [ "${1:-}" = --wipe ]; then
     rm -rf "$STATE" "$RUNDIR" && echo "wiped $STATE (the binaries stay cached in $CACHE)"
 fi
-"$here/status.sh" --left
+exit $left

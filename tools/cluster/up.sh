@@ -18,7 +18,7 @@ say() { echo "[cluster +$(( $(date +%s) - t0 ))s] $*"; }
 # 1. What it runs on: Debian packages, and the Kubernetes binaries (built once, cached).
 missing=()
 for p in containerd:containerd runc:runc etcd:etcd-server iptables:iptables conntrack:conntrack \
-         socat:socat ebtables:ebtables ethtool:ethtool gcc:gcc openssl:openssl; do
+         socat:socat ebtables:ebtables ethtool:ethtool gcc:gcc openssl:openssl busybox:busybox-static; do
     command -v "${p%%:*}" >/dev/null || missing+=("${p#*:}")
 done
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
@@ -42,10 +42,12 @@ fi
 # 3. The API address, on loopback.
 ip addr show dev lo | grep -q " $API_IP/" || ip addr add "$API_IP/32" dev lo
 
-# 4. Configuration, written from env.sh's places.
+# 4. Configuration, written from env.sh's places — only where it differs: kube-proxy exits when
+# its configuration file changes under it (a second up must leave a running cluster alone).
 C="$STATE/conf"
-echo "# no nameserver: pods of the test cluster ask nothing off this machine" > "$C/resolv.conf"
-cat > "$C/containerd.toml" <<EOC
+put() { local tmp; tmp=$(mktemp); cat > "$tmp"; if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi; }
+echo "# no nameserver: pods of the test cluster ask nothing off this machine" | put "$C/resolv.conf"
+put "$C/containerd.toml" <<EOC
 version = 2
 root = "$STATE/containerd"
 state = "$RUNDIR/containerd"
@@ -67,13 +69,13 @@ state = "$RUNDIR/containerd"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$C/net.d"
 EOC
-cat > "$C/net.d/10-wirebench.conflist" <<EOC
+put "$C/net.d/10-wirebench.conflist" <<EOC
 {"cniVersion": "0.4.0", "name": "wirebench", "plugins": [{
   "type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "dataDir": "$STATE/cni-ipam",
            "routes": [{"dst": "10.244.0.0/16"}, {"dst": "$SERVICE_CIDR"}, {"dst": "$API_IP/32"}]}}]}
 EOC
-cat > "$C/kubelet.yaml" <<EOC
+put "$C/kubelet.yaml" <<EOC
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
@@ -96,7 +98,7 @@ imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
 serializeImagePulls: false
 EOC
-cat > "$C/kube-proxy.yaml" <<EOC
+put "$C/kube-proxy.yaml" <<EOC
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $PKI/kube-proxy.kubeconfig}

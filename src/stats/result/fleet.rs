@@ -27,6 +27,10 @@ pub struct FleetResult {
     /// From the command's start to the merged result, s.
     pub command_to_result_s: f64,
     pub per_pod: Vec<PodLine>,
+    /// `--watch-pod`: the pod that watched the server (`watched`, or why not); its figures are
+    /// the result's `server_watch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watcher: Option<PodLine>,
 }
 
 /// One pod of a fleet.
@@ -35,7 +39,7 @@ pub struct PodLine {
     pub pod: String,
     pub index: Option<u32>,
     pub node: String,
-    /// `merged`, `late` (began outside the tolerance), `failed` (its agent said why), `lost`
+    /// `merged`, `watched` (the server's watcher), `late` (began outside the tolerance), `failed` (its agent said why), `lost`
     /// (the pod failed or was deleted before it gave a result), `not ready` (not at the barrier
     /// in time).
     pub state: String,
