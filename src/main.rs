@@ -1,6 +1,6 @@
 //! The `wirebench` binary: parse the command line, run the command, and turn any error into
 //! one clear line and exit status 2 (3 when `--fail-if` thresholds held, 4 when a run completed
-//! no operation, 130 after Ctrl-C, 0 when its reader closed the pipe).
+//! no operation, 130 after Ctrl-C or SIGTERM, 0 when its reader closed the pipe).
 
 use clap::Parser;
 use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, report, search, serve, sweep, watch};
@@ -53,7 +53,8 @@ fn main() {
             std::process::exit(4);
         }
         eprintln!("wirebench: error: {}", one_line(&e));
-        std::process::exit(2);
+        // An error that Ctrl-C (or SIGTERM) brought about is an interruption: status 130.
+        std::process::exit(if wirebench::interrupt::was_set() { 130 } else { 2 });
     }
     // Interrupted runs print what they measured, then say so in their exit status (as a
     // shell's 128 + SIGINT). A server's normal end is Ctrl-C: status 0.

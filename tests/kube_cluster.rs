@@ -99,25 +99,35 @@ fn image() -> &'static str {
     "wirebench:test"
 }
 
-/// `serve http` in a pod of `ns` with a Service; its ClusterIP URL. No readiness probe: a TCP
-/// probe's connections would be in the server's count (the wait for the Service's route
-/// covers the few milliseconds it takes to listen).
+/// `serve http` as a Deployment of one pod in `ns`, with a Service: its URL.
 fn server(ns: &str) -> String {
+    server_of(ns, "http", "http")
+}
+
+/// `serve KIND` as a Deployment of one pod in `ns`, with a Service; the URL (`SCHEME://`) of
+/// its ClusterIP. No readiness probe: a TCP probe's connections would be in the server's count
+/// (the wait for the Service's route covers the few milliseconds it takes to listen).
+fn server_of(ns: &str, kind: &str, scheme: &str) -> String {
     kubectl_apply(
         ns,
         &format!(
             r#"
-apiVersion: v1
-kind: Pod
-metadata: {{name: web, labels: {{app: web}}}}
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
 spec:
-  terminationGracePeriodSeconds: 20
-  containers:
-  - name: serve
-    image: {}
-    imagePullPolicy: Never
-    command: ["wirebench", "serve", "http", "--listen", "0.0.0.0:8080"]
-    resources: {{requests: {{cpu: 250m, memory: 128Mi}}, limits: {{cpu: 250m, memory: 128Mi}}}}
+  replicas: 1
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      terminationGracePeriodSeconds: 20
+      containers:
+      - name: serve
+        image: {}
+        imagePullPolicy: Never
+        command: ["wirebench", "serve", "{kind}", "--listen", "0.0.0.0:8080"]
+        resources: {{requests: {{cpu: 250m, memory: 128Mi}}, limits: {{cpu: 250m, memory: 128Mi}}}}
 ---
 apiVersion: v1
 kind: Service
@@ -129,7 +139,7 @@ spec:
             image()
         ),
     );
-    kubectl(&["wait", "-n", ns, "--for=condition=Ready", "pod/web", "--timeout=90s"]);
+    kubectl(&["wait", "-n", ns, "--for=condition=Available", "deployment/web", "--timeout=90s"]);
     // The Service routes once its endpoints are out and kube-proxy has written them (it
     // syncs at most every second): until then a connection to it is refused.
     let t0 = Instant::now();
@@ -143,20 +153,37 @@ spec:
     }
     std::thread::sleep(Duration::from_secs(2));
     let ip = kubectl(&["get", "svc", "web", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"]);
-    format!("http://{}:8080/", ip.trim())
+    format!("{scheme}://{}:8080/", ip.trim())
 }
 
-/// The server's own count, as it prints it when stopped (SIGTERM, by deleting its pod):
+/// The server's pod (the Deployment's one).
+fn server_pod(ns: &str) -> String {
+    kubectl(&["get", "pods", "-n", ns, "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}"])
+        .trim()
+        .to_string()
+}
+
+/// The server's own count, as it prints it when stopped (SIGTERM, by deleting its Deployment):
 /// (requests, connections, rx bytes, tx bytes).
 fn server_count(ns: &str) -> (u64, u64, u64, u64) {
+    let pod = server_pod(ns);
     let logs = Command::new(cache().join("bin/kubectl"))
         .env("KUBECONFIG", kubeconfig())
-        .args(["logs", "-f", "web", "-n", ns])
+        .args(["logs", "-f", &pod, "-n", ns])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    kubectl(&["delete", "pod", "web", "-n", ns, "--wait=true", "--timeout=60s"]);
+    kubectl(&[
+        "delete",
+        "deployment",
+        "web",
+        "-n",
+        ns,
+        "--cascade=foreground",
+        "--wait=true",
+        "--timeout=60s",
+    ]);
     let text = String::from_utf8_lossy(&logs.wait_with_output().unwrap().stdout).into_owned();
     let line =
         text.lines().find(|l| l.starts_with("served ")).unwrap_or_else(|| panic!("no tally in:\n{text}"));
@@ -213,7 +240,8 @@ fn three_pods_start_together_and_merge_to_the_servers_own_count() {
         &ns.0,
         &[&url, "-c", "16", "-d", "10s", "--pods", "3", "--pod-cpu", "300m", "--pod-memory", "256Mi"],
     )
-    .args(["--json", total.to_str().unwrap(), "--pod-json", pods.to_str().unwrap(), "--watch-pod", "web"])
+    .args(["--json", total.to_str().unwrap(), "--pod-json", pods.to_str().unwrap()])
+    .args(["--watch-pod", &server_pod(&ns.0)])
     .output()
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -430,4 +458,84 @@ impl Drop for Volume {
     fn drop(&mut self) {
         let _ = kubectl_output(&["delete", "pv", &self.0, "--wait=false"]);
     }
+}
+
+#[test]
+#[ignore = "needs the test cluster (tools/cluster/up.sh, as root): run by .ci/run"]
+fn ctrl_c_deletes_what_the_run_created() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !cluster_up() {
+        return;
+    }
+    let ns = Namespace::new("stop");
+    let url = server(&ns.0);
+    for phase in ["before the window opens", "during the window"] {
+        // A start far ahead holds the pods before their window; a near one lets them run.
+        let start_in = if phase == "before the window opens" { "60s" } else { "1s" };
+        let child = kube(
+            &ns.0,
+            &[&url, "-c", "2", "-d", "60s", "--pods", "2", "--pod-cpu", "200m", "--pod-memory", "128Mi"],
+        )
+        .args(["--start-in", start_in])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let t0 = Instant::now();
+        while running(&ns.0) < 2 {
+            assert!(t0.elapsed() < Duration::from_secs(90), "{phase}: the pods never ran");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let stopped = Instant::now();
+        let out = finish(child);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{phase}: {stderr}");
+        assert!(stderr.contains("interrupted"), "{phase}: {stderr}");
+        assert!(stopped.elapsed() < Duration::from_secs(20), "{phase}: it ended promptly");
+        // Everything the run made goes (pods within their grace period).
+        let kinds = "job,configmap,serviceaccount,role,rolebinding,pod";
+        let t0 = Instant::now();
+        loop {
+            let left = kubectl(&["get", kinds, "-n", &ns.0, "-l", "wirebench.dev/run", "-o", "name"]);
+            if left.trim().is_empty() {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "{phase}: left behind: {left}");
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    let _ = server_count(&ns.0);
+}
+
+#[test]
+#[ignore = "needs the test cluster (tools/cluster/up.sh, as root): run by .ci/run"]
+fn a_websocket_load_merges_to_its_servers_own_count() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !cluster_up() {
+        return;
+    }
+    let ns = Namespace::new("ws");
+    let url = server_of(&ns.0, "ws", "ws");
+    let total = temp("ws").join("total.json");
+    let out = kube(
+        &ns.0,
+        &[&url, "-c", "8", "-d", "4s", "--pods", "2", "--pod-cpu", "300m", "--pod-memory", "256Mi"],
+    )
+    .args(["--json", total.to_str().unwrap()])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (served, connections, rx, tx) = server_count(&ns.0);
+    let t = read(&total);
+    assert_eq!(t["fleet"]["merged"], 2, "{}", t["fleet"]);
+    assert_eq!(t["audit"]["match"], true);
+    let n = |k: &str| t[k].as_u64().unwrap();
+    assert!(n("ops") > 0);
+    assert_eq!(served, n("sent"), "the server counted every message the pods sent");
+    assert_eq!(rx, t["bytes"]["tx"].as_u64().unwrap(), "every byte written, handshakes included");
+    assert_eq!(tx, t["bytes"]["rx"].as_u64().unwrap());
+    assert_eq!(connections, n("connects") + t["preflight"]["connections"].as_u64().unwrap());
 }

@@ -22,6 +22,10 @@ pub struct AgentArgs {
     /// processes this pod sees: `hostPID`) over the load's window.
     #[arg(long, requires = "watch_for")]
     pub watch_pod_uid: Option<String>,
+    /// The watched pod's container (its id, as in its cgroup path): its processes, not a
+    /// sidecar's.
+    #[arg(long, requires = "watch_pod_uid")]
+    pub watch_container: Option<String>,
     /// The load's warm-up: the watch begins this long after the start.
     #[arg(long, value_parser = crate::plan::parse_duration, default_value = "0s")]
     pub watch_after: Duration,
@@ -78,8 +82,10 @@ pub fn main(args: &AgentArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let client = rt.block_on(api::client())?;
     let run = Run { name: args.run.clone(), namespace: client.default_namespace().to_string() };
-    let root = rt.block_on(api::root_uid(&client, &run))?;
-    let say = |agent: &Agent| rt.block_on(api::put_agent(&client, &run, pod.index, &root, agent));
+    let root = rt.block_on(api::within("the barrier", api::root_uid(&client, &run)))?;
+    let say = |agent: &Agent| {
+        rt.block_on(api::within("its ConfigMap", api::put_agent(&client, &run, pod.index, &root, agent)))
+    };
     let failed = |why: String| {
         let _ = say(&Agent::Failed { place: pod.place.clone(), why: why.clone() });
         anyhow!(why)
@@ -103,7 +109,7 @@ pub fn main(args: &AgentArgs) -> Result<()> {
         pod.index, run.name, pod.place.node, pod.place.cpus_allowed
     );
     let (start_at, written_at, saw) =
-        wait_for_start(&rt, &client, &run, args.wait).map_err(|e| failed(format!("{e:#}")))?;
+        wait_for_start(&rt, &client, &run, pod.index, args.wait).map_err(|e| failed(format!("{e:#}")))?;
     // A start already past (seen late) opens the window at once: the coordinator sees by how
     // much, and merges it only within its tolerance.
     bench.load.start_at = Some(start_at.max(SystemTime::now() + Duration::from_millis(5)));
@@ -141,13 +147,19 @@ fn wait_for_start(
     rt: &tokio::runtime::Runtime,
     client: &kube::Client,
     run: &Run,
+    index: u32,
     wait: Duration,
 ) -> Result<(SystemTime, SystemTime, SystemTime)> {
     let deadline = Instant::now() + wait;
     let mut last_error = None;
     while Instant::now() < deadline {
-        match rt.block_on(api::barrier(client, run)) {
-            Ok(Barrier::Start { start_at, written_at }) => {
+        match rt.block_on(api::within("the barrier", api::barrier(client, run))) {
+            Ok(Barrier::Start { admitted, .. }) if !admitted.contains(&index) => {
+                bail!(
+                    "not admitted: it was not ready at the barrier in time, and the others started without it"
+                )
+            }
+            Ok(Barrier::Start { start_at, written_at, .. }) => {
                 return Ok((start_at, written_at, SystemTime::now()));
             }
             Ok(Barrier::Abort) => bail!("the run was called off before it started"),
@@ -178,7 +190,7 @@ fn watch(
     // Its containers may still be starting: a few seconds to find them.
     let until = Instant::now() + Duration::from_secs(10);
     let pid = loop {
-        match crate::fleet::pod_process(uid) {
+        match crate::fleet::pod_process(uid, args.watch_container.as_deref()) {
             Some(pid) => break pid,
             None if Instant::now() < until => std::thread::sleep(Duration::from_millis(200)),
             None => {
@@ -191,7 +203,7 @@ fn watch(
     };
     say(&Agent::Ready { place: pod.place.clone(), ready_at: SystemTime::now() })?;
     let (start_at, _, saw) =
-        wait_for_start(rt, client, run, args.wait).map_err(|e| failed(format!("{e:#}")))?;
+        wait_for_start(rt, client, run, pod.index, args.wait).map_err(|e| failed(format!("{e:#}")))?;
     let window = args.watch_for.unwrap_or_default();
     println!("watching pid {pid} of pod {uid} for {window:?} from the start");
     let (_, file) = super::watch::sample("--watch-pod", pid, Some(start_at + args.watch_after), window)

@@ -107,6 +107,11 @@ const REFUSED: &[(&str, &str)] = &[
     ("html", "--html writes a file in each pod"),
     ("start_at", "--start-at is chosen by kube once every pod is ready"),
     ("label", "--label: each pod is labelled by its name"),
+    ("repeat", "--repeat: a fleet's pods run once, side by side"),
+    ("cores", "--cores: each pod's engine pins inside the CPUs the pod was given"),
+    ("bind", "--bind names addresses of this machine, not the pods'"),
+    ("requests", "--requests names a file on this machine, not in the pods"),
+    ("body_file", "--body-file names a file on this machine, not in the pods"),
 ];
 
 /// `bench`'s arguments for the pods, rebuilt from the command line as clap read it: every
@@ -159,7 +164,8 @@ pub fn main(args: &KubeArgs) -> Result<()> {
     if let Some(dir) = &args.pod_json {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot make --pod-json {}", dir.display()))?;
     }
-    let bench = forwarded(&std::env::args().collect::<Vec<_>>())?;
+    let bench =
+        forwarded(&std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>())?;
     // Checked here as each pod will (any CPU is allowed: the pods' are not known yet).
     let plan = crate::protocol::validate_targets(
         &args.bench.urls,
@@ -186,22 +192,25 @@ pub fn main(args: &KubeArgs) -> Result<()> {
     );
     // The server's pod first: a name that is wrong is said before anything is made.
     let watched = match &args.watch_pod {
-        Some(name) => Some(rt.block_on(api::pod_place(&client, &run.namespace, name))?),
+        Some(name) => {
+            Some(rt.block_on(api::within("--watch-pod", api::pod_place(&client, &run.namespace, name)))?)
+        }
         None => None,
     };
     let created = rt.block_on(async {
-        let uid = api::create(&client, &run, &spec).await?;
-        if let Some((node, target_uid)) = watched {
+        let uid = api::within("creating the run", api::create(&client, &run, &spec)).await?;
+        if let Some((node, target_uid, container)) = watched {
             let spec = crate::fleet::objects::WatcherSpec {
                 index: args.pods,
                 node,
                 target_uid,
+                container,
                 image: args.image.clone(),
                 pull: args.pull.clone(),
                 after: shape.warmup,
                 window: shape.duration,
             };
-            api::create_watcher(&client, &run, &uid, &spec).await?;
+            api::within("creating the watcher", api::create_watcher(&client, &run, &uid, &spec)).await?;
         }
         anyhow::Ok(())
     });
@@ -265,12 +274,9 @@ fn pod_spec(
         memory: args.memory.clone(),
         node_selector,
         bench,
-        deadline: args.ready_timeout
-            + args.start_in
-            + shape.warmup
-            + shape.duration
-            + 2 * shape.timeout
-            + GRACE,
+        deadline: args.ready_timeout + run_bound(args, shape),
+        // An agent waits at the barrier as long as the coordinator may take to open it.
+        wait: args.ready_timeout + args.start_in + GRACE,
     })
 }
 
@@ -283,6 +289,8 @@ const LOOK_EVERY: Duration = Duration::from_millis(250);
 /// What the run gave: each pod's outcome, and the start.
 struct Gathered {
     start_at: SystemTime,
+    /// When the coordinator wrote the start (its clock).
+    written_at: SystemTime,
     ready_in: Duration,
     pods: Vec<Outcome>,
     /// `--watch-pod`'s watcher (agent index `pods`).
@@ -300,7 +308,8 @@ struct Outcome {
 }
 
 /// Wait for the pods at the barrier, start them, and wait for their results — each wait
-/// bounded, Ctrl-C ending either.
+/// bounded, Ctrl-C ending either. A call to the API that fails is tried again at the next look
+/// until the phase's time is over: one lost answer does not throw the run away.
 async fn drive(
     client: &kube::Client,
     run: &Run,
@@ -312,18 +321,18 @@ async fn drive(
     // The load pods, and the server's watcher (index `pods`) when asked for.
     let expected = args.pods as usize + usize::from(args.watch_pod.is_some());
     let t0 = Instant::now();
-    let mut known = BTreeMap::new();
+    let mut look = Look::default();
     // 1. Every pod ready, failed, or out of time.
     let mut said = String::new();
     let (ready, settled) = loop {
-        let (pods, agents) = look(client, run, &mut known).await?;
+        look.again(client, run).await;
         let ready: BTreeSet<u32> =
-            agents.iter().filter(|(_, a)| matches!(a, Agent::Ready { .. })).map(|(i, _)| *i).collect();
-        let settled = settled_indexes(&pods, &agents);
+            look.agents.iter().filter(|(_, a)| matches!(a, Agent::Ready { .. })).map(|(i, _)| *i).collect();
+        let settled = settled_indexes(&look.pods(), &look.agents);
         let line = format!(
             "  pods: {} created, {} running, {} ready, {} failed",
-            pods.len(),
-            pods.iter().filter(|p| p.phase == "Running").count(),
+            look.known.len(),
+            look.known.values().filter(|p| p.phase == "Running").count(),
             ready.len(),
             settled.len()
         );
@@ -331,70 +340,116 @@ async fn drive(
             eprintln!("{line}");
             said = line;
         }
-        if ready.len() + settled.len() >= expected || t0.elapsed() >= args.ready_timeout || stopped() {
+        // An index ready and then failed (its pod deleted at the barrier) counts once.
+        if ready.union(&settled).count() >= expected || t0.elapsed() >= args.ready_timeout || stopped() {
             break (ready, settled);
         }
         tokio::time::sleep(LOOK_EVERY).await;
     };
-    if stopped() || !ready.iter().any(|i| *i < args.pods) {
-        api::set_barrier(client, run, Barrier::Abort).await?;
+    // Ready and not failed since: the pods the start is for.
+    let admitted: Vec<u32> = ready.difference(&settled).copied().collect();
+    if stopped() || !admitted.iter().any(|i| *i < args.pods) {
+        api::within("the barrier", api::set_barrier(client, run, Barrier::Abort)).await?;
         if stopped() {
             bail!("interrupted before the start: the run's objects are deleted");
         }
-        let (pods, agents) = look(client, run, &mut known).await?;
         bail!(
             "no pod was ready at the barrier within {:?}: {}",
             args.ready_timeout,
-            why_not(&pods, &agents).unwrap_or_else(|| "none was created (a quota, or the namespace?)".into())
+            why_not(&look.pods(), &look.agents)
+                .or(look.error.clone())
+                .unwrap_or_else(|| "none was created (a quota, or the namespace?)".into())
         );
     }
     let ready_in = t0.elapsed();
-    // 2. One start for all, a moment ahead.
+    // 2. One start for all, a moment ahead, for the admitted pods (the others exit: a pod
+    // ready late must not load the server outside the total).
     let written_at = SystemTime::now();
     let start_at = written_at + args.start_in;
-    api::set_barrier(client, run, Barrier::Start { start_at, written_at }).await?;
+    let start = Barrier::Start { start_at, written_at, admitted: admitted.clone() };
+    api::within("the barrier", api::set_barrier(client, run, start)).await?;
     eprintln!(
         "  {} of {} ready in {:.1} s; start at {} ({:?} ahead)",
-        ready.iter().filter(|i| **i < args.pods).count(),
+        admitted.iter().filter(|i| **i < args.pods).count(),
         args.pods,
         ready_in.as_secs_f64(),
         humantime::format_rfc3339_millis(start_at),
         args.start_in
     );
     // 3. Each started pod's result, or its end without one.
-    let until = Instant::now() + args.start_in + shape.warmup + shape.duration + 2 * shape.timeout + GRACE;
-    let (pods, agents) = loop {
-        let (pods, agents) = look(client, run, &mut known).await?;
-        let settled = settled_indexes(&pods, &agents);
-        if ready.iter().all(|i| settled.contains(i)) || Instant::now() >= until || stopped() {
-            break (pods, agents);
+    let until = Instant::now() + run_bound(args, shape);
+    loop {
+        look.again(client, run).await;
+        let settled = settled_indexes(&look.pods(), &look.agents);
+        if admitted.iter().all(|i| settled.contains(i)) || Instant::now() >= until || stopped() {
+            break;
         }
         tokio::time::sleep(LOOK_EVERY).await;
-    };
+    }
+    if stopped() {
+        bail!(
+            "interrupted during the run: its objects are deleted, the pods stopped where they were, nothing is merged"
+        );
+    }
+    let pods = look.pods();
     let outcome = |index| Outcome {
         index,
         state: pods.iter().find(|p| p.index == Some(index)).cloned(),
-        agent: agents.iter().find(|(i, _)| *i == index).map(|(_, a)| a.clone()),
-        not_ready: !ready.contains(&index) && !settled.contains(&index),
+        agent: look.agents.iter().find(|(i, _)| *i == index).map(|(_, a)| a.clone()),
+        not_ready: !admitted.contains(&index) && !settled.contains(&index),
     };
     let outcomes = (0..args.pods).map(outcome).collect();
     let watch = args.watch_pod.as_ref().map(|_| outcome(args.pods));
-    Ok(Gathered { start_at, ready_in, pods: outcomes, watch, warmup: shape.warmup })
+    Ok(Gathered { start_at, written_at, ready_in, pods: outcomes, watch, warmup: shape.warmup })
 }
 
-/// The pods, each as last seen by its index (one gone since is kept, marked deleted: a pod
-/// deleted mid-run is still named), and the agents' words.
-async fn look(
-    client: &kube::Client,
-    run: &Run,
-    known: &mut BTreeMap<u32, api::PodState>,
-) -> Result<(Vec<api::PodState>, Vec<(u32, Agent)>)> {
-    let now = api::pods(client, run).await?;
-    for pod in known.values_mut().filter(|p| !now.iter().any(|n| n.name == p.name)) {
-        pod.deleting = true;
+/// How long a run may take from its start until every pod has said how it ended: set-up
+/// (connections ramped at `--connect-rate`), warm-up, the window, the last answers' timeouts,
+/// and [`GRACE`] to write the results.
+fn run_bound(args: &KubeArgs, shape: &crate::workload::Shape) -> Duration {
+    args.start_in
+        + shape.ramp_bound(shape.connections)
+        + shape.warmup
+        + shape.duration
+        + 2 * shape.timeout
+        + GRACE
+}
+
+/// What the coordinator last saw: the pods, each by its index (one gone since is kept, marked
+/// deleted: a pod deleted mid-run is still named), the agents' words, and the last failed
+/// call (tried again at the next look).
+#[derive(Default)]
+struct Look {
+    known: BTreeMap<u32, api::PodState>,
+    agents: Vec<(u32, Agent)>,
+    error: Option<String>,
+}
+
+impl Look {
+    async fn again(&mut self, client: &kube::Client, run: &Run) {
+        let pods = api::within("the pods", api::pods(client, run)).await;
+        let agents = api::within("the agents' ConfigMaps", api::agents(client, run)).await;
+        match (pods, agents) {
+            (Ok(now), Ok(agents)) => {
+                for pod in self.known.values_mut().filter(|p| !now.iter().any(|n| n.name == p.name)) {
+                    pod.deleting = true;
+                }
+                self.known.extend(now.into_iter().filter_map(|p| Some((p.index?, p))));
+                self.agents = agents;
+                self.error = None;
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                if self.error.is_none() {
+                    eprintln!("wirebench: warning: {e:#} (trying again)");
+                }
+                self.error = Some(format!("{e:#}"));
+            }
+        }
     }
-    known.extend(now.into_iter().filter_map(|p| Some((p.index?, p))));
-    Ok((known.values().cloned().collect(), api::agents(client, run).await?))
+
+    fn pods(&self) -> Vec<api::PodState> {
+        self.known.values().cloned().collect()
+    }
 }
 
 /// The indexes that are over: their agent said done or failed, or their pod ended, failed or
@@ -437,18 +492,31 @@ fn finish(args: &KubeArgs, run: &Run, g: Gathered, began: Instant) -> Result<Run
     for o in &g.pods {
         let mut line = pod_line(o);
         if let Some(Agent::Done { place, saw_start_at, result_json }) = &o.agent {
-            let result: RunResult = serde_json::from_str(result_json)
-                .with_context(|| format!("pod {} wrote a result that does not read", place.pod))?;
+            // A result that does not read (another version's agent, a ConfigMap cut short) is
+            // that pod's failure, not the run's.
+            let result: RunResult = match serde_json::from_str(result_json) {
+                Ok(r) => r,
+                Err(e) => {
+                    (line.state, line.why) =
+                        ("failed".into(), Some(format!("its result does not read: {e}")));
+                    lines.push(line);
+                    continue;
+                }
+            };
             if let Some(dir) = &args.pod_json {
                 let path = dir.join(format!("{}.json", place.pod));
-                crate::report::json::write(&path, &result)?;
+                if let Err(e) = crate::report::json::write(&path, &result) {
+                    eprintln!("wirebench: warning: --pod-json: {e:#}");
+                }
             }
-            // Where the pod really began: its first measured operation sent, by its own clock.
-            let began_at =
-                result.first_sent_unix_s.map(|s| std::time::UNIX_EPOCH + Duration::from_secs_f64(s));
+            // Where the pod really began: its first measured operation sent, by its own clock
+            // (a figure no clock could give is none).
+            let began_at = result
+                .first_sent_unix_s
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .and_then(|d| std::time::UNIX_EPOCH.checked_add(d));
             line.start_offset_ms = began_at.map(|b| crate::fleet::signed_ms(b, expected));
-            line.seen_after_written_ms =
-                Some(crate::fleet::signed_ms(*saw_start_at, g.start_at - args.start_in));
+            line.seen_after_written_ms = Some(crate::fleet::signed_ms(*saw_start_at, g.written_at));
             line.engine_cores = result.cores.clone();
             line.ops = result.ops;
             line.ops_per_sec = result.ops_per_sec;
@@ -486,21 +554,7 @@ fn finish(args: &KubeArgs, run: &Run, g: Gathered, began: Instant) -> Result<Run
         - offsets.iter().cloned().fold(f64::INFINITY, f64::min);
     total.label = Some(run.name.clone());
     // The server's side of the window, from its watcher.
-    let watcher = g.watch.as_ref().map(|w| {
-        let mut line = pod_line(w);
-        if let Some(Agent::Done { result_json, .. }) = &w.agent {
-            match serde_json::from_str::<crate::stats::result::WatchFile>(result_json) {
-                Ok(file) => {
-                    total.server_watch = Some(file.watch);
-                    line.state = "watched".into();
-                }
-                Err(e) => {
-                    (line.state, line.why) = ("failed".into(), Some(format!("its result does not read: {e}")))
-                }
-            }
-        }
-        line
-    });
+    let watcher = g.watch.as_ref().map(|w| watched(w, &mut total));
     total.fleet = Some(FleetResult {
         run: run.name.clone(),
         namespace: run.namespace.clone(),
@@ -516,6 +570,23 @@ fn finish(args: &KubeArgs, run: &Run, g: Gathered, began: Instant) -> Result<Run
         watcher,
     });
     Ok(total)
+}
+
+/// The watcher's line; its figures become the total's `server_watch`.
+fn watched(w: &Outcome, total: &mut RunResult) -> PodLine {
+    let mut line = pod_line(w);
+    if let Some(Agent::Done { result_json, .. }) = &w.agent {
+        match serde_json::from_str::<crate::stats::result::WatchFile>(result_json) {
+            Ok(file) => {
+                total.server_watch = Some(file.watch);
+                line.state = "watched".into();
+            }
+            Err(e) => {
+                (line.state, line.why) = ("failed".into(), Some(format!("its result does not read: {e}")))
+            }
+        }
+    }
+    line
 }
 
 /// A pod's line before its result is read: where it ran, and why not, if it did not.

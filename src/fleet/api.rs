@@ -1,7 +1,8 @@
 //! The calls a run makes to the Kubernetes API (kube-rs): create the run's objects, write and
-//! read the barrier and the agents' ConfigMaps, see the pods, delete it all. Every call is one
-//! request with the client's own timeout; the loops that repeat them are the callers', each
-//! bounded in time.
+//! read the barrier and the agents' ConfigMaps, see the pods, delete it all. Every call is
+//! bounded: the client connects within 5 s and reads within 10 s, and each call as a whole
+//! (kube-rs retries a busy server) ends within [`CALL_TIMEOUT`]; the loops that repeat them are
+//! the callers', each bounded in time.
 
 use super::objects::{self, PodSpec};
 use super::{Agent, Barrier, Run};
@@ -11,12 +12,26 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
 
+/// The longest one call may take, retries included.
+pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// A client from the user's kubeconfig (`KUBECONFIG`, `~/.kube/config`) or, in a pod, its
 /// service account.
 pub async fn client() -> Result<kube::Client> {
-    kube::Client::try_default().await.context(
-        "cannot reach a Kubernetes cluster: set KUBECONFIG (or ~/.kube/config) to one whose API answers",
-    )
+    let reach =
+        "cannot reach a Kubernetes cluster: set KUBECONFIG (or ~/.kube/config) to one whose API answers";
+    let mut config = kube::Config::infer().await.context(reach)?;
+    config.connect_timeout = Some(std::time::Duration::from_secs(5));
+    config.read_timeout = Some(std::time::Duration::from_secs(10));
+    kube::Client::try_from(config).context(reach)
+}
+
+/// `call`, or an error once it has taken [`CALL_TIMEOUT`].
+pub async fn within<T>(what: &str, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Ok(result) => result,
+        Err(_) => anyhow::bail!("{what}: no answer from the API in {CALL_TIMEOUT:?}"),
+    }
 }
 
 /// Create the run: the barrier (waiting), the agents' access, then the Job. The barrier's uid
@@ -29,7 +44,8 @@ pub async fn create(client: &kube::Client, run: &Run, spec: &PodSpec) -> Result<
         .await
         .with_context(|| format!("cannot create ConfigMap {} in namespace {}", run.name, run.namespace))?;
     let uid = root.metadata.uid.context("the API gave the barrier no uid")?;
-    let (sa, role, binding) = objects::access(run, &uid)?;
+    // The watcher, if any, is agent `pods`.
+    let (sa, role, binding) = objects::access(run, &uid, spec.pods + 1)?;
     let ns = &run.namespace;
     Api::<ServiceAccount>::namespaced(client.clone(), ns)
         .create(&pp, &sa)
@@ -61,19 +77,30 @@ pub async fn create_watcher(
     Ok(())
 }
 
-/// A pod's node and uid (`--watch-pod`): one line if there is none so named, or it has no node yet.
-pub async fn pod_place(client: &kube::Client, namespace: &str, name: &str) -> Result<(String, String)> {
+/// A pod's node, uid and first container's id (`--watch-pod`): one line if there is none so
+/// named, or it has no node yet.
+pub async fn pod_place(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<(String, String, Option<String>)> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let pod = pods
         .get_opt(name)
         .await
         .context("cannot read the pods")?
         .with_context(|| format!("--watch-pod: no pod {name} in namespace {namespace}"))?;
+    let first = pod.spec.as_ref().and_then(|s| s.containers.first()).map(|c| c.name.clone());
+    // `containerd://ID`: the ID is in the cgroup path of the container's processes.
+    let container = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref()).and_then(|all| {
+        let c = all.iter().find(|c| Some(&c.name) == first.as_ref())?;
+        Some(c.container_id.as_ref()?.rsplit("://").next()?.to_string())
+    });
     let node = pod
         .spec
         .and_then(|s| s.node_name)
         .with_context(|| format!("--watch-pod: pod {name} is on no node yet"))?;
-    Ok((node, pod.metadata.uid.context("the API gave the pod no uid")?))
+    Ok((node, pod.metadata.uid.context("the API gave the pod no uid")?, container))
 }
 
 /// Write the barrier.
@@ -211,41 +238,50 @@ fn pod_state(pod: Pod) -> PodState {
 /// Delete the run: the Job with its pods at once, then the root (the rest is owned by it).
 /// Best effort, each failure said; gone already is fine.
 pub async fn delete(client: &kube::Client, run: &Run) -> Vec<String> {
-    let background =
-        DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..Default::default() };
-    let mut failed = Vec::new();
     let ns = &run.namespace;
-    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-    if let Err(e) = jobs.delete(&run.name, &background).await
-        && !gone(&e)
-    {
-        failed.push(format!("Job {}: {e}", run.name));
-    }
-    // The owned objects too, not left to the garbage collector's pace.
-    let sa: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
-    let role: Api<Role> = Api::namespaced(client.clone(), ns);
-    let binding: Api<RoleBinding> = Api::namespaced(client.clone(), ns);
-    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let results = [
-        ("Pod", pods.delete(&format!("{}-watch", run.name), &background).await.err()),
-        ("RoleBinding", binding.delete(&run.name, &background).await.err()),
-        ("Role", role.delete(&run.name, &background).await.err()),
-        ("ServiceAccount", sa.delete(&run.name, &background).await.err()),
-        ("ConfigMap", maps.delete(&run.name, &background).await.err()),
+    let watcher = format!("{}-watch", run.name);
+    // The root first: what it owns goes with it even if this is cut short. Then the rest, not
+    // left to the garbage collector's pace.
+    let failed = [
+        gone_or(Api::<ConfigMap>::namespaced(client.clone(), ns), &run.name).await,
+        gone_or(Api::<Job>::namespaced(client.clone(), ns), &run.name).await,
+        gone_or(Api::<Pod>::namespaced(client.clone(), ns), &watcher).await,
+        gone_or(Api::<RoleBinding>::namespaced(client.clone(), ns), &run.name).await,
+        gone_or(Api::<Role>::namespaced(client.clone(), ns), &run.name).await,
+        gone_or(Api::<ServiceAccount>::namespaced(client.clone(), ns), &run.name).await,
     ];
-    for (kind, err) in results {
-        if let Some(e) = err
-            && !gone(&e)
-        {
-            failed.push(format!("{kind} {}: {e}", run.name));
-        }
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let agents = tokio::time::timeout(
+        CALL_TIMEOUT,
+        maps.delete_collection(&background(), &ListParams::default().labels(&run.selector())),
+    )
+    .await;
+    let agents = match agents {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(format!("the agents' ConfigMaps: {e}")),
+        Err(_) => Some(format!("the agents' ConfigMaps: no answer in {CALL_TIMEOUT:?}")),
+    };
+    failed.into_iter().flatten().chain(agents).collect()
+}
+
+fn background() -> DeleteParams {
+    DeleteParams { propagation_policy: Some(PropagationPolicy::Background), ..Default::default() }
+}
+
+/// Delete `name` (with what it owns, in the background) within [`CALL_TIMEOUT`]; gone already
+/// is fine. Why not, if it could not.
+async fn gone_or<K>(api: Api<K>, name: &str) -> Option<String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let kind = K::kind(&K::DynamicType::default()).into_owned();
+    match tokio::time::timeout(CALL_TIMEOUT, api.delete(name, &background())).await {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) if gone(&e) => None,
+        Ok(Err(e)) => Some(format!("{kind} {name}: {e}")),
+        Err(_) => Some(format!("{kind} {name}: no answer in {CALL_TIMEOUT:?}")),
     }
-    if let Err(e) = maps.delete_collection(&background, &ListParams::default().labels(&run.selector())).await
-    {
-        failed.push(format!("the agents' ConfigMaps: {e}"));
-    }
-    failed
 }
 
 fn gone(e: &kube::Error) -> bool {

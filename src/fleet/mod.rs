@@ -84,26 +84,27 @@ pub fn signed_ms(a: SystemTime, b: SystemTime) -> f64 {
 }
 
 /// What the coordinator writes into the barrier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Barrier {
     /// Not yet: wait.
     Waiting,
     /// Open the measured window at `start_at`; `written_at` is the coordinator's clock when it
     /// wrote this (an agent's clock when it saw it, minus this: its delivery plus the clocks'
-    /// offset).
-    Start { start_at: SystemTime, written_at: SystemTime },
+    /// offset). Only the agents `admitted` (ready in time) run; the others exit.
+    Start { start_at: SystemTime, written_at: SystemTime, admitted: Vec<u32> },
     /// The run was called off (Ctrl-C, or no pod became ready): exit.
     Abort,
 }
 
 impl Barrier {
-    pub fn to_data(self) -> BTreeMap<String, String> {
+    pub fn to_data(&self) -> BTreeMap<String, String> {
         match self {
             Barrier::Waiting => BTreeMap::from([("state".into(), "waiting".into())]),
-            Barrier::Start { start_at, written_at } => BTreeMap::from([
+            Barrier::Start { start_at, written_at, admitted } => BTreeMap::from([
                 ("state".into(), "start".into()),
-                ("start_at_ns".into(), unix_ns(start_at).to_string()),
-                ("written_at_ns".into(), unix_ns(written_at).to_string()),
+                ("start_at_ns".into(), unix_ns(*start_at).to_string()),
+                ("written_at_ns".into(), unix_ns(*written_at).to_string()),
+                ("admitted".into(), admitted.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
             ]),
             Barrier::Abort => BTreeMap::from([("state".into(), "abort".into())]),
         }
@@ -113,10 +114,17 @@ impl Barrier {
     pub fn from_data(data: &BTreeMap<String, String>) -> Barrier {
         let ns = |k: &str| data.get(k).and_then(|v| v.parse::<u64>().ok()).map(from_unix_ns);
         match data.get("state").map(String::as_str) {
-            Some("start") => match (ns("start_at_ns"), ns("written_at_ns")) {
-                (Some(start_at), Some(written_at)) => Barrier::Start { start_at, written_at },
-                _ => Barrier::Waiting,
-            },
+            Some("start") => {
+                let admitted: Option<Vec<u32>> = data.get("admitted").and_then(|list| {
+                    list.split(',').filter(|i| !i.is_empty()).map(|i| i.parse().ok()).collect()
+                });
+                match (ns("start_at_ns"), ns("written_at_ns"), admitted) {
+                    (Some(start_at), Some(written_at), Some(admitted)) => {
+                        Barrier::Start { start_at, written_at, admitted }
+                    }
+                    _ => Barrier::Waiting,
+                }
+            }
             Some("abort") => Barrier::Abort,
             _ => Barrier::Waiting,
         }
@@ -203,17 +211,20 @@ impl Agent {
     }
 }
 
-/// The main process of the pod whose uid is `uid`, as a pod sharing the node's process
-/// namespace (`hostPID`) sees it: of the processes in the pod's cgroup (`…/pod<uid>/…` with
-/// cgroupfs, `…pod<uid with _>.slice/…` with systemd) less the sandbox's `pause`, the first
-/// whose parent is not among them (its container's first process).
-pub fn pod_process(uid: &str) -> Option<u32> {
+/// The main process of the pod whose uid is `uid` (of its container `container`, when known:
+/// not a sidecar's), as a pod sharing the node's process namespace (`hostPID`) sees it: of the
+/// processes in the pod's cgroup (`…/pod<uid>/<container>` with cgroupfs,
+/// `…pod<uid with _>.slice/…<container>…` with systemd) less the sandbox's `pause`, the first
+/// whose parent is not among them (the container's first process).
+pub fn pod_process(uid: &str, container: Option<&str>) -> Option<u32> {
     let marks = [format!("pod{uid}"), format!("pod{}", uid.replace('-', "_"))];
+    let ours = |cgroup: &str| {
+        marks.iter().any(|m| cgroup.contains(m.as_str())) && container.is_none_or(|c| cgroup.contains(c))
+    };
     let mut members: Vec<(u32, u32)> = Vec::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let in_pod = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-            .is_ok_and(|cgroup| marks.iter().any(|m| cgroup.contains(m.as_str())));
+        let in_pod = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|cgroup| ours(&cgroup));
         // `pid (comm) state ppid …`: the name may hold spaces and parentheses.
         let Some(stat) = in_pod.then(|| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()).flatten()
         else {
@@ -249,13 +260,18 @@ mod tests {
 
     #[test]
     fn a_pod_with_no_process_here_is_none() {
-        assert_eq!(pod_process("00000000-0000-0000-0000-000000000000"), None);
+        assert_eq!(pod_process("00000000-0000-0000-0000-000000000000", None), None);
     }
 
     #[test]
     fn the_barrier_and_every_agent_state_read_back_as_written() {
         let t = |ns: u64| from_unix_ns(1_765_000_000_000_000_000 + ns);
-        for b in [Barrier::Waiting, Barrier::Abort, Barrier::Start { start_at: t(7), written_at: t(3) }] {
+        for b in [
+            Barrier::Waiting,
+            Barrier::Abort,
+            Barrier::Start { start_at: t(7), written_at: t(3), admitted: vec![0, 2] },
+            Barrier::Start { start_at: t(7), written_at: t(3), admitted: vec![] },
+        ] {
             assert_eq!(Barrier::from_data(&b.to_data()), b);
         }
         let place = Place {
@@ -275,7 +291,9 @@ mod tests {
 
     #[test]
     fn half_written_states_are_not_taken_for_whole_ones() {
-        let mut data = Barrier::Start { start_at: from_unix_ns(5), written_at: from_unix_ns(4) }.to_data();
+        let mut data =
+            Barrier::Start { start_at: from_unix_ns(5), written_at: from_unix_ns(4), admitted: vec![1] }
+                .to_data();
         data.remove("start_at_ns");
         assert_eq!(Barrier::from_data(&data), Barrier::Waiting);
         let mut data = Agent::Done {

@@ -3,8 +3,9 @@
 //! in a test, not in the cluster.
 //!
 //! The barrier ConfigMap is the root: every other object names it as its owner, so deleting it
-//! (or the cluster's garbage collector, after a coordinator that died) takes the run away. The
-//! Job also stops by itself (`activeDeadlineSeconds`) and goes after a while
+//! takes the run away (the coordinator deletes it first). A coordinator that died leaves it and
+//! the small objects it owns (`kubectl delete cm -l wirebench.dev/run=NAME` removes them all);
+//! the Job stops by itself (`activeDeadlineSeconds`) and goes after a while
 //! (`ttlSecondsAfterFinished`).
 
 use super::{Barrier, Run};
@@ -31,6 +32,8 @@ pub struct PodSpec {
     pub bench: Vec<String>,
     /// The Job stops every pod after this long, whatever happens.
     pub deadline: Duration,
+    /// How long an agent waits at the barrier.
+    pub wait: Duration,
 }
 
 /// How long a finished run's Job stays if nobody deletes it.
@@ -58,15 +61,21 @@ fn owned(run: &Run, name: &str, uid: &str) -> serde_json::Value {
     })
 }
 
-/// The agents' identity and its only rights: ConfigMaps in the run's namespace.
-pub fn access(run: &Run, uid: &str) -> anyhow::Result<(ServiceAccount, Role, RoleBinding)> {
+/// The agents' identity and its only rights: to read the barrier, and to create and write the
+/// run's `agents` ConfigMaps (no other object of the namespace: creating cannot be limited to
+/// names, the rest is).
+pub fn access(run: &Run, uid: &str, agents: u32) -> anyhow::Result<(ServiceAccount, Role, RoleBinding)> {
     let meta = owned(run, &run.name, uid);
+    let own: Vec<String> = (0..agents).map(|i| run.agent_map(i)).collect();
     Ok((
         typed(json!({"metadata": meta, "automountServiceAccountToken": true}))?,
         typed(json!({
             "metadata": meta,
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"],
-                       "verbs": ["get", "list", "watch", "create", "update", "patch"]}],
+            "rules": [
+                {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [run.name], "verbs": ["get", "watch"]},
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": own, "verbs": ["get", "update", "patch"]},
+            ],
         }))?,
         typed(json!({
             "metadata": meta,
@@ -84,8 +93,9 @@ pub fn job(run: &Run, uid: &str, spec: &PodSpec) -> anyhow::Result<Job> {
     let field =
         |name: &str, path: &str| json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
     let env = json!([field("WB_POD", "metadata.name"), field("WB_NODE", "spec.nodeName"),]);
+    let wait = format!("--wait={}ms", spec.wait.as_millis());
     let mut command =
-        vec!["wirebench".to_string(), "agent".into(), "--run".into(), run.name.clone(), "--".into()];
+        vec!["wirebench".to_string(), "agent".into(), "--run".into(), run.name.clone(), wait, "--".into()];
     command.extend(spec.bench.iter().cloned());
     let resources = json!({"cpu": spec.cpu, "memory": spec.memory});
     typed(json!({
@@ -134,8 +144,10 @@ pub fn job(run: &Run, uid: &str, spec: &PodSpec) -> anyhow::Result<Job> {
 pub struct WatcherSpec {
     pub index: u32,
     pub node: String,
-    /// The server pod's uid: its processes are found by their cgroup.
+    /// The server pod's uid, and its first container's id: its processes are found by their
+    /// cgroup.
     pub target_uid: String,
+    pub container: Option<String>,
     pub image: String,
     pub pull: String,
     /// The load's warm-up (not watched) and measured window.
@@ -147,7 +159,7 @@ pub fn watcher(run: &Run, uid: &str, spec: &WatcherSpec) -> anyhow::Result<Pod> 
     let mut meta = owned(run, &format!("{}-watch", run.name), uid);
     meta["labels"][super::INDEX_LABEL] = json!(spec.index.to_string());
     let ms = |d: Duration| format!("{}ms", d.as_millis());
-    let command = [
+    let mut command: Vec<String> = [
         "wirebench",
         "agent",
         "--run",
@@ -160,7 +172,12 @@ pub fn watcher(run: &Run, uid: &str, spec: &WatcherSpec) -> anyhow::Result<Pod> 
         &ms(spec.after),
         "--watch-for",
         &ms(spec.window),
-    ];
+    ]
+    .map(String::from)
+    .into();
+    if let Some(id) = &spec.container {
+        command.extend(["--watch-container".to_string(), id.clone()]);
+    }
     let field =
         |name: &str, path: &str| json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
     typed(json!({
@@ -211,6 +228,7 @@ mod tests {
             node_selector: BTreeMap::from([("kubernetes.io/os".into(), "linux".into())]),
             bench: vec!["http://web:8080/".into(), "-c".into(), "16".into()],
             deadline: Duration::from_secs(90),
+            wait: Duration::from_secs(60),
         }
     }
 
@@ -219,7 +237,9 @@ mod tests {
         let run = Run { name: "wb-0123abcd".into(), namespace: "load".into() };
         let root = barrier(&run).unwrap();
         assert_eq!(root.metadata.name.as_deref(), Some("wb-0123abcd"));
-        let (sa, role, binding) = access(&run, "u-1").unwrap();
+        let (sa, role, binding) = access(&run, "u-1", 4).unwrap();
+        let rules = role.rules.as_ref().unwrap();
+        assert_eq!(rules[2].resource_names.as_ref().unwrap().len(), 4, "each agent's own map, no other");
         for meta in [&sa.metadata, &role.metadata, &binding.metadata] {
             assert_eq!(meta.owner_references.as_ref().unwrap()[0].uid, "u-1");
             assert_eq!(meta.labels.as_ref().unwrap()[super::super::RUN_LABEL], "wb-0123abcd");
@@ -230,8 +250,8 @@ mod tests {
         let pod = js.template.spec.unwrap();
         let c = &pod.containers[0];
         assert_eq!(
-            c.command.as_ref().unwrap()[..7].join(" "),
-            "wirebench agent --run wb-0123abcd -- http://web:8080/ -c"
+            c.command.as_ref().unwrap()[..8].join(" "),
+            "wirebench agent --run wb-0123abcd --wait=60000ms -- http://web:8080/ -c"
         );
         // Requests equal limits: Guaranteed QoS.
         let r = c.resources.as_ref().unwrap();

@@ -11,9 +11,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/env.sh"
 [ "$(id -u)" = 0 ] || { echo "tools/cluster/down.sh needs root" >&2; exit 2; }
 pid() { cat "$PIDS/$1" 2>/dev/null; }
-alive() { local p; p=$(pid "$1"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+# A recorded PID counts only while it is that component (its command line names it).
+alive() { local p; p=$(pid "$1"); [ -n "$p" ] && tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -- "${2:-$1}" >/dev/null; }
 stop() {
     local p; p=$(pid "$1"); [ -z "$p" ] && return 0
+    alive "$1" || { rm -f "$PIDS/$1"; return 0; }
     kill "$p" 2>/dev/null
     for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
     kill -0 "$p" 2>/dev/null && kill -9 "$p"
@@ -39,9 +41,13 @@ if alive containerd; then
     for c in $($CTR containers ls -q 2>/dev/null); do $CTR containers rm "$c" >/dev/null 2>&1; done
 fi
 stop kube-apiserver; stop etcd; stop containerd
-# 3. Shims of our containerd (by its socket in their command line), and their children.
+# 3. Shims of our containerd (by its socket in their command line), then every process still
+# in the kubelet's cgroups (containers a killed shim leaves running).
 for s in $(ps -eo pid=,args= | awk -v sock="$CONTAINERD_SOCK" '/containerd-shim/ && index($0, sock) {print $1}'); do
     kill -9 "$s" 2>/dev/null && echo "killed shim $s"
+done
+for procs in $(find /sys/fs/cgroup/*/kubepods* /sys/fs/cgroup/kubepods* -name cgroup.procs 2>/dev/null); do
+    for p in $(cat "$procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null && echo "killed container process $p"; done
 done
 sleep 0.5
 # 4. Mounts under our places, deepest first.
@@ -53,14 +59,27 @@ for n in $(ls /var/run/netns 2>/dev/null | grep '^cni-' | grep -vxF -f "$STATE/h
     ip netns del "$n" && echo "deleted netns $n"
 done
 ip link del "$BRIDGE" 2>/dev/null && echo "deleted bridge $BRIDGE"
+# The bridge's addresses are free again: a leak of the IPAM's records would use them up.
+rm -rf "$STATE/cni-ipam"
 ip addr del "$API_IP/32" dev lo 2>/dev/null && echo "deleted $API_IP from lo"
+# The chains the cluster made (KUBE-, CNI- and our fence; not those that were there before it),
+# with the rules that jump to them.
+ours() {
+    if [ -s "$STATE/host-before.chains" ]; then grep -E "^($FENCE|KUBE-|CNI-)" | grep -vxF -f "$STATE/host-before.chains"
+    else grep -E "^($FENCE|KUBE-|CNI-)"; fi
+}
 for ipt in iptables ip6tables; do
     for table in filter nat mangle; do
-        # Rules that jump to our chains, then the chains.
-        $ipt -t $table -S 2>/dev/null | grep -E '^-A ' | grep -E -- '-j (KUBE-|CNI-)' | grep -vE '^-A (KUBE-|CNI-)' |
-            while read -r _ chain rest; do eval "$ipt -t $table -D $chain $rest" 2>/dev/null; done
-        for chain in $($ipt -t $table -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/ {print $2}'); do $ipt -t $table -F "$chain" 2>/dev/null; done
-        for chain in $($ipt -t $table -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/ {print $2}'); do $ipt -t $table -X "$chain" 2>/dev/null; done
+        chains=$($ipt -t $table -S 2>/dev/null | awk '/^-N / {print $2}' | ours | sort -u)
+        [ -z "$chains" ] && continue
+        $ipt -t $table -S 2>/dev/null | grep -E '^-A ' | while read -r _ chain rest; do
+            target=$(echo "$rest" | sed -n 's/.*-j \([^ ]*\).*/\1/p')
+            if echo "$chains" | grep -x -- "$target" >/dev/null && ! echo "$chains" | grep -x -- "$chain" >/dev/null; then
+                eval "$ipt -t $table -D $chain $rest" 2>/dev/null
+            fi
+        done
+        for chain in $chains; do $ipt -t $table -F "$chain" 2>/dev/null; done
+        for chain in $chains; do $ipt -t $table -X "$chain" 2>/dev/null; done
     done
 done
 # 6. The kubelet's cgroups (each v1 hierarchy), deepest first.
@@ -72,7 +91,8 @@ if [ -f "$STATE/host-before.sysctl" ]; then
     while read -r k _ v; do sysctl -q -w "$k=$v" 2>/dev/null; done < "$STATE/host-before.sysctl" && echo "sysctls restored"
 fi
 "$here/status.sh" --left; left=$?
-if [ "${1:-}" = --wipe ]; then
+# Wiped only when nothing is left: the records of what to clean stay for another try.
+if [ "${1:-}" = --wipe ] && [ $left -eq 0 ]; then
     rm -rf "$STATE" "$RUNDIR" && echo "wiped $STATE (the binaries stay cached in $CACHE)"
 fi
 exit $left

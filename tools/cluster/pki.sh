@@ -5,12 +5,12 @@
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 mkdir -p "$PKI" && cd "$PKI"
-[ -f ca.key ] || { openssl genrsa -out ca.key 2048 2>/dev/null; openssl req -x509 -new -key ca.key -days 3650 -subj "/CN=wirebench-cluster-ca" -out ca.crt; }
+[ -f ca.key ] && [ -f ca.crt ] || { openssl genrsa -out ca.key 2048 2>/dev/null; openssl req -x509 -new -key ca.key -days 3650 -subj "/CN=wirebench-cluster-ca" -out ca.crt; }
 [ -f sa.key ] || { openssl genrsa -out sa.key 2048 2>/dev/null; openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null; }
 # name CN O SANs extendedKeyUsage
 mk() {
     local n=$1 cn=$2 o=$3 san=$4 eku=$5 subj
-    [ -f "$n.crt" ] && return
+    [ -f "$n.crt" ] && [ -f "$n.key" ] && return
     openssl genrsa -out "$n.key" 2048 2>/dev/null
     subj="/CN=$cn"; [ -n "$o" ] && subj="/O=$o/CN=$cn"
     openssl req -new -key "$n.key" -subj "$subj" -out "$n.csr"

@@ -32,15 +32,26 @@ for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-prox
 done
 
 mkdir -p "$LOGS" "$PIDS" "$STATE/conf/net.d" "$STATE/images" "$RUNDIR"
-# 2. The host as it was, once (down.sh puts it back).
-if [ ! -f "$STATE/host-before.sysctl" ]; then
-    sysctl -a 2>/dev/null | grep -E '^(kernel\.panic|kernel\.panic_on_oops|vm\.overcommit_memory|net\.ipv4\.ip_forward|net\.ipv4\.conf\.all\.route_localnet|kernel\.keys\.root_maxkeys|kernel\.keys\.root_maxbytes|net\.bridge\.bridge-nf-call-iptables|net\.netfilter\.nf_conntrack_max) ' > "$STATE/host-before.sysctl"
+alive() { [ -s "$PIDS/$1" ] && tr '\0' ' ' < "/proc/$(cat "$PIDS/$1")/cmdline" 2>/dev/null | grep -- "$2" >/dev/null; }
+# 2. The host as it is before this cluster starts (down.sh puts it back): taken whenever no
+# component of it runs, so it is never older than the last down.
+if ! alive etcd etcd && ! alive kubelet kubelet; then
+    sysctl -a 2>/dev/null | grep -E '^(kernel\.panic|kernel\.panic_on_oops|vm\.overcommit_memory|vm\.panic_on_oom|net\.ipv4\.ip_forward|net\.ipv4\.conf\.all\.route_localnet|kernel\.keys\.root_maxkeys|kernel\.keys\.root_maxbytes|net\.bridge\.bridge-nf-call-iptables|net\.netfilter\.nf_conntrack_max) ' > "$STATE/host-before.sysctl"
     (ls /var/run/netns 2>/dev/null || true) > "$STATE/host-before.netns"
+    # Chains named as the cluster's that were there before it (another's): down.sh keeps them.
+    for ipt in iptables ip6tables; do $ipt-save 2>/dev/null | awk '/^:(KUBE-|CNI-)/ {print substr($1, 2)}'; done | sort -u > "$STATE/host-before.chains"
 fi
 
 "$here/pki.sh"
-# 3. The API address, on loopback.
-ip addr show dev lo | grep -q " $API_IP/" || ip addr add "$API_IP/32" dev lo
+# 3. The API address, on loopback; and a fence: pods' packets may go to pods, Services and this
+# machine, never forwarded off it (the bridge's gateway would route them out otherwise).
+ip addr show dev lo | grep " $API_IP/" >/dev/null || ip addr add "$API_IP/32" dev lo
+if ! iptables -S "$FENCE" >/dev/null 2>&1; then
+    iptables -N "$FENCE"
+    iptables -A "$FENCE" -s "$POD_CIDR" -d 10.244.0.0/16 -j RETURN
+    iptables -A "$FENCE" -s "$POD_CIDR" -j DROP
+fi
+iptables -C FORWARD -j "$FENCE" 2>/dev/null || iptables -I FORWARD -j "$FENCE"
 
 # 4. Configuration, written from env.sh's places — only where it differs: kube-proxy exits when
 # its configuration file changes under it (a second up must leave a running cluster alone).
@@ -117,8 +128,8 @@ if [ ! -f "$STATE/images/pause.tar" ]; then
     python3 "$here/images/mkimage.py" "$STATE/images/pause.tar" registry.k8s.io/pause:3.10 '["/pause"]' "$STATE/images/pause:/pause" >/dev/null
 fi
 
-alive() { [ -s "$PIDS/$1" ] && kill -0 "$(cat "$PIDS/$1")" 2>/dev/null; }
-start() { local n=$1; shift; alive "$n" && return 0; nohup "$@" > "$LOGS/$n.log" 2>&1 & echo $! > "$PIDS/$n"; say "started $n (pid $!)"; }
+# A component runs when its recorded PID is alive and is that program.
+start() { local n=$1; shift; alive "$n" "$1" && return 0; nohup "$@" > "$LOGS/$n.log" 2>&1 & echo $! > "$PIDS/$n"; say "started $n (pid $!)"; }
 wait_for() { local what=$1 n=$2; shift 2; for _ in $(seq "$n"); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done; echo "cluster: $what not up in ${n}s (logs: $LOGS)" >&2; exit 1; }
 
 start etcd etcd --name default --data-dir "$STATE/etcd" \
@@ -148,7 +159,7 @@ start kube-scheduler "$BIN/kube-scheduler" --kubeconfig="$PKI/scheduler.kubeconf
     --authentication-kubeconfig="$PKI/scheduler.kubeconfig" --authorization-kubeconfig="$PKI/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false
 # A CPU manager state of another policy would stop the kubelet: it is remade at each start.
-alive kubelet || rm -f "$STATE/kubelet/cpu_manager_state"
+alive kubelet kubelet || rm -f "$STATE/kubelet/cpu_manager_state"
 start kubelet "$BIN/kubelet" --config="$C/kubelet.yaml" --kubeconfig="$PKI/kubelet.kubeconfig" \
     --root-dir="$STATE/kubelet" --node-ip="$API_IP" --hostname-override="$NODE" -v=1
 start kube-proxy "$BIN/kube-proxy" --config="$C/kube-proxy.yaml"

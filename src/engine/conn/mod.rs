@@ -584,7 +584,8 @@ impl<C: ClientCodec> Conn<C> {
             op.open = self.codec.op_open();
             self.ledger.push(op);
             if traffic == Traffic::Op {
-                rec.first_sent.get_or_insert(now);
+                // A connection per operation began it with its connect.
+                rec.first_sent.get_or_insert(if self.per_op { self.connect_started } else { now });
                 rec.sent += 1;
                 rec.share_sent(self.target, kind);
             }

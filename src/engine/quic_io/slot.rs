@@ -350,6 +350,7 @@ pub(super) fn request(slot: &mut Slot, core: &Core<'_>, now: Instant, rec: &mut 
             break;
         };
         if traffic == Traffic::Op {
+            rec.first_sent.get_or_insert(now);
             rec.sent += 1;
             rec.share_sent(slot.target, kind);
             if let Some(left) = &mut slot.left {
