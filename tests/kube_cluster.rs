@@ -258,6 +258,12 @@ fn three_pods_start_together_and_merge_to_the_servers_own_count() {
         assert!(p["ops"].as_u64().unwrap() > 0, "{p}");
         // A 300m pod is not Guaranteed with whole CPUs: it shares the node's CPUs.
         assert_eq!(p["cpus_allowed"], p["cpus_online"], "{p}");
+        // One node, one clock: the offset's bounds hold zero.
+        let hi = p["seen_after_written_ms"].as_f64().unwrap();
+        assert!(hi >= 0.0, "{p}");
+        if let Some(lo) = p["clock_offset_min_ms"].as_f64() {
+            assert!(lo <= 0.0 && lo <= hi, "{p}");
+        }
     }
     let skew = fleet["skew_ms"].as_f64().unwrap();
     assert!(skew >= 0.0 && skew <= fleet["tolerance_ms"].as_f64().unwrap(), "skew {skew} ms");

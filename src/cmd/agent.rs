@@ -32,6 +32,9 @@ pub struct AgentArgs {
     /// The load's measured window: how long the watch samples.
     #[arg(long, value_parser = crate::plan::parse_duration)]
     pub watch_for: Option<Duration>,
+    /// How often to ask the barrier for the start.
+    #[arg(long, value_parser = crate::plan::parse_duration, default_value = "20ms")]
+    pub poll: Duration,
     /// How long to wait at the barrier for the start.
     #[arg(long, value_parser = crate::plan::parse_duration, default_value = "300s")]
     pub wait: Duration,
@@ -108,16 +111,16 @@ pub fn main(args: &AgentArgs) -> Result<()> {
         "agent {} of {} on {} (CPUs {}): ready",
         pod.index, run.name, pod.place.node, pod.place.cpus_allowed
     );
-    let (start_at, written_at, saw) =
-        wait_for_start(&rt, &client, &run, pod.index, args.wait).map_err(|e| failed(format!("{e:#}")))?;
+    let seen = wait_for_start(&rt, &client, &run, pod.index, args.wait, args.poll)
+        .map_err(|e| failed(format!("{e:#}")))?;
     // A start already past (seen late) opens the window at once: the coordinator sees by how
     // much, and merges it only within its tolerance.
-    bench.load.start_at = Some(start_at.max(SystemTime::now() + Duration::from_millis(5)));
+    bench.load.start_at = Some(seen.start_at.max(SystemTime::now() + Duration::from_millis(5)));
     bench.label = Some(pod.place.pod.clone());
     println!(
         "start at {} (seen {:.1} ms after it was written)",
-        humantime::format_rfc3339_millis(start_at),
-        crate::fleet::signed_ms(saw, written_at)
+        humantime::format_rfc3339_millis(seen.start_at),
+        crate::fleet::signed_ms(seen.saw, seen.written_at)
     );
     let (info, report) = super::bench::run(&bench).map_err(|e| failed(format!("{e:#}")))?;
     // SIGTERM (the pod deleted or evicted) stopped the run: its part is not the load asked for.
@@ -137,22 +140,40 @@ pub fn main(args: &AgentArgs) -> Result<()> {
             crate::fleet::MAX_RESULT_BYTES / 1024
         )));
     }
-    say(&Agent::Done { place: pod.place.clone(), saw_start_at: saw, result_json })?;
+    say(&Agent::Done {
+        place: pod.place.clone(),
+        saw_start_at: seen.saw,
+        asked_before: seen.asked_before,
+        result_json,
+    })?;
     Ok(())
 }
 
-/// Ask the barrier every [`crate::fleet::BARRIER_POLL`] until it says start (the start, and
-/// when the coordinator wrote it, when this pod saw it), for at most `wait`. A failed read is tried again until then.
+/// The start as an agent saw it.
+struct Seen {
+    start_at: SystemTime,
+    /// The coordinator's clock when it wrote the start.
+    written_at: SystemTime,
+    /// This pod's clock when the answer with the start came, and when it last asked and the
+    /// answer said wait.
+    saw: SystemTime,
+    asked_before: Option<SystemTime>,
+}
+
+/// Ask the barrier every `poll` until it says start, for at most `wait`; a failed read is
+/// tried again until then.
 fn wait_for_start(
     rt: &tokio::runtime::Runtime,
     client: &kube::Client,
     run: &Run,
     index: u32,
     wait: Duration,
-) -> Result<(SystemTime, SystemTime, SystemTime)> {
+    poll: Duration,
+) -> Result<Seen> {
     let deadline = Instant::now() + wait;
-    let mut last_error = None;
+    let (mut last_error, mut asked_before) = (None, None);
     while Instant::now() < deadline {
+        let asked = SystemTime::now();
         match rt.block_on(api::within("the barrier", api::barrier(client, run))) {
             Ok(Barrier::Start { admitted, .. }) if !admitted.contains(&index) => {
                 bail!(
@@ -160,13 +181,13 @@ fn wait_for_start(
                 )
             }
             Ok(Barrier::Start { start_at, written_at, .. }) => {
-                return Ok((start_at, written_at, SystemTime::now()));
+                return Ok(Seen { start_at, written_at, saw: SystemTime::now(), asked_before });
             }
             Ok(Barrier::Abort) => bail!("the run was called off before it started"),
-            Ok(Barrier::Waiting) => {}
+            Ok(Barrier::Waiting) => asked_before = Some(asked),
             Err(e) => last_error = Some(e),
         }
-        std::thread::sleep(crate::fleet::BARRIER_POLL);
+        std::thread::sleep(poll);
     }
     match last_error {
         Some(e) => Err(e.context(format!("no start in {wait:?}"))),
@@ -202,15 +223,17 @@ fn watch(
         }
     };
     say(&Agent::Ready { place: pod.place.clone(), ready_at: SystemTime::now() })?;
-    let (start_at, _, saw) =
-        wait_for_start(rt, client, run, pod.index, args.wait).map_err(|e| failed(format!("{e:#}")))?;
+    let seen = wait_for_start(rt, client, run, pod.index, args.wait, args.poll)
+        .map_err(|e| failed(format!("{e:#}")))?;
+    let start_at = seen.start_at;
     let window = args.watch_for.unwrap_or_default();
     println!("watching pid {pid} of pod {uid} for {window:?} from the start");
     let (_, file) = super::watch::sample("--watch-pod", pid, Some(start_at + args.watch_after), window)
         .map_err(|e| failed(format!("{e:#}")))?;
     say(&Agent::Done {
         place: pod.place.clone(),
-        saw_start_at: saw,
+        saw_start_at: seen.saw,
+        asked_before: seen.asked_before,
         result_json: serde_json::to_string(&file)?,
     })
 }

@@ -277,6 +277,7 @@ fn pod_spec(
         deadline: args.ready_timeout + run_bound(args, shape),
         // An agent waits at the barrier as long as the coordinator may take to open it.
         wait: args.ready_timeout + args.start_in + GRACE,
+        poll: crate::fleet::barrier_poll(args.pods),
     })
 }
 
@@ -289,8 +290,9 @@ const LOOK_EVERY: Duration = Duration::from_millis(250);
 /// What the run gave: each pod's outcome, and the start.
 struct Gathered {
     start_at: SystemTime,
-    /// When the coordinator wrote the start (its clock).
+    /// When the coordinator began writing the start, and when the write was answered (its clock).
     written_at: SystemTime,
+    written_by: SystemTime,
     ready_in: Duration,
     pods: Vec<Outcome>,
     /// `--watch-pod`'s watcher (agent index `pods`).
@@ -368,6 +370,7 @@ async fn drive(
     let start_at = written_at + args.start_in;
     let start = Barrier::Start { start_at, written_at, admitted: admitted.clone() };
     api::within("the barrier", api::set_barrier(client, run, start)).await?;
+    let written_by = SystemTime::now();
     eprintln!(
         "  {} of {} ready in {:.1} s; start at {} ({:?} ahead)",
         admitted.iter().filter(|i| **i < args.pods).count(),
@@ -400,7 +403,7 @@ async fn drive(
     };
     let outcomes = (0..args.pods).map(outcome).collect();
     let watch = args.watch_pod.as_ref().map(|_| outcome(args.pods));
-    Ok(Gathered { start_at, written_at, ready_in, pods: outcomes, watch, warmup: shape.warmup })
+    Ok(Gathered { start_at, written_at, written_by, ready_in, pods: outcomes, watch, warmup: shape.warmup })
 }
 
 /// How long a run may take from its start until every pod has said how it ended: set-up
@@ -422,13 +425,15 @@ fn run_bound(args: &KubeArgs, shape: &crate::workload::Shape) -> Duration {
 struct Look {
     known: BTreeMap<u32, api::PodState>,
     agents: Vec<(u32, Agent)>,
+    /// The agents' last words, read once each.
+    last: BTreeMap<u32, Agent>,
     error: Option<String>,
 }
 
 impl Look {
     async fn again(&mut self, client: &kube::Client, run: &Run) {
         let pods = api::within("the pods", api::pods(client, run)).await;
-        let agents = api::within("the agents' ConfigMaps", api::agents(client, run)).await;
+        let agents = api::within("the agents' ConfigMaps", api::agents(client, run, &mut self.last)).await;
         match (pods, agents) {
             (Ok(now), Ok(agents)) => {
                 for pod in self.known.values_mut().filter(|p| !now.iter().any(|n| n.name == p.name)) {
@@ -491,7 +496,7 @@ fn finish(args: &KubeArgs, run: &Run, g: Gathered, began: Instant) -> Result<Run
     let mut merged: Vec<RunResult> = Vec::new();
     for o in &g.pods {
         let mut line = pod_line(o);
-        if let Some(Agent::Done { place, saw_start_at, result_json }) = &o.agent {
+        if let Some(Agent::Done { place, saw_start_at, asked_before, result_json }) = &o.agent {
             // A result that does not read (another version's agent, a ConfigMap cut short) is
             // that pod's failure, not the run's.
             let result: RunResult = match serde_json::from_str(result_json) {
@@ -517,6 +522,10 @@ fn finish(args: &KubeArgs, run: &Run, g: Gathered, began: Instant) -> Result<Run
                 .and_then(|d| std::time::UNIX_EPOCH.checked_add(d));
             line.start_offset_ms = began_at.map(|b| crate::fleet::signed_ms(b, expected));
             line.seen_after_written_ms = Some(crate::fleet::signed_ms(*saw_start_at, g.written_at));
+            // The write was stored after `written_at` and before `written_by` (coordinator's
+            // clock), after the pod's last ask that said wait and before it saw the start (its
+            // clock): the pod's clock minus the coordinator's is at least this.
+            line.clock_offset_min_ms = asked_before.map(|t| crate::fleet::signed_ms(t, g.written_by));
             line.engine_cores = result.cores.clone();
             line.ops = result.ops;
             line.ops_per_sec = result.ops_per_sec;
@@ -618,6 +627,7 @@ fn pod_line(o: &Outcome) -> PodLine {
         engine_cores: Vec::new(),
         start_offset_ms: None,
         seen_after_written_ms: None,
+        clock_offset_min_ms: None,
         ops: 0,
         ops_per_sec: 0.0,
         p99_us: None,
@@ -645,20 +655,20 @@ fn pods_table(total: &RunResult) -> String {
     );
     let _ = writeln!(
         s,
-        "  {:<28} {:<10} {:<11} {:<10} {:>9} {:>9} {:>10} {:>9} {:>9}  state",
-        "pod", "node", "qos", "cpus", "start", "seen", "ops", "ops/s", "p99"
+        "  {:<28} {:<10} {:<11} {:<10} {:>9} {:>17} {:>10} {:>9} {:>9}  state",
+        "pod", "node", "qos", "cpus", "start", "clock offset", "ops", "ops/s", "p99"
     );
     for l in &f.per_pod {
         let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:+.1}ms"));
         let _ = writeln!(
             s,
-            "  {:<28} {:<10} {:<11} {:<10} {:>9} {:>9} {:>10} {:>9} {:>9}  {}{}",
+            "  {:<28} {:<10} {:<11} {:<10} {:>9} {:>17} {:>10} {:>9} {:>9}  {}{}",
             l.pod,
             l.node,
             l.qos.as_deref().unwrap_or("-"),
             cpus(l),
             ms(l.start_offset_ms),
-            ms(l.seen_after_written_ms),
+            clock(l),
             l.ops,
             crate::report::si(l.ops_per_sec),
             l.p99_us.map_or("-".into(), crate::report::micros),
@@ -668,7 +678,7 @@ fn pods_table(total: &RunResult) -> String {
     }
     let _ = writeln!(
         s,
-        "  start skew {} across the merged pods (tolerance {:.0} ms); start: each pod's first measured operation minus the start, by its node's clock; seen: when the pod saw the start minus when it was written (delivery plus clock offset)",
+        "  start skew {} across the merged pods (tolerance {:.0} ms); start: each pod's first measured operation minus the start, by its node's clock; clock offset: the pod's clock minus this machine's, bounded by when the start was written and when the pod asked for it (its 20 ms polling and the API's round trips)",
         f.skew_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
         f.tolerance_ms
     );
@@ -699,6 +709,15 @@ fn pods_table(total: &RunResult) -> String {
         _ => {}
     }
     s
+}
+
+/// A pod's clock offset as bounds: `-3.1..+18.1ms`, or `≤+18.1ms` with no lower bound.
+fn clock(l: &PodLine) -> String {
+    match (l.clock_offset_min_ms, l.seen_after_written_ms) {
+        (Some(lo), Some(hi)) => format!("{lo:+.1}..{hi:+.1}ms"),
+        (None, Some(hi)) => format!("≤{hi:+.1}ms"),
+        _ => "-".into(),
+    }
 }
 
 /// A pod's CPUs as it saw them: `1 of 0-1` (exclusive or a shared pool smaller than the node)

@@ -11,6 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
+use std::collections::BTreeMap;
 
 /// The longest one call may take, retries included.
 pub const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
@@ -121,19 +122,44 @@ pub async fn barrier(client: &kube::Client, run: &Run) -> Result<Barrier> {
     })
 }
 
-/// Every agent's last word, by index.
-pub async fn agents(client: &kube::Client, run: &Run) -> Result<Vec<(u32, Agent)>> {
+/// Every agent's latest word, by index. A last word (done or failed: a result may be most of a
+/// MiB) is read once and kept in `last`; the others are listed whole at each call, the last
+/// words only by name.
+pub async fn agents(
+    client: &kube::Client,
+    run: &Run,
+    last: &mut BTreeMap<u32, Agent>,
+) -> Result<Vec<(u32, Agent)>> {
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
-    let lp = ListParams::default().labels(&format!("{},{}", run.selector(), super::INDEX_LABEL));
-    let list = maps.list(&lp).await.context("cannot list the agents' ConfigMaps")?;
-    Ok(list
+    let index_of = |meta: &kube::api::ObjectMeta| -> Option<u32> {
+        meta.labels.as_ref()?.get(super::INDEX_LABEL)?.parse().ok()
+    };
+    let so_far = format!("{},{},!{}", run.selector(), super::INDEX_LABEL, super::FINAL_LABEL);
+    let list = maps
+        .list(&ListParams::default().labels(&so_far))
+        .await
+        .context("cannot list the agents' ConfigMaps")?;
+    let mut words: BTreeMap<u32, Agent> = list
         .items
         .into_iter()
-        .filter_map(|m| {
-            let index = m.metadata.labels.as_ref()?.get(super::INDEX_LABEL)?.parse().ok()?;
-            Some((index, Agent::from_data(&m.data.unwrap_or_default())?))
-        })
-        .collect())
+        .filter_map(|m| Some((index_of(&m.metadata)?, Agent::from_data(&m.data.unwrap_or_default())?)))
+        .collect();
+    let done = format!("{},{},{}", run.selector(), super::INDEX_LABEL, super::FINAL_LABEL);
+    let names = maps
+        .list_metadata(&ListParams::default().labels(&done))
+        .await
+        .context("cannot list the agents' ConfigMaps")?;
+    for meta in names.items.into_iter().map(|m| m.metadata) {
+        let (Some(index), Some(name)) = (index_of(&meta), meta.name) else { continue };
+        if let std::collections::btree_map::Entry::Vacant(slot) = last.entry(index) {
+            let map = maps.get(&name).await.with_context(|| format!("cannot read {name}"))?;
+            if let Some(agent) = Agent::from_data(&map.data.unwrap_or_default()) {
+                slot.insert(agent);
+            }
+        }
+    }
+    words.extend(last.iter().map(|(i, a)| (*i, a.clone())));
+    Ok(words.into_iter().collect())
 }
 
 /// The barrier's uid: what the run's objects name as their owner.
@@ -154,7 +180,8 @@ pub async fn put_agent(
     agent: &Agent,
 ) -> Result<()> {
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &run.namespace);
-    let map = objects::agent_map(run, index, root_uid, agent.to_data())?;
+    let last = matches!(agent, Agent::Done { .. } | Agent::Failed { .. });
+    let map = objects::agent_map(run, index, root_uid, agent.to_data(), last)?;
     let name = run.agent_map(index);
     match maps.get_opt(&name).await? {
         None => drop(

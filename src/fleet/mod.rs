@@ -28,8 +28,16 @@ pub const RUN_LABEL: &str = "wirebench.dev/run";
 pub const INDEX_LABEL: &str = "wirebench.dev/index";
 /// A ConfigMap holds at most 1 MiB; a result larger than this is refused by its agent.
 pub const MAX_RESULT_BYTES: usize = 900 * 1024;
-/// How often the agents look at the barrier while they wait (a GET each).
-pub const BARRIER_POLL: Duration = Duration::from_millis(20);
+/// The label of an agent's ConfigMap once it holds its last word (done or failed): the
+/// coordinator reads such a map once, not at every look.
+pub const FINAL_LABEL: &str = "wirebench.dev/final";
+
+/// How often the agents of a run of `pods` look at the barrier while they wait (a GET each):
+/// every 20 ms, slower with many pods so that the API gets at most about 1,000 asks a second
+/// from them (half a second at most: the start is seconds ahead).
+pub fn barrier_poll(pods: u32) -> Duration {
+    Duration::from_millis(u64::from(pods).clamp(20, 500))
+}
 
 /// The names of one run's objects, in one namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,8 +156,10 @@ pub struct Place {
 pub enum Agent {
     /// Its options check out; it waits at the barrier.
     Ready { place: Place, ready_at: SystemTime },
-    /// It ran: the `RunResult` (JSON), and when it saw the start.
-    Done { place: Place, saw_start_at: SystemTime, result_json: String },
+    /// It ran: the `RunResult` (JSON), when it saw the start, and when it last asked and the
+    /// start was not there yet (none: the first answer had it) — between the two, by the pod's
+    /// clock, the coordinator's write was stored: the clocks' offset is bounded by them.
+    Done { place: Place, saw_start_at: SystemTime, asked_before: Option<SystemTime>, result_json: String },
     /// It could not run, and why, in one line.
     Failed { place: Place, why: String },
 }
@@ -175,9 +185,12 @@ impl Agent {
                 put("state", "ready".into());
                 put("ready_at_ns", unix_ns(*ready_at).to_string());
             }
-            Agent::Done { saw_start_at, result_json, .. } => {
+            Agent::Done { saw_start_at, asked_before, result_json, .. } => {
                 put("state", "done".into());
                 put("saw_start_at_ns", unix_ns(*saw_start_at).to_string());
+                if let Some(t) = asked_before {
+                    put("asked_before_ns", unix_ns(*t).to_string());
+                }
                 put("result.json", result_json.clone());
             }
             Agent::Failed { why, .. } => {
@@ -203,6 +216,7 @@ impl Agent {
             "done" => Some(Agent::Done {
                 place,
                 saw_start_at: ns("saw_start_at_ns")?,
+                asked_before: ns("asked_before_ns"),
                 result_json: get("result.json")?,
             }),
             "failed" => Some(Agent::Failed { place, why: get("why").unwrap_or_default() }),
@@ -259,6 +273,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_barrier_is_asked_at_most_about_a_thousand_times_a_second() {
+        assert_eq!(barrier_poll(3), Duration::from_millis(20));
+        assert_eq!(barrier_poll(200), Duration::from_millis(200));
+        assert_eq!(barrier_poll(1000), Duration::from_millis(500));
+    }
+
+    #[test]
     fn a_pod_with_no_process_here_is_none() {
         assert_eq!(pod_process("00000000-0000-0000-0000-000000000000", None), None);
     }
@@ -282,7 +303,18 @@ mod tests {
         };
         for a in [
             Agent::Ready { place: place.clone(), ready_at: t(1) },
-            Agent::Done { place: place.clone(), saw_start_at: t(2), result_json: "{}".into() },
+            Agent::Done {
+                place: place.clone(),
+                saw_start_at: t(2),
+                asked_before: Some(t(1)),
+                result_json: "{}".into(),
+            },
+            Agent::Done {
+                place: place.clone(),
+                saw_start_at: t(2),
+                asked_before: None,
+                result_json: "{}".into(),
+            },
             Agent::Failed { place, why: "no".into() },
         ] {
             assert_eq!(Agent::from_data(&a.to_data()), Some(a));
@@ -299,6 +331,7 @@ mod tests {
         let mut data = Agent::Done {
             place: Place { pod: "p".into(), ..Place::default() },
             saw_start_at: from_unix_ns(1),
+            asked_before: None,
             result_json: "{}".into(),
         }
         .to_data();

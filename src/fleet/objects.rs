@@ -32,8 +32,9 @@ pub struct PodSpec {
     pub bench: Vec<String>,
     /// The Job stops every pod after this long, whatever happens.
     pub deadline: Duration,
-    /// How long an agent waits at the barrier.
+    /// How long an agent waits at the barrier, and how often it asks.
     pub wait: Duration,
+    pub poll: Duration,
 }
 
 /// How long a finished run's Job stays if nobody deletes it.
@@ -94,8 +95,16 @@ pub fn job(run: &Run, uid: &str, spec: &PodSpec) -> anyhow::Result<Job> {
         |name: &str, path: &str| json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
     let env = json!([field("WB_POD", "metadata.name"), field("WB_NODE", "spec.nodeName"),]);
     let wait = format!("--wait={}ms", spec.wait.as_millis());
-    let mut command =
-        vec!["wirebench".to_string(), "agent".into(), "--run".into(), run.name.clone(), wait, "--".into()];
+    let poll = format!("--poll={}ms", spec.poll.as_millis());
+    let mut command = vec![
+        "wirebench".to_string(),
+        "agent".into(),
+        "--run".into(),
+        run.name.clone(),
+        wait,
+        poll,
+        "--".into(),
+    ];
     command.extend(spec.bench.iter().cloned());
     let resources = json!({"cpu": spec.cpu, "memory": spec.memory});
     typed(json!({
@@ -208,8 +217,12 @@ pub fn agent_map(
     index: u32,
     uid: &str,
     data: BTreeMap<String, String>,
+    last: bool,
 ) -> anyhow::Result<ConfigMap> {
     let mut meta = owned(run, &run.agent_map(index), uid);
+    if last {
+        meta["labels"][super::FINAL_LABEL] = json!("true");
+    }
     meta["labels"][super::INDEX_LABEL] = json!(index.to_string());
     typed(json!({"metadata": meta, "data": data}))
 }
@@ -229,6 +242,7 @@ mod tests {
             bench: vec!["http://web:8080/".into(), "-c".into(), "16".into()],
             deadline: Duration::from_secs(90),
             wait: Duration::from_secs(60),
+            poll: Duration::from_millis(20),
         }
     }
 
@@ -250,16 +264,20 @@ mod tests {
         let pod = js.template.spec.unwrap();
         let c = &pod.containers[0];
         assert_eq!(
-            c.command.as_ref().unwrap()[..8].join(" "),
-            "wirebench agent --run wb-0123abcd --wait=60000ms -- http://web:8080/ -c"
+            c.command.as_ref().unwrap()[..9].join(" "),
+            "wirebench agent --run wb-0123abcd --wait=60000ms --poll=20ms -- http://web:8080/ -c"
         );
         // Requests equal limits: Guaranteed QoS.
         let r = c.resources.as_ref().unwrap();
         assert_eq!(r.requests, r.limits);
         assert_eq!(pod.service_account_name.as_deref(), Some("wb-0123abcd"));
-        let map = agent_map(&run, 2, "u-1", BTreeMap::new()).unwrap();
+        let map = agent_map(&run, 2, "u-1", BTreeMap::new(), true).unwrap();
         assert_eq!(map.metadata.name.as_deref(), Some("wb-0123abcd-2"));
-        assert_eq!(map.metadata.labels.unwrap()[super::super::INDEX_LABEL], "2");
+        let labels = map.metadata.labels.unwrap();
+        assert_eq!(
+            (labels[super::super::INDEX_LABEL].as_str(), labels[super::super::FINAL_LABEL].as_str()),
+            ("2", "true")
+        );
         assert_eq!(map.metadata.owner_references.unwrap()[0].uid, "u-1");
     }
 }

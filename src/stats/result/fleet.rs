@@ -59,8 +59,14 @@ pub struct PodLine {
     /// clock: how late it really began.
     pub start_offset_ms: Option<f64>,
     /// Its clock when it saw the start, minus the coordinator's when it wrote it, ms: the
-    /// start's delivery (the pods ask every 20 ms) plus the two clocks' offset.
+    /// start's delivery (the pods ask every 20 ms) plus the two clocks' offset — the offset's
+    /// upper bound.
     pub seen_after_written_ms: Option<f64>,
+    /// The offset's lower bound: its clock when it last asked and the start was not there yet,
+    /// minus the coordinator's when the write was answered, ms. Its clock minus the
+    /// coordinator's lies between this and `seen_after_written_ms` (none: its first ask saw
+    /// the start).
+    pub clock_offset_min_ms: Option<f64>,
     pub ops: u64,
     pub ops_per_sec: f64,
     pub p99_us: Option<f64>,
