@@ -34,9 +34,9 @@ pub struct KubeArgs {
     /// The pods' image pull policy.
     #[arg(long, default_value = "IfNotPresent", value_parser = ["IfNotPresent", "Always", "Never"])]
     pub pull: String,
-    /// The namespace the run is created in.
-    #[arg(long, default_value = "default")]
-    pub namespace: String,
+    /// The namespace the run is created in (default: the kubeconfig context's, else `default`).
+    #[arg(long)]
+    pub namespace: Option<String>,
     /// CPU per pod, requested and limited alike: whole CPUs (`1`, `2`) make the pods Guaranteed,
     /// and a kubelet with the static CPU manager policy gives each exclusive CPUs, which the
     /// engine threads pin inside; `500m` shares the node's pool.
@@ -178,7 +178,7 @@ pub fn main(args: &KubeArgs) -> Result<()> {
     let spec = pod_spec(args, shape, bench)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let client = rt.block_on(api::client())?;
-    let run = Run::fresh(&args.namespace);
+    let run = Run::fresh(args.namespace.as_deref().unwrap_or(client.default_namespace()));
     let stop = crate::interrupt::flag();
     eprintln!(
         "wirebench kube: run {} in namespace {}: {} pod{} of {} (cpu {}, memory {} each)",
