@@ -31,11 +31,7 @@ fn kubeconfig() -> PathBuf {
 /// The cluster answers (else: skipped, or failed under CI).
 fn cluster_up() -> bool {
     let up = kubeconfig().exists()
-        && Command::new(cache().join("bin/kubectl"))
-            .env("KUBECONFIG", kubeconfig())
-            .args(["get", "--raw", "/readyz"])
-            .output()
-            .is_ok_and(|o| o.status.success());
+        && kubectl_cmd().args(["get", "--raw", "/readyz"]).output().is_ok_and(|o| o.status.success());
     if !up {
         common::skip("no test cluster answers: run tools/cluster/up.sh (as root) first");
     }
@@ -55,15 +51,19 @@ impl Namespace {
 
 impl Drop for Namespace {
     fn drop(&mut self) {
-        let _ = Command::new(cache().join("bin/kubectl"))
-            .env("KUBECONFIG", kubeconfig())
-            .args(["delete", "namespace", &self.0, "--wait=true", "--timeout=60s"])
-            .output();
+        let _ = kubectl_cmd().args(["delete", "namespace", &self.0, "--wait=true", "--timeout=60s"]).output();
     }
 }
 
+/// kubectl of the test cluster, with its kubeconfig.
+fn kubectl_cmd() -> Command {
+    let mut c = Command::new(cache().join("bin/kubectl"));
+    c.env("KUBECONFIG", kubeconfig());
+    c
+}
+
 fn kubectl_output(args: &[&str]) -> Output {
-    Command::new(cache().join("bin/kubectl")).env("KUBECONFIG", kubeconfig()).args(args).output().unwrap()
+    kubectl_cmd().args(args).output().unwrap()
 }
 
 fn kubectl(args: &[&str]) -> String {
@@ -73,8 +73,7 @@ fn kubectl(args: &[&str]) -> String {
 }
 
 fn kubectl_apply(ns: &str, yaml: &str) {
-    let mut child = Command::new(cache().join("bin/kubectl"))
-        .env("KUBECONFIG", kubeconfig())
+    let mut child = kubectl_cmd()
         .args(["apply", "-n", ns, "-f", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -167,12 +166,7 @@ fn server_pod(ns: &str) -> String {
 /// (requests, connections, rx bytes, tx bytes).
 fn server_count(ns: &str) -> (u64, u64, u64, u64) {
     let pod = server_pod(ns);
-    let logs = Command::new(cache().join("bin/kubectl"))
-        .env("KUBECONFIG", kubeconfig())
-        .args(["logs", "-f", &pod, "-n", ns])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let logs = kubectl_cmd().args(["logs", "-f", &pod, "-n", ns]).stdout(Stdio::piped()).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(500));
     kubectl(&[
         "delete",
