@@ -158,10 +158,10 @@ impl Condition {
     /// Check this condition against `r`.
     pub fn check(&self, r: &RunResult) -> Checked {
         let (held, measured) = match (&self.figure, self.value) {
-            // An audit that could not be checked (UDP: the kernel keeps no per-socket counts)
+            // An audit that could not be checked (UDP, Unix sockets: the kernel keeps no counts)
             // holds no verdict: every audit condition on it trips, saying so.
             (Figure::Audit, Value::Verdict(_)) if r.audit.unchecked() => {
-                (true, "unchecked (UDP sockets: the kernel keeps no counts to check)".to_string())
+                (true, "unchecked (UDP or Unix sockets: the kernel keeps no counts to check)".to_string())
             }
             (Figure::Audit, Value::Verdict(want)) => {
                 let is = r.audit.matches == want;

@@ -339,6 +339,30 @@ pub type BoxedServer = Box<dyn ServerObject>;
 /// A listening address and the codec its connections start from.
 pub type Listener = (std::net::SocketAddr, BoxedServer);
 
+/// A built-in server that answers datagrams (`serve udp`), sans-IO: each request to its
+/// answer. There is no connection: a datagram is a request, whoever sent it.
+pub trait DatagramServer: Send {
+    /// The answer to `request` from `from`, appended to `out` (nothing: none is sent), and
+    /// what the datagram was.
+    fn answer(&mut self, from: std::net::SocketAddr, request: &[u8], out: &mut Vec<u8>) -> Answered;
+    /// A copy for another core.
+    fn boxed_clone(&self) -> BoxedDatagramServer;
+}
+
+/// What a datagram a [`DatagramServer`] was given turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answered {
+    /// A client's set-up (a new client).
+    SetUp,
+    /// A request (counted as the server's requests).
+    Request,
+    /// Nothing it answers.
+    Dropped,
+}
+
+/// A [`DatagramServer`] behind a pointer, as the server descriptors hand them out.
+pub type BoxedDatagramServer = Box<dyn DatagramServer>;
+
 /// What [`BoxedServer`] can do: a [`ServerCodec`], made object-safe.
 pub trait ServerObject: Send {
     fn serve(&mut self, input: &[u8], out: &mut Vec<u8>) -> Served;

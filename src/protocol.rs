@@ -99,7 +99,7 @@ registry! {
     sio: [PROTOCOL => run] [SERVER];
     nsq: [PROTOCOL => run, HTTP_PROTOCOL => run_http] [SERVER];
     mqtt: [PROTOCOL => run] [SERVER];
-    tcp: [PROTOCOL => run] [SERVER];
+    tcp: [PROTOCOL => run] [SERVER, SERVER_UDP];
 }
 
 /// Run a prepared plan once: its protocol builds its codec and the engines drive it.
@@ -235,6 +235,11 @@ pub fn refuse_foreign_options(plan: &LoadPlan) -> Result<()> {
         && plan.targets().any(|t| t.tls == Some(crate::tls::options::TlsStart::InQuic))
     {
         bail!("--proxy-protocol applies to TCP targets: {} is QUIC over UDP", plan.target.url);
+    }
+    if plan.load.unix.is_some()
+        && let Some(t) = plan.targets().find(|t| t.tls == Some(crate::tls::options::TlsStart::InQuic))
+    {
+        bail!("--unix-socket carries a byte stream: {} is QUIC over UDP", t.url);
     }
     if let Some((_, Some(source))) = plan.load.proxy
         && let Some(t) = plan.targets().find(|t| {

@@ -6,7 +6,7 @@
 //! data below.
 
 use crate::clock::Instant;
-use crate::plan::{ClientJob, LoadPlan, MAX_PAYLOAD, Payload, Prepared, RunInfo, Target};
+use crate::plan::{ClientJob, Endpoint, LoadPlan, MAX_PAYLOAD, Payload, Prepared, RunInfo, Target};
 use crate::requests::{Defaults, Order, Requests};
 use crate::stats::{Repeats, Report, RunSummary};
 use crate::tls::options::{ClientTls, TlsStart};
@@ -21,12 +21,21 @@ use std::time::Duration;
 const MAX_START_AHEAD: Duration = Duration::from_secs(86_400);
 /// The pre-flight connect gives up after this long.
 const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the UDP pre-flight waits for an ICMP error (on loopback it is back at once).
+const UDP_PREFLIGHT_WAIT: Duration = Duration::from_millis(200);
 
 /// Make a plan ready: resolve its target, read its payload, raise the engine's limits, catch
 /// Ctrl-C, and connect once so that an unreachable target is one clear line before any engine.
 pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
-    let addrs = plan.targets().map(Target::resolve).collect::<Result<Vec<_>, _>>()?;
-    let addr = addrs[0];
+    // `--unix-socket`: every target's connections go to the path; no host is resolved.
+    let addrs: Vec<Endpoint> = match &plan.load.unix {
+        Some(path) => plan.targets().map(|_| Endpoint::Unix(path.clone())).collect(),
+        None => plan
+            .targets()
+            .map(|t| t.resolve().map(|a| if t.datagrams { Endpoint::Udp(a) } else { Endpoint::Ip(a) }))
+            .collect::<Result<_, _>>()?,
+    };
+    let addr = addrs[0].clone();
     let body = payload(&plan)?;
     (plan.protocol.check_payload)(&plan, &body)?;
     let requests = match &plan.load.requests {
@@ -50,11 +59,16 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
     for ((target, addr), tls) in plan.targets().zip(&addrs).zip(&tls) {
         let (tx, rx) = match tls.as_deref() {
             Some(tls) if tls.start == TlsStart::AtConnect => {
-                let preamble = crate::proxy_header::for_connection(load.proxy, *addr, 0);
-                preflight_tls(target, *addr, tls, preamble.as_deref())?
+                let preamble =
+                    addr.ip().and_then(|ip| crate::proxy_header::for_connection(load.proxy, ip, 0));
+                preflight_tls(target, addr, tls, preamble.as_deref())?
             }
-            Some(tls) if tls.start == TlsStart::InQuic => preflight_quic(target, *addr, tls)?,
-            _ => preflight(target, *addr).map(|()| (0, 0))?,
+            Some(tls) if tls.start == TlsStart::InQuic => match addr.ip() {
+                Some(ip) => preflight_quic(target, ip, tls)?,
+                None => bail!("{}: QUIC needs an IP address, not {addr}", target.url),
+            },
+            _ if addr.is_datagram() => preflight_udp(target, addr, &body)?,
+            _ => preflight(target, addr).map(|_| (0, 0))?,
         };
         checked.connections += 1;
         checked.tx += tx;
@@ -132,7 +146,7 @@ fn check_start_at(start_at: Option<std::time::SystemTime>) -> Result<()> {
 /// Every source address (`--bind`) must be one this machine has — one that is not fails every
 /// connection from it: said once, here, not as a run of connect errors — and of the family of
 /// the targets it meets: connection i goes from bind[i % b] to addrs[i % a].
-fn check_bind(load: &crate::plan::Load, addrs: &[SocketAddr]) -> Result<()> {
+fn check_bind(load: &crate::plan::Load, addrs: &[Endpoint]) -> Result<()> {
     for &ip in &load.bind {
         if let Err(e) = std::net::UdpSocket::bind((ip, 0)) {
             bail!("--bind {ip}: {e} (not an address of this machine? `ip -brief address` lists them)");
@@ -141,7 +155,7 @@ fn check_bind(load: &crate::plan::Load, addrs: &[SocketAddr]) -> Result<()> {
     let (b, a) = (load.bind.len(), addrs.len());
     if b > 0 {
         let pairs = (b * a).min(load.shape.connections);
-        if let Some(i) = (0..pairs).find(|i| load.bind[i % b].is_ipv4() != addrs[i % a].is_ipv4()) {
+        if let Some(i) = (0..pairs).find(|i| load.bind[i % b].is_ipv6() != addrs[i % a].is_ipv6()) {
             bail!("--bind {} cannot reach {}: one is IPv4, the other IPv6", load.bind[i % b], addrs[i % a]);
         }
     }
@@ -222,16 +236,13 @@ fn client_tls(target: &Target, args: &crate::tls::options::TlsArgs) -> Result<Op
 /// the bytes it wrote and read.
 fn preflight_tls(
     target: &Target,
-    addr: SocketAddr,
+    addr: &Endpoint,
     tls: &ClientTls,
     preamble: Option<&[u8]>,
 ) -> Result<(u64, u64)> {
     let failed = |why: String| anyhow::anyhow!("{}: TLS handshake failed: {why}", target.url);
     let mut session = tls.preflight_session().map_err(|e| failed(crate::tls::explain(&e)))?;
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT)
-        .map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
-    let _ = stream.set_read_timeout(Some(PREFLIGHT_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(PREFLIGHT_TIMEOUT));
+    let mut stream = connect(addr).map_err(|e| failed(crate::engine::conn::io_text(&e)))?;
     let mut wire = Vec::new();
     let mut buf = vec![0u8; crate::tls::MAX_RECORD];
     let (mut tx, mut rx) = (0u64, 0u64);
@@ -293,7 +304,7 @@ fn preflight_tls(
 /// judged after the client's side is done: `CertificateRequired`).
 fn say_goodbye(
     session: &mut rustls::ClientConnection,
-    stream: &mut std::net::TcpStream,
+    stream: &mut socket2::Socket,
     tx: &mut u64,
 ) -> Result<u64, rustls::Error> {
     session.send_close_notify();
@@ -400,15 +411,57 @@ fn preflight_quic(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<
 }
 
 /// One plain connect, so an unreachable target is one clear line.
-fn preflight(target: &Target, addr: SocketAddr) -> Result<()> {
-    match std::net::TcpStream::connect_timeout(&addr, PREFLIGHT_TIMEOUT) {
+fn preflight(target: &Target, addr: &Endpoint) -> Result<()> {
+    match connect(addr) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => bail!(
             "cannot connect to {} ({addr}): connection refused; is the server running and listening there?",
             target.url
         ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && addr.is_unix() => {
+            bail!(
+                "cannot connect to {} ({addr}): no such file; is the server listening on that path?",
+                target.url
+            )
+        }
         Err(e) => bail!("cannot connect to {} ({addr}): {e}", target.url),
     }
+}
+
+/// One request datagram (`udp://`), so that a port nobody listens on — the kernel's ICMP
+/// "port unreachable", back at once on loopback — is one clear line. Its answer, if one comes
+/// in the wait, is read; none is needed (`serve udp` answers no client that has not set up;
+/// an empty datagram would be no gentler: neper's `udp_rr` server closes on one). A server
+/// that answers nothing is found out by the run's timeouts (and its exit status, where
+/// nothing completed). Returns the bytes sent and received.
+fn preflight_udp(target: &Target, addr: &Endpoint, request: &[u8]) -> Result<(u64, u64)> {
+    let failed = |why: String| anyhow::anyhow!("cannot reach {} ({addr}): {why}", target.url);
+    let to = addr.ip().context("a UDP target's address")?;
+    let any: std::net::SocketAddr =
+        if to.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
+    let sock = std::net::UdpSocket::bind(any)
+        .and_then(|s| s.connect(to).map(|()| s))
+        .map_err(|e| failed(e.to_string()))?;
+    let _ = sock.set_read_timeout(Some(UDP_PREFLIGHT_WAIT));
+    sock.send(request).map_err(|e| failed(e.to_string()))?;
+    match sock.recv(&mut vec![0u8; 65_536]) {
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Err(failed("refused (ICMP port unreachable): is a UDP server listening there?".into()))
+        }
+        Ok(n) => Ok((request.len() as u64, n as u64)),
+        Err(_) => Ok((request.len() as u64, 0)),
+    }
+}
+
+/// A blocking stream socket connected to `addr` within the pre-flight's timeout, its reads and
+/// writes bounded by it too.
+fn connect(addr: &Endpoint) -> std::io::Result<socket2::Socket> {
+    let to = addr.sockaddr()?;
+    let socket = socket2::Socket::new(to.domain(), socket2::Type::STREAM.cloexec(), None)?;
+    socket.connect_timeout(&to, PREFLIGHT_TIMEOUT)?;
+    socket.set_read_timeout(Some(PREFLIGHT_TIMEOUT))?;
+    socket.set_write_timeout(Some(PREFLIGHT_TIMEOUT))?;
+    Ok(socket)
 }
 
 /// This machine's name, for NSQ's IDENTIFY.

@@ -302,3 +302,63 @@ fn tls_rows_beside_the_plaintext_ones_with_what_tls_costs() {
         assert!(full["rx_each"].as_f64().unwrap() > 500.0, "{label}: the certificate comes in it");
     }
 }
+
+#[test]
+fn unix_rows_beside_the_tcp_ones_with_what_tcp_ip_costs() {
+    let (text, v) = compare(&["--unix", "-n", "400"]);
+    assert!(text.contains("what TCP/IP on loopback costs"), "{text}");
+    let rows = v["rows"].as_array().unwrap();
+    let unix: Vec<serde_json::Value> =
+        rows.iter().filter(|r| r["label"].as_str().unwrap().ends_with(" @unix")).cloned().collect();
+    // Every built-in server with one listener runs again on a path: all but NSQ's (a TCP and
+    // an HTTP port: both its protocols) and QUIC's.
+    let mut expected = protocols_where(cleartext);
+    expected.remove("nsq");
+    expected.remove("nsq-http");
+    assert_eq!(protocols_of(&unix), expected, "{text}");
+    for u in &unix {
+        let label = u["label"].as_str().unwrap();
+        let twin = row(&v, label.trim_end_matches(" @unix"));
+        assert_eq!(u["ops"], 400, "{label}");
+        assert_eq!(twin["ops"], 400, "{label}");
+        assert_eq!(u["failed"]["total"], 0, "{label}");
+        assert_eq!(u["connection_errors"]["total"], 0, "{label}");
+        // No kernel counts for a Unix socket: every byte on sockets said to be Unix ones.
+        assert_eq!(u["audit"]["sockets"], 0, "{label}");
+        assert_eq!(u["audit"]["match"], false, "{label}");
+        assert_eq!(u["audit"]["inexact_tx"], u["bytes"]["tx"], "{label}");
+        assert!(u["audit"]["inexact"].as_object().unwrap().keys().all(|k| k.starts_with("Unix")), "{u}");
+        assert!(text.lines().any(|l| l.starts_with(label) && l.ends_with("unchecked")), "{label}: {text}");
+        // The same bytes per message as over TCP, but for HTTP/1.1's Host header, which names
+        // `localhost` there and `127.0.0.1:PORT` here (HTTP/2's HPACK codes it in the first
+        // request only, whose bytes the means hold).
+        let (tcp, over_unix) =
+            (twin["derived"]["tx_per_msg"].as_f64().unwrap(), u["derived"]["tx_per_msg"].as_f64().unwrap());
+        if label.starts_with("HTTP/1.1") {
+            let port = twin["target"].as_str().unwrap().split(':').nth(2).unwrap().trim_end_matches('/');
+            let host = format!("127.0.0.1:{port}");
+            assert_eq!(tcp - over_unix, (host.len() - "localhost".len()) as f64, "{label}");
+        } else if !label.starts_with("HTTP/2") && !label.starts_with("gRPC") {
+            assert_eq!(tcp, over_unix, "{label}");
+        }
+        assert_eq!(twin["derived"]["rx_per_msg"], u["derived"]["rx_per_msg"], "{label}");
+    }
+}
+
+#[test]
+fn quic_stands_on_the_udp_floor() {
+    let (text, v) = compare(&["--tls", "-n", "300"]);
+    for label in ["UDP floor", "UDP floor (echo)"] {
+        let udp = row(&v, label);
+        assert_eq!(udp["ops"], 300, "{label}");
+        assert_eq!(udp["failed"]["total"], 0, "{label}");
+        // One datagram each way per message, and the set-up's pair.
+        let d = &udp["datagrams"];
+        assert_eq!(d["tx"].as_u64(), Some(300 + udp["connects"].as_u64().unwrap()), "{label}: {d}");
+        assert_eq!(d["rx"], d["tx"], "{label}");
+    }
+    assert_eq!(row(&v, "UDP floor")["derived"]["rx_per_msg"], 1.0);
+    let h3 = row(&v, "HTTP/3 POST +TLS");
+    assert_eq!(h3["derived"]["vs_floor"]["floor"], "UDP floor", "{text}");
+    assert!(text.contains("QUIC's rows stand on UDP's floor"), "{text}");
+}

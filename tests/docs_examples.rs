@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Examples that need what is not here, by a part of their text, and why.
-const CANNOT_RUN_HERE: [(&str, &str); 4] = [
+const CANNOT_RUN_HERE: [(&str, &str); 5] = [
     ("--server-cmd 'nginx", "your own nginx, configured to listen on the URL's port"),
     ("load-2.json load-3.json", "the other hosts' results of a fleet"),
     ("--tui", "a view drawn on a terminal: tests/tui.rs runs it under tmux"),
     ("wirebench kube ", "a Kubernetes cluster and an image: tests/kube_cluster.rs runs it on one"),
+    ("--unix-socket", "a server on that path while it runs: tests/unix_sockets.rs runs one"),
 ];
 
 /// One example: where it is, and its command line (continuations joined).

@@ -33,8 +33,11 @@ fn nsqd_and_sink_cost_the_same_bytes_per_message() {
     let n_of = |extra: &[&str]| extra[1].parse::<u64>().unwrap();
     for (i, (scheme, extra, per_op)) in runs.iter().enumerate() {
         let topic = format!("wb{i}");
-        let (real_addr, sink_addr) =
-            if *scheme == "nsq" { (tcp, sink.addrs[0]) } else { (http, sink.addrs[1]) };
+        let (real_addr, sink_addr) = if *scheme == "nsq" {
+            (tcp, sink.addrs[0].ip().unwrap())
+        } else {
+            (http, sink.addrs[1].ip().unwrap())
+        };
         let mut reports = Vec::new();
         for addr in [real_addr, sink_addr] {
             let url = format!("{scheme}://{addr}/{topic}");
@@ -65,7 +68,7 @@ fn nsqd_heartbeats_and_refusals_match_the_sink() {
     let cpu = client_cpu().to_string();
     let identify = r#"{"client_id":"hb","heartbeat_interval":1000}"#;
     let mut seen = Vec::new();
-    for addr in [tcp, sink.addrs[0]] {
+    for addr in [tcp, sink.addrs[0].ip().unwrap()] {
         let r = bench(&[
             &format!("nsq://{addr}/hb"),
             "-c",

@@ -40,7 +40,7 @@ struct Servers {
 
 fn start_all(engine_name: &str) -> Servers {
     let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let all: Vec<_> = SERVERS.iter().map(|s| (*s, any)).collect();
+    let all: Vec<_> = SERVERS.iter().map(|s| (*s, any.into())).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let started = wirebench::cmd::serve::start(
         engine(engine_name),
@@ -498,7 +498,7 @@ fn a_server_core_that_panics_is_seen_and_reported_with_its_message() {
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let mut handle = wirebench::engine::start_server(
             engine(engine_name),
-            vec![(any, PanicsOnRequest)],
+            vec![(any.into(), PanicsOnRequest)],
             &[server_cpu()],
             ServerLimits::default(),
             stop,
@@ -566,7 +566,7 @@ fn a_client_core_that_panics_ends_the_run_with_its_message() {
             report_every: None,
         };
         let job = wirebench::plan::ClientJob {
-            addrs: vec![server.addr()],
+            addrs: vec![server.addr().into()],
             cores: vec![common::client_cpu()],
             shape,
             seed: 1,

@@ -36,12 +36,17 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             crate::protocol::tls_schemes_text()
         );
     }
+    if args.unix && !args.urls.is_empty() {
+        anyhow::bail!(
+            "--unix starts the built-in servers on Unix sockets too; for your own server on one, give --unix-socket PATH"
+        );
+    }
     // The built-in servers, unless targets were given.
     let server_engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
-    let (urls, mut servers) = if args.urls.is_empty() {
-        start_servers(server_engine, &server_cores, args.tls, &mut load)?
+    let (urls, mut servers, _sockets) = if args.urls.is_empty() {
+        start_servers(server_engine, &server_cores, (args.tls, args.unix), &mut load)?
     } else {
-        (args.urls.clone(), Vec::new())
+        (args.urls.iter().map(|u| (u.clone(), None)).collect(), Vec::new(), None)
     };
     let rows_planned = planned_rows(&urls, &load)?;
     let built_in = (!servers.is_empty()).then_some(server_engine);
@@ -179,6 +184,9 @@ fn footer(rows: &[Row], per_op: bool) -> String {
     if rows.iter().any(|r| r.label.ends_with(table::TLS_MARK)) {
         footer += &table::tls_table(rows);
     }
+    if rows.iter().any(|r| r.label.ends_with(table::UNIX_MARK)) {
+        footer += &table::unix_table(rows);
+    }
     if rows.iter().any(|r| r.result.layers.is_some()) {
         footer += &table::layers_table(rows);
     }
@@ -188,48 +196,98 @@ fn footer(rows: &[Row], per_op: bool) -> String {
     report::wrap_prose(&footer, 100)
 }
 
+/// A target: its URL, and the Unix socket its connections go to instead of the URL's port.
+type Aim = (String, Option<std::sync::Arc<std::path::Path>>);
+
+/// A folder of the run's Unix sockets, removed with what is left in it.
+struct SocketDir(std::path::PathBuf);
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Every built-in server on `cores` (and again over TLS, whose certificate the load then
-/// trusts): their URLs, and their handles to stop them.
+/// trusts; and on a Unix socket each, those with one listener): their targets, their handles
+/// to stop them, and the sockets' folder.
 fn start_servers(
     engine: EngineKind,
     cores: &[usize],
-    tls: bool,
+    (tls, unix): (bool, bool),
     load: &mut plan::Load,
-) -> Result<(Vec<String>, Vec<crate::engine::ServerHandle>)> {
+) -> Result<(Vec<Aim>, Vec<crate::engine::ServerHandle>, Option<SocketDir>)> {
     let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("literal address");
     // QUIC's servers are TLS only: they start with the TLS ones.
-    let plain: Vec<_> = protocol::SERVERS.iter().filter(|s| !s.quic).map(|s| (*s, any)).collect();
-    let all: Vec<_> = protocol::SERVERS.iter().map(|s| (*s, any)).collect();
-    let start = |servers: &[(&'static crate::plan::Server, std::net::SocketAddr)],
+    // UDP's (the floor under QUIC) run under --tls alone, in plaintext beside QUIC's rows, where
+    // UDP runs: on the `uring` engine, with sockets that stay (`--no-keepalive`'s QUIC rows
+    // have no floor under them).
+    let udp = tls && load.engine == EngineKind::Uring && !load.shape.per_op;
+    let plain: Vec<_> = protocol::SERVERS
+        .iter()
+        .filter(|s| !s.quic && (s.datagrams.is_none() || udp))
+        .map(|s| (*s, any.into()))
+        .collect();
+    let all: Vec<_> =
+        protocol::SERVERS.iter().filter(|s| s.datagrams.is_none()).map(|s| (*s, any.into())).collect();
+    let start = |servers: &[(&'static crate::plan::Server, crate::plan::Endpoint)],
                  options: &ServerOptions| {
         super::serve::start(engine, servers, options, cores, ServerLimits::default(), crate::run::own_stop())
     };
     let started = start(&plain, &ServerOptions::default())?;
-    let mut urls = started.urls.concat();
+    let mut urls: Vec<Aim> = started.urls.concat().into_iter().map(|u| (u, None)).collect();
     let mut handles = vec![started.handle];
+    let mut dir = None;
+    if unix {
+        // Each server with one listener again on a socket of its own, in a folder of the run's.
+        let folder =
+            SocketDir(std::env::temp_dir().join(format!("wirebench-compare-{}", std::process::id())));
+        std::fs::create_dir_all(&folder.0).with_context(|| format!("cannot make {}", folder.0.display()))?;
+        let on_paths: Vec<_> = protocol::SERVERS
+            .iter()
+            .filter(|s| {
+                !s.quic
+                    && (s.listeners)(any, &ServerOptions::default().set(), false).is_ok_and(|l| l.len() == 1)
+            })
+            .map(|s| (*s, crate::plan::Endpoint::Unix(folder.0.join(format!("{}.sock", s.name)).into())))
+            .collect();
+        let started = start(&on_paths, &ServerOptions::default())?;
+        for ((_, path), server_urls) in on_paths.iter().zip(&started.urls) {
+            let crate::plan::Endpoint::Unix(path) = path else { continue };
+            urls.extend(server_urls.iter().map(|u| (u.clone(), Some(path.clone()))));
+        }
+        handles.push(started.handle);
+        dir = Some(folder);
+    }
     if tls {
         // The same servers over TLS, on the same cores; the client trusts their certificate.
         let mut options = ServerOptions::default();
         options.tls.tls = true;
         let started = start(&all, &options)?;
-        urls.extend(started.urls.concat());
+        urls.extend(started.urls.concat().into_iter().map(|u| (u, None)));
         load.tls.trust = started.tls.iter().map(|t| t.cert_der.clone()).collect();
         handles.push(started.handle);
     }
-    Ok((urls, handles))
+    Ok((urls, handles, dir))
 }
 
-/// The rows every URL's protocol has (its own `compare_rows`), TLS rows marked.
-fn planned_rows(urls: &[String], load: &plan::Load) -> Result<Vec<crate::plan::CompareRow>> {
+/// The rows every URL's protocol has (its own `compare_rows`), TLS rows and rows over a Unix
+/// socket marked.
+fn planned_rows(urls: &[Aim], load: &plan::Load) -> Result<Vec<crate::plan::CompareRow>> {
     let mut rows_planned = Vec::new();
-    for url in urls {
-        let plan = crate::protocol::aim(load, url)?;
+    for (url, unix) in urls {
+        let mut plan = crate::protocol::aim(load, url)?;
+        plan.load.unix = unix.clone();
         let mut rows = (plan.protocol.compare_rows)(&plan);
-        if plan.target.tls.is_some() {
-            for row in &mut rows {
-                row.label += table::TLS_MARK;
-                row.versus = None; // the versus ratios compare transports in plaintext
-            }
+        for row in &mut rows {
+            row.plan.load.unix = unix.clone();
+            let mark = match (plan.target.tls.is_some(), unix.is_some()) {
+                (true, _) => table::TLS_MARK,
+                (false, true) => table::UNIX_MARK,
+                (false, false) => continue,
+            };
+            row.label += mark;
+            row.versus = None; // the versus ratios compare protocols over TCP in plaintext
         }
         rows_planned.extend(rows);
     }

@@ -336,6 +336,11 @@ pub struct CompareArgs {
     /// then a "what TLS costs" table. With URLs, give TLS ones (https://, …) instead.
     #[arg(long)]
     pub tls: bool,
+    /// Every plaintext row again over a Unix domain socket (the built-in servers with one
+    /// listener serving on a path beside their TCP port), then a "what TCP/IP on loopback
+    /// costs" table: each row over TCP against the same over a Unix socket. Built-in servers.
+    #[arg(long)]
+    pub unix: bool,
     /// Write every row as JSON to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,

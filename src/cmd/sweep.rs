@@ -296,7 +296,7 @@ impl StepOf<'_> {
                 let any: SocketAddr = "127.0.0.1:0".parse().expect("literal address");
                 let started = super::serve::start(
                     args.engine.unwrap_or(EngineKind::DEFAULT_SERVER),
-                    &[(server, any)],
+                    &[(server, any.into())],
                     &ServerOptions::default(),
                     &cpus,
                     ServerLimits::default(),

@@ -14,12 +14,13 @@ use super::{
 };
 use super::{SERVER_POLL, ServerHandle, ServerStart};
 use crate::clock::Instant;
+use crate::plan::Endpoint;
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::ServerTally;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutorBuilder, Placement};
-use std::net::SocketAddr;
+
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -63,6 +64,21 @@ where
     })
 }
 
+/// A connection to `addr`: TCP through the runtime; a Unix socket, made at once and handed to
+/// it (its reads and writes work on any stream socket). Datagrams are the `uring` engine's.
+async fn connect(addr: &Endpoint, timeout: std::time::Duration) -> std::io::Result<TcpStream> {
+    match addr {
+        Endpoint::Ip(ip) => Ok(TcpStream::connect_timeout(*ip, timeout).await?),
+        // Refused before the run (`udp://` is the `uring` engine's): never here.
+        Endpoint::Udp(_) => Err(std::io::Error::other("udp:// runs on --engine uring")),
+        Endpoint::Unix(_) => {
+            let fd = super::sys::unix_connect(&addr.sockaddr()?)?;
+            // SAFETY: a connected stream socket this function owns, handed over whole.
+            Ok(unsafe { TcpStream::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(fd)) })
+        }
+    }
+}
+
 /// Perform what the connection's state machine asks, until it is done.
 async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<C>) {
     let job = &ctx.job;
@@ -78,16 +94,14 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
         let want = conn.next(now, ctx.stopping(), &mut ctx.rec.borrow_mut());
         match (want, stream.as_mut()) {
             (Want::Done, _) => return,
-            (Want::Connect(timeout), _) => {
-                match TcpStream::connect_timeout(job.addrs[conn.target()], timeout).await {
-                    Ok(s) => {
-                        let _ = s.set_nodelay(true);
-                        stream = Some(s);
-                        conn.connected(Instant::now(), &mut ctx.rec.borrow_mut());
-                    }
-                    Err(e) => conn.connect_failed(&e.into(), Instant::now(), &mut ctx.rec.borrow_mut()),
+            (Want::Connect(timeout), _) => match connect(&job.addrs[conn.target()], timeout).await {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    stream = Some(s);
+                    conn.connected(Instant::now(), &mut ctx.rec.borrow_mut());
                 }
-            }
+                Err(e) => conn.connect_failed(&e, Instant::now(), &mut ctx.rec.borrow_mut()),
+            },
             (Want::Sleep(until), _) => {
                 glommio::timer::sleep(until.saturating_duration_since(Instant::now())).await
             }
@@ -133,7 +147,7 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
 
 /// Start a built-in server on `cores` (see [`super::start_server_threads`]).
 pub fn start_server<S>(
-    listeners: Vec<(SocketAddr, S)>,
+    listeners: Vec<(crate::plan::Endpoint, S)>,
     cores: &[usize],
     limits: ServerLimits,
     stop: Arc<AtomicBool>,

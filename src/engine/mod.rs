@@ -10,6 +10,7 @@ pub mod bufring;
 pub mod conn;
 pub mod deadlines;
 pub mod glommio;
+pub mod listen;
 pub mod quic;
 pub mod quic_io;
 pub mod rings;
@@ -17,11 +18,13 @@ pub mod serve_conn;
 pub mod sys;
 pub mod tokio_uring;
 pub mod udp;
+pub mod udp_server;
 pub mod uring;
 pub mod uring_server;
 
-use crate::plan::{ClientJob, EngineKind};
+use crate::plan::{ClientJob, Endpoint, EngineKind};
 use crate::stats::ServerTally;
+pub use listen::unclaimed;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -70,7 +73,7 @@ where
 /// Start built-in servers on `engine`.
 pub fn start_server<S>(
     engine: EngineKind,
-    listeners: Vec<(SocketAddr, S)>,
+    listeners: Vec<(Endpoint, S)>,
     cores: &[usize],
     limits: serve_conn::ServerLimits,
     stop: Arc<AtomicBool>,
@@ -78,6 +81,15 @@ pub fn start_server<S>(
 where
     S: crate::proto::ServerCodec + Send + 'static,
 {
+    // The async runtimes' accepts want an IP peer address (tokio-uring drops a connection
+    // without one): their servers listen on TCP alone.
+    if engine != EngineKind::Uring
+        && let Some((addr, _)) = listeners.iter().find(|(addr, _)| addr.is_unix())
+    {
+        let why =
+            format!("--engine {} serves TCP only: a Unix socket is served by --engine uring", engine.name());
+        return Err(EngineError::Listen { addr: addr.clone(), source: std::io::Error::other(why) });
+    }
     match engine {
         EngineKind::Glommio => glommio::start_server(listeners, cores, limits, stop),
         EngineKind::TokioUring => tokio_uring::start_server(listeners, cores, limits, stop),
@@ -533,15 +545,15 @@ pub const REFUSE_WAIT: Duration = Duration::from_secs(1);
 /// A running built-in server: its addresses, and how to stop it and collect its tally.
 pub struct ServerHandle {
     /// One per listener, in the order given.
-    pub addrs: Vec<SocketAddr>,
+    pub addrs: Vec<Endpoint>,
     stop: Arc<AtomicBool>,
     threads: Vec<(usize, std::thread::JoinHandle<Result<ServerTally, EngineError>>)>,
 }
 
 impl ServerHandle {
-    /// The first listener's address.
+    /// The first IP listener's address (`0.0.0.0:0` for a server on Unix sockets alone).
     pub fn addr(&self) -> SocketAddr {
-        self.addrs[0]
+        self.addrs.iter().find_map(Endpoint::ip).unwrap_or_else(|| ([0, 0, 0, 0], 0).into())
     }
 
     /// Whether every core still serves: a core whose thread ended before it was asked to
@@ -572,9 +584,14 @@ impl ServerHandle {
         self.threads.extend(other.threads);
     }
 
-    /// Stop and wait for every core; returns their tallies.
+    /// Stop and wait for every core; returns their tallies. Its Unix sockets' files go.
     pub fn stop(self) -> Result<Vec<ServerTally>, EngineError> {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for addr in &self.addrs {
+            if let Endpoint::Unix(path) = addr {
+                let _ = std::fs::remove_file(path);
+            }
+        }
         let mut first_error = None;
         let mut tallies = Vec::new();
         for (cpu, h) in self.threads {
@@ -622,45 +639,12 @@ pub struct ServerStart<S> {
     pub ready: std::sync::mpsc::Sender<Result<(), EngineError>>,
 }
 
-/// A listening socket in an `SO_REUSEPORT` group, non-blocking, with `TCP_NODELAY` (Linux
-/// copies it into every connection accepted: a raw io_uring accept has no other moment to set
-/// it, and without it Nagle's algorithm holds a small answer back while an earlier one is
-/// unacknowledged).
-fn reuseport_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    let s = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM.cloexec(), None)?;
-    s.set_reuse_port(true)?;
-    s.set_reuse_address(true)?;
-    s.set_tcp_nodelay(true)?;
-    s.bind(&addr.into())?;
-    s.listen(4096)?;
-    s.set_nonblocking(true)?;
-    Ok(s.into())
-}
-
-/// Whether the port of `addr` is free of every other socket: a socket bound without
-/// `SO_REUSEPORT` is refused where anything else is bound, so a server's own sockets share
-/// the port among its cores and never with another process's (a second `serve` on the same
-/// port used to take a share of the connections without a word). Port 0: always free.
-pub fn unclaimed(addr: SocketAddr, kind: socket2::Type) -> std::io::Result<()> {
-    if addr.port() == 0 {
-        return Ok(());
-    }
-    let probe = socket2::Socket::new(socket2::Domain::for_address(addr), kind.cloexec(), None)?;
-    probe.set_reuse_address(true)?;
-    probe.bind(&addr.into()).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AddrInUse => std::io::Error::new(
-            e.kind(),
-            "the port is in use by another program (or another wirebench serve): stop it, or choose another --listen",
-        ),
-        _ => e,
-    })
-}
-
-/// Start a built-in server: on each core, one `SO_REUSEPORT` listener per entry of `listeners`
-/// (port 0 picks one free port, the same on every core), answered by clones of its codec, on a
-/// thread running `core`. Returns once every core is serving. Shared by every engine.
+/// Start a built-in server: on each core, a listener per entry of `listeners` (an
+/// `SO_REUSEPORT` one per core for TCP, port 0 picking one free port for all; a Unix socket
+/// shared), answered by clones of its codec, on a thread running `core`. Returns once every
+/// core is serving. Shared by every engine.
 pub fn start_server_threads<S>(
-    listeners: Vec<(SocketAddr, S)>,
+    listeners: Vec<(Endpoint, S)>,
     cores: &[usize],
     limits: serve_conn::ServerLimits,
     stop: Arc<AtomicBool>,
@@ -673,19 +657,12 @@ where
     let mut per_core: Vec<Vec<(std::net::TcpListener, S)>> = cores.iter().map(|_| Vec::new()).collect();
     let mut addrs = Vec::new();
     for (listen, codec) in listeners {
-        let first = unclaimed(listen, socket2::Type::STREAM)
-            .and_then(|()| reuseport_listener(listen))
-            .map_err(|source| EngineError::Listen { addr: listen, source })?;
-        let addr = first.local_addr().map_err(|source| EngineError::Listen { addr: listen, source })?;
-        let mut first = Some(first);
-        for sockets in per_core.iter_mut() {
-            let l = match first.take() {
-                Some(l) => l,
-                None => reuseport_listener(addr).map_err(|source| EngineError::Listen { addr, source })?,
-            };
-            sockets.push((l, codec.clone()));
+        let (sockets, bound) = listen::listeners_for(&listen, cores.len())
+            .map_err(|source| EngineError::Listen { addr: listen.clone(), source })?;
+        for (core, l) in per_core.iter_mut().zip(sockets) {
+            core.push((l, codec.clone()));
         }
-        addrs.push(addr);
+        addrs.push(bound);
     }
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), EngineError>>();
     let mut threads = Vec::new();
@@ -747,7 +724,7 @@ pub enum EngineError {
     #[error("cannot start the engine thread on CPU {cpu}: {source}")]
     Executor { cpu: usize, source: std::io::Error },
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: std::io::Error },
+    Listen { addr: Endpoint, source: std::io::Error },
     #[error(
         "the engine thread on CPU {cpu} panicked: {message} (a wirebench bug: please report it with the lines above)"
     )]

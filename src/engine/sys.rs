@@ -60,7 +60,7 @@ struct Snapshot {
 pub fn close_audit(fd: RawFd, app_rx: u64, sent_fin: bool) -> (u64, SocketAudit) {
     let mut drained = 0;
     for _ in 0..CLOSE_TRIES {
-        let Some(before) = snapshot(fd) else { return (drained, Err(Inexact::Unreadable)) };
+        let Some(before) = snapshot(fd) else { return unreadable(fd, drained) };
         let (n, more) = drain(fd, CLOSE_DRAIN_MAX.saturating_sub(drained));
         drained += n;
         let queued = send_queue(fd);
@@ -91,6 +91,48 @@ pub fn close_audit(fd: RawFd, app_rx: u64, sent_fin: bool) -> (u64, SocketAudit)
         }
     }
     (drained, Err(Inexact::Unsettled))
+}
+
+/// A socket without `TCP_INFO`: a Unix or a UDP socket (the kernel keeps no byte counts for
+/// either) is drained as a TCP one would be, and said to be one; any other could not be read.
+fn unreadable(fd: RawFd, drained: u64) -> (u64, SocketAudit) {
+    let why = match (socket_option(fd, libc::SO_DOMAIN), socket_option(fd, libc::SO_TYPE)) {
+        (Some(libc::AF_UNIX), _) => Inexact::Unix,
+        (_, Some(libc::SOCK_DGRAM)) => Inexact::Udp,
+        _ => return (drained, Err(Inexact::Unreadable)),
+    };
+    // A UDP socket's datagrams counted whole, however long (`MSG_TRUNC`).
+    let flags = if why == Inexact::Udp { libc::MSG_TRUNC } else { 0 };
+    let (n, _) = drain_with(fd, CLOSE_DRAIN_MAX.saturating_sub(drained), flags);
+    (drained + n, Err(why))
+}
+
+/// A socket's integer option at `SOL_SOCKET` (`SO_DOMAIN`, `SO_TYPE`).
+fn socket_option(fd: RawFd, name: libc::c_int) -> Option<i32> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a valid out-pointer and its length.
+    let rc = unsafe {
+        libc::getsockopt(fd, libc::SOL_SOCKET, name, (&mut value as *mut libc::c_int).cast(), &mut len)
+    };
+    (rc == 0).then_some(value)
+}
+
+/// A non-blocking stream socket connected to the Unix socket `addr`, for the async engines:
+/// a Unix connect completes at once or fails (a listener whose queue is full says
+/// `WouldBlock`), so it is made here and its descriptor handed to the runtime, whose reads
+/// and writes work on any stream socket.
+pub fn unix_connect(addr: &socket2::SockAddr) -> std::io::Result<std::os::fd::OwnedFd> {
+    let socket =
+        socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM.nonblocking().cloexec(), None)?;
+    match socket.connect(addr) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(std::io::Error::new(
+            e.kind(),
+            "the Unix socket's accept queue is full (the server accepts slower than connections come)",
+        )),
+        Err(e) => Err(e),
+        Ok(()) => Ok(socket.into()),
+    }
 }
 
 /// `TCP_INFO` until two reads in a row agree: the kernel reads the state before it locks the
@@ -132,11 +174,16 @@ fn read_tcp_info(fd: RawFd) -> Option<[u8; TCPI_NEEDED]> {
 /// Read whatever is waiting, without blocking, up to `limit` bytes; returns the bytes read and
 /// whether the limit stopped it with more waiting.
 fn drain(fd: RawFd, limit: u64) -> (u64, bool) {
+    drain_with(fd, limit, 0)
+}
+
+/// [`drain`] with more `recv` flags.
+fn drain_with(fd: RawFd, limit: u64, flags: libc::c_int) -> (u64, bool) {
     let mut buf = [0u8; 16 * 1024];
     let mut total = 0;
     while total < limit {
         // SAFETY: buf is valid for its length; the socket is ours and has no read in flight.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT | flags) };
         if n <= 0 {
             return (total, false); // end of stream, nothing waiting, or an error: all read
         }

@@ -13,6 +13,7 @@ use super::sys::close_audit;
 use super::{Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, EngineError, REFUSE_WAIT};
 use super::{CoreStart, SERVER_POLL, ServerStart};
 use crate::clock::Instant;
+use crate::plan::Endpoint;
 use crate::proto::{ClientCodec, ServerCodec};
 use crate::stats::CoreRecorder;
 use crate::stats::ServerTally;
@@ -20,7 +21,7 @@ use ::tokio_uring::buf::BoundedBuf;
 use ::tokio_uring::net::{TcpListener, TcpStream};
 use std::cell::RefCell;
 use std::io;
-use std::net::SocketAddr;
+
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -112,6 +113,20 @@ fn timed_out() -> io::Error {
     io::Error::new(io::ErrorKind::TimedOut, "timed out")
 }
 
+/// A connection to `addr`: TCP through the runtime; a Unix socket, made at once and handed to
+/// it (its reads and writes work on any stream socket). Datagrams are the `uring` engine's.
+async fn connect(addr: &Endpoint) -> io::Result<TcpStream> {
+    match addr {
+        Endpoint::Ip(ip) => TcpStream::connect(*ip).await,
+        // Refused before the run (`udp://` is the `uring` engine's): never here.
+        Endpoint::Udp(_) => Err(std::io::Error::other("udp:// runs on --engine uring")),
+        Endpoint::Unix(_) => {
+            let fd = super::sys::unix_connect(&addr.sockaddr()?)?;
+            Ok(TcpStream::from_std(std::net::TcpStream::from(fd)))
+        }
+    }
+}
+
 /// Perform what the connection's state machine asks, until it is done.
 async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn<C>) {
     let (job, rec) = (&core.job, &core.rec);
@@ -135,7 +150,7 @@ async fn drive_connection<C: ClientCodec>(core: Rc<AsyncCore<C>>, mut conn: Conn
             // A connect dropped on its timeout closes its own socket when it completes; no
             // byte has moved on it.
             (Want::Connect(timeout), _) => {
-                match with_timeout(timeout, TcpStream::connect(job.addrs[conn.target()])).await {
+                match with_timeout(timeout, connect(&job.addrs[conn.target()])).await {
                     Ok(s) => {
                         let _ = s.set_nodelay(true);
                         stream = Some(s);
@@ -264,7 +279,7 @@ async fn read<C: ClientCodec>(
 
 /// Start a built-in server on `cores` with tokio-uring (see [`super::start_server_threads`]).
 pub fn start_server<S>(
-    listeners: Vec<(SocketAddr, S)>,
+    listeners: Vec<(crate::plan::Endpoint, S)>,
     cores: &[usize],
     limits: ServerLimits,
     stop: Arc<AtomicBool>,

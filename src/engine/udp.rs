@@ -208,22 +208,27 @@ impl Msg {
 
     /// After a receive on an unconnected socket: its sender.
     pub fn source(&self) -> Option<SocketAddr> {
-        let storage = &self.addr as *const libc::sockaddr_storage;
-        match i32::from(self.addr.ss_family) {
-            libc::AF_INET => {
-                // SAFETY: the kernel wrote a sockaddr_in (its family says so).
-                let a = unsafe { &*storage.cast::<libc::sockaddr_in>() };
-                let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-                Some(SocketAddr::from((ip, u16::from_be(a.sin_port))))
-            }
-            libc::AF_INET6 => {
-                // SAFETY: the kernel wrote a sockaddr_in6 (its family says so).
-                let a = unsafe { &*storage.cast::<libc::sockaddr_in6>() };
-                let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
-                Some(SocketAddr::from((ip, u16::from_be(a.sin6_port))))
-            }
-            _ => None,
+        address_of(&self.addr)
+    }
+}
+
+/// The IP address and port a kernel wrote into `storage` (a receive's sender).
+pub fn address_of(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    let at = storage as *const libc::sockaddr_storage;
+    match i32::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the kernel wrote a sockaddr_in (its family says so).
+            let a = unsafe { &*at.cast::<libc::sockaddr_in>() };
+            let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+            Some(SocketAddr::from((ip, u16::from_be(a.sin_port))))
         }
+        libc::AF_INET6 => {
+            // SAFETY: the kernel wrote a sockaddr_in6 (its family says so).
+            let a = unsafe { &*at.cast::<libc::sockaddr_in6>() };
+            let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
+            Some(SocketAddr::from((ip, u16::from_be(a.sin6_port))))
+        }
+        _ => None,
     }
 }
 

@@ -138,7 +138,7 @@ enum Places {
 
 /// Start a built-in server on `cores` (see [`super::start_server_threads`]).
 pub fn start_server<S>(
-    listeners: Vec<(std::net::SocketAddr, S)>,
+    listeners: Vec<(crate::plan::Endpoint, S)>,
     cores: &[usize],
     limits: super::serve_conn::ServerLimits,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,

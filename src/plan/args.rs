@@ -129,6 +129,12 @@ pub struct LoadArgs<P: clap::Args> {
     /// target's family); each connection claims a port of its own.
     #[arg(long, value_name = "IP", requires = "proxy_protocol")]
     pub proxy_source: Option<std::net::IpAddr>,
+    /// Connect to this Unix domain socket instead of the URL's host and port (curl's and
+    /// oha's option): the URL still names the scheme, and the host the protocol speaks to
+    /// (HTTP's `Host`, TLS's server name). Every target's connections go there. TCP schemes;
+    /// the kernel keeps no byte counts for Unix sockets, so the audit says `unchecked`.
+    #[arg(long, value_name = "PATH")]
+    pub unix_socket: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub protocol: P,
     #[command(flatten)]

@@ -17,7 +17,7 @@ pub mod target;
 pub use args::*;
 pub use prepared::*;
 pub use protocol::*;
-pub use target::Target;
+pub use target::{Endpoint, Target};
 
 use crate::workload::{ConnectRate, Shape, Workload};
 use anyhow::{Context, Result, bail};
@@ -181,6 +181,8 @@ pub struct Load {
     pub bind: Vec<std::net::IpAddr>,
     /// `--proxy-protocol` and `--proxy-source`: a PROXY header first on every connection.
     pub proxy: Option<(crate::proxy_header::ProxyVersion, Option<std::net::IpAddr>)>,
+    /// `--unix-socket`: every connection to this path instead of the targets' addresses.
+    pub unix: Option<std::sync::Arc<std::path::Path>>,
     /// Runs back to back (`--repeat`); the report is the median one's, with every run's line.
     pub repeat: usize,
 }
@@ -417,6 +419,7 @@ pub fn validate_load<P: clap::Args + Clone + Into<OptionSet>>(
             "--bind needs --engine uring (it makes its own sockets; the others connect through their runtimes)"
         );
     }
+    let unix = unix_socket(args)?;
     let bind = match &args.bind {
         Some(text) => parse_bind(text).map_err(|e| anyhow::anyhow!("--bind: {e}"))?,
         None => Vec::new(),
@@ -447,8 +450,30 @@ pub fn validate_load<P: clap::Args + Clone + Into<OptionSet>>(
         tls: args.tls.clone(),
         bind,
         proxy: args.proxy_protocol.map(|v| (v, args.proxy_source)),
+        unix,
         repeat: args.repeat,
     })
+}
+
+/// `--unix-socket`: a path a socket address holds, with none of the options that name IP
+/// addresses.
+fn unix_socket<P: clap::Args + Clone>(args: &LoadArgs<P>) -> Result<Option<std::sync::Arc<std::path::Path>>> {
+    let Some(path) = &args.unix_socket else { return Ok(None) };
+    if path.as_os_str().is_empty() || path.as_os_str().len() > target::MAX_UNIX_PATH {
+        bail!(
+            "--unix-socket {}: a Unix socket's path is 1 to {} bytes long",
+            path.display(),
+            target::MAX_UNIX_PATH
+        );
+    }
+    for (given, flag) in
+        [(args.bind.is_some(), "--bind"), (args.proxy_protocol.is_some(), "--proxy-protocol")]
+    {
+        if given {
+            bail!("{flag} names IP addresses: it cannot apply with --unix-socket");
+        }
+    }
+    Ok(Some(path.as_path().into()))
 }
 
 /// `--connections` and `-n` (with the command's defaults), after the checks on the counts and

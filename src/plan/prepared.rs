@@ -7,7 +7,6 @@ use crate::codec::ClientCodec;
 use crate::stats::Report;
 use crate::workload::Shape;
 use anyhow::Result;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
@@ -39,7 +38,7 @@ pub type Run = fn(&Prepared) -> Result<Report>;
 #[derive(Debug, Clone)]
 pub struct ClientJob {
     /// The targets' addresses: connection i goes to `addrs[i % addrs.len()]`.
-    pub addrs: Vec<SocketAddr>,
+    pub addrs: Vec<super::Endpoint>,
     /// CPUs to pin one engine thread each to.
     pub cores: Vec<usize>,
     pub shape: Shape,
@@ -76,7 +75,7 @@ pub struct ClientJob {
 pub struct Prepared {
     pub plan: LoadPlan,
     /// The address of `plan.target`; the job holds every target's.
-    pub addr: SocketAddr,
+    pub addr: super::Endpoint,
     /// The payload of every operation (of a `--requests` entry that gives none).
     pub body: Arc<[u8]>,
     /// `--requests`: the entries (each protocol builds its codec once per entry).
@@ -104,7 +103,7 @@ impl Prepared {
         let mut p = self.clone();
         if i > 0 {
             p.plan.target = self.plan.also[i - 1].clone();
-            p.addr = self.job.addrs[i];
+            p.addr = self.job.addrs[i].clone();
         }
         p.plan.also.clear();
         p
@@ -157,7 +156,7 @@ impl Prepared {
 impl ClientJob {
     /// What connection `index` to target `target` sends first (`--proxy-protocol`'s header).
     pub fn preamble(&self, target: usize, index: usize) -> Option<Vec<u8>> {
-        crate::proxy_header::for_connection(self.proxy, self.addrs[target], index)
+        crate::proxy_header::for_connection(self.proxy, self.addrs[target].ip()?, index)
     }
 
     /// A core's recorder for this job: per target with several, with a time series when asked.

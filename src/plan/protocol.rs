@@ -17,6 +17,9 @@ pub struct Scheme {
     /// Whether its connections speak TLS: from the connect (`https`), or when the protocol's
     /// handshake upgrades, if the URL's query says `tls=1` (`nsq://…?tls=1`: nsqd's `tls_v1`).
     pub tls: Option<crate::tls::options::TlsStart>,
+    /// Its connections are connected UDP sockets (`udp://`): each write one datagram, each
+    /// receive one, on the `uring` engine; otherwise TCP (QUIC's are its own engine's).
+    pub datagrams: bool,
 }
 
 /// Everything the layers above the codecs need to know about one protocol.
@@ -118,6 +121,9 @@ pub struct Server {
     /// It serves QUIC (UDP) on its own engine (`engine::quic_io`), always with TLS, instead
     /// of [`listeners`](Self::listeners) on the TCP engines.
     pub quic: bool,
+    /// It answers datagrams (UDP, `serve udp`) on the datagram loop (`engine::udp_server`):
+    /// the answerer for the server options, instead of [`listeners`](Self::listeners).
+    pub datagrams: Option<fn(&OptionSet) -> anyhow::Result<crate::codec::BoxedDatagramServer>>,
 }
 
 impl std::fmt::Debug for Server {

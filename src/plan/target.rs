@@ -5,6 +5,69 @@
 
 use super::{Protocol, Scheme};
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Where a target's connections go: an IP address and port (the URL's host, resolved), or a
+/// Unix domain socket's path (`--unix-socket`: the URL then names the host the protocol
+/// speaks to — HTTP's `Host`, TLS's server name — as curl's option does).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// TCP to an address and port.
+    Ip(SocketAddr),
+    /// A connected UDP socket (`udp://`): each write one datagram, each receive one.
+    Udp(SocketAddr),
+    Unix(Arc<Path>),
+}
+
+/// The longest path a Unix socket's address holds (`sun_path`, less its terminating NUL).
+pub const MAX_UNIX_PATH: usize = 107;
+
+impl Endpoint {
+    /// The IP address and port, if it is one.
+    pub fn ip(&self) -> Option<SocketAddr> {
+        match self {
+            Endpoint::Ip(addr) | Endpoint::Udp(addr) => Some(*addr),
+            Endpoint::Unix(_) => None,
+        }
+    }
+
+    pub fn is_datagram(&self) -> bool {
+        matches!(self, Endpoint::Udp(_))
+    }
+
+    pub fn is_ipv6(&self) -> bool {
+        self.ip().is_some_and(|a| a.is_ipv6())
+    }
+
+    pub fn is_unix(&self) -> bool {
+        matches!(self, Endpoint::Unix(_))
+    }
+
+    /// The address to `connect` or `bind` (a Unix path too long for one is an error).
+    pub fn sockaddr(&self) -> std::io::Result<socket2::SockAddr> {
+        match self {
+            Endpoint::Ip(addr) | Endpoint::Udp(addr) => Ok((*addr).into()),
+            Endpoint::Unix(path) => socket2::SockAddr::unix(path),
+        }
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Ip(addr) => write!(f, "{addr}"),
+            Endpoint::Udp(addr) => write!(f, "udp:{addr}"),
+            Endpoint::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
+impl From<SocketAddr> for Endpoint {
+    fn from(addr: SocketAddr) -> Endpoint {
+        Endpoint::Ip(addr)
+    }
+}
 
 /// A parsed target, not yet resolved.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +83,8 @@ pub struct Target {
     pub path: String,
     /// Whether and when its connections speak TLS.
     pub tls: Option<crate::tls::options::TlsStart>,
+    /// Its connections are connected UDP sockets (the scheme's [`Scheme::datagrams`]).
+    pub datagrams: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -100,7 +165,16 @@ pub fn parse(url: &str, protocols: &[&'static Protocol]) -> Result<Target, Targe
         Some(crate::tls::options::TlsStart::InHandshake) => None,
         other => other,
     };
-    Ok(Target { url: url.into(), protocol, authority: authority.into(), host: host.into(), port, path, tls })
+    Ok(Target {
+        url: url.into(),
+        protocol,
+        authority: authority.into(),
+        host: host.into(),
+        port,
+        path,
+        tls,
+        datagrams: scheme.datagrams,
+    })
 }
 
 /// Whether the query of `path` has `name=value`.

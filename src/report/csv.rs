@@ -59,7 +59,10 @@ pub fn compare_rows(c: &CompareResult) -> String {
             num(r.latency_us.p99),
             f(d.map(|d| d.cpu_us_per_msg)),
             r.errors(),
-            if r.audit.matches { "match" } else { "mismatch" },
+            match r.audit.word() {
+                "DIFFER" => "mismatch",
+                word => word,
+            },
             f(floor.map(|m| m.bytes)),
             f(floor.map(|m| m.cpu)),
         );

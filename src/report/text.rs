@@ -511,11 +511,11 @@ fn audit(r: &RunResult) -> String {
     let mut s = String::new();
     let a = &r.audit;
     if a.unchecked() {
-        // No socket's counts could be read (UDP: the kernel keeps none per socket).
+        // No socket's counts could be read (UDP and Unix sockets: the kernel keeps none).
         let reasons: Vec<String> = a.inexact.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(
             s,
-            "  audit       unchecked: app tx {} rx {} on {} socket(s) the kernel keeps no counts for ({}); a packet capture checks them (tests/capture.rs)",
+            "  audit       unchecked: app tx {} rx {} on {} socket(s) the kernel keeps no counts for ({}); a packet capture (UDP, tests/capture.rs) or the server's own count checks them",
             a.inexact_tx,
             a.inexact_rx,
             a.inexact.values().sum::<u64>(),

@@ -14,16 +14,20 @@ pub enum Inexact {
     Abandoned,
     /// A UDP socket (QUIC): the kernel keeps no per-socket byte counts to read.
     Udp,
+    /// A Unix domain socket (`--unix-socket`): nor for one of these.
+    Unix,
 }
 
 impl Inexact {
-    pub const ALL: [Inexact; 4] = [Inexact::Unreadable, Inexact::Unsettled, Inexact::Abandoned, Inexact::Udp];
+    pub const ALL: [Inexact; 5] =
+        [Inexact::Unreadable, Inexact::Unsettled, Inexact::Abandoned, Inexact::Udp, Inexact::Unix];
     pub fn name(self) -> &'static str {
         match self {
             Inexact::Unreadable => "unreadable",
             Inexact::Unsettled => "unsettled",
             Inexact::Abandoned => "abandoned",
             Inexact::Udp => "UDP: the kernel keeps no per-socket counts",
+            Inexact::Unix => "Unix socket: the kernel keeps no byte counts",
         }
     }
 }

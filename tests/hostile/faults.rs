@@ -438,7 +438,7 @@ fn publishes_after_heartbeat_gaps_are_all_answered() {
     });
     for engine in SERVER_ENGINES {
         let server = start_builtin_on(engine, "nsq");
-        let mut s = TcpStream::connect(server.addrs[0]).unwrap();
+        let mut s = TcpStream::connect(server.addr()).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
         let identify = br#"{"heartbeat_interval":1000}"#;
         let mut hello = b"  V2IDENTIFY\n".to_vec();

@@ -104,7 +104,7 @@ fn pubrec_without_pubcomp_fails_at_the_timeout_after_pubrel() {
 #[test]
 fn serve_mqtt_keeps_serving_while_another_client_breaks_the_rules() {
     let server = wirebench_server();
-    let addr = server.addrs[0];
+    let addr = server.addr();
     // A client sending QoS 3 after its CONNECT, again and again, beside a normal run.
     let abuser = std::thread::spawn(move || {
         let connect = wirebench::proto::mqtt::fuzz::connect(wirebench::proto::mqtt::Version::V311);

@@ -53,7 +53,7 @@ fn an_endless_response_ends_on_time() {
 #[test]
 fn serve_tcp_serves_a_normal_client_beside_a_refused_set_up_and_a_flood() {
     let server = wirebench_serve_tcp();
-    let addr = server.addrs[0];
+    let addr = server.addr();
     // A client whose set-up asks for 0-byte requests: closed at once.
     let mut bad = std::net::TcpStream::connect(addr).unwrap();
     bad.write_all(&[0; 8]).unwrap();

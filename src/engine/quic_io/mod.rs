@@ -36,6 +36,7 @@ use bytes::BytesMut;
 use io_uring::{IoUring, opcode, types};
 use quinn_proto::{ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig};
 use std::collections::HashMap;
+use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -150,10 +151,19 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
         Receiving::new(&ring, conns.len()).map_err(|source| EngineError::Executor { cpu, source })?;
     let books = CoreBooks::open(&job, cpu, index);
     let mut rec = job.recorder(cpu);
+    let remotes = job
+        .addrs
+        .iter()
+        .map(|a| {
+            a.ip()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("QUIC cannot reach {a}")))
+        })
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(|source| EngineError::Executor { cpu, source })?;
     let mut slots: Vec<Slot> = conns
         .map(|i| Slot {
             target: i % targets.len(),
-            remote: job.addrs[i % job.addrs.len()],
+            remote: remotes[i % remotes.len()],
             source: (!job.bind.is_empty()).then(|| job.bind[i % job.bind.len()]),
             sock: None,
             conn: None,

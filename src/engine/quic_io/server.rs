@@ -23,11 +23,11 @@ pub fn start_server(
     let listen = udp::bound;
     let first = crate::engine::unclaimed(addr, socket2::Type::DGRAM)
         .and_then(|()| listen(addr))
-        .map_err(|source| EngineError::Listen { addr, source })?;
-    let bound = first.local_addr().map_err(|source| EngineError::Listen { addr, source })?;
+        .map_err(|source| EngineError::Listen { addr: addr.into(), source })?;
+    let bound = first.local_addr().map_err(|source| EngineError::Listen { addr: addr.into(), source })?;
     let mut sockets = vec![first];
     for _ in 1..cores.len() {
-        sockets.push(listen(bound).map_err(|source| EngineError::Listen { addr: bound, source })?);
+        sockets.push(listen(bound).map_err(|source| EngineError::Listen { addr: bound.into(), source })?);
     }
     let config = Arc::new(config);
     let mut threads = Vec::new();
@@ -49,7 +49,7 @@ pub fn start_server(
             .map_err(|source| EngineError::Executor { cpu, source })?;
         threads.push((cpu, handle));
     }
-    Ok(crate::engine::ServerHandle { addrs: vec![bound], stop, threads })
+    Ok(crate::engine::ServerHandle { addrs: vec![bound.into()], stop, threads })
 }
 
 /// One server core: its socket's datagrams to the endpoint, the endpoint's to the socket,

@@ -82,12 +82,17 @@ where
 /// again once the buffers are back.
 const RING_BUFFERS_MAX: u16 = 1024;
 const RING_BUFFER_SIZE: usize = 4 * 1024;
+/// The same where connections are UDP (`udp://`): a datagram is received whole into one
+/// buffer or cut short, so each holds the largest (65,507 bytes of payload).
+const DATAGRAM_BUFFER_SIZE: usize = 64 * 1024;
 /// Every ring's provided buffers are its group 0.
 const GROUP: u16 = 0;
 
 /// The addresses connections connect to and bind to, kept for the run: SQEs point at them.
 struct Addrs {
     targets: Vec<socket2::SockAddr>,
+    /// Per target, whether its connections are UDP sockets (each send one datagram).
+    datagrams: Vec<bool>,
     sources: Vec<socket2::SockAddr>,
 }
 
@@ -152,12 +157,20 @@ fn client_core<C: ClientCodec>(
     let pinned = super::pin_current_thread(cpu);
     let layout = Layout::new(conns.len(), direct_sockets(!job.bind.is_empty()), rings::file_limit());
     let buffers = (2 * conns.len()).clamp(64, usize::from(RING_BUFFERS_MAX)).next_power_of_two() as u16;
-    let rings = Rings::open(layout, conns.len(), buffers, RING_BUFFER_SIZE);
+    let buffer =
+        if job.addrs.iter().any(|a| a.is_datagram()) { DATAGRAM_BUFFER_SIZE } else { RING_BUFFER_SIZE };
+    let rings = Rings::open(layout, conns.len(), buffers, buffer);
     let start = gate.wait();
     pinned?;
     let rings = rings.map_err(|source| EngineError::Executor { cpu, source })?;
     let addrs = Addrs {
-        targets: job.addrs.iter().map(|&a| socket2::SockAddr::from(a)).collect(),
+        targets: job
+            .addrs
+            .iter()
+            .map(|a| a.sockaddr())
+            .collect::<io::Result<_>>()
+            .map_err(|source| EngineError::Executor { cpu, source })?,
+        datagrams: job.addrs.iter().map(|a| a.is_datagram()).collect(),
         sources: job
             .bind
             .iter()
@@ -430,6 +443,8 @@ impl<C: ClientCodec> Driver<'_, C> {
                 slot.conn.connect_failed(&e, now, rec)
             }
             OP_SEND if result >= 0 => {
+                // A UDP socket's send is one datagram, whole.
+                rec.datagrams.tx += u64::from(self.addrs.datagrams[slot.conn.target()]);
                 let wrote_at = if slot.send_round == self.round { submitted } else { now };
                 slot.conn.wrote(result as usize, wrote_at, rec)
             }
@@ -572,6 +587,9 @@ impl<C: ClientCodec> Driver<'_, C> {
         if !cqueue::more(flags) {
             slot.armed = false;
         }
+        if result > 0 && self.addrs.datagrams[slot.conn.target()] {
+            self.rec.datagrams.rx += 1; // a UDP socket's receive is one datagram
+        }
         if let Some(bid) = cqueue::buffer_select(flags) {
             let bufs: &mut BufRing = rings.bufs(i);
             if result > 0 && !slot.conn.arrived(bufs.data(bid, result as usize)) {
@@ -628,6 +646,7 @@ impl<C: ClientCodec> Driver<'_, C> {
         let now = self.now;
         let slot = &mut self.slots[i];
         let target = &self.addrs.targets[slot.conn.target()];
+        let datagrams = self.addrs.datagrams[slot.conn.target()];
         let source = slot.source.map(|s| &self.addrs.sources[s as usize]);
         slot.end = None;
         slot.setup_failed = None;
@@ -637,10 +656,10 @@ impl<C: ClientCodec> Driver<'_, C> {
             let sock = self.rings.fixed(i);
             let Sock::Fixed(index) = sock else { unreachable!("a direct layout's socket") };
             slot.sock = Some(sock);
-            self.rings.push_chain(i, &direct_connect(i, index, target, source))?;
+            self.rings.push_chain(i, &direct_connect(i, index, (target, datagrams), source))?;
             return Ok(true);
         }
-        let socket = match plain_socket(target, source) {
+        let socket = match plain_socket((target, datagrams), source) {
             Ok(s) => s,
             Err(e) => {
                 slot.busy = None;

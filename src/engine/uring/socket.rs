@@ -6,15 +6,17 @@ use super::{Addrs, LINK_QUIET, ONE, OP_BIND, OP_CONNECT, OP_QUIET, OP_SOCKET, us
 use io_uring::{opcode, squeue, types};
 use std::io;
 
-/// A plain socket for a connect to `target` (the layout without direct descriptors):
-/// non-blocking, `TCP_NODELAY`, bound to `source` if given.
+/// A plain socket for a connect to `target` (the layout without direct descriptors), a UDP
+/// one where it says datagrams: non-blocking, `TCP_NODELAY` (TCP's), bound to `source` if
+/// given.
 pub(super) fn plain_socket(
-    target: &socket2::SockAddr,
+    (target, datagrams): (&socket2::SockAddr, bool),
     source: Option<&socket2::SockAddr>,
 ) -> io::Result<socket2::Socket> {
+    let kind = if datagrams { socket2::Type::DGRAM } else { socket2::Type::STREAM };
     let socket = socket2::Socket::new(
         socket2::Domain::from(i32::from(target.family())),
-        socket2::Type::STREAM.nonblocking().cloexec(),
+        kind.nonblocking().cloexec(),
         None,
     )?;
     let _ = socket.set_tcp_nodelay(true);
@@ -55,14 +57,14 @@ fn bind_source(socket: &socket2::Socket, source: &socket2::SockAddr) -> io::Resu
     socket.bind(source)
 }
 
-/// The linked SQEs that make slot `i`'s direct socket (table index `index`) and connect it to
-/// `target`, from `source` if given: the socket, `TCP_NODELAY`, the source address with its
+/// The linked SQEs that make slot `i`'s direct socket (table index `index`; a UDP one where
+/// the target says datagrams) and connect it to `target`, from `source` if given: the socket, `TCP_NODELAY`, the source address with its
 /// port left to the connect (as [`bind_source`]), the connect. A link that fails completes
 /// with its error and the connect comes back cancelled.
 pub(super) fn direct_connect(
     i: usize,
     index: u32,
-    target: &socket2::SockAddr,
+    (target, datagrams): (&socket2::SockAddr, bool),
     source: Option<&socket2::SockAddr>,
 ) -> Vec<squeue::Entry> {
     let fixed = types::Fixed(index);
@@ -79,17 +81,22 @@ pub(super) fn direct_connect(
         .flags(LINK_QUIET)
         .user_data(user_data(i, OP_SOCKET))
     };
-    let family = if target.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    let family = i32::from(target.family());
+    let kind = if datagrams { libc::SOCK_DGRAM } else { libc::SOCK_STREAM };
     let slot =
         types::DestinationSlot::try_from_slot_target(index).expect("a table index is below u32::MAX - 2");
     let mut chain = vec![
-        opcode::Socket::new(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0)
+        opcode::Socket::new(family, kind | libc::SOCK_NONBLOCK, 0)
             .file_index(Some(slot))
             .build()
             .flags(LINK_QUIET)
             .user_data(user_data(i, OP_SOCKET)),
-        option(libc::IPPROTO_TCP, libc::TCP_NODELAY),
     ];
+    // A Unix or UDP socket has no Nagle to turn off (the option would fail, and the chain
+    // with it).
+    if family != libc::AF_UNIX && !datagrams {
+        chain.push(option(libc::IPPROTO_TCP, libc::TCP_NODELAY));
+    }
     if let Some(source) = source {
         if source.is_ipv4() {
             chain.push(option(libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT));

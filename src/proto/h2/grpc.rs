@@ -26,8 +26,13 @@ pub const fn failure(code: &'static str) -> crate::outcome::Failure {
 pub static PROTOCOL: Protocol = Protocol {
     name: "grpc",
     schemes: &[
-        Scheme { name: "grpc", default_port: 50051, tls: None },
-        Scheme { name: "grpcs", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
+        Scheme { name: "grpc", default_port: 50051, tls: None, datagrams: false },
+        Scheme {
+            name: "grpcs",
+            default_port: 443,
+            tls: Some(crate::tls::options::TlsStart::AtConnect),
+            datagrams: false,
+        },
     ],
     default_payload: 0,
     validate,

@@ -62,8 +62,13 @@ pub fn huffman(plan: &LoadPlan) -> bool {
 pub static PROTOCOL: Protocol = Protocol {
     name: "h2",
     schemes: &[
-        Scheme { name: "h2c", default_port: 80, tls: None },
-        Scheme { name: "h2", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
+        Scheme { name: "h2c", default_port: 80, tls: None, datagrams: false },
+        Scheme {
+            name: "h2",
+            default_port: 443,
+            tls: Some(crate::tls::options::TlsStart::AtConnect),
+            datagrams: false,
+        },
     ],
     default_payload: 0,
     // The same method option and rule as HTTP/1.1's.
@@ -130,4 +135,5 @@ pub static SERVER: Server = Server {
     },
     option_groups: &[],
     quic: false,
+    datagrams: None,
 };

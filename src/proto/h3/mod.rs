@@ -29,7 +29,12 @@ pub struct ServeOptions {}
 /// connection keeps `--depth` requests (streams) in flight.
 pub static PROTOCOL: Protocol = Protocol {
     name: "h3",
-    schemes: &[Scheme { name: "h3", default_port: 443, tls: Some(crate::tls::options::TlsStart::InQuic) }],
+    schemes: &[Scheme {
+        name: "h3",
+        default_port: 443,
+        tls: Some(crate::tls::options::TlsStart::InQuic),
+        datagrams: false,
+    }],
     default_payload: 0,
     validate,
     check_payload: super::h2::any_payload,
@@ -86,4 +91,5 @@ pub static SERVER: Server = Server {
     urls: |addrs, _| addrs.iter().map(|a| format!("h3://{a}/")).collect(),
     option_groups: &[],
     quic: true,
+    datagrams: None,
 };

@@ -136,8 +136,13 @@ pub struct ServeOptions {}
 pub static PROTOCOL: Protocol = Protocol {
     name: "http1",
     schemes: &[
-        Scheme { name: "http", default_port: 80, tls: None },
-        Scheme { name: "https", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
+        Scheme { name: "http", default_port: 80, tls: None, datagrams: false },
+        Scheme {
+            name: "https",
+            default_port: 443,
+            tls: Some(crate::tls::options::TlsStart::AtConnect),
+            datagrams: false,
+        },
     ],
     default_payload: 0,
     validate,
@@ -224,4 +229,5 @@ pub static SERVER: Server = Server {
     urls: |addrs, tls| addrs.iter().map(|a| format!("http{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &[],
     quic: false,
+    datagrams: None,
 };

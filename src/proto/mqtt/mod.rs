@@ -134,8 +134,8 @@ pub fn run<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
 pub static PROTOCOL: Protocol = Protocol {
     name: "mqtt",
     schemes: &[
-        Scheme { name: "mqtt", default_port: 1883, tls: None },
-        Scheme { name: "mqtts", default_port: 8883, tls: Some(TlsStart::AtConnect) },
+        Scheme { name: "mqtt", default_port: 1883, tls: None, datagrams: false },
+        Scheme { name: "mqtts", default_port: 8883, tls: Some(TlsStart::AtConnect), datagrams: false },
     ],
     default_payload: 400,
     validate,
@@ -215,4 +215,5 @@ pub static SERVER: Server = Server {
     },
     option_groups: &["mqtt-serve-options"],
     quic: false,
+    datagrams: None,
 };

@@ -409,7 +409,12 @@ pub fn run_http<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> 
 
 pub static PROTOCOL: Protocol = Protocol {
     name: "nsq",
-    schemes: &[Scheme { name: "nsq", default_port: 4150, tls: Some(TlsStart::InHandshake) }],
+    schemes: &[Scheme {
+        name: "nsq",
+        default_port: 4150,
+        tls: Some(TlsStart::InHandshake),
+        datagrams: false,
+    }],
     default_payload: 400,
     validate: |plan| {
         validate_publish(plan)?;
@@ -468,8 +473,8 @@ fn looks_like_nsq(bytes: &[u8]) -> Option<&'static str> {
 pub static HTTP_PROTOCOL: Protocol = Protocol {
     name: "nsq-http",
     schemes: &[
-        Scheme { name: "nsq+http", default_port: 4151, tls: None },
-        Scheme { name: "nsq+https", default_port: 4152, tls: Some(TlsStart::AtConnect) },
+        Scheme { name: "nsq+http", default_port: 4151, tls: None, datagrams: false },
+        Scheme { name: "nsq+https", default_port: 4152, tls: Some(TlsStart::AtConnect), datagrams: false },
     ],
     default_payload: 400,
     validate: validate_publish,
@@ -596,4 +601,5 @@ pub static SERVER: Server = Server {
     },
     option_groups: &["nsq-serve-options"],
     quic: false,
+    datagrams: None,
 };

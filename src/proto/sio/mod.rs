@@ -189,8 +189,13 @@ pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(20);
 pub static PROTOCOL: Protocol = Protocol {
     name: "sio",
     schemes: &[
-        Scheme { name: "sio", default_port: 80, tls: None },
-        Scheme { name: "sios", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
+        Scheme { name: "sio", default_port: 80, tls: None, datagrams: false },
+        Scheme {
+            name: "sios",
+            default_port: 443,
+            tls: Some(crate::tls::options::TlsStart::AtConnect),
+            datagrams: false,
+        },
     ],
     default_payload: 400,
     validate,
@@ -301,4 +306,5 @@ pub static SERVER: Server = Server {
     urls: |addrs, tls| addrs.iter().map(|a| format!("sio{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &["sio-serve-options"],
     quic: false,
+    datagrams: None,
 };

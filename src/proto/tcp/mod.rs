@@ -12,6 +12,7 @@
 pub mod client;
 pub mod fuzz;
 pub mod server;
+pub mod udp;
 pub mod wire;
 
 #[cfg(test)]
@@ -19,16 +20,21 @@ mod tests;
 
 pub use client::TcpClient;
 pub use server::TcpServer;
+pub use udp::UdpServer;
 
 use crate::plan::{CompareRow, Drive, LoadPlan, Payload, Prepared, Protocol, Scheme, Server};
 use crate::tls::options::TlsStart;
 use anyhow::bail;
 use wire::MAX_MESSAGE;
 
-/// The floor's client has nothing to break: a server's bytes are a response's, whatever they
-/// are. (Its failures are the transport's: closed, reset, timed out.)
+/// The floor's client has almost nothing to break: a server's bytes are a response's,
+/// whatever they are (its failures are the transport's: closed, reset, timed out). Over UDP
+/// the set-up is answered, by its echo.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum Error {}
+pub enum Error {
+    #[error("the server answered the set-up datagram with something else than its echo: is it serve udp?")]
+    SetUpRefused,
+}
 
 impl super::CodecError for Error {}
 
@@ -61,9 +67,14 @@ pub struct Options {
     /// request's).
     #[arg(long, value_name = "BYTES|echo")]
     pub response_size: Option<ResponseSize>,
+    /// tcp://, udp://: send no set-up (the 8 bytes that tell `serve tcp`/`serve udp` the
+    /// sizes), for a server given them otherwise: neper's `tcp_rr`/`udp_rr -Q N -R M`.
+    #[arg(long)]
+    pub no_setup: bool,
 }
 
-/// `serve tcp` has no options of its own: each client's set-up says its sizes.
+/// `serve tcp` and `serve udp` have no options of their own: each client's set-up says its
+/// sizes.
 #[derive(Debug, Clone, Default, clap::Args, serde::Serialize)]
 #[group(id = "tcp-serve-options")]
 pub struct ServeOptions {}
@@ -78,14 +89,25 @@ fn response_size(plan: &LoadPlan, request: usize) -> u32 {
 
 /// Build the floor's client for each target and have `D` drive it.
 pub fn run<D: Drive>(p: &Prepared) -> anyhow::Result<crate::stats::Report> {
-    D::drive(p, |p| TcpClient::new(p.body.to_vec(), response_size(&p.plan, p.body.len())))
+    D::drive(p, |p| {
+        let (request, response) = (p.body.to_vec(), response_size(&p.plan, p.body.len()));
+        let client = match p.plan.target.datagrams {
+            true => TcpClient::datagrams(request, response),
+            false => TcpClient::new(request, response),
+        };
+        match p.plan.load.options.get::<Options>().no_setup {
+            true => client.without_setup(),
+            false => client,
+        }
+    })
 }
 
 pub static PROTOCOL: Protocol = Protocol {
     name: "tcp",
     schemes: &[
-        Scheme { name: "tcp", default_port: 7000, tls: None },
-        Scheme { name: "tls", default_port: 7443, tls: Some(TlsStart::AtConnect) },
+        Scheme { name: "tcp", default_port: 7000, tls: None, datagrams: false },
+        Scheme { name: "tls", default_port: 7443, tls: Some(TlsStart::AtConnect), datagrams: false },
+        Scheme { name: "udp", default_port: 7000, tls: None, datagrams: true },
     ],
     // netperf's TCP_RR default: one byte each way.
     default_payload: 1,
@@ -100,8 +122,18 @@ pub static PROTOCOL: Protocol = Protocol {
             versus: None,
             floor: true,
         };
-        // The floor under a publish or a request (a 1-byte acknowledgement), and under an echo.
-        vec![row("TCP floor", ResponseSize::Bytes(1), 1), row("TCP floor (echo)", ResponseSize::Echo, 2)]
+        // The floor under a publish or a request (a 1-byte acknowledgement), and under an echo;
+        // over UDP, the floor under QUIC.
+        match plan.target.datagrams {
+            false => vec![
+                row("TCP floor", ResponseSize::Bytes(1), 1),
+                row("TCP floor (echo)", ResponseSize::Echo, 2),
+            ],
+            true => vec![
+                row("UDP floor", ResponseSize::Bytes(1), 1),
+                row("UDP floor (echo)", ResponseSize::Echo, 2),
+            ],
+        }
     },
     option_groups: &["tcp-options"],
     http_method: None,
@@ -123,6 +155,41 @@ fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
     if let Some(Payload::Size(n)) = plan.load.payload {
         fits("--size", n)?;
         answers_fit(plan, n)?;
+    }
+    if plan.target.datagrams {
+        datagrams_fit(plan)?;
+    }
+    Ok(())
+}
+
+/// `udp://`'s rules: one transaction in flight per socket (its answers carry no order), on
+/// the `uring` engine, each message one datagram.
+fn datagrams_fit(plan: &LoadPlan) -> anyhow::Result<()> {
+    let url = &plan.target.url;
+    if plan.load.engine != crate::plan::EngineKind::Uring {
+        bail!(
+            "{url}: udp:// runs on --engine uring (its sockets are io_uring's; the async runtimes' are streams)"
+        );
+    }
+    if plan.load.shape.depth > 1 {
+        bail!(
+            "{url}: UDP_RR keeps one request in flight per socket (an answer names none): --depth 1, more -c"
+        );
+    }
+    if plan.load.shape.per_op {
+        bail!("{url}: UDP has no connection to open per transaction (--no-keepalive is TCP_CRR's)");
+    }
+    if plan.load.unix.is_some() {
+        bail!("{url}: --unix-socket carries a byte stream, not datagrams");
+    }
+    let request = match plan.load.payload {
+        Some(Payload::Size(n)) => n,
+        _ => PROTOCOL.default_payload,
+    };
+    for (what, n) in [("--size", request), ("the response", response_size(plan, request) as usize)] {
+        if n > udp::MAX_DATAGRAM as usize {
+            bail!("{url}: {what} is {n} bytes: a UDP datagram carries at most {}", udp::MAX_DATAGRAM);
+        }
     }
     Ok(())
 }
@@ -165,4 +232,18 @@ pub static SERVER: Server = Server {
     urls: |addrs, tls| addrs.iter().map(|a| format!("{}://{a}/", if tls { "tls" } else { "tcp" })).collect(),
     option_groups: &["tcp-serve-options"],
     quic: false,
+    datagrams: None,
+};
+
+pub static SERVER_UDP: Server = Server {
+    name: "udp",
+    about: "the floor over UDP (UDP_RR): a client's 8-byte set-up datagram (its two sizes) is echoed, then every datagram it sends is answered with one of the second size",
+    default_listen: "127.0.0.1:7000",
+    listeners: |_, _, _| Ok(Vec::new()),
+    tls: &[],
+    alpn: None,
+    urls: |addrs, _| addrs.iter().map(|a| format!("udp://{a}/")).collect(),
+    option_groups: &[],
+    quic: false,
+    datagrams: Some(|_| Ok(Box::new(UdpServer::default()))),
 };

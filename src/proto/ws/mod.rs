@@ -203,8 +203,13 @@ pub struct ServeOptions {
 pub static PROTOCOL: Protocol = Protocol {
     name: "ws",
     schemes: &[
-        Scheme { name: "ws", default_port: 80, tls: None },
-        Scheme { name: "wss", default_port: 443, tls: Some(crate::tls::options::TlsStart::AtConnect) },
+        Scheme { name: "ws", default_port: 80, tls: None, datagrams: false },
+        Scheme {
+            name: "wss",
+            default_port: 443,
+            tls: Some(crate::tls::options::TlsStart::AtConnect),
+            datagrams: false,
+        },
     ],
     default_payload: 400,
     validate: |_| Ok(()),
@@ -267,4 +272,5 @@ pub static SERVER: Server = Server {
     urls: |addrs, tls| addrs.iter().map(|a| format!("ws{}://{a}/", if tls { "s" } else { "" })).collect(),
     option_groups: &["ws-serve-options"],
     quic: false,
+    datagrams: None,
 };

@@ -431,7 +431,7 @@ impl AuditResult {
     }
 
     /// The audit's verdict in a word: `match`, `DIFFER`, or `unchecked` (nothing it could
-    /// check against the kernel: UDP's sockets).
+    /// check against the kernel: UDP's sockets, Unix sockets).
     pub fn word(&self) -> &'static str {
         if self.unchecked() {
             "unchecked"
@@ -442,7 +442,7 @@ impl AuditResult {
         }
     }
 
-    /// Bytes moved, and none on a socket whose counts could be read (UDP): nothing checked.
+    /// Bytes moved, and none on a socket whose counts could be read (UDP, Unix): nothing checked.
     pub fn unchecked(&self) -> bool {
         self.sockets == 0 && self.inexact_tx + self.inexact_rx > 0
     }
