@@ -232,9 +232,10 @@ pub fn refuse_foreign_options(plan: &LoadPlan) -> Result<()> {
         bail!("{} {verb} to TLS targets: {}", flags.join(" and "), tls_schemes_text());
     }
     if plan.load.proxy.is_some()
-        && plan.targets().any(|t| t.tls == Some(crate::tls::options::TlsStart::InQuic))
+        && let Some(t) =
+            plan.targets().find(|t| t.datagrams || t.tls == Some(crate::tls::options::TlsStart::InQuic))
     {
-        bail!("--proxy-protocol applies to TCP targets: {} is QUIC over UDP", plan.target.url);
+        bail!("--proxy-protocol applies to TCP targets: {} is UDP", t.url);
     }
     if plan.load.unix.is_some()
         && let Some(t) = plan.targets().find(|t| t.tls == Some(crate::tls::options::TlsStart::InQuic))

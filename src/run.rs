@@ -87,6 +87,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         proxy: load.proxy,
         spin: load.spin,
         slack: load.slack,
+        reset_close: load.reset_close,
         live: None,
         picks: requests.as_ref().map(|r| r.picks()),
         kinds: requests.as_ref().map_or(0, |r| r.kinds.len()),

@@ -362,3 +362,26 @@ fn quic_stands_on_the_udp_floor() {
     assert_eq!(h3["derived"]["vs_floor"]["floor"], "UDP floor", "{text}");
     assert!(text.contains("QUIC's rows stand on UDP's floor"), "{text}");
 }
+
+#[test]
+fn your_own_server_on_a_unix_socket() {
+    let path = std::env::temp_dir().join(format!("wb-compare-own-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let listen = format!("unix:{}", path.display());
+    let _server = Peer(
+        Command::new(env!("CARGO_BIN_EXE_wirebench"))
+            .args(["serve", "http", "--listen", &listen, "-d", "60s", "--cores", &server_cpu().to_string()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::os::unix::net::UnixStream::connect(&path).is_err() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (_, v) = compare(&["http://localhost/", "--unix-socket", path.to_str().unwrap(), "-n", "200"]);
+    let post = row(&v, "HTTP/1.1 POST");
+    assert_eq!(post["ops"], 200);
+    assert_eq!(post["audit"]["sockets"], 0, "over the Unix socket, not TCP: {post}");
+    assert!(post["audit"]["inexact"].as_object().unwrap().keys().all(|k| k.starts_with("Unix")), "{post}");
+}

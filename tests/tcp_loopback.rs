@@ -112,3 +112,40 @@ fn bad_tcp_urls_and_options_are_one_line() {
         assert!(e.to_string().contains("or echo"), "{bad}: {e}");
     }
 }
+
+/// `--close-reset` closes with a reset (`SO_LINGER` 0), as neper does; without it, a FIN: a
+/// server of our own reads what follows its answer — an error (reset) or the end (FIN).
+#[test]
+fn close_reset_closes_with_a_reset_on_every_engine() {
+    use std::io::{Read, Write};
+    for engine in ENGINES {
+        for reset in [false, true] {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let seen = std::thread::spawn(move || {
+                // The pre-flight's connection, then the run's one.
+                drop(listener.accept().unwrap());
+                let (mut s, _) = listener.accept().unwrap();
+                s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+                let mut got = [0u8; 9]; // the set-up and a 1-byte request
+                s.read_exact(&mut got).unwrap();
+                s.write_all(b"x").unwrap();
+                let mut rest = [0u8; 16];
+                s.read(&mut rest).map_err(|e| e.kind())
+            });
+            let cpu = client_cpu().to_string();
+            let mut args = vec![format!("tcp://{addr}"), "-c".into(), "1".into(), "-n".into(), "1".into()];
+            args.extend(["--cores".into(), cpu]);
+            if reset {
+                args.push("--close-reset".into());
+            }
+            let r = bench_on(engine, &args.iter().map(String::as_str).collect::<Vec<_>>());
+            assert_eq!(r.ops, 1, "{engine}");
+            let after = seen.join().unwrap();
+            match reset {
+                true => assert_eq!(after, Err(std::io::ErrorKind::ConnectionReset), "{engine}"),
+                false => assert_eq!(after, Ok(0), "{engine}: a FIN"),
+            }
+        }
+    }
+}

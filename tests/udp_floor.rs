@@ -206,6 +206,12 @@ fn refusals_are_one_line() {
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(said(&out).contains("ICMP port unreachable"), "{}", said(&out));
     let url = format!("udp://{free}");
+    let dir = std::env::temp_dir().join(format!("wb-udp-refusals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (hello_file, big_file) = (dir.join("hello"), dir.join("big"));
+    std::fs::write(&hello_file, [0, 0, 0, 41, 0, 0, 0, 50]).unwrap();
+    std::fs::write(&big_file, vec![b'x'; 65_508]).unwrap();
+    let (hello_file, big_file) = (hello_file.display().to_string(), big_file.display().to_string());
     for (args, words) in [
         (&["bench", &url, "--engine", "glommio", "-n", "1"][..], "--engine uring"),
         (&["bench", &url, "--depth", "2", "-n", "1"], "--depth 1"),
@@ -213,6 +219,9 @@ fn refusals_are_one_line() {
         (&["bench", &url, "--size", "65508", "-n", "1"], "at most 65507"),
         (&["bench", &url, "--response-size", "70000", "-n", "1"], "at most 65507"),
         (&["serve", "udp", "--tls", "-d", "1s"], "serves no TLS"),
+        (&["bench", &url, "--proxy-protocol", "v1", "-n", "1"], "applies to TCP targets"),
+        (&["bench", &url, "--body-file", &hello_file, "-n", "1"], "reads as serve udp's set-up"),
+        (&["bench", &url, "--body-file", &big_file, "-n", "1"], "at most 65507"),
         (&["serve", "udp", "--listen", "unix:/tmp/wb-udp.sock", "-d", "1s"], "cannot listen on unix:"),
     ] {
         let out = run(args);

@@ -14,10 +14,12 @@
 #        server; then wirebench's client against `serve tcp` — transactions/s, client CPU
 #        µs per transaction (user + sys, GNU time, over the process's life), server CPU µs per
 #        transaction (/proc of the server, over the load's window).
-#   crr: the same with a connection per transaction (tcp_crr; wirebench --no-keepalive).
+#   crr: the same with a connection per transaction (tcp_crr; wirebench --no-keepalive
+#        --close-reset: neper's client closes with a reset, leaving no TIME_WAIT).
 #   udp: the same over UDP (udp_rr; wirebench's udp://, and `serve udp`).
 # Each run is checked: no failed transaction, 41 bytes out and 50 back per transaction.
-# Medians per tool. Usage: NEPER=/tmp/neper tools/vs-neper.sh   (ROUNDS=3 DURATION=5 FLOWS=64)
+# Medians per tool. Usage: NEPER=/tmp/neper tools/vs-neper.sh   (ROUNDS=3 DURATION=5 FLOWS=64
+# MODES="rr crr udp")
 set -euo pipefail
 NEPER=${NEPER:?give NEPER=/path/to/a/neper/build (with tcp_rr and tcp_crr)}
 ROUNDS=${ROUNDS:-3}
@@ -70,7 +72,8 @@ run() {
     tps=$(awk -F= '/^throughput=/{print $2}' "$out/client")
   else
     local scheme=tcp extra=()
-    [[ $mode == crr ]] && extra+=(--no-keepalive)
+    # neper's client closes with a reset (no TIME_WAIT): like for like.
+    [[ $mode == crr ]] && extra+=(--no-keepalive --close-reset)
     [[ $mode == udp ]] && scheme=udp
     [[ $server == neper-* ]] && extra+=(--no-setup)
     /usr/bin/time -f "%U %S" -o "$out/time" taskset -c "$CLIENT_CPU" "$WB" bench "$scheme://127.0.0.1:12867" \
@@ -100,7 +103,7 @@ PY
 
 echo "neper: $(git -C "$NEPER" log -1 --format='%h %cs' 2>/dev/null || echo "$NEPER"); wirebench: $(git -C "$root" log -1 --format='%h')"
 echo "$(date -u +%F), $cpus CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), clients on CPU $CLIENT_CPU, servers on CPU $SERVER_CPU, $FLOWS flows, 41/50 bytes, $ROUNDS rounds of $DURATION s"
-for mode in rr crr udp; do
+for mode in ${MODES:-rr crr udp}; do
   : >"$out/$mode"
   for round in $(seq "$ROUNDS"); do
     native=tcp; [[ $mode == udp ]] && native=udp

@@ -44,7 +44,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
     // The built-in servers, unless targets were given.
     let server_engine = args.engine.engine.unwrap_or(EngineKind::DEFAULT_SERVER);
     let (urls, mut servers, _sockets) = if args.urls.is_empty() {
-        start_servers(server_engine, &server_cores, (args.tls, args.unix), &mut load)?
+        start_servers(server_engine, &server_cores, (args.tls, args.unix), payload, &mut load)?
     } else {
         (args.urls.iter().map(|u| (u.clone(), None)).collect(), Vec::new(), None)
     };
@@ -215,14 +215,19 @@ fn start_servers(
     engine: EngineKind,
     cores: &[usize],
     (tls, unix): (bool, bool),
+    payload: usize,
     load: &mut plan::Load,
 ) -> Result<(Vec<Aim>, Vec<crate::engine::ServerHandle>, Option<SocketDir>)> {
     let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("literal address");
     // QUIC's servers are TLS only: they start with the TLS ones.
     // UDP's (the floor under QUIC) run under --tls alone, in plaintext beside QUIC's rows, where
-    // UDP runs: on the `uring` engine, with sockets that stay (`--no-keepalive`'s QUIC rows
-    // have no floor under them).
-    let udp = tls && load.engine == EngineKind::Uring && !load.shape.per_op;
+    // UDP_RR runs: on the `uring` engine, with sockets that stay, one request in flight, each
+    // message a datagram (else QUIC's rows say no floor was measured for them).
+    let udp = tls
+        && load.engine == EngineKind::Uring
+        && !load.shape.per_op
+        && load.shape.depth == 1
+        && payload <= crate::proto::tcp::udp::MAX_DATAGRAM as usize;
     let plain: Vec<_> = protocol::SERVERS
         .iter()
         .filter(|s| !s.quic && (s.datagrams.is_none() || udp))
@@ -277,10 +282,12 @@ fn planned_rows(urls: &[Aim], load: &plan::Load) -> Result<Vec<crate::plan::Comp
     let mut rows_planned = Vec::new();
     for (url, unix) in urls {
         let mut plan = crate::protocol::aim(load, url)?;
-        plan.load.unix = unix.clone();
+        // A built-in server's own socket (`--unix`), or the user's `--unix-socket` for theirs.
+        let path = unix.clone().or_else(|| load.unix.clone());
+        plan.load.unix = path.clone();
         let mut rows = (plan.protocol.compare_rows)(&plan);
         for row in &mut rows {
-            row.plan.load.unix = unix.clone();
+            row.plan.load.unix = path.clone();
             let mark = match (plan.target.tls.is_some(), unix.is_some()) {
                 (true, _) => table::TLS_MARK,
                 (false, true) => table::UNIX_MARK,

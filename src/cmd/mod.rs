@@ -338,7 +338,8 @@ pub struct CompareArgs {
     pub tls: bool,
     /// Every plaintext row again over a Unix domain socket (the built-in servers with one
     /// listener serving on a path beside their TCP port), then a "what TCP/IP on loopback
-    /// costs" table: each row over TCP against the same over a Unix socket. Built-in servers.
+    /// costs" table: each row over TCP against the same over a Unix socket. Built-in servers, on
+    /// the `uring` engine (the one that serves Unix sockets).
     #[arg(long)]
     pub unix: bool,
     /// Write every row as JSON to PATH (`-` for stdout).

@@ -130,6 +130,9 @@ async fn drive_connection<C: ClientCodec>(ctx: Rc<AsyncCore<C>>, mut conn: Conn<
             }
             (Want::Close, Some(s)) => {
                 let (drained, audit) = close_audit(s.as_raw_fd(), conn.socket_rx(), false);
+                if job.reset_close {
+                    super::sys::reset_on_close(s.as_raw_fd());
+                }
                 stream = None;
                 conn.closed(drained, Some(audit), Instant::now(), &mut ctx.rec.borrow_mut());
             }

@@ -51,13 +51,29 @@ pub fn unix_listener(path: &Path) -> io::Result<std::net::TcpListener> {
         if !meta.file_type().is_socket() {
             return Err(io::Error::new(io::ErrorKind::AlreadyExists, "a file that is not a socket is there"));
         }
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrInUse,
-                "another program (or another wirebench serve) listens there: stop it, or choose another path",
-            ));
+        // Only a refused connect says nobody is there (a stream socket whose server is gone).
+        // A connect taken, or one a full queue holds back (non-blocking: no wait), is a live
+        // server's; another socket type or a permission refused is not ours to remove.
+        let probe =
+            socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM.nonblocking().cloexec(), None)?;
+        match probe.connect(&addr) {
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => std::fs::remove_file(path)?,
+            Ok(()) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    "another program (or another wirebench serve) listens there: stop it, or choose another path",
+                ));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    "another program listens there (its accept queue is full): stop it, or choose another path",
+                ));
+            }
+            Err(e) => {
+                return Err(io::Error::new(e.kind(), format!("a socket that is not ours to replace: {e}")));
+            }
         }
-        std::fs::remove_file(path)?;
     }
     let s = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM.cloexec(), None)?;
     s.bind(&addr)?;

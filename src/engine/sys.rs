@@ -118,6 +118,22 @@ fn socket_option(fd: RawFd, name: libc::c_int) -> Option<i32> {
     (rc == 0).then_some(value)
 }
 
+/// Make the socket's close a reset (`SO_LINGER` on, 0 s: `--close-reset`): no FIN exchange and
+/// no `TIME_WAIT` on this side, as neper's and netperf's clients close. Best effort.
+pub fn reset_on_close(fd: RawFd) {
+    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: plain setsockopt on a descriptor of ours with a linger struct.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+}
+
 /// A non-blocking stream socket connected to the Unix socket `addr`, for the async engines:
 /// a Unix connect completes at once or fails (a listener whose queue is full says
 /// `WouldBlock`), so it is made here and its descriptor handed to the runtime, whose reads

@@ -68,6 +68,8 @@ fn socket(at: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
     let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
     let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
     sock.set_read_timeout(Some(SERVER_POLL))?;
+    // A send buffer that stays full gives up on the batch's rest after a while, not never.
+    sock.set_write_timeout(Some(SERVER_POLL))?;
     sock.bind(&at.into())?;
     Ok(sock.into())
 }

@@ -135,6 +135,12 @@ pub struct LoadArgs<P: clap::Args> {
     /// the kernel keeps no byte counts for Unix sockets, so the audit says `unchecked`.
     #[arg(long, value_name = "PATH")]
     pub unix_socket: Option<std::path::PathBuf>,
+    /// Close each connection with a reset (`SO_LINGER` 0 s) instead of a FIN, as neper and
+    /// netperf do: no FIN exchange and no `TIME_WAIT` socket left on this side per connection
+    /// (with `--no-keepalive` tens of thousands of them make each new connect's port search
+    /// cost; measured in docs/performance.md). The server sees a reset.
+    #[arg(long)]
+    pub close_reset: bool,
     #[command(flatten)]
     pub protocol: P,
     #[command(flatten)]

@@ -183,6 +183,8 @@ pub struct Load {
     pub proxy: Option<(crate::proxy_header::ProxyVersion, Option<std::net::IpAddr>)>,
     /// `--unix-socket`: every connection to this path instead of the targets' addresses.
     pub unix: Option<std::sync::Arc<std::path::Path>>,
+    /// `--close-reset`: each connection closed with a reset.
+    pub reset_close: bool,
     /// Runs back to back (`--repeat`); the report is the median one's, with every run's line.
     pub repeat: usize,
 }
@@ -451,6 +453,7 @@ pub fn validate_load<P: clap::Args + Clone + Into<OptionSet>>(
         bind,
         proxy: args.proxy_protocol.map(|v| (v, args.proxy_source)),
         unix,
+        reset_close: args.close_reset,
         repeat: args.repeat,
     })
 }

@@ -58,6 +58,8 @@ pub struct ClientJob {
     pub proxy: Option<(crate::proxy_header::ProxyVersion, Option<std::net::IpAddr>)>,
     /// How long before a paced send the `uring` engine stays awake for it (`--spin`).
     pub spin: Duration,
+    /// `--close-reset`: each connection closed with a reset (no `TIME_WAIT` here).
+    pub reset_close: bool,
     /// How late the `uring` engine may wake for paced sends (`--slack`).
     pub slack: Duration,
     /// Where each core copies its figures a few times a second while the run goes on

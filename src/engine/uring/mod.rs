@@ -241,6 +241,7 @@ fn run_loop<C: ClientCodec>(
         completions: Vec::with_capacity(n.min(1 << 16) + 64),
         spin: job.spin,
         slack: job.slack,
+        reset_close: job.reset_close,
     };
     let mut wakes = Wakes::default();
     loop {
@@ -326,6 +327,8 @@ struct Driver<'a, C> {
     spin: Duration,
     /// `--slack`: how late a sleeper may be woken, to wake once for several.
     slack: Duration,
+    /// `--close-reset`: each socket closed with a reset.
+    reset_close: bool,
 }
 
 impl<C: ClientCodec> Driver<'_, C> {
@@ -599,6 +602,8 @@ impl<C: ClientCodec> Driver<'_, C> {
         }
         match result {
             1.. => {}
+            // An empty datagram: nothing for the machine (a stream's 0 is its end).
+            0 if self.addrs.datagrams[slot.conn.target()] => self.rec.datagrams.rx += 1,
             0 => {
                 slot.end.get_or_insert(0);
             }
@@ -625,6 +630,9 @@ impl<C: ClientCodec> Driver<'_, C> {
         slot.installing = false;
         let (drained, audit) = if result >= 0 {
             let audit = close_audit(result, slot.conn.socket_rx(), false);
+            if self.reset_close {
+                super::sys::reset_on_close(result);
+            }
             // SAFETY: the file just installed for us; the direct descriptor still holds the socket.
             unsafe { libc::close(result) };
             audit
@@ -695,6 +703,9 @@ impl<C: ClientCodec> Driver<'_, C> {
             }
             Some(Sock::Fd(fd)) => {
                 let audit = close_audit(fd, slot.conn.socket_rx(), false);
+                if self.reset_close {
+                    super::sys::reset_on_close(fd);
+                }
                 // SAFETY: our socket; no operation is in flight on it (we only get here
                 // between operations).
                 unsafe { libc::close(fd) };

@@ -112,7 +112,14 @@ pub static PROTOCOL: Protocol = Protocol {
     // netperf's TCP_RR default: one byte each way.
     default_payload: 1,
     validate,
-    check_payload: |plan, body| fits("the request", body.len()).and_then(|()| answers_fit(plan, body.len())),
+    check_payload: |plan, body| {
+        fits("the request", body.len())?;
+        answers_fit(plan, body.len())?;
+        if plan.target.datagrams {
+            datagram_body_fits(plan, body)?;
+        }
+        Ok(())
+    },
     messages_per_op: crate::plan::one_message,
     compare_rows: |plan| {
         let row = |label: &str, response: ResponseSize, payload_crossings: u8| CompareRow {
@@ -158,6 +165,27 @@ fn validate(plan: &LoadPlan) -> anyhow::Result<()> {
     }
     if plan.target.datagrams {
         datagrams_fit(plan)?;
+    }
+    Ok(())
+}
+
+/// A `udp://` request read from `--body-file`: one datagram, and not one `serve udp` would take
+/// for a set-up (8 bytes that read as two sizes: it takes a client's set-up again from a port
+/// it knows, as a new socket on a reused port sends one).
+fn datagram_body_fits(plan: &LoadPlan, body: &[u8]) -> anyhow::Result<()> {
+    let url = &plan.target.url;
+    if body.len() > udp::MAX_DATAGRAM as usize {
+        bail!(
+            "{url}: the request is {} bytes: a UDP datagram carries at most {}",
+            body.len(),
+            udp::MAX_DATAGRAM
+        );
+    }
+    let no_setup = plan.load.options.get::<Options>().no_setup;
+    if !no_setup && <&[u8; wire::HELLO_LEN]>::try_from(body).ok().and_then(wire::Sizes::of_hello).is_some() {
+        bail!(
+            "{url}: this 8-byte request reads as serve udp's set-up (two sizes): give another body, or --no-setup for a server told the sizes"
+        );
     }
     Ok(())
 }

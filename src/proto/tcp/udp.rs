@@ -42,9 +42,10 @@ impl DatagramServer for UdpServer {
         let hello = <&[u8; HELLO_LEN]>::try_from(request).ok().and_then(Sizes::of_hello);
         let fits = |s: Sizes| s.request <= MAX_DATAGRAM && s.response <= MAX_DATAGRAM;
         match (self.peers.get(&from).copied(), hello) {
-            // A set-up from a client not known, or known with requests of another size (a new
-            // socket on the port of one gone): taken, and echoed.
-            (known, Some(sizes)) if fits(sizes) && known.is_none_or(|k| k.request as usize != HELLO_LEN) => {
+            // A set-up: from a client not known, or known (a new socket on the port of one gone):
+            // taken, and echoed. (A request never reads as one: the client refuses a body that
+            // does, and its `x` bytes say sizes past the largest.)
+            (_, Some(sizes)) if fits(sizes) => {
                 self.set_up(from, sizes);
                 out.extend_from_slice(request);
                 Answered::SetUp
@@ -88,12 +89,17 @@ mod tests {
         // A set-up past a datagram's size is no set-up.
         let big = Sizes { request: 41, response: MAX_DATAGRAM + 1 }.hello();
         assert_eq!(s.answer(from(2), &big, &mut out), Answered::Dropped);
-        // A client of 8-byte requests sends requests that look like set-ups: they are requests.
+        // A new socket on a port the server knows sets up again; 8 bytes of `x` are a request.
         let eight = Sizes { request: 8, response: 3 }.hello();
         assert_eq!(s.answer(from(3), &eight, &mut out), Answered::SetUp);
         out.clear();
-        assert_eq!(s.answer(from(3), &eight, &mut out), Answered::Request);
+        assert_eq!(s.answer(from(3), b"xxxxxxxx", &mut out), Answered::Request);
         assert_eq!(out, b"xxx");
+        out.clear();
+        assert_eq!(s.answer(from(3), &hello, &mut out), Answered::SetUp, "set up again");
+        out.clear();
+        assert_eq!(s.answer(from(3), &[b'x'; 41], &mut out), Answered::Request);
+        assert_eq!(out.len(), 50);
     }
 
     #[test]
