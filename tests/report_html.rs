@@ -122,6 +122,7 @@ fn the_page_renders_from_disk_with_no_network() {
     let (pixels, _) = pixels(&png);
     let inked = pixels.iter().filter(|p| !near(p, [255, 255, 255])).count();
     assert!(inked > pixels.len() / 50, "the page is drawn: {inked} of {} pixels", pixels.len());
+    keep_screenshot(&png, "report-html.png");
 }
 
 /// `report` on a comparison, a sweep and a search: each one's own table (its rows, its steps,

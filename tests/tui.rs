@@ -39,14 +39,25 @@ impl Session {
 
     /// The screen once it holds `text` (at most `within`).
     fn wait_for(&self, text: &str, within: Duration) -> String {
+        self.wait_until(|screen| screen.contains(text), within)
+    }
+
+    /// The screen once `shows` holds for it (at most `within`).
+    fn wait_until(&self, shows: impl Fn(&str) -> bool, within: Duration) -> String {
         let began = Instant::now();
         loop {
             let screen = self.screen();
-            if screen.contains(text) || began.elapsed() > within {
+            if shows(&screen) || began.elapsed() > within {
                 return screen;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// The screen with its colours (`capture-pane -e`: SGR escape sequences).
+    fn screen_in_colour(&self) -> String {
+        let out = Command::new("tmux").args(["capture-pane", "-p", "-e", "-t", &self.0]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     fn keys(&self, keys: &str) {
@@ -81,6 +92,24 @@ fn the_view_draws_moves_and_q_ends_the_run_with_its_report() {
     std::thread::sleep(Duration::from_millis(1500));
     let later = tui.screen();
     assert_ne!(first, later, "the numbers move");
+    // Each core's busy share, once two samples of it are a second apart (a row with its share
+    // and its busy %); the answers.
+    let busy_shown = |screen: &str| screen.lines().any(|l| l.matches('%').count() >= 2);
+    let later = tui.wait_until(busy_shown, Duration::from_secs(5));
+    assert!(busy_shown(&later), "share and busy %:\n{later}");
+    assert!(later.contains("busy") && later.contains("answers: 200 "), "{later}");
+    // The view as a picture (README's), a few seconds of history in: its colours drawn by
+    // Chromium, checked not blank.
+    std::thread::sleep(Duration::from_secs(4));
+    let dir = std::env::temp_dir().join(format!("wirebench-tui-shot-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (page, png) = (dir.join("tui.html"), dir.join("tui.png"));
+    std::fs::write(&page, terminal_page(&tui.screen_in_colour())).unwrap();
+    screenshot_sized(&page, &png, (1180, 640));
+    let (pixels, _) = pixels(&png);
+    let lit = pixels.iter().filter(|p| !near(p, [30, 30, 30])).count();
+    assert!(lit > pixels.len() / 50, "the view is drawn: {lit} of {} pixels", pixels.len());
+    keep_screenshot(&png, "tui.png");
     tui.keys("q");
     let end = tui.wait_for("EXIT=", Duration::from_secs(10));
     assert!(end.contains("EXIT=130"), "q stops as Ctrl-C does:\n{end}");
@@ -111,4 +140,141 @@ fn without_a_terminal_tui_is_refused_in_one_line() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tui draws on a terminal") && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+#[ignore = "needs tmux: run by .ci/run"]
+fn a_paced_run_shows_its_schedule_lag() {
+    let server = start_builtin("http");
+    let url = format!("http://{}/", server.addrs[0]);
+    let tui = Session::start(120, 36, &bench_line(&url, "--rate 2000 -d 20s"));
+    let during = tui.wait_for("schedule lag p50", Duration::from_secs(10));
+    assert!(during.contains("schedule lag p50") && during.contains("due while busy"), "{during}");
+    tui.keys("q");
+    let end = tui.wait_for("EXIT=", Duration::from_secs(10));
+    assert!(end.contains("EXIT=130"), "{end}");
+    server.stop().unwrap();
+}
+
+/// A terminal screen with SGR colour sequences (what `capture-pane -e` gives) as an HTML page:
+/// the 16 colours and the 256-colour cube, bold and reverse; the rest of the sequences dropped.
+fn terminal_page(screen: &str) -> String {
+    const BASE: [&str; 16] = [
+        "#000000", "#cd3131", "#0dbc79", "#e5e510", "#2472c8", "#bc3fbc", "#11a8cd", "#e5e5e5", "#666666",
+        "#f14c4c", "#23d18b", "#f5f543", "#3b8eea", "#d670d6", "#29b8db", "#ffffff",
+    ];
+    let colour = |n: u16| -> String {
+        match n {
+            0..=15 => BASE[n as usize].to_string(),
+            16..=231 => {
+                let n = n - 16;
+                let level = |v: u16| if v == 0 { 0 } else { 55 + 40 * v };
+                format!("#{:02x}{:02x}{:02x}", level(n / 36), level(n / 6 % 6), level(n % 6))
+            }
+            _ => {
+                let g = 8 + 10 * (n.min(255) - 232);
+                format!("#{g:02x}{g:02x}{g:02x}")
+            }
+        }
+    };
+    let (mut html, mut open) = (String::new(), false);
+    let (mut fg, mut bg, mut bold, mut reverse): (Option<String>, Option<String>, bool, bool) =
+        (None, None, false, false);
+    let mut chars = screen.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            let mut params = String::new();
+            for p in chars.by_ref() {
+                if p.is_ascii_alphabetic() {
+                    if p != 'm' {
+                        params.clear(); // not a colour: dropped
+                    }
+                    break;
+                }
+                params.push(p);
+            }
+            let codes: Vec<u16> = params.split(';').map(|p| p.parse().unwrap_or(0)).collect();
+            let mut i = 0;
+            while i < codes.len() {
+                match codes[i] {
+                    0 => (fg, bg, bold, reverse) = (None, None, false, false),
+                    1 => bold = true,
+                    7 => reverse = true,
+                    22 => bold = false,
+                    27 => reverse = false,
+                    n @ 30..=37 => fg = Some(colour(n - 30)),
+                    n @ 90..=97 => fg = Some(colour(n - 90 + 8)),
+                    n @ 40..=47 => bg = Some(colour(n - 40)),
+                    n @ 100..=107 => bg = Some(colour(n - 100 + 8)),
+                    39 => fg = None,
+                    49 => bg = None,
+                    n @ (38 | 48) if codes.get(i + 1) == Some(&5) => {
+                        let c = Some(colour(*codes.get(i + 2).unwrap_or(&0)));
+                        if n == 38 {
+                            fg = c
+                        } else {
+                            bg = c
+                        }
+                        i += 2;
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            if open {
+                html += "</span>";
+            }
+            let (f, b) = match reverse {
+                false => (fg.clone().unwrap_or("#d4d4d4".into()), bg.clone().unwrap_or("#1e1e1e".into())),
+                true => (bg.clone().unwrap_or("#1e1e1e".into()), fg.clone().unwrap_or("#d4d4d4".into())),
+            };
+            let weight = if bold { "bold" } else { "normal" };
+            html += &format!("<span style=\"color:{f};background:{b};font-weight:{weight}\">");
+            open = true;
+            continue;
+        }
+        match c {
+            '<' => html += "&lt;",
+            '>' => html += "&gt;",
+            '&' => html += "&amp;",
+            c => html.push(c),
+        }
+    }
+    if open {
+        html += "</span>";
+    }
+    format!(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>body{{margin:0;background:#1e1e1e}}pre{{margin:8px;color:#d4d4d4;font:14px/1.2 'DejaVu Sans Mono',monospace}}</style></head><body><pre>{html}</pre></body></html>"
+    )
+}
+
+/// A terminal that goes away mid-run (its window, its ssh session, here its tmux session) ends
+/// the run: crossterm's key reader would spin on the hung-up terminal for ever (a `-d 30s` run
+/// found still running 24 minutes later at half a CPU).
+#[test]
+#[ignore = "needs tmux: run by .ci/run"]
+fn a_terminal_that_hangs_up_ends_the_run() {
+    let server = start_builtin("http");
+    let url = format!("http://{}/", server.addrs[0]);
+    let marker = format!("hangup-{}", free_port());
+    let tui = Session::start(120, 36, &bench_line(&url, &format!("-d 30s --label {marker}")));
+    tui.wait_for("q stop", Duration::from_secs(10));
+    let running = || {
+        let out = Command::new("pgrep").args(["-f", "--", &format!("label {marker}")]).output().unwrap();
+        !out.stdout.is_empty()
+    };
+    assert!(running(), "the run is there before the hang-up");
+    drop(tui); // tmux kill-session: the terminal hangs up
+    let began = Instant::now();
+    while running() && began.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let lingered = running();
+    if lingered {
+        // A failed test leaves nothing running.
+        let _ = Command::new("pkill").args(["-f", "--", &format!("label {marker}")]).status();
+    }
+    assert!(!lingered, "the run ended after its terminal hung up");
+    server.stop().unwrap();
 }

@@ -196,7 +196,7 @@ impl CoreBooks {
         if now >= self.next.get() {
             self.next.set(now + PROGRESS_EVERY);
             self.slots[self.index].store(ops, std::sync::atomic::Ordering::Relaxed);
-            self.copy_live(rec);
+            self.copy_live(rec, now);
         }
         match self.latest.get() {
             None => {
@@ -219,9 +219,9 @@ impl CoreBooks {
     }
 
     /// The core's figures, copied for `--metrics-listen` (nothing without it).
-    fn copy_live(&self, rec: &mut crate::stats::CoreRecorder) {
+    fn copy_live(&self, rec: &mut crate::stats::CoreRecorder, now: crate::clock::Instant) {
         if let Some(slot) = self.live.as_ref().and_then(|live| live.get(self.index)) {
-            let copy = crate::stats::live::LiveCore::of(rec);
+            let copy = crate::stats::live::LiveCore::of(rec, sys::thread_cpu_time(), now);
             *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(copy);
         }
     }
@@ -233,7 +233,7 @@ impl CoreBooks {
     ) -> (crate::stats::CoreRecorder, crate::clock::Instant) {
         let finished = crate::clock::Instant::now();
         self.slots[self.index].store(rec.ops, std::sync::atomic::Ordering::Relaxed);
-        self.copy_live(&mut rec);
+        self.copy_live(&mut rec, finished);
         (rec.cpu, rec.wall) = match (self.opened.get(), self.latest.get()) {
             (Some(a), Some(b)) if b.ops > a.ops => {
                 (b.cpu.saturating_sub(a.cpu), b.at.saturating_duration_since(a.at))

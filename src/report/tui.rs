@@ -3,7 +3,9 @@
 //! `--report-every` (`stats::live`: each core copies its counts and histogram every 200 ms;
 //! nothing on the hot path knows the view exists). Panels: ops/s over time, the latency
 //! spectrum of the last interval and of the run so far, failures and connection errors by
-//! class, each core's share, bytes per operation by class, connections, the time left. `q`
+//! class, the protocol's answers, each core's share and busy % (flagged when it saturates),
+//! bytes per operation by class, a paced run's schedule lag and what came due unsent,
+//! connections, the time left. `q`
 //! (or Ctrl-C) stops the run early, as Ctrl-C does without the view; `p` pauses the drawing.
 //! The report printed after the view closes is the one printed without it.
 
@@ -27,6 +29,9 @@ const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// Samples of ops/s kept for the sparkline (four minutes): the view's memory does not grow
 /// with the run.
 const HISTORY: usize = 240;
+/// A generator core busier than this is flagged: the generator, not the server, may be what
+/// limits the run.
+const SATURATED: f64 = 90.0;
 
 type Term = ratatui::Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>;
 
@@ -48,8 +53,17 @@ pub struct View {
     last: (Duration, u64),
     last_latency: Option<Histogram<u64>>,
     interval: Option<Histogram<u64>>,
+    /// Each core's copy at the last sample (its CPU time and when), and its busy % since the
+    /// one before.
+    cpu_then: Vec<(usize, Duration, crate::clock::Instant)>,
+    busy: Vec<(usize, f64)>,
     next_draw: Duration,
     paused: bool,
+    /// The terminal hung up: no key is read, nothing drawn.
+    gone: bool,
+    /// Stdin was a terminal when the view opened (crossterm reads keys there; otherwise it
+    /// opens `/dev/tty`, which a hang-up ends the process's session with).
+    keys_on_stdin: bool,
 }
 
 impl View {
@@ -78,13 +92,25 @@ impl View {
             last: (Duration::ZERO, 0),
             last_latency: None,
             interval: None,
+            cpu_then: Vec::new(),
+            busy: Vec::new(),
             next_draw: Duration::ZERO,
             paused: false,
+            gone: false,
+            keys_on_stdin: std::io::IsTerminal::is_terminal(&std::io::stdin()),
         })
     }
 
-    /// Look at the keys, and draw when it is time. `true`: the user asked the run to stop.
+    /// Look at the keys, and draw when it is time. `true`: the user asked the run to stop, or
+    /// the terminal is gone.
     pub fn tick(&mut self, elapsed: Duration) -> bool {
+        // A terminal whose other side closed (a hang-up: the window, the ssh session, tmux gone)
+        // is read at its end for ever by crossterm's poll — a run that never ended. Nobody
+        // watches: the run stops, as on SIGHUP without the view.
+        if self.gone || (self.keys_on_stdin && hung_up()) {
+            self.gone = true;
+            return true;
+        }
         let mut stop = false;
         // Bounded: the keys already waiting, at most 64 a turn.
         for _ in 0..64 {
@@ -142,10 +168,19 @@ impl View {
         }
         self.interval = interval;
         self.last_latency = total;
+        self.busy = cores
+            .iter()
+            .filter_map(|c| {
+                let (_, cpu, at) = self.cpu_then.iter().find(|(core, ..)| *core == c.core)?;
+                let wall = c.at.saturating_duration_since(*at).as_secs_f64();
+                (wall > 0.0).then(|| (c.core, 100.0 * c.cpu.saturating_sub(*cpu).as_secs_f64() / wall))
+            })
+            .collect();
+        self.cpu_then = cores.iter().map(|c| (c.core, c.cpu, c.at)).collect();
     }
 
     fn draw(&mut self, elapsed: Duration, cores: &[LiveCore]) -> std::io::Result<()> {
-        let (heading, history, interval) = (&self.heading, &self.history, &self.interval);
+        let (heading, history, interval, busy) = (&self.heading, &self.history, &self.interval, &self.busy);
         let run = merged(cores);
         self.term.draw(|f| {
             let rows = Layout::default()
@@ -165,7 +200,7 @@ impl View {
             f.render_widget(spark, top[0]);
             f.render_widget(latency_table(interval.as_ref(), run.as_ref()), top[1]);
             let bottom = halves(rows[2]);
-            f.render_widget(cores_table(cores), bottom[0]);
+            f.render_widget(cores_table(cores, busy), bottom[0]);
             f.render_widget(counts(cores, heading.connections), bottom[1]);
         })?;
         Ok(())
@@ -181,6 +216,14 @@ impl Drop for View {
         let _ = execute!(self.term.backend_mut(), terminal::LeaveAlternateScreen);
         let _ = self.term.show_cursor();
     }
+}
+
+/// Whether the terminal on stdin hung up (its other side closed).
+fn hung_up() -> bool {
+    let mut fd = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd of ours, no wait.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 /// Two columns, side by side.
@@ -239,21 +282,42 @@ fn latency_table(interval: Option<&Histogram<u64>>, run: Option<&Histogram<u64>>
 }
 
 /// Each core's operations and share.
-fn cores_table(cores: &[LiveCore]) -> Table<'static> {
+fn cores_table(cores: &[LiveCore], busy: &[(usize, f64)]) -> Table<'static> {
     let total: u64 = cores.iter().map(|c| c.ops).sum();
     let rows: Vec<Row> = cores
         .iter()
         .map(|c| {
             let share = 100.0 * crate::stats::ratio(c.ops as f64, total as f64);
-            Row::new(vec![c.core.to_string(), c.ops.to_string(), format!("{share:.1}%"), c.sent.to_string()])
+            let pct = busy.iter().find(|(core, _)| *core == c.core).map(|(_, p)| *p);
+            let row = Row::new(vec![
+                c.core.to_string(),
+                c.ops.to_string(),
+                format!("{share:.1}%"),
+                pct.map_or("-".into(), |p| format!("{p:.0}%")),
+                c.sent.to_string(),
+            ]);
+            // A saturated generator core: the run may measure the generator, not the server.
+            match pct {
+                Some(p) if p >= SATURATED => {
+                    row.style(Style::default().fg(Color::Red).add_modifier(Modifier::BOLD))
+                }
+                _ => row,
+            }
         })
         .collect();
     Table::new(
         rows,
-        [Constraint::Length(6), Constraint::Length(12), Constraint::Length(8), Constraint::Length(12)],
+        [
+            Constraint::Length(6),
+            Constraint::Length(12),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(12),
+        ],
     )
     .header(
-        Row::new(vec!["core", "ops", "share", "sent"]).style(Style::default().add_modifier(Modifier::BOLD)),
+        Row::new(vec!["core", "ops", "share", "busy", "sent"])
+            .style(Style::default().add_modifier(Modifier::BOLD)),
     )
     .block(Block::default().borders(Borders::ALL).title(" cores "))
 }
@@ -293,6 +357,50 @@ fn counts(cores: &[LiveCore], connections: usize) -> Paragraph<'static> {
             tx.handshake, rx.handshake, tx.control, rx.control
         )),
         Line::from(format!("connections {connects} opened of {connections}, {reconnects} reconnects")),
+        answers_line(cores),
     ];
+    let mut lines = lines;
+    if let Some(line) = schedule_line(cores) {
+        lines.push(line);
+    }
     Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" operations "))
+}
+
+/// The protocol's answers (HTTP statuses, NSQ responses…), the most frequent first.
+fn answers_line(cores: &[LiveCore]) -> Line<'static> {
+    let mut answers = crate::outcome::AnswerCounts::default();
+    for c in cores {
+        answers.merge(&c.answers);
+    }
+    let mut sorted = answers.sorted();
+    sorted.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let words: Vec<String> = sorted.iter().take(4).map(|(a, n)| format!("{a} {n}")).collect();
+    Line::from(format!(
+        "answers: {}",
+        if words.is_empty() { "none yet".to_string() } else { words.join(", ") }
+    ))
+}
+
+/// A paced run's schedule: how late operations went (p50, p99 of the run so far), and those
+/// that came due while their connection was busy or went unsent; `None` for a closed loop.
+fn schedule_line(cores: &[LiveCore]) -> Option<Line<'static>> {
+    let mut lag: Option<Histogram<u64>> = None;
+    let (mut busy, mut unsent) = (0, 0);
+    for c in cores {
+        busy += c.due_while_busy;
+        unsent += c.due_unsent;
+        match &mut lag {
+            Some(h) => {
+                let _ = h.add(&c.schedule_lag);
+            }
+            None => lag = Some(c.schedule_lag.clone()),
+        }
+    }
+    let lag = lag.filter(|h| !h.is_empty())?;
+    let at = |q: f64| micros(lag.value_at_quantile(q) as f64 / 1e3);
+    Some(Line::from(format!(
+        "schedule lag p50 {} p99 {}; due while busy {busy}, unsent {unsent}",
+        at(0.5),
+        at(0.99)
+    )))
 }

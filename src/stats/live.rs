@@ -3,7 +3,7 @@
 //! operation), read by whoever serves them.
 
 use super::{ByteSplit, CoreRecorder};
-use crate::outcome::ClassCounts;
+use crate::outcome::{AnswerCounts, ClassCounts};
 use hdrhistogram::Histogram;
 use std::sync::{Arc, Mutex};
 
@@ -21,11 +21,22 @@ pub struct LiveCore {
     pub reconnects: u64,
     /// Latency of the operations completed so far in the window, ns.
     pub latency: Histogram<u64>,
+    /// Paced runs: how late each operation was sent against its schedule, ns; and those that
+    /// came due while their connection was busy, or went unsent.
+    pub schedule_lag: Histogram<u64>,
+    pub due_while_busy: u64,
+    pub due_unsent: u64,
+    /// The answers in the protocol's words (HTTP statuses, NSQ responses…).
+    pub answers: AnswerCounts,
+    /// The core thread's CPU time when it copied, and when: two copies make its busy share.
+    pub cpu: std::time::Duration,
+    pub at: crate::clock::Instant,
 }
 
 impl LiveCore {
-    /// Copy what `rec` counted so far (its latencies folded into its histogram first).
-    pub fn of(rec: &mut CoreRecorder) -> LiveCore {
+    /// Copy what `rec` counted so far (its latencies folded into its histogram first), with
+    /// the core thread's CPU time `cpu` at `at`.
+    pub fn of(rec: &mut CoreRecorder, cpu: std::time::Duration, at: crate::clock::Instant) -> LiveCore {
         rec.settle();
         LiveCore {
             core: rec.core,
@@ -38,6 +49,12 @@ impl LiveCore {
             connects: rec.connects,
             reconnects: rec.reconnects,
             latency: rec.latency.clone(),
+            schedule_lag: rec.schedule_lag.clone(),
+            due_while_busy: rec.due_while_busy,
+            due_unsent: rec.due_unsent,
+            answers: rec.answers.clone(),
+            cpu,
+            at,
         }
     }
 }

@@ -377,6 +377,19 @@ pub mod sio_wire {
 
 /// Render `svg` to a PNG with headless Chromium; returns the PNG's path.
 pub fn screenshot(svg: &std::path::Path, png: &std::path::Path) {
+    screenshot_sized(svg, png, (1200, 560))
+}
+
+/// A test's picture kept where `WIREBENCH_SCREENSHOTS` names (`tools/screenshots.sh` points it
+/// at `docs/`, whose PNGs the README shows), as `name`; nowhere without it.
+pub fn keep_screenshot(png: &std::path::Path, name: &str) {
+    if let Ok(dir) = std::env::var("WIREBENCH_SCREENSHOTS") {
+        std::fs::copy(png, std::path::Path::new(&dir).join(name)).expect("the screenshot is kept");
+    }
+}
+
+/// The same in a window of `(width, height)`.
+pub fn screenshot_sized(svg: &std::path::Path, png: &std::path::Path, (width, height): (u32, u32)) {
     let chromium =
         which("chromium").or_else(|| which("chromium-browser")).expect("chromium (.ci/run installs it)");
     let profile = std::env::temp_dir().join(format!("wirebench-chromium-{}", free_port()));
@@ -391,8 +404,8 @@ pub fn screenshot(svg: &std::path::Path, png: &std::path::Path) {
             "--disable-component-update",
             "--disable-sync",
             "--hide-scrollbars",
-            "--window-size=1200,560",
         ])
+        .arg(format!("--window-size={width},{height}"))
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--screenshot={}", png.display()))
         .arg(format!("file://{}", svg.display()))
