@@ -164,6 +164,13 @@ start kubelet "$BIN/kubelet" --config="$C/kubelet.yaml" --kubeconfig="$PKI/kubel
     --root-dir="$STATE/kubelet" --node-ip="$API_IP" --hostname-override="$NODE" -v=1
 start kube-proxy "$BIN/kube-proxy" --config="$C/kube-proxy.yaml"
 wait_for "node $NODE Ready" 120 sh -c "'$BIN/kubectl' get node '$NODE' | grep -q ' Ready'"
+# A node short of disk is Ready but tainted (disk-pressure): no pod would schedule, and every
+# test would time out waiting for one. Said here, in one line, instead.
+if "$BIN/kubectl" get node "$NODE" -o jsonpath='{.spec.taints[*].key}' | grep -q disk-pressure \
+    || [ "$(df --output=avail -k "$STATE" | tail -1)" -lt $((2 * 1024 * 1024)) ]; then
+    say "error: the disk of $STATE has $(df -h --output=avail "$STATE" | tail -1 | tr -d ' ') left: the kubelet taints its node (disk-pressure) and no pod schedules; free space (old target/ folders, CI clones) and run up.sh again"
+    exit 1
+fi
 # The default ServiceAccount exists once the controller-manager has made it: pods need it.
 wait_for "the default ServiceAccount" 60 "$BIN/kubectl" get serviceaccount default
 say "up: node $NODE Ready (KUBECONFIG=$KUBECONFIG)"
