@@ -336,8 +336,7 @@ fn preflight_quic(target: &Target, addr: SocketAddr, tls: &ClientTls) -> Result<
     use crate::engine::quic::{ClientConn, Lost};
     let failed = |why: String| anyhow::anyhow!("{}: QUIC handshake failed: {why}", target.url);
     let config = crate::engine::quic::client_config(tls.config.clone()).map_err(|e| failed(e.to_string()))?;
-    let any: SocketAddr =
-        if addr.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
+    let any = unspecified(addr);
     let sock = std::net::UdpSocket::bind(any)
         .and_then(|s| s.connect(addr).map(|()| s))
         .map_err(|e| failed(e.to_string()))?;
@@ -438,8 +437,7 @@ fn preflight(target: &Target, addr: &Endpoint) -> Result<()> {
 fn preflight_udp(target: &Target, addr: &Endpoint, request: &[u8]) -> Result<(u64, u64)> {
     let failed = |why: String| anyhow::anyhow!("cannot reach {} ({addr}): {why}", target.url);
     let to = addr.ip().context("a UDP target's address")?;
-    let any: std::net::SocketAddr =
-        if to.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
+    let any = unspecified(to);
     let sock = std::net::UdpSocket::bind(any)
         .and_then(|s| s.connect(to).map(|()| s))
         .map_err(|e| failed(e.to_string()))?;
@@ -452,6 +450,11 @@ fn preflight_udp(target: &Target, addr: &Endpoint, request: &[u8]) -> Result<(u6
         Ok(n) => Ok((request.len() as u64, n as u64)),
         Err(_) => Ok((request.len() as u64, 0)),
     }
+}
+
+/// Any address of `of`'s family, port 0: what a UDP pre-flight socket binds to.
+fn unspecified(of: SocketAddr) -> SocketAddr {
+    if of.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() }
 }
 
 /// A blocking stream socket connected to `addr` within the pre-flight's timeout, its reads and
