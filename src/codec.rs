@@ -139,9 +139,11 @@ pub trait ClientCodec: Clone {
         None
     }
     /// This connection's operation bytes by the protocol's layers (header blocks, frame
-    /// heads, payload, …), where the codec counts them: added to the core's figures when the
-    /// connection closes. `None`: the protocol does not split them.
-    fn layers(&self) -> Option<&crate::stats::Layers> {
+    /// heads, payload, …) counted since the last take, where the codec counts them; the
+    /// count starts again from zero. Added to the core's figures when the connection closes,
+    /// and for the live view whenever the core copies its figures. `None`: the protocol does
+    /// not split them.
+    fn take_layers(&mut self) -> Option<crate::stats::Layers> {
         None
     }
     /// What the server said in ending this connection, if it said anything (the code of a

@@ -24,8 +24,23 @@ fn mebibyte_bodies_go_out_as_the_server_grants_room_on_every_engine() {
             let url = format!("{scheme}://{}{path}", server.addr());
             let size = MIB.to_string();
             let n_text = n.to_string();
-            let args =
-                [url.as_str(), "--size", &size, "-c", "2", "--depth", "4", "-n", &n_text, "--cores", &cpu];
+            // `--report-every`: the cores copy their figures as they go, and the connections give
+            // them their layers then too, not only when they close.
+            let args = [
+                url.as_str(),
+                "--size",
+                &size,
+                "-c",
+                "2",
+                "--depth",
+                "4",
+                "-n",
+                &n_text,
+                "--cores",
+                &cpu,
+                "--report-every",
+                "100ms",
+            ];
             let r = bench_on(engine, &[&args[..], method].concat());
             assert_clean(&r);
             assert_eq!(r.ops, n, "{engine} {scheme}");

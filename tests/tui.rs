@@ -156,6 +156,25 @@ fn a_paced_run_shows_its_schedule_lag() {
     server.stop().unwrap();
 }
 
+#[test]
+#[ignore = "needs tmux: run by .ci/run"]
+fn http2_shows_its_bytes_by_layer_and_the_open_files_as_it_runs() {
+    let server = start_builtin("h2");
+    let url = format!("h2c://{}/", server.addrs[0]);
+    let tui = Session::start(140, 40, &bench_line(&url, "-d 20s"));
+    // While both connections are still open: each request is one HEADERS frame (a 9-octet
+    // head) and its answer a HEADERS and a DATA frame (two), whatever the header blocks weigh.
+    let during = tui.wait_for("by layer/op", Duration::from_secs(10));
+    assert!(during.contains("ops) tx: hdr ") && during.contains(" frm 9.0 "), "{during}");
+    assert!(during.contains("ops) rx: hdr ") && during.contains(" frm 18.0 pay "), "{during}");
+    assert!(during.contains("connections 2 open of 2"), "{during}");
+    assert!(during.contains("open files ") && during.contains(" of limit "), "{during}");
+    tui.keys("q");
+    let end = tui.wait_for("EXIT=", Duration::from_secs(10));
+    assert!(end.contains("EXIT=130") && end.contains("layers/op"), "{end}");
+    server.stop().unwrap();
+}
+
 /// A terminal screen with SGR colour sequences (what `capture-pane -e` gives) as an HTML page:
 /// the 16 colours and the 256-colour cube, bold and reverse; the rest of the sequences dropped.
 fn terminal_page(screen: &str) -> String {

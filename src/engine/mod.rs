@@ -221,6 +221,7 @@ impl CoreBooks {
     /// The core's figures, copied for `--metrics-listen` (nothing without it).
     fn copy_live(&self, rec: &mut crate::stats::CoreRecorder, now: crate::clock::Instant) {
         if let Some(slot) = self.live.as_ref().and_then(|live| live.get(self.index)) {
+            rec.live_epoch = rec.live_epoch.wrapping_add(1);
             let copy = crate::stats::live::LiveCore::of(rec, sys::thread_cpu_time(), now);
             *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(copy);
         }

@@ -343,6 +343,16 @@ pub fn raise_file_limit() {
     let _ = ensure_limit(libc::RLIMIT_NOFILE, nr_open.unwrap_or(1 << 20));
 }
 
+/// The process's open files (its `/proc/self/fd` entries, at most a million looked at) and
+/// its `RLIMIT_NOFILE` soft limit. The `uring` engine's sockets are direct descriptors in its
+/// rings' tables, not among these.
+pub fn open_files() -> Option<(u64, u64)> {
+    let open = std::fs::read_dir("/proc/self/fd").ok()?.take(1 << 20).count() as u64;
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct we own.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0).then_some((open, lim.rlim_cur))
+}
+
 /// Raise `RLIMIT_MEMLOCK` to fit `bytes`, or say how.
 pub fn ensure_locked_memory(bytes: u64) -> Result<(), LimitError> {
     ensure_limit(libc::RLIMIT_MEMLOCK, bytes).map_err(|hard| LimitError::LockedMemory { wanted: bytes, hard })

@@ -57,6 +57,8 @@ pub struct View {
     /// one before.
     cpu_then: Vec<(usize, Duration, crate::clock::Instant)>,
     busy: Vec<(usize, f64)>,
+    /// The process's open files and its limit, at the last sample.
+    files: Option<(u64, u64)>,
     next_draw: Duration,
     paused: bool,
     /// The terminal hung up: no key is read, nothing drawn.
@@ -94,6 +96,7 @@ impl View {
             interval: None,
             cpu_then: Vec::new(),
             busy: Vec::new(),
+            files: crate::engine::sys::open_files(),
             next_draw: Duration::ZERO,
             paused: false,
             gone: false,
@@ -177,10 +180,12 @@ impl View {
             })
             .collect();
         self.cpu_then = cores.iter().map(|c| (c.core, c.cpu, c.at)).collect();
+        self.files = crate::engine::sys::open_files();
     }
 
     fn draw(&mut self, elapsed: Duration, cores: &[LiveCore]) -> std::io::Result<()> {
         let (heading, history, interval, busy) = (&self.heading, &self.history, &self.interval, &self.busy);
+        let files = self.files;
         let run = merged(cores);
         self.term.draw(|f| {
             let rows = Layout::default()
@@ -201,7 +206,7 @@ impl View {
             f.render_widget(latency_table(interval.as_ref(), run.as_ref()), top[1]);
             let bottom = halves(rows[2]);
             f.render_widget(cores_table(cores, busy), bottom[0]);
-            f.render_widget(counts(cores, heading.connections), bottom[1]);
+            f.render_widget(counts(cores, heading.connections, files), bottom[1]);
         })?;
         Ok(())
     }
@@ -322,9 +327,11 @@ fn cores_table(cores: &[LiveCore], busy: &[(usize, f64)]) -> Table<'static> {
     .block(Block::default().borders(Borders::ALL).title(" cores "))
 }
 
-/// Failures and connection errors by class, bytes per operation by class, connections.
-fn counts(cores: &[LiveCore], connections: usize) -> Paragraph<'static> {
-    let (mut ops, mut sent, mut connects, mut reconnects) = (0, 0, 0, 0);
+/// Failures and connection errors by class, bytes per operation by class and by layer,
+/// connections and open files.
+fn counts(cores: &[LiveCore], connections: usize, files: Option<(u64, u64)>) -> Paragraph<'static> {
+    let (mut ops, mut sent, mut connects, mut reconnects, mut closed) = (0, 0, 0, 0, 0);
+    let mut layers = None;
     let (mut tx, mut rx) = (crate::stats::ByteSplit::default(), crate::stats::ByteSplit::default());
     let (mut failed, mut errors) = (Vec::new(), Vec::new());
     for c in cores {
@@ -332,6 +339,8 @@ fn counts(cores: &[LiveCore], connections: usize) -> Paragraph<'static> {
         sent += c.sent;
         connects += c.connects;
         reconnects += c.reconnects;
+        closed += c.closed;
+        crate::stats::layers_merge_into(&mut layers, c.layers.as_ref());
         tx.merge(&c.tx);
         rx.merge(&c.rx);
     }
@@ -356,14 +365,45 @@ fn counts(cores: &[LiveCore], connections: usize) -> Paragraph<'static> {
             "set-up tx {} rx {}, control tx {} rx {}",
             tx.handshake, rx.handshake, tx.control, rx.control
         )),
-        Line::from(format!("connections {connects} opened of {connections}, {reconnects} reconnects")),
+        Line::from(format!(
+            "connections {} open of {connections} ({connects} opened, {reconnects} reconnects)",
+            connects.saturating_sub(closed)
+        )),
+        Line::from(match files {
+            Some((open, limit)) => format!("open files {open} of limit {limit}"),
+            None => "open files: not known".to_string(),
+        }),
         answers_line(cores),
     ];
     let mut lines = lines;
+    lines.extend(layers.as_ref().map(layers_lines).into_iter().flatten());
     if let Some(line) = schedule_line(cores) {
         lines.push(line);
     }
     Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" operations "))
+}
+
+/// Operation bytes per operation by the protocol's layers (HTTP/2 and HTTP/3 count them), of
+/// the operations counted so far, a line each way; none when none are.
+fn layers_lines(l: &crate::stats::Layers) -> Vec<Line<'static>> {
+    let ops = l.first.ops + l.steady.ops;
+    if ops == 0 {
+        return Vec::new();
+    }
+    let (mut tx, mut rx) = (l.first.tx, l.first.rx);
+    tx.merge(&l.steady.tx);
+    rx.merge(&l.steady.rx);
+    let names = ["hdr", "trl", "frm", "pfx", "pay"];
+    let side = |b: &crate::stats::LayerBytes| {
+        let per = b.per(ops);
+        let words: Vec<String> =
+            names.iter().zip(per).filter(|(_, v)| *v > 0.0).map(|(n, v)| format!("{n} {v:.1}")).collect();
+        if words.is_empty() { "0".to_string() } else { words.join(" ") }
+    };
+    vec![
+        Line::from(format!("by layer/op ({ops} ops) tx: {}", side(&tx))),
+        Line::from(format!("by layer/op ({ops} ops) rx: {}", side(&rx))),
+    ]
 }
 
 /// The protocol's answers (HTTP statuses, NSQ responses…), the most frequent first.

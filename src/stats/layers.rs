@@ -32,7 +32,7 @@ impl LayerBytes {
         self.headers + self.trailers + self.framing + self.prefix + self.payload
     }
 
-    fn merge(&mut self, o: &LayerBytes) {
+    pub fn merge(&mut self, o: &LayerBytes) {
         let LayerBytes { headers, trailers, framing, prefix, payload } = *o;
         self.headers += headers;
         self.trailers += trailers;

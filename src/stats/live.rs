@@ -19,6 +19,8 @@ pub struct LiveCore {
     pub rx: ByteSplit,
     pub connects: u64,
     pub reconnects: u64,
+    /// Sockets closed (and audited) so far: `connects` less these are open.
+    pub closed: u64,
     /// Latency of the operations completed so far in the window, ns.
     pub latency: Histogram<u64>,
     /// Paced runs: how late each operation was sent against its schedule, ns; and those that
@@ -28,6 +30,9 @@ pub struct LiveCore {
     pub due_unsent: u64,
     /// The answers in the protocol's words (HTTP statuses, NSQ responses…).
     pub answers: AnswerCounts,
+    /// Operation bytes by layer, of the operations whose connections gave them so far (an
+    /// HTTP/2 connection at each copy; an HTTP/3 one when it closes).
+    pub layers: Option<crate::stats::Layers>,
     /// The core thread's CPU time when it copied, and when: two copies make its busy share.
     pub cpu: std::time::Duration,
     pub at: crate::clock::Instant,
@@ -48,11 +53,13 @@ impl LiveCore {
             rx: rec.rx,
             connects: rec.connects,
             reconnects: rec.reconnects,
+            closed: rec.audit.sockets,
             latency: rec.latency.clone(),
             schedule_lag: rec.schedule_lag.clone(),
             due_while_busy: rec.due_while_busy,
             due_unsent: rec.due_unsent,
             answers: rec.answers.clone(),
+            layers: rec.layers,
             cpu,
             at,
         }

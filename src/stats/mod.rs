@@ -182,6 +182,10 @@ pub struct CoreRecorder {
     pub tls: TlsTally,
     /// Operation bytes by the protocol's layers, where its codec counts them (HTTP/2, gRPC).
     pub layers: Option<Layers>,
+    /// How many times the core copied its figures for the live view (`--tui`,
+    /// `--metrics-listen`): a connection that sees it change gives the layers its codec
+    /// counted since to `layers` (otherwise it gives them when it closes).
+    pub live_epoch: u32,
     /// Datagrams each way, on the UDP engine (QUIC); zero on TCP.
     pub datagrams: Datagrams,
     pub connects: u64,
@@ -285,6 +289,7 @@ impl CoreRecorder {
             rx: ByteSplit::default(),
             tls: TlsTally::default(),
             layers: None,
+            live_epoch: 0,
             datagrams: Datagrams::default(),
             connects: 0,
             reconnects: 0,

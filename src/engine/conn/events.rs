@@ -347,7 +347,7 @@ impl<C: ClientCodec> Conn<C> {
         if let Some(answer) = self.codec.closing_answer() {
             rec.answers.add(answer, 1);
         }
-        crate::stats::layers_merge_into(&mut rec.layers, self.codec.layers());
+        crate::stats::layers_merge_into(&mut rec.layers, self.codec.take_layers().as_ref());
         self.codec = self.prototype.clone();
         self.lives += 1;
         self.codec.seed(self.seed ^ self.lives.wrapping_mul(SEED_STEP));

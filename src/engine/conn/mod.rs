@@ -166,6 +166,9 @@ pub struct Conn<C> {
     life: Life,
     /// Connections in a row in which the server answered nothing.
     futile: u32,
+    /// The core's [`live_epoch`](CoreRecorder::live_epoch) when this connection last gave its
+    /// codec's layers to the core's figures.
+    layers_epoch: u32,
     /// This connection's seed for the codec's randomness, and how many sockets it has had.
     seed: u64,
     lives: u64,
@@ -226,6 +229,7 @@ impl<C: ClientCodec> Conn<C> {
             answered: 0,
             life: Life::default(),
             futile: 0,
+            layers_epoch: 0,
             seed,
             lives: 0,
             connect_started: start,
@@ -416,6 +420,12 @@ impl<C: ClientCodec> Conn<C> {
 
     /// What to do next; `stopping` is Ctrl-C (no new operation; drain, close).
     pub fn next(&mut self, now: Instant, stopping: bool, rec: &mut CoreRecorder) -> Want {
+        // The core copied its figures for the live view since this connection last looked:
+        // the layers its codec counted since go to them now, not only when it closes.
+        if self.layers_epoch != rec.live_epoch {
+            self.layers_epoch = rec.live_epoch;
+            crate::stats::layers_merge_into(&mut rec.layers, self.codec.take_layers().as_ref());
+        }
         if self.schedule.waiting() && self.schedule.refresh(now) {
             self.bound_timeouts();
         }

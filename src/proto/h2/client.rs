@@ -765,8 +765,8 @@ impl ClientCodec for H2Client {
         Ok(Decoded::Done { consumed, outcome })
     }
 
-    fn layers(&self) -> Option<&Layers> {
-        Some(&self.layers)
+    fn take_layers(&mut self) -> Option<Layers> {
+        Some(std::mem::take(&mut self.layers))
     }
 
     fn peer_closing(&self) -> bool {

@@ -410,7 +410,7 @@ fn each_streams_bytes_are_counted_by_layer_first_apart() {
     }
     let seen = decode_all(&mut c, &input, &mut Vec::new());
     assert_eq!(seen.iter().filter(|(o, _)| *o == Outcome::Op).count(), 2);
-    let l = c.layers().unwrap();
+    let l = c.take_layers().unwrap();
     let bytes = |headers, trailers, framing, prefix, payload| crate::stats::LayerBytes {
         headers,
         trailers,
