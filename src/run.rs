@@ -88,7 +88,8 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         spin: load.spin,
         slack: load.slack,
         reset_close: load.reset_close,
-        live: None,
+        // A series' view (`compare --tui`…) draws each of its runs from the cores' copies.
+        live: crate::report::tui::series::active().then(|| crate::stats::live::live(load.cores.len())),
         picks: requests.as_ref().map(|r| r.picks()),
         kinds: requests.as_ref().map_or(0, |r| r.kinds.len()),
     };
@@ -103,7 +104,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         plan,
         preflight: checked,
         live_rows: None,
-        tui: false,
+        tui: crate::report::tui::series::active(),
     })
 }
 

@@ -175,6 +175,62 @@ fn http2_shows_its_bytes_by_layer_and_the_open_files_as_it_runs() {
     server.stop().unwrap();
 }
 
+/// `search --tui`: the steps' table and their p99 against the rate above each step's own live
+/// view; when it ends, the terminal comes back and the report is the one without `--tui`
+/// (the same lines, in the same order).
+#[test]
+#[ignore = "needs tmux: run by .ci/run"]
+fn search_draws_its_steps_and_their_plot_then_prints_its_report() {
+    let server = start_builtin("http");
+    let url = format!("http://{}/", server.addrs[0]);
+    let line = format!(
+        "{} search {url} --p99 50ms --step 1s --start 500 --max-steps 3 -c 2 --cores {} --tui; echo EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_wirebench"),
+        client_cpu()
+    );
+    let tui = Session::start(140, 50, &line);
+    // The second step's view: the first step's row is in the table above it, and a point.
+    let during = tui.wait_for("    1 ", Duration::from_secs(10));
+    for panel in ["so far", "p99 against rate", "step    offered", "q stop", "latency from when due"] {
+        assert!(during.contains(panel), "{panel}:\n{during}");
+    }
+    let end = tui.wait_for("EXIT=", Duration::from_secs(20));
+    assert!(end.contains("EXIT=0") && !end.contains("q stop"), "the terminal given back:\n{end}");
+    let report: Vec<&str> = end.lines().skip_while(|l| !l.starts_with("wirebench search")).collect();
+    let rows = report.iter().filter(|l| l.contains("  pass")).count();
+    assert_eq!(rows, 3, "every step's row, once:\n{end}");
+    assert!(report.iter().any(|l| l.starts_with("answer: at least 2000 ops/s")), "{end}");
+    server.stop().unwrap();
+}
+
+/// `compare --tui` on two targets: the table fills in above each row's run; `q` during the
+/// second stops the series as Ctrl-C does, and the table printed has the rows that ran.
+#[test]
+#[ignore = "needs tmux: run by .ci/run"]
+fn compare_fills_its_table_as_it_goes_and_q_stops_the_series() {
+    let (http, h2) = (start_builtin("http"), start_builtin("h2"));
+    let line = format!(
+        "{} compare http://{}/ h2c://{}/ -d 30s --warmup 0s -c 2 --cores {} --tui; echo EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_wirebench"),
+        http.addrs[0],
+        h2.addrs[0],
+        client_cpu()
+    );
+    let tui = Session::start(140, 45, &line);
+    let first = tui.wait_for("q stop", Duration::from_secs(10));
+    assert!(first.contains("so far") && first.contains("protocol  "), "{first}");
+    tui.keys("q");
+    let end = tui.wait_for("EXIT=", Duration::from_secs(20));
+    assert!(
+        !end.contains("q stop") && !end.contains("h2c://"),
+        "one row ran, the terminal given back:\n{end}"
+    );
+    assert!(end.lines().any(|l| l.starts_with("HTTP/1.1 POST")), "its row printed:\n{end}");
+    assert!(end.contains("EXIT=130"), "stopped as by Ctrl-C:\n{end}");
+    http.stop().unwrap();
+    h2.stop().unwrap();
+}
+
 /// A terminal screen with SGR colour sequences (what `capture-pane -e` gives) as an HTML page:
 /// the 16 colours and the 256-colour cube, bold and reverse; the rest of the sequences dropped.
 fn terminal_page(screen: &str) -> String {

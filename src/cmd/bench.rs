@@ -51,10 +51,8 @@ pub fn main(args: &BenchArgs) -> Result<()> {
         ("--html", args.html.as_deref()),
     ])?;
     let on_stdout = [&args.json, &args.csv].iter().any(|p| p.as_deref() == Some(std::path::Path::new("-")));
-    if args.tui && (on_stdout || !std::io::IsTerminal::is_terminal(&std::io::stdout())) {
-        anyhow::bail!(
-            "--tui draws on a terminal: stdout is not one here (a pipe or a file); leave --tui out"
-        );
+    if args.tui {
+        super::tui_allowed(on_stdout)?;
     }
     let mut prepared = prepare(args)?;
     let metrics = match args.metrics_listen {

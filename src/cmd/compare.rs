@@ -59,6 +59,7 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             report::out(&format!("{text}\n"));
         }
     };
+    let screen = super::series_view(args.tui, !human, None)?;
     say(&table::header(&info));
     let mut rows = Vec::new();
     let mut held = Vec::new();
@@ -95,9 +96,8 @@ pub fn main(args: &CompareArgs) -> Result<()> {
             handle.check().context("a built-in server stopped serving")?;
         }
     }
-    for handle in servers {
-        handle.stop()?;
-    }
+    servers.into_iter().try_for_each(|handle| handle.stop().map(drop))?;
+    drop(screen);
     let footer = footer(&rows, load.shape.per_op);
     if let Some(path) = &args.csv {
         report::csv::write(path, &report::csv::compare_rows(&table::json(&info, &rows)))?;

@@ -230,6 +230,30 @@ pub struct Thresholds {
 /// its first failure, and what the target's first bytes look like if it spoke at all
 /// ([`crate::protocol::recognize`]). `None` when something completed, when nothing was asked
 /// (`-n 0`), or when the run was interrupted (its own exit status says so).
+/// `--tui` needs stdout to be a terminal, and not to carry `--json -` or `--csv -`.
+pub fn tui_allowed(to_stdout: bool) -> anyhow::Result<()> {
+    if to_stdout || !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        anyhow::bail!(
+            "--tui draws on a terminal: stdout is not one here (a pipe or a file); leave --tui out"
+        );
+    }
+    Ok(())
+}
+
+/// A series' `--tui` (compare, sweep, search): the terminal held for all its runs until the
+/// returned screen drops; `limit_us`: the latency limit `search` plots its steps against.
+pub fn series_view(
+    tui: bool,
+    to_stdout: bool,
+    limit_us: Option<f64>,
+) -> anyhow::Result<Option<crate::report::tui::series::Screen>> {
+    if !tui {
+        return Ok(None);
+    }
+    tui_allowed(to_stdout)?;
+    Ok(Some(crate::report::tui::series::Screen::open(limit_us)?))
+}
+
 pub fn nothing_completed(report: &crate::stats::Report, target: &str) -> Option<String> {
     let tried = report.sent > 0 || report.connects > 0 || report.conn_errors.total() > 0;
     if report.ops > 0 || !tried || crate::interrupt::was_set() {
@@ -351,6 +375,10 @@ pub struct CompareArgs {
     /// Write every row's figures (the table's columns) as CSV to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// Draw the runs in the terminal as they go: the table filling in row by row above the
+    /// current run's live view (q stops, as Ctrl-C does); the report follows when it closes.
+    #[arg(long)]
+    pub tui: bool,
     /// Checked on every row.
     #[command(flatten)]
     pub thresholds: Thresholds,
@@ -385,6 +413,10 @@ pub struct SearchArgs {
     /// Write every step and the answer as JSON to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Draw the steps in the terminal as they go: the table, each step's p99 against its
+    /// rate beside the limit, and the current step's live view (q stops, as Ctrl-C does).
+    #[arg(long)]
+    pub tui: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -422,6 +454,10 @@ pub struct SweepArgs {
     /// Draw ops/s and efficiency against cores as an SVG chart.
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
+    /// Draw the runs in the terminal as they go: the table filling in row by row above the
+    /// current run's live view (q stops, as Ctrl-C does); the report follows when it closes.
+    #[arg(long)]
+    pub tui: bool,
     /// I/O engine of the generator and the built-in servers (default: uring for both).
     #[arg(long, value_enum)]
     pub engine: Option<EngineKind>,

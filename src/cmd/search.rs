@@ -64,6 +64,7 @@ pub fn main(args: &SearchArgs) -> Result<()> {
         args.max_steps
     );
     let human = args.json.as_deref() != Some(std::path::Path::new("-"));
+    let screen = super::series_view(args.tui, !human, Some(limits.p99_us))?;
     let say = |text: &str| {
         if human {
             report::out(text);
@@ -115,6 +116,7 @@ pub fn main(args: &SearchArgs) -> Result<()> {
         (Some(a), None) => format!("answer: at least {} ops/s (no step failed within --max-steps)\n", si(a)),
         (None, _) => "answer: none — no step passed; lower --start or loosen the limits\n".to_string(),
     });
+    drop(screen);
     if let Some(path) = &args.json {
         report::json::write(path, &SearchResult { target: args.url.clone(), rule, steps, answer })?;
     }
@@ -209,6 +211,7 @@ fn step(
             micros(result.latency_us.p99),
             crate::stats::result::class_total(&result.failed),
         ));
+        crate::report::tui::series::point(rate, result.latency_us.p99, ok);
         steps.push(SearchStep { offered: rate, passed: ok, why, result });
         if ok {
             return Ok(true);

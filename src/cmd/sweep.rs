@@ -230,6 +230,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
             report::out(&format!("{text}\n"));
         }
     };
+    let screen = super::series_view(args.tui, !human, None)?;
     say(&table::header(&info));
     let interrupted = crate::interrupt::flag();
     let step_of = StepOf { args, load: &load, builtin_server, server_mode, client_cores: &client_cores };
@@ -242,6 +243,7 @@ pub fn main(args: &SweepArgs) -> Result<()> {
         say(&table::line(&step, rows.first()));
         rows.push(step);
     }
+    drop(screen);
     report::finish_table(
         &table::footer(&rows),
         args.json.as_deref(),

@@ -70,6 +70,10 @@ pub fn wrap_prose(text: &str, width: usize) -> String {
 
 pub fn out(text: &str) {
     use std::io::Write;
+    // A series' view holds the terminal: the text is drawn there, and printed when it closes.
+    if tui::series::said(text) {
+        return;
+    }
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -4,10 +4,10 @@
 //! nothing on the hot path knows the view exists). Panels: ops/s over time, the latency
 //! spectrum of the last interval and of the run so far, failures and connection errors by
 //! class, the protocol's answers, each core's share and busy % (flagged when it saturates),
-//! bytes per operation by class, a paced run's schedule lag and what came due unsent,
-//! connections, the time left. `q`
-//! (or Ctrl-C) stops the run early, as Ctrl-C does without the view; `p` pauses the drawing.
-//! The report printed after the view closes is the one printed without it.
+//! bytes per operation by class and by layer, a paced run's schedule lag and what came due
+//! unsent, connections and open files, the time left. `q` (or Ctrl-C) stops the run early, as Ctrl-C does without the view; `p` pauses the drawing.
+//! The report printed after the view closes is the one printed without it. A series
+//! (`compare`, `sweep`, `search`) holds the terminal for all its runs ([`series`]).
 
 use super::{micros, si};
 use crate::stats::live::{Live, LiveCore};
@@ -20,6 +20,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Row, Sparkline, Table};
 use std::collections::VecDeque;
 use std::time::Duration;
+
+pub mod series;
 
 /// How often the view is drawn.
 pub const DRAW_EVERY: Duration = Duration::from_millis(250);
@@ -46,7 +48,10 @@ pub struct Heading {
 /// The view: the terminal it owns (raw mode, the alternate screen) until it is closed or
 /// dropped, and what it remembers between draws.
 pub struct View {
-    term: Term,
+    /// The terminal (`None` only once given back); `lent`: a series' (`compare --tui`…),
+    /// returned to it, not restored, when this run's view closes.
+    term: Option<Term>,
+    lent: bool,
     live: Live,
     heading: Heading,
     history: VecDeque<u64>,
@@ -69,25 +74,15 @@ pub struct View {
 }
 
 impl View {
-    /// Take the terminal: raw mode (keys come one by one; Ctrl-C is a key here) and the
-    /// alternate screen (what was on the terminal comes back when the view closes).
+    /// Take the terminal ([`take_terminal`]), or borrow the series' that holds it.
     pub fn open(live: Live, heading: Heading) -> std::io::Result<View> {
-        terminal::enable_raw_mode()?;
-        let mut stdout = std::io::stdout();
-        if let Err(e) = execute!(stdout, terminal::EnterAlternateScreen) {
-            let _ = terminal::disable_raw_mode();
-            return Err(e);
-        }
-        let term = match ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(stdout)) {
-            Ok(term) => term,
-            Err(e) => {
-                let _ = execute!(std::io::stdout(), terminal::LeaveAlternateScreen);
-                let _ = terminal::disable_raw_mode();
-                return Err(e);
-            }
+        let (term, lent) = match series::lend() {
+            Some(term) => (term, true),
+            None => (take_terminal()?, false),
         };
         Ok(View {
-            term,
+            term: Some(term),
+            lent,
             live,
             heading,
             history: VecDeque::with_capacity(HISTORY),
@@ -187,11 +182,22 @@ impl View {
         let (heading, history, interval, busy) = (&self.heading, &self.history, &self.interval, &self.busy);
         let files = self.files;
         let run = merged(cores);
-        self.term.draw(|f| {
+        // A series' table so far (and `search`'s plot) above the run's own panels.
+        let drawn = if self.lent { series::Drawn::now() } else { None };
+        let Some(term) = self.term.as_mut() else { return Ok(()) };
+        term.draw(|f| {
+            let above = drawn.as_ref().map_or(0, series::Drawn::height);
+            let all = Layout::default()
+                .direction(Direction::Vertical)
+                .constraints([Constraint::Length(above), Constraint::Min(17)])
+                .split(f.area());
+            if let Some(d) = &drawn {
+                d.draw(f, all[0]);
+            }
             let rows = Layout::default()
                 .direction(Direction::Vertical)
                 .constraints([Constraint::Length(3), Constraint::Min(7), Constraint::Min(7)])
-                .split(f.area());
+                .split(all[1]);
             f.render_widget(progress(heading, elapsed), rows[0]);
             let top = halves(rows[1]);
             let rate = history.back().copied().unwrap_or(0);
@@ -217,10 +223,38 @@ impl View {
 
 impl Drop for View {
     fn drop(&mut self) {
-        let _ = terminal::disable_raw_mode();
-        let _ = execute!(self.term.backend_mut(), terminal::LeaveAlternateScreen);
-        let _ = self.term.show_cursor();
+        match self.term.take() {
+            Some(term) if self.lent => series::take_back(term),
+            Some(mut term) => give_back(&mut term),
+            None => {}
+        }
     }
+}
+
+/// Raw mode (keys come one by one; Ctrl-C is a key here) and the alternate screen (what was on
+/// the terminal comes back when it is given back).
+fn take_terminal() -> std::io::Result<Term> {
+    terminal::enable_raw_mode()?;
+    let mut stdout = std::io::stdout();
+    if let Err(e) = execute!(stdout, terminal::EnterAlternateScreen) {
+        let _ = terminal::disable_raw_mode();
+        return Err(e);
+    }
+    match ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(stdout)) {
+        Ok(term) => Ok(term),
+        Err(e) => {
+            let _ = execute!(std::io::stdout(), terminal::LeaveAlternateScreen);
+            let _ = terminal::disable_raw_mode();
+            Err(e)
+        }
+    }
+}
+
+/// The terminal as it was before [`take_terminal`].
+fn give_back(term: &mut Term) {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(term.backend_mut(), terminal::LeaveAlternateScreen);
+    let _ = term.show_cursor();
 }
 
 /// Whether the terminal on stdin hung up (its other side closed).
