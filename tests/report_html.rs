@@ -80,6 +80,36 @@ fn bench_and_report_write_pages_with_the_jsons_figures() {
     }
 }
 
+/// `merge` of the two runs, then `report --html` of the merged result: a row per load host
+/// (its figures the host's own JSON's) and a line per host in the charts over time, named in
+/// their legend — the merged JSON carries each host's intervals.
+#[test]
+fn a_merged_result_draws_a_line_per_load_host() {
+    let dir = std::env::temp_dir().join(format!("wirebench-html-merged-{}", free_port()));
+    let (results, _, _) = two_runs(&dir);
+    let (a, b, merged, page) =
+        (dir.join("a.json"), dir.join("b.json"), dir.join("m.json"), dir.join("m.html"));
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    wirebench(&["merge", &path(&a), &path(&b), "--json", &path(&merged), "--force"]);
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    for (i, r) in results.iter().enumerate() {
+        let line = &m["runs"][i];
+        assert_eq!(line["ops"], r["ops"]);
+        let intervals = line["intervals"].as_array().expect("each host's intervals");
+        let hosts_ops: f64 = intervals.iter().map(|iv| iv["ops_per_sec"].as_f64().unwrap()).sum();
+        assert_eq!(intervals.len(), r["series"]["intervals"].as_array().unwrap().len());
+        assert!(hosts_ops > 0.0, "{line}");
+    }
+    wirebench(&["report", &path(&merged), "--html", &path(&page)]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for (i, r) in results.iter().enumerate() {
+        let row = html.split(&format!("<tr data-host=\"{i}\">")).nth(1).expect("a row per host");
+        assert!(row.contains(&format!("<td data-k=\"ops\">{}</td>", r["ops"])), "{row}");
+        let label = r["label"].as_str().unwrap();
+        assert!(html.contains(&format!(" · {label}\n</text>")), "host {label}'s line in the legend");
+    }
+}
+
 /// The page as Chromium renders it from disk with no network (every host unresolvable, a
 /// proxy that refuses): the DOM holds the JSON's figures, and the screenshot is not blank.
 #[test]

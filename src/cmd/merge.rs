@@ -138,6 +138,7 @@ pub fn main(args: &MergeArgs) -> Result<()> {
         latency_us: total.latency_us,
         errors: total.errors(),
         audit_match: total.audit.matches,
+        intervals: Vec::new(),
     };
     row(&mut s, &own);
     let _ =

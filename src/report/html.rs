@@ -297,6 +297,7 @@ fn run_section(i: usize, name: &str, r: &RunResult) -> String {
         "<tr><td>from when due</td><td>{}</td></tr></table>",
         super::spread_cells(l).join("</td><td>")
     );
+    s += &hosts_table(r);
     s += &bytes_table(r);
     s += &outcomes(r);
     s += &cores_table(&r.per_core);
@@ -313,6 +314,28 @@ fn run_section(i: usize, name: &str, r: &RunResult) -> String {
         audit_word(r)
     );
     s
+}
+
+/// A merged result's load hosts, a row each (their lines in the charts above).
+fn hosts_table(r: &RunResult) -> String {
+    if r.runs.len() < 2 {
+        return String::new();
+    }
+    let mut s = "<table><tr><th>load host</th><th>ops</th><th>ops/s</th><th>p50</th><th>p99</th><th>errors</th><th>audit</th></tr>\n".to_string();
+    for (i, l) in r.runs.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "<tr data-host=\"{i}\"><td>{}</td><td data-k=\"ops\">{}</td><td>{}</td><td>{}</td><td data-k=\"p99\">{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&l.label),
+            l.ops,
+            number(l.ops_per_sec),
+            super::micros(l.latency_us.p50),
+            super::micros(l.latency_us.p99),
+            l.errors,
+            if l.audit_match { "match" } else { "DIFFER" }
+        );
+    }
+    s + "</table>\n"
 }
 
 /// Bytes by class, both ways: the operations', set-up's, control's, warm-up's, failed ones', TLS's own.

@@ -219,8 +219,13 @@ fn against_cores(
 pub struct PlotRun {
     pub label: String,
     pub latency: hdrhistogram::Histogram<u64>,
-    pub series: Vec<(f64, f64, f64)>,
+    pub series: Vec<Point>,
+    /// A merged result's load hosts, each with its own intervals: a thinner line each.
+    pub hosts: Vec<(String, Vec<Point>)>,
 }
+
+/// An interval over time: (its start s, ops/s, p99 ms).
+pub type Point = (f64, f64, f64);
 
 impl PlotRun {
     /// A run as `plot` draws it: its latency histogram, and ops/s and p99 (ms) at the start of
@@ -239,7 +244,18 @@ impl PlotRun {
                     .collect()
             })
             .unwrap_or_default();
-        PlotRun { label: label.to_string(), latency: r.histograms.latency.0.clone(), series }
+        let hosts = if r.runs.len() > 1 {
+            let points = |l: &crate::stats::result::RunLine| {
+                l.intervals
+                    .iter()
+                    .map(|iv| (iv.from_s, iv.ops_per_sec, iv.p99_us.unwrap_or(0.0) / 1e3))
+                    .collect()
+            };
+            r.runs.iter().filter(|l| !l.intervals.is_empty()).map(|l| (l.label.clone(), points(l))).collect()
+        } else {
+            Vec::new()
+        };
+        PlotRun { label: label.to_string(), latency: r.histograms.latency.0.clone(), series, hosts }
     }
 }
 
@@ -349,16 +365,28 @@ fn spectrum(
     Ok(())
 }
 
-/// Ops/s above, p99 below, over time: a line per run.
+/// Ops/s above, p99 below, over time: a line per run, and a thinner one per load host of a
+/// merged run (named in a legend).
 fn over_time(right: &DrawingArea<SVGBackend<'_>, Shift>, runs: &[PlotRun]) -> Result<()> {
-    // Over time: ops/s above, p99 below, a line per run.
     let (top, bottom) = right.split_vertically(270);
-    let t_max = runs.iter().flat_map(|r| r.series.iter().map(|s| s.0)).fold(1.0, f64::max);
+    // Every line: (label, colour, width, points); the hosts' colours after the runs'.
+    let mut lines: Vec<(String, RGBColor, u32, &[Point])> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.label.clone(), RUN_COLOURS[i % RUN_COLOURS.len()], 2, &r.series[..]))
+        .collect();
+    let hosts =
+        runs.iter().flat_map(|r| r.hosts.iter().map(move |(host, s)| (format!("{} · {host}", r.label), s)));
+    for (k, (label, s)) in hosts.enumerate() {
+        lines.push((label, RUN_COLOURS[(runs.len() + k) % RUN_COLOURS.len()], 1, &s[..]));
+    }
+    let legend = runs.iter().any(|r| !r.hosts.is_empty());
+    let t_max = lines.iter().flat_map(|l| l.3.iter().map(|s| s.0)).fold(1.0, f64::max);
     for (area, caption, pick, unit) in
         [(&top, "ops/s over time", 1usize, "ops/s"), (&bottom, "p99 over time (ms)", 2usize, "ms")]
     {
         let value = |s: &(f64, f64, f64)| if pick == 1 { s.1 } else { s.2 };
-        let v_max = runs.iter().flat_map(|r| r.series.iter().map(value)).fold(0.001, f64::max) * 1.2;
+        let v_max = lines.iter().flat_map(|l| l.3.iter().map(value)).fold(0.001, f64::max) * 1.2;
         let mut chart = ChartBuilder::on(area)
             .caption(caption, ("sans-serif", 14))
             .margin(10)
@@ -374,13 +402,27 @@ fn over_time(right: &DrawingArea<SVGBackend<'_>, Shift>, runs: &[PlotRun]) -> Re
             .y_label_formatter(&|v| if pick == 1 { super::si(*v) } else { format!("{v:.2}") })
             .draw()
             .map_err(err)?;
-        for (i, r) in runs.iter().enumerate() {
-            let colour = RUN_COLOURS[i % RUN_COLOURS.len()];
-            chart
+        for (label, colour, width, points) in &lines {
+            let (colour, width) = (*colour, *width);
+            let drawn = chart
                 .draw_series(LineSeries::new(
-                    r.series.iter().map(|s| (s.0, value(s))),
-                    colour.stroke_width(2),
+                    points.iter().map(|s| (s.0, value(s))),
+                    colour.stroke_width(width),
                 ))
+                .map_err(err)?;
+            if legend && pick == 1 {
+                drawn.label(label.clone()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(width + 1))
+                });
+            }
+        }
+        if legend && pick == 1 {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()
                 .map_err(err)?;
         }
         if runs.iter().all(|r| r.series.is_empty()) {

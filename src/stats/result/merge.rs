@@ -16,6 +16,7 @@ impl RunResult {
             latency_us: self.latency_us,
             errors: self.errors(),
             audit_match: self.audit.matches,
+            intervals: self.series.as_ref().map_or_else(Vec::new, |s| s.lines(self.duration_s)),
         }]
     }
 

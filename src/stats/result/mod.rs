@@ -227,6 +227,19 @@ pub struct RunLine {
     pub latency_us: Spread,
     pub errors: u64,
     pub audit_match: bool,
+    /// The run's `--report-every` intervals (none without them): a merged result's charts
+    /// draw a line per host from these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<LineInterval>,
+}
+
+/// One interval of a [`RunLine`]: where it starts in the window, its rate, its p99 (`None`:
+/// nothing completed in it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LineInterval {
+    pub from_s: f64,
+    pub ops_per_sec: f64,
+    pub p99_us: Option<f64>,
 }
 
 /// What a run was, for its result: what `bench` says about itself beside the counts.

@@ -240,6 +240,23 @@ impl SeriesResult {
         }
     }
 
+    /// Each interval as a line's: its start, rate and p99, in a window of `duration_s`.
+    pub(super) fn lines(&self, duration_s: f64) -> Vec<super::LineInterval> {
+        let (every, n) = (self.every_s, self.intervals.len());
+        self.intervals
+            .iter()
+            .enumerate()
+            .map(|(i, iv)| {
+                let (from, to) = crate::stats::series::span(every, i, n, duration_s);
+                super::LineInterval {
+                    from_s: r3(from),
+                    ops_per_sec: r3(iv.ops as f64 / (to - from).max(1e-9)),
+                    p99_us: (!iv.histogram.0.is_empty()).then(|| r3(iv.histogram.us(0.99))),
+                }
+            })
+            .collect()
+    }
+
     pub(super) fn derive(&mut self, duration_s: f64) {
         let (every, n) = (self.every_s, self.intervals.len());
         for (i, iv) in self.intervals.iter_mut().enumerate() {
