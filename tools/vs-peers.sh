@@ -8,8 +8,8 @@
 # and peak RSS; ratios against wrk. Part 1b: the same over TLS (nginx with `ssl`, TLS 1.3, a
 # certificate made here; every client skips verification or trusts it). Part h2: HTTP/2 clients
 # against nginx (`listen … http2`, h2c; and `ssl http2`) at CONNS connections × STREAMS streams:
-# h2load (the anchor), wirebench's h2c:// and h2:// clients, and wirebench's HTTP/1.1 client
-# pipelining STREAMS deep at the same concurrency. Part h2b: nginx's h2c against `wirebench
+# h2load (the anchor), wirebench's h2c:// and h2:// clients, wirebench's HTTP/1.1 client
+# pipelining STREAMS deep at the same concurrency, and (h2c) the floor: benches/minimal_h2.rs. Part h2b: nginx's h2c against `wirebench
 # serve h2` at the same offered load, server CPU per request. Part h3: wirebench's HTTP/3 client
 # against its HTTP/2-over-TLS client, each on its built-in server. Part h3p: wirebench's HTTP/3
 # client against peer HTTP/3 clients (quic-go's, aioquic's) at equal load on `serve h3`. Part 2: nginx against `wirebench serve http` on the same CPU,
@@ -55,6 +55,9 @@ WB="$root/target/release/wirebench"
 # The floor: a bare io_uring keep-alive loop with multishot receive (benches/minimal_loop.rs).
 MINIMAL=$(cd "$root" && cargo bench --bench minimal_loop --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_loop-[0-9a-f]*\)).*/\1/p' | tail -1)
 MINIMAL="$root/$MINIMAL"
+# HTTP/2's floor: pre-encoded HEADERS, answers read by their frame heads (benches/minimal_h2.rs).
+MINIMAL_H2=$(cd "$root" && cargo bench --bench minimal_h2 --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_h2-[0-9a-f]*\)).*/\1/p' | tail -1)
+MINIMAL_H2="$root/$MINIMAL_H2"
 # The floor for a server: a bare io_uring keep-alive server with multishot receive (benches/minimal_server.rs).
 MINIMAL_SERVER=$(cd "$root" && cargo bench --bench minimal_server --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_server-[0-9a-f]*\)).*/\1/p' | tail -1)
 MINIMAL_SERVER="$root/$MINIMAL_SERVER"
@@ -131,6 +134,7 @@ client_cmd() {
         h2load) echo "h2load --h1 -t1 -c $CONNS -D $secs $url" ;;
         oha) echo "$OHA --no-tui $insecure -c $CONNS -z ${secs}s $url" ;;
         minimal) local hostport=${url#http://}; echo "$MINIMAL ${hostport%/} $CONNS $secs" ;;
+        minimal-h2) local hostport=${url#http://}; echo "$MINIMAL_H2 ${hostport%/} $CONNS $STREAMS $secs" ;;
         wirebench) echo "$WB bench $url $insecure -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
         wirebench-base) echo "$BASE bench $url $insecure -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
         # The same client pipelining 16 requests per connection: it then costs so little per
@@ -154,7 +158,7 @@ rps_of() {
         ab) awk '/Requests per second:/ {print $4}' "$file" ;;
         h2load*) sed -n 's/.*finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' "$file" ;;
         oha) awk '/Requests\/sec:/ {print $2}' "$file" ;;
-        minimal) sed -n 's/.* = \([0-9.]*\)\/s/\1/p' "$file" ;;
+        minimal*) sed -n 's/.* = \([0-9.]*\)\/s/\1/p' "$file" ;;
         wirebench*) python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ops_per_sec"])' "$file" ;;
     esac
 }
@@ -263,6 +267,8 @@ if part h2; then
             H1_URL="https://127.0.0.1:$p2/"; url="https://127.0.0.1:$p1/"
         fi
         TOOLS=(h2load-h2 wirebench-h2 wirebench-h1)
+        # The floor (h2c only: it speaks no TLS).
+        [ "$mode" = h2c ] && TOOLS+=(minimal-h2)
         ANCHOR=h2load-h2 measure_clients "$url" "HTTP/2 ($mode) against nginx, $CONNS connections × $STREAMS streams (wirebench-h1: HTTP/1.1 pipelining $STREAMS deep)"
         stop_servers
     done
