@@ -253,8 +253,8 @@ impl CoreBooks {
 /// `RefCell` behind an `Rc`).
 pub struct AsyncCore<C> {
     pub job: ClientJob,
-    /// One codec per target.
-    pub prototypes: Vec<C>,
+    /// One codec per target (each connection holds a reference to its own).
+    pub prototypes: Vec<std::rc::Rc<C>>,
     pub rec: std::cell::RefCell<crate::stats::CoreRecorder>,
     books: CoreBooks,
 }
@@ -263,6 +263,7 @@ impl<C: crate::proto::ClientCodec> AsyncCore<C> {
     pub fn new(job: ClientJob, prototypes: Vec<C>, cpu: usize, index: usize) -> std::rc::Rc<Self> {
         let books = CoreBooks::open(&job, cpu, index);
         let rec = std::cell::RefCell::new(job.recorder(cpu));
+        let prototypes = prototypes.into_iter().map(std::rc::Rc::new).collect();
         std::rc::Rc::new(AsyncCore { job, prototypes, rec, books })
     }
 
@@ -381,7 +382,7 @@ where
 /// on target `index % targets` (connections spread round-robin over them).
 pub fn new_conn<C: crate::proto::ClientCodec>(
     job: &ClientJob,
-    prototypes: &[C],
+    prototypes: &[std::rc::Rc<C>],
     index: usize,
     start: crate::clock::Instant,
 ) -> conn::Conn<C> {

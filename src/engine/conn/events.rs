@@ -348,7 +348,7 @@ impl<C: ClientCodec> Conn<C> {
             rec.answers.add(answer, 1);
         }
         crate::stats::layers_merge_into(&mut rec.layers, self.codec.take_layers().as_ref());
-        self.codec = self.prototype.clone();
+        self.codec = C::clone(&self.prototype);
         self.lives += 1;
         self.codec.seed(self.seed ^ self.lives.wrapping_mul(SEED_STEP));
         self.phase = match end {

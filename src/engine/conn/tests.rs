@@ -15,7 +15,14 @@ const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: h\r\n\r\n";
 fn conn_with<C: ClientCodec>(codec: &C, ops: Option<u64>, depth: usize) -> (Conn<C>, Instant) {
     let now = Instant::now();
     let budget = Budget { ops, deadline: now + Duration::from_secs(60), measure_from: now };
-    let c = Conn::new(codec, Workload::ClosedLoop.pacer(0, 1), budget, depth, Duration::from_secs(1), 0);
+    let c = Conn::new(
+        &std::rc::Rc::new(codec.clone()),
+        Workload::ClosedLoop.pacer(0, 1),
+        budget,
+        depth,
+        Duration::from_secs(1),
+        0,
+    );
     (c, now)
 }
 
@@ -227,7 +234,7 @@ fn an_idle_paced_connection_polls_for_heartbeats() {
     let start = Instant::now();
     let budget = Budget { ops: None, deadline: start + Duration::from_secs(60), measure_from: start };
     let pacer = Workload::FixedRate { interval: Duration::from_secs(10) }.pacer(0, 1);
-    let mut c = Conn::new(&codec, pacer, budget, 1, Duration::from_secs(1), 0);
+    let mut c = Conn::new(&std::rc::Rc::new(codec), pacer, budget, 1, Duration::from_secs(1), 0);
     let mut rec = CoreRecorder::new(0);
     let frame = |data: &[u8]| {
         let mut f = Vec::new();
@@ -266,7 +273,7 @@ fn schedule_lag_is_the_generators_and_a_busy_connection_is_counted_apart() {
     let budget = Budget { ops: None, deadline: start + Duration::from_secs(60), measure_from: start };
     let ms = Duration::from_millis;
     let pacer = Workload::FixedRate { interval: ms(10) }.pacer(0, 1);
-    let mut c = Conn::new(&get(), pacer, budget, 1, Duration::from_secs(1), 0);
+    let mut c = Conn::new(&std::rc::Rc::new(get()), pacer, budget, 1, Duration::from_secs(1), 0);
     let mut rec = CoreRecorder::new(0);
     let answer = |c: &mut Conn<Http1Client>, at: Instant, rec: &mut CoreRecorder| {
         c.read_buf().unwrap()[..OK.len()].copy_from_slice(OK);

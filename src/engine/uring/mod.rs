@@ -179,6 +179,7 @@ fn client_core<C: ClientCodec>(
     };
     let books = CoreBooks::open(&job, cpu, index);
     let mut rec = job.recorder(cpu);
+    let prototypes: Vec<std::rc::Rc<C>> = prototypes.into_iter().map(std::rc::Rc::new).collect();
     let slots: Vec<Slot<C>> = conns
         .map(|i| {
             let conn =

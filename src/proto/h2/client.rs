@@ -363,11 +363,15 @@ impl H2Client {
     fn headers(&mut self, b: frame::Block<'_>, out: &mut Vec<u8>) -> Result<Outcome, Error> {
         let (stream, end_stream, block) = (b.stream, b.end_stream, &b.bytes[..]);
         let (mut status, mut grpc_status) = (None, None);
-        self.decoder.decode(block, |name, value| match name {
-            b":status" => status = Some(status_code(value).unwrap_or(0)),
-            b"grpc-status" => grpc_status = Some(grpc_code_name(value)),
-            _ => {}
-        })?;
+        match block {
+            // One octet indexing a static `:status` (RFC 7541 Appendix A, 8 to 14): no table to touch.
+            &[b @ 0x88..=0x8e] => status = Some([200, 204, 206, 304, 400, 404, 500][usize::from(b - 0x88)]),
+            _ => self.decoder.decode(block, |name, value| match name {
+                b":status" => status = Some(status_code(value).unwrap_or(0)),
+                b"grpc-status" => grpc_status = Some(grpc_code_name(value)),
+                _ => {}
+            })?,
+        }
         if self.idle(stream) {
             return Err(Error::IdleStream("HEADERS", stream));
         }
@@ -664,8 +668,7 @@ impl ClientCodec for H2Client {
         if self.next_stream > frame::MAX_WINDOW - 2 {
             self.closing = true; // stream ids run out: a new connection
         }
-        let requests = self.requests.clone();
-        let request = &requests[entry];
+        let request = &self.requests[entry];
         let body = !request.body.is_empty();
         if self.blocks.len() <= entry {
             self.blocks.resize(entry + 1, None);

@@ -102,20 +102,37 @@ pub const DEFAULT_TABLE_SIZE: usize = 4096;
 /// What an entry costs in a table beyond its name and value (§4.1).
 const ENTRY_OVERHEAD: usize = 32;
 
-/// A table entry: a name and its value.
-type Entry = (Box<[u8]>, Box<[u8]>);
+/// A table entry: where its name starts in the table's arena (counted from the arena's first
+/// octet ever), the name's length and the value's (the value follows the name).
+type Entry = (usize, u32, u32);
 
 /// A dynamic table (§2.3.2): newest first, evicted oldest first to stay within `max` bytes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The entries' octets live in one arena, appended at its end and dropped from its front, so
+/// inserting and evicting allocate nothing once it has grown (a `Box` for each name and value
+/// cost eight allocations and eight frees per nginx answer).
+#[derive(Debug, Clone, Default)]
 pub struct Table {
     entries: VecDeque<Entry>,
+    arena: Vec<u8>,
+    /// Octets dropped from the arena's front: an entry at `start` is at `start - dropped`.
+    dropped: usize,
     size: usize,
     max: usize,
 }
 
+impl PartialEq for Table {
+    fn eq(&self, other: &Table) -> bool {
+        self.size == other.size
+            && self.max == other.max
+            && self.entries.len() == other.entries.len()
+            && (0..self.entries.len()).all(|i| self.entry(i) == other.entry(i))
+    }
+}
+impl Eq for Table {}
+
 impl Table {
     pub fn new(max: usize) -> Table {
-        Table { entries: VecDeque::new(), size: 0, max }
+        Table { entries: VecDeque::new(), arena: Vec::new(), dropped: 0, size: 0, max }
     }
 
     /// Its size as the RFC counts it: each entry's name and value plus 32.
@@ -136,11 +153,27 @@ impl Table {
         self.evict(0);
     }
 
+    #[inline]
+    fn entry(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        let &(start, n, v) = self.entries.get(i)?;
+        let at = start - self.dropped;
+        let (n, v) = (n as usize, v as usize);
+        Some((&self.arena[at..at + n], &self.arena[at + n..at + n + v]))
+    }
+
     /// Make room for `n` bytes.
     fn evict(&mut self, n: usize) {
         while self.size + n > self.max {
-            let Some((name, value)) = self.entries.pop_back() else { break };
-            self.size -= ENTRY_OVERHEAD + name.len() + value.len();
+            let Some((_, name, value)) = self.entries.pop_back() else { break };
+            self.size -= ENTRY_OVERHEAD + name as usize + value as usize;
+        }
+        // Drop the arena's dead front once it is the larger part (and 1 KiB at least): the arena
+        // holds at most about twice the table's live octets.
+        let live_from = self.entries.back().map_or(self.dropped + self.arena.len(), |e| e.0);
+        let dead = live_from - self.dropped;
+        if dead > 0 && dead >= self.arena.len() / 2 && dead >= 1024 || self.entries.is_empty() {
+            self.arena.drain(..dead);
+            self.dropped += dead;
         }
     }
 
@@ -149,7 +182,10 @@ impl Table {
         let n = ENTRY_OVERHEAD + name.len() + value.len();
         self.evict(n);
         if n <= self.max {
-            self.entries.push_front((name.into(), value.into()));
+            let start = self.dropped + self.arena.len();
+            self.arena.extend_from_slice(name);
+            self.arena.extend_from_slice(value);
+            self.entries.push_front((start, name.len() as u32, value.len() as u32));
             self.size += n;
         }
     }
@@ -163,8 +199,7 @@ impl Table {
             }
             _ => index
                 .checked_sub(62)
-                .and_then(|i| self.entries.get(usize::try_from(i).ok()?))
-                .map(|(n, v)| (&n[..], &v[..]))
+                .and_then(|i| self.entry(usize::try_from(i).ok()?))
                 .ok_or(Error::Index(index)),
         }
     }
@@ -180,9 +215,10 @@ impl Table {
                 by_name.get_or_insert(i + 1);
             }
         }
-        for (i, (n, v)) in self.entries.iter().enumerate() {
-            if &n[..] == name {
-                if &v[..] == value {
+        for i in 0..self.entries.len() {
+            let (n, v) = self.entry(i).expect("in range");
+            if n == name {
+                if v == value {
                     return (Some(i + 62), None);
                 }
                 by_name.get_or_insert(i + 62);
@@ -249,17 +285,20 @@ pub fn encode_str_prefixed(out: &mut Vec<u8>, first: u8, prefix: u8, s: &[u8], h
     }
 }
 
-/// A string literal at the start of `input` (decoded into `out`), and the octets it took.
-fn decode_str(input: &[u8], out: &mut Vec<u8>) -> Result<usize, Error> {
-    decode_str_prefixed(input, 7, out)
-}
-
-/// The same with the length's prefix `prefix` bits long and the Huffman flag the bit above it.
-pub fn decode_str_prefixed(input: &[u8], prefix: u8, out: &mut Vec<u8>) -> Result<usize, Error> {
+/// The string literal at the start of `input`, its length's prefix `prefix` bits long and the
+/// Huffman flag the bit above it: whether it is Huffman-coded, its octets as sent, and the
+/// octets it took in all.
+fn literal(input: &[u8], prefix: u8) -> Result<(bool, &[u8], usize), Error> {
     let huffman = input.first().is_some_and(|b| b & (1 << prefix) != 0);
     let (len, at) = decode_int(input, prefix)?;
     let end = at.checked_add(len as usize).filter(|&e| e <= input.len()).ok_or(Error::Truncated)?;
-    let raw = &input[at..end];
+    Ok((huffman, &input[at..end], end))
+}
+
+/// A string literal at the start of `input` (its prefix as [`literal`]'s) decoded into `out`,
+/// and the octets it took.
+pub fn decode_str_prefixed(input: &[u8], prefix: u8, out: &mut Vec<u8>) -> Result<usize, Error> {
+    let (huffman, raw, end) = literal(input, prefix)?;
     out.clear();
     if huffman {
         huffman::decode(raw, out).ok_or(Error::Huffman)?;
@@ -362,11 +401,63 @@ pub struct Decoder {
     /// The most a decoded header list may hold, counted as the RFC counts table entries (the
     /// SETTINGS_MAX_HEADER_LIST_SIZE this side announces).
     max_list: usize,
+    /// A literal's name and value, kept between blocks: nothing allocated per block.
+    scratch: (Vec<u8>, Vec<u8>),
+    decoded: Decoded,
+}
+
+/// The last few Huffman-coded strings a decoder met, and what they decode to: servers send the
+/// same coded octets again and again (`server`, `content-type`, a `date` that changes once a
+/// second), and the same octets decode the same way (the first decoding checked them). Found
+/// by the profile of the h2c client against nginx: decoding its answers' three coded strings a
+/// bit at a time was more than half the client's user-space instructions per request.
+#[derive(Debug, Clone, Default)]
+struct Decoded {
+    /// (as sent, decoded), at most [`DECODED_KEPT`], the oldest replaced first.
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    next: usize,
+}
+
+/// Strings kept, and the longest kept (a longer one is decoded each time).
+const DECODED_KEPT: usize = 8;
+const DECODED_LONGEST: usize = 64;
+
+impl Decoded {
+    /// The string literal at the start of `input` decoded into `out`; the octets it took.
+    fn string(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, Error> {
+        let (huffman, raw, end) = literal(input, 7)?;
+        out.clear();
+        let keep = huffman && raw.len() <= DECODED_LONGEST;
+        if !huffman {
+            out.extend_from_slice(raw);
+        } else if let Some((_, plain)) = self.entries.iter().find(|(r, _)| keep && r.as_slice() == raw) {
+            out.extend_from_slice(plain);
+        } else {
+            huffman::decode(raw, out).ok_or(Error::Huffman)?;
+            if keep && self.entries.len() < DECODED_KEPT {
+                self.entries.push((raw.to_vec(), out.clone()));
+            } else if keep {
+                let (r, plain) = &mut self.entries[self.next];
+                r.clear();
+                r.extend_from_slice(raw);
+                plain.clear();
+                plain.extend_from_slice(out);
+                self.next = (self.next + 1) % DECODED_KEPT;
+            }
+        }
+        Ok(end)
+    }
 }
 
 impl Decoder {
     pub fn new(allowed: usize, max_list: usize) -> Decoder {
-        Decoder { table: Table::new(allowed), allowed, max_list }
+        Decoder {
+            table: Table::new(allowed),
+            allowed,
+            max_list,
+            scratch: Default::default(),
+            decoded: Decoded::default(),
+        }
     }
 
     pub fn table(&self) -> &Table {
@@ -375,8 +466,21 @@ impl Decoder {
 
     /// Decode one whole header block, calling `field` with each name and value in order.
     pub fn decode(&mut self, block: &[u8], mut field: impl FnMut(&[u8], &[u8])) -> Result<(), Error> {
+        let (mut name, mut value) = std::mem::take(&mut self.scratch);
+        let decoded = self.decode_with(block, &mut field, &mut name, &mut value);
+        self.scratch = (name, value);
+        decoded
+    }
+
+    /// [`decode`](Self::decode) with the scratch vectors lent.
+    fn decode_with(
+        &mut self,
+        block: &[u8],
+        field: &mut impl FnMut(&[u8], &[u8]),
+        name: &mut Vec<u8>,
+        value: &mut Vec<u8>,
+    ) -> Result<(), Error> {
         let (mut at, mut fields, mut list) = (0, 0usize, 0usize);
-        let (mut name, mut value) = (Vec::new(), Vec::new());
         while at < block.len() {
             let rest = &block[at..];
             let b = rest[0];
@@ -408,20 +512,20 @@ impl Decoder {
                 // or never indexed (4-bit).
                 let (index, mut n) = decode_int(rest, if indexing { 6 } else { 4 })?;
                 if index == 0 {
-                    n += decode_str(&rest[n..], &mut name)?;
+                    n += self.decoded.string(&rest[n..], name)?;
                 } else {
                     let (known, _) = self.table.get(index)?;
                     name.clear();
                     name.extend_from_slice(known);
                 }
-                n += decode_str(&rest[n..], &mut value)?;
+                n += self.decoded.string(&rest[n..], value)?;
                 list += ENTRY_OVERHEAD + name.len() + value.len();
                 if list > self.max_list {
                     return Err(Error::TooLarge);
                 }
-                field(&name, &value);
+                field(name, value);
                 if indexing {
-                    self.table.insert(&name, &value);
+                    self.table.insert(name, value);
                 }
                 at += n;
             }
