@@ -142,9 +142,10 @@ client_cmd() {
         wirebench-depth16) echo "$WB bench $url -c $CONNS --depth 16 -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
         # HTTP/2 (part h2): h2load is h2c for http:// and h2 by ALPN for https://.
         h2load-h2) echo "h2load -t1 -c $CONNS -m $STREAMS -D $secs $url" ;;
-        wirebench-h2)
-            local u=${url/#http:/h2c:}; u=${u/#https:/h2:}
-            echo "$WB bench $u $insecure -c $CONNS --streams $STREAMS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
+        wirebench-h2|wirebench-base-h2)
+            local u=${url/#http:/h2c:}; u=${u/#https:/h2:} bin=$WB
+            [ "$tool" = wirebench-base-h2 ] && bin=$BASE
+            echo "$bin bench $u $insecure -c $CONNS --streams $STREAMS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
         # Its HTTP/1.1 client at the same concurrency, pipelining (against $H1_URL).
         wirebench-h1) echo "$WB bench $H1_URL $insecure -c $CONNS --depth $STREAMS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
     esac
@@ -269,6 +270,7 @@ if part h2; then
         TOOLS=(h2load-h2 wirebench-h2 wirebench-h1)
         # The floor (h2c only: it speaks no TLS).
         [ "$mode" = h2c ] && TOOLS+=(minimal-h2)
+        [ -n "${BASE:-}" ] && TOOLS+=(wirebench-base-h2)
         ANCHOR=h2load-h2 measure_clients "$url" "HTTP/2 ($mode) against nginx, $CONNS connections × $STREAMS streams (wirebench-h1: HTTP/1.1 pipelining $STREAMS deep)"
         stop_servers
     done

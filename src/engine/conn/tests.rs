@@ -346,11 +346,12 @@ fn partial_writes_are_attributed_to_the_operations_they_carried() {
 }
 
 /// What an idle connection costs is mostly this struct (its buffers are given back): keep
-/// it small (measured: 824 bytes with a WebSocket codec).
+/// it small. Measured: 824 bytes with a WebSocket codec, then 928 as fields were added; 808
+/// once the codec's prototype was shared. A bound just above, so that growth is seen.
 #[test]
-fn a_connection_machine_stays_under_a_kilobyte() {
-    assert!(std::mem::size_of::<super::Conn<crate::proto::ws::WsClient>>() <= 1024);
-    assert!(std::mem::size_of::<super::Conn<crate::proto::http1::Http1Client>>() <= 1024);
+fn a_connection_machine_stays_small() {
+    assert!(std::mem::size_of::<super::Conn<crate::proto::ws::WsClient>>() <= 832);
+    assert!(std::mem::size_of::<super::Conn<crate::proto::http1::Http1Client>>() <= 848);
 }
 
 /// A codec whose operations have ids and whose answers name them: `op N\n` out, `ok N\n` or

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The generator's memory per idle WebSocket connection: `bench ws://… -c N --interval 30s`
+# against `serve ws` (uring, CPU 1), the client on CPU 0, its VmRSS read at 7 s, minus the same
+# run with one connection; each binary given (BINS, default this tree's release build; e.g.
+# BINS="target/release/wirebench /tmp/base/wirebench" for a change side by side), ROUNDS
+# alternating rounds (default 2). Also prints each run's handshakes that timed out or failed.
+#
+#     cargo build --release && N=18000 tools/conn-memory.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bins=(${BINS:-target/release/wirebench})
+n="${N:-18000}"
+rounds="${ROUNDS:-2}"
+dir="$(mktemp -d)"
+port=$((20000 + RANDOM % 20000))
+server_bin=${bins[0]}
+taskset -c 1 "$server_bin" serve ws --listen "127.0.0.1:$port" --cores 1 --max-conns $((n + 1000)) -d 3000s >/dev/null 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -rf "$dir"' EXIT
+sleep 1
+# One run of `bin` with `c` connections: "rss_kib errors".
+run() {
+    local bin=$1 c=$2
+    taskset -c 0 "$bin" bench "ws://127.0.0.1:$port/" -c "$c" --interval 30s -d 10s --cores 0 --json "$dir/r.json" >/dev/null 2>&1 &
+    local pid=$!
+    sleep 7
+    local rss; rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+    wait $pid || true
+    local errors; errors=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sum(r["connection_errors"].values()))' "$dir/r.json")
+    echo "$rss $errors"
+}
+for r in $(seq "$rounds"); do
+    for bin in "${bins[@]}"; do
+        read -r one _ < <(run "$bin" 1)
+        read -r many errors < <(run "$bin" "$n")
+        python3 -c "import sys; one,many,n=map(int,sys.argv[1:4]); print(f'round {sys.argv[5]} {sys.argv[4]}: {many} KiB at {n} connections, {one} KiB at 1: {(many-one)*1024/n/1024:.2f} KiB per connection; {sys.argv[6]} connection errors')" \
+            "$one" "$many" "$n" "$bin" "$r" "$errors"
+    done
+done
