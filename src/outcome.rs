@@ -159,7 +159,7 @@ impl Answer {
         let codes = match (self.code, other.code) {
             (Code::Number(x), Code::Number(y)) => x == y,
             (Code::Name(x), Code::Name(y)) => same_str(x, y),
-            _ => false,
+            (Code::Number(_), Code::Name(_)) | (Code::Name(_), Code::Number(_)) => false,
         };
         codes
             && self.success == other.success

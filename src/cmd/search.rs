@@ -211,7 +211,9 @@ fn step(
             micros(result.latency_us.p99),
             crate::stats::result::class_total(&result.failed),
         ));
-        crate::report::tui::series::point(rate, result.latency_us.p99, ok);
+        if result.ops > 0 {
+            crate::report::tui::series::point(rate, result.latency_us.p99, ok);
+        }
         steps.push(SearchStep { offered: rate, passed: ok, why, result });
         if ok {
             return Ok(true);

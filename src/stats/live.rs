@@ -53,7 +53,8 @@ impl LiveCore {
             rx: rec.rx,
             connects: rec.connects,
             reconnects: rec.reconnects,
-            closed: rec.audit.sockets,
+            // Checked against the kernel, and not (Unix sockets, UDP, …): every socket closed.
+            closed: rec.audit.sockets + rec.audit.inexact.values().sum::<u64>(),
             latency: rec.latency.clone(),
             schedule_lag: rec.schedule_lag.clone(),
             due_while_busy: rec.due_while_busy,

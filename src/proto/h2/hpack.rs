@@ -403,60 +403,31 @@ pub struct Decoder {
     max_list: usize,
     /// A literal's name and value, kept between blocks: nothing allocated per block.
     scratch: (Vec<u8>, Vec<u8>),
-    decoded: Decoded,
+    decoded: huffman::Decoded,
 }
 
-/// The last few Huffman-coded strings a decoder met, and what they decode to: servers send the
-/// same coded octets again and again (`server`, `content-type`, a `date` that changes once a
-/// second), and the same octets decode the same way (the first decoding checked them). Found
-/// by the profile of the h2c client against nginx: decoding its answers' three coded strings a
-/// bit at a time was more than half the client's user-space instructions per request.
-#[derive(Debug, Clone, Default)]
-struct Decoded {
-    /// (as sent, decoded), at most [`DECODED_KEPT`], the oldest replaced first.
-    entries: Vec<(Vec<u8>, Vec<u8>)>,
-    next: usize,
-}
+/// The most the decoder's scratch vectors keep between blocks, octets.
+const SCRATCH_KEPT: usize = 4096;
 
-/// Strings kept, and the longest kept (a longer one is decoded each time).
-const DECODED_KEPT: usize = 8;
-const DECODED_LONGEST: usize = 64;
-
-impl Decoded {
+impl Decoder {
     /// The string literal at the start of `input` decoded into `out`; the octets it took.
     fn string(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, Error> {
         let (huffman, raw, end) = literal(input, 7)?;
         out.clear();
-        let keep = huffman && raw.len() <= DECODED_LONGEST;
-        if !huffman {
-            out.extend_from_slice(raw);
-        } else if let Some((_, plain)) = self.entries.iter().find(|(r, _)| keep && r.as_slice() == raw) {
-            out.extend_from_slice(plain);
-        } else {
-            huffman::decode(raw, out).ok_or(Error::Huffman)?;
-            if keep && self.entries.len() < DECODED_KEPT {
-                self.entries.push((raw.to_vec(), out.clone()));
-            } else if keep {
-                let (r, plain) = &mut self.entries[self.next];
-                r.clear();
-                r.extend_from_slice(raw);
-                plain.clear();
-                plain.extend_from_slice(out);
-                self.next = (self.next + 1) % DECODED_KEPT;
-            }
+        match huffman {
+            true => self.decoded.decode(raw, out).ok_or(Error::Huffman)?,
+            false => out.extend_from_slice(raw),
         }
         Ok(end)
     }
-}
 
-impl Decoder {
     pub fn new(allowed: usize, max_list: usize) -> Decoder {
         Decoder {
             table: Table::new(allowed),
             allowed,
             max_list,
             scratch: Default::default(),
-            decoded: Decoded::default(),
+            decoded: huffman::Decoded::default(),
         }
     }
 
@@ -468,7 +439,11 @@ impl Decoder {
     pub fn decode(&mut self, block: &[u8], mut field: impl FnMut(&[u8], &[u8])) -> Result<(), Error> {
         let (mut name, mut value) = std::mem::take(&mut self.scratch);
         let decoded = self.decode_with(block, &mut field, &mut name, &mut value);
-        self.scratch = (name, value);
+        // Kept for the next block unless a large literal grew them: a connection does not hold
+        // the largest it ever met.
+        if name.capacity() + value.capacity() <= SCRATCH_KEPT {
+            self.scratch = (name, value);
+        }
         decoded
     }
 
@@ -512,13 +487,13 @@ impl Decoder {
                 // or never indexed (4-bit).
                 let (index, mut n) = decode_int(rest, if indexing { 6 } else { 4 })?;
                 if index == 0 {
-                    n += self.decoded.string(&rest[n..], name)?;
+                    n += self.string(&rest[n..], name)?;
                 } else {
                     let (known, _) = self.table.get(index)?;
                     name.clear();
                     name.extend_from_slice(known);
                 }
-                n += self.decoded.string(&rest[n..], value)?;
+                n += self.string(&rest[n..], value)?;
                 list += ENTRY_OVERHEAD + name.len() + value.len();
                 if list > self.max_list {
                     return Err(Error::TooLarge);

@@ -234,6 +234,17 @@ impl Drop for View {
 /// Raw mode (keys come one by one; Ctrl-C is a key here) and the alternate screen (what was on
 /// the terminal comes back when it is given back).
 fn take_terminal() -> std::io::Result<Term> {
+    // A panic while the view holds the terminal: the terminal given back first, so that the
+    // message is not printed on the alternate screen and erased with it.
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let _ = terminal::disable_raw_mode();
+            let _ = execute!(std::io::stdout(), terminal::LeaveAlternateScreen);
+            before(info);
+        }));
+    });
     terminal::enable_raw_mode()?;
     let mut stdout = std::io::stdout();
     if let Err(e) = execute!(stdout, terminal::EnterAlternateScreen) {

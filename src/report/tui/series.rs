@@ -43,6 +43,8 @@ impl Screen {
     /// latency limit `search` plots its steps against.
     pub fn open(limit_us: Option<f64>) -> std::io::Result<Screen> {
         let term = super::take_terminal()?;
+        // Between runs nobody reads keys: Ctrl-C is a signal there, as without the view.
+        let _ = ratatui::crossterm::terminal::disable_raw_mode();
         *shared() = Some(Shared { term: Some(term), said: String::new(), points: Vec::new(), limit_us });
         Ok(Screen(()))
     }
@@ -84,13 +86,19 @@ pub fn point(rate: f64, p99_us: f64, passed: bool) {
 
 /// The series' terminal, for a run's view; `None` when no series is open.
 pub(super) fn lend() -> Option<Term> {
-    shared().as_mut().and_then(|s| s.term.take())
+    let term = shared().as_mut().and_then(|s| s.term.take())?;
+    // The run's view reads keys (`q`, Ctrl-C as a key) in raw mode.
+    let _ = ratatui::crossterm::terminal::enable_raw_mode();
+    Some(term)
 }
 
 /// A run's view is done with the series' terminal.
 pub(super) fn take_back(term: Term) {
     match shared().as_mut() {
-        Some(s) => s.term = Some(term),
+        Some(s) => {
+            let _ = ratatui::crossterm::terminal::disable_raw_mode();
+            s.term = Some(term);
+        }
         None => {
             let mut term = term;
             super::give_back(&mut term);
