@@ -219,6 +219,13 @@ pub struct Beyond {
     pub errors: u64,
 }
 
+impl IntervalResult {
+    /// Its latency at quantile `q`, µs; `None` when nothing completed in it.
+    fn quantile_us(&self, q: f64) -> Option<f64> {
+        (!self.histogram.0.is_empty()).then(|| r3(self.histogram.us(q)))
+    }
+}
+
 impl SeriesResult {
     pub(super) fn of(s: &Series) -> SeriesResult {
         SeriesResult {
@@ -251,7 +258,7 @@ impl SeriesResult {
                 super::LineInterval {
                     from_s: r3(from),
                     ops_per_sec: r3(iv.ops as f64 / (to - from).max(1e-9)),
-                    p99_us: (!iv.histogram.0.is_empty()).then(|| r3(iv.histogram.us(0.99))),
+                    p99_us: iv.quantile_us(0.99),
                 }
             })
             .collect()
@@ -263,9 +270,8 @@ impl SeriesResult {
             let (from, to) = crate::stats::series::span(every, i, n, duration_s);
             iv.from_s = r3(from);
             iv.to_s = r3(to);
-            let nonempty = !iv.histogram.0.is_empty();
-            iv.p50_us = nonempty.then(|| r3(iv.histogram.us(0.5)));
-            iv.p99_us = nonempty.then(|| r3(iv.histogram.us(0.99)));
+            iv.p50_us = iv.quantile_us(0.5);
+            iv.p99_us = iv.quantile_us(0.99);
         }
     }
 
