@@ -12,7 +12,9 @@
 
 use io_uring::{cqueue, opcode, types};
 use std::time::{Duration, Instant};
-use wirebench::engine::bufring::BufRing;
+
+mod common;
+use common::arm;
 
 /// The connection preface and an empty SETTINGS frame.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
@@ -96,22 +98,7 @@ fn main() {
     let conns: usize = args.get(1).map_or(64, |a| a.parse().expect("connections"));
     let streams: usize = args.get(2).map_or(10, |a| a.parse().expect("streams"));
     let secs: f64 = args.get(3).map_or(5.0, |a| a.parse().expect("seconds"));
-    let sockets: Vec<std::net::TcpStream> = (0..conns)
-        .map(|_| {
-            let s = std::net::TcpStream::connect(&addr).expect("connect");
-            s.set_nodelay(true).unwrap();
-            s
-        })
-        .collect();
-    let mut ring = wirebench::engine::rings::ring(4096, 8192).expect("ring");
-    let mut bufs = BufRing::register(&ring, 0, 1024, 4096).expect("buffer ring");
-    let fds: Vec<i32> = sockets.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
-    ring.submitter().register_files(&fds).expect("a table of direct descriptors");
-    let arm = |ring: &mut io_uring::IoUring, i: usize| {
-        let sqe = opcode::RecvMulti::new(types::Fixed(i as u32), 0).build().user_data(((i as u64) << 1) | 1);
-        // SAFETY: the buffers are the ring's.
-        unsafe { ring.submission().push(&sqe).expect("room") };
-    };
+    let common::Sockets { streams: _sockets, mut ring, mut bufs } = common::connect(&addr, conns);
     let mut c: Vec<Conn> = (0..conns).map(|_| Conn { next_id: 1, ..Conn::default() }).collect();
     for (i, conn) in c.iter_mut().enumerate() {
         arm(&mut ring, i);

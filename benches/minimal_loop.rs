@@ -9,9 +9,10 @@
 
 use io_uring::{cqueue, opcode, types};
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
-use wirebench::engine::bufring::BufRing;
+
+mod common;
+use common::arm;
 
 const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
 
@@ -45,34 +46,19 @@ fn main() {
             }
         }
     };
-    let streams: Vec<std::net::TcpStream> = (0..conns)
-        .map(|_| {
-            let s = std::net::TcpStream::connect(&addr).expect("connect");
-            s.set_nodelay(true).unwrap();
-            s
-        })
-        .collect();
-    let mut ring = wirebench::engine::rings::ring(4096, 8192).expect("ring");
-    let mut bufs = BufRing::register(&ring, 0, 1024, 4096).expect("buffer ring");
     // The sockets as direct descriptors (the ring's own table, as wirebench's): connection i is
     // index i, no file lookup per operation.
-    let fds: Vec<i32> = streams.iter().map(|s| s.as_raw_fd()).collect();
-    ring.submitter().register_files(&fds).expect("a table of direct descriptors");
-    let send = |ring: &mut io_uring::IoUring, i: usize, _fd: i32| {
+    let common::Sockets { streams, mut ring, mut bufs } = common::connect(&addr, conns);
+    let send = |ring: &mut io_uring::IoUring, i: usize| {
         let sqe = opcode::Send::new(types::Fixed(i as u32), REQUEST.as_ptr(), REQUEST.len() as u32)
             .build()
             .user_data((i as u64) << 1);
         // SAFETY: REQUEST is static.
         unsafe { ring.submission().push(&sqe).expect("room") };
     };
-    let arm = |ring: &mut io_uring::IoUring, i: usize, _fd: i32| {
-        let sqe = opcode::RecvMulti::new(types::Fixed(i as u32), 0).build().user_data(((i as u64) << 1) | 1);
-        // SAFETY: the buffers are the ring's.
-        unsafe { ring.submission().push(&sqe).expect("room") };
-    };
-    for (i, s) in streams.iter().enumerate() {
-        arm(&mut ring, i, s.as_raw_fd());
-        send(&mut ring, i, s.as_raw_fd());
+    for i in 0..streams.len() {
+        arm(&mut ring, i);
+        send(&mut ring, i);
     }
     let mut pending = vec![0usize; conns];
     let mut in_flight = conns;
@@ -99,14 +85,14 @@ fn main() {
             }
             assert!(result > 0 || result == -libc::ENOBUFS, "receive: {result}");
             if !cqueue::more(flags) {
-                arm(&mut ring, i, streams[i].as_raw_fd());
+                arm(&mut ring, i);
             }
             pending[i] += result.max(0) as usize;
             while pending[i] >= response_len {
                 pending[i] -= response_len;
                 done += 1;
                 if sending {
-                    send(&mut ring, i, streams[i].as_raw_fd());
+                    send(&mut ring, i);
                 } else {
                     in_flight -= 1;
                 }
