@@ -4,6 +4,10 @@
 # run with one connection; each binary given (BINS, default this tree's release build; e.g.
 # BINS="target/release/wirebench /tmp/base/wirebench" for a change side by side), ROUNDS
 # alternating rounds (default 2). Also prints each run's handshakes that timed out or failed.
+# Beside that average, the marginal cost: the slope between N/2 and N connections, which leaves
+# out what a core holds whatever its connections (its provided-buffer ring: 1,024 buffers of
+# 4 KiB once a core has 512 connections or more, 233 octets a connection at 18,000 and 4 at
+# 1,000,000).
 #
 #     cargo build --release && N=18000 tools/conn-memory.sh
 set -euo pipefail
@@ -32,8 +36,9 @@ run() {
 for r in $(seq "$rounds"); do
     for bin in "${bins[@]}"; do
         read -r one _ < <(run "$bin" 1)
+        read -r half _ < <(run "$bin" $((n / 2)))
         read -r many errors < <(run "$bin" "$n")
-        python3 -c "import sys; one,many,n=map(int,sys.argv[1:4]); print(f'round {sys.argv[5]} {sys.argv[4]}: {many} KiB at {n} connections, {one} KiB at 1: {(many-one)*1024/n/1024:.2f} KiB per connection; {sys.argv[6]} connection errors')" \
-            "$one" "$many" "$n" "$bin" "$r" "$errors"
+        python3 -c "import sys; one,half,many,n=map(int,sys.argv[1:5]); print(f'round {sys.argv[6]} {sys.argv[5]}: {many} KiB at {n} connections, {half} KiB at {n//2}, {one} KiB at 1: {(many-one)/n:.2f} KiB per connection, {(many-half)/(n-n//2):.2f} KiB marginal; {sys.argv[7]} connection errors')" \
+            "$one" "$half" "$many" "$n" "$bin" "$r" "$errors"
     done
 done

@@ -12,12 +12,13 @@
 # pipelining STREAMS deep at the same concurrency, and (h2c) the floor: benches/minimal_h2.rs. Part h2b: nginx's h2c against `wirebench
 # serve h2` at the same offered load, server CPU per request. Part h3: wirebench's HTTP/3 client
 # against its HTTP/2-over-TLS client, each on its built-in server. Part h3p: wirebench's HTTP/3
-# client against peer HTTP/3 clients (quic-go's, aioquic's) at equal load on `serve h3`. Part 2: nginx against `wirebench serve http` on the same CPU,
+# client against peer HTTP/3 clients (quic-go's, aioquic's) at equal load on `serve h3`. Part h3s:
+# `serve h3` against quic-go's HTTP/3 server at the same offered load, server CPU per request. Part 2: nginx against `wirebench serve http` on the same CPU,
 # loaded by the same clients. Part 3: memory per connection at 10,000 connections, and RSS of a
 # short and a long run. Stops by itself, cleans up, prints the machine.
 #
 # Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run;
-#                                      PARTS="1 tls h2 h2b h3 h3p 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
+#                                      PARTS="1 tls h2 h2b h3 h3p h3s 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
 #                                      part 1's clients; BASE=path/to/an/older/wirebench adds it as
 #                                      `wirebench-base`, for a change measured side by side)
 set -euo pipefail
@@ -26,7 +27,7 @@ DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
 LONG=${LONG:-60}
 STREAMS=${STREAMS:-10}
-PARTS=" ${PARTS:-1 tls h2 h2b h3 h3p 2 2b 3} "
+PARTS=" ${PARTS:-1 tls h2 h2b h3 h3p h3s 2 2b 3} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -409,6 +410,48 @@ for peer in ("quic-go", "aioquic"):
         p, w = med[f"{peer}@{load}"], med[f"wirebench@{peer}-{load}"]
         print(f"| {peer} | {what} | {p[1]:,.0f} | {p[0]:.1f} | {w[1]:,.0f} | {w[0]:.1f} | {w[0] / p[0]:.2f} |")
 PY
+fi
+
+# Part h3s: the HTTP/3 servers at the same offered load: quic-go's (tools/h3-go, from
+# tools/install-peers.sh) and wirebench serve h3, each alone on CPU 1, loaded by wirebench
+# h3:// --rate on CPU 0 (CONNS × STREAMS); server CPU per request from /proc (all its threads).
+if part h3s; then
+    [ -x "$here/bin/h3-go" ] || "$here/install-peers.sh" >/dev/null
+    [ -f "$work/cert.pem" ] || openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$work/key.pem" \
+        -out "$work/cert.pem" 2>/dev/null
+    echo
+    echo "### HTTP/3 server CPU per request at the same offered load (server on CPU $SERVER_CPU, wirebench h3:// --rate on CPU $CLIENT_CPU, $CONNS connections × $STREAMS streams; median of $ROUNDS alternating rounds of ${DURATION}s)"
+    echo
+    echo "| load | quic-go µs/req (req/s) | serve h3 (uring) µs/req (req/s) | serve h3 / quic-go |"
+    echo "|---|---:|---:|---:|"
+    for load in ${H3S_LOADS:-10000 20000}; do
+        res="$work/h3eq-$load"; : >"$res"
+        for r in $(seq "$ROUNDS"); do
+            for server in quic-go serve; do
+                port=$(free_port)
+                if [ "$server" = quic-go ]; then
+                    taskset -c "$SERVER_CPU" "$here/bin/h3-go" "$port" "$work/cert.pem" "$work/key.pem" >"$work/h3s.out" &
+                else
+                    "$WB" serve h3 --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >"$work/h3s.out" &
+                fi
+                pids+=($!)
+                # UDP: nothing to connect to; each server's "listening" line says it serves.
+                for _ in $(seq 100); do grep -q listening "$work/h3s.out" 2>/dev/null && break; sleep 0.05; done
+                server_cpu_per_req "$server" "h3://127.0.0.1:$port/" --insecure --depth "$STREAMS" --rate "$load"
+                stop_servers
+            done
+        done
+        python3 - "$res" "$load" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, cpu, rps = line.split()
+    rows.setdefault(name, []).append((float(cpu), float(rps)))
+(q, qr), (w, wr) = ([statistics.median(x[i] for x in rows[k]) for i in range(2)] for k in ("quic-go", "serve"))
+print(f"| {int(sys.argv[2]):,} req/s | {q:.2f} ({qr:,.0f}) | {w:.2f} ({wr:,.0f}) | {w / q:.2f} |")
+PY
+    done
 fi
 
 # Part 2: nginx against wirebench serve http, the same clients (wirebench's and wrk), alternating.

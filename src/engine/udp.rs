@@ -212,6 +212,31 @@ impl Msg {
     }
 }
 
+/// The sender's address a multishot receive wrote before its datagrams (`None`: not an IPv4
+/// or IPv6 address, or cut short).
+pub fn address_from(name: &[u8]) -> Option<SocketAddr> {
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let n = name.len().min(std::mem::size_of_val(&storage));
+    // SAFETY: `n` octets fit in `storage`; plain octets into a plain C struct.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            name.as_ptr(),
+            (&mut storage as *mut libc::sockaddr_storage).cast::<u8>(),
+            n,
+        )
+    };
+    let need = match i32::from(storage.ss_family) {
+        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
+        libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
+        _ => return None,
+    };
+    if n < need {
+        return None;
+    }
+    address_of(&storage)
+}
+
 /// The IP address and port a kernel wrote into `storage` (a receive's sender).
 pub fn address_of(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     let at = storage as *const libc::sockaddr_storage;

@@ -379,6 +379,9 @@ fn run_loop(
     // connection costs nothing and a paced run's wake-ups touch only the connections due.
     let mut phase = None;
     let mut finished = 0;
+    // Sends pushed in a turn and not yet completed (each completes once: never more than
+    // those in flight, so the wait never waits for a completion that cannot come).
+    let mut sending = 0usize;
     // Bounded: the run ends by its deadline (or `-n`), then the drain limit.
     loop {
         let now = Instant::now();
@@ -402,8 +405,9 @@ fn run_loop(
         std::mem::swap(&mut turn, &mut core.ready);
         for &i in &turn {
             slots[i].queued = false;
-            let was_done = slots[i].done;
+            let (was_done, was_sending) = (slots[i].done, slots[i].send_busy);
             drive(ring, &mut slots[i], i, &mut core, now, over, gave_up, rec, &mut done)?;
+            sending += usize::from(slots[i].send_busy && !was_sending);
             finished += usize::from(slots[i].done && !was_done);
             core.schedule(slots, i);
         }
@@ -417,7 +421,7 @@ fn run_loop(
         let edge = edges.into_iter().flatten().filter(|&at| at > now).min();
         let next = [core.next_timer(slots), edge].into_iter().flatten().min();
         // (Nothing is ready here: slots become ready before the turn, or from completions.)
-        wait(ring, next.map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK))?;
+        wait(ring, next.map_or(TICK, |at| at.saturating_duration_since(now)).min(TICK), sending)?;
         let now = Instant::now();
         for c in ring.completion() {
             let (data, result, flags) = (c.user_data(), c.result(), c.flags());
@@ -430,6 +434,7 @@ fn run_loop(
                 continue;
             }
             if kind == SEND {
+                sending = sending.saturating_sub(1);
                 sent(&mut slots[i], result, rec);
             } else {
                 received(&mut core, slots, i, result, flags, now, rec);
@@ -438,11 +443,16 @@ fn run_loop(
     }
 }
 
-/// Submit what is queued and wait for a completion, at most `wait`.
-fn wait(ring: &mut IoUring, wait: Duration) -> std::io::Result<()> {
+/// Submit what is queued and wait, at most `wait`, for a completion that is not one of the
+/// `sending` sends in flight. A UDP send on a socket with room completes inside the submit, so
+/// waiting for one completion returned at once with the send's and the loop entered the ring a
+/// second time to sleep: `serve h3` at 20,000 paced requests/s entered 1.44 times a request.
+/// Waiting for `sending + 1` sleeps in the same enter until something else happens too (a
+/// send still in flight only delays the wake-up while it is, bounded by `wait`).
+fn wait(ring: &mut IoUring, wait: Duration, sending: usize) -> std::io::Result<()> {
     let ts = types::Timespec::new().sec(wait.as_secs()).nsec(wait.subsec_nanos());
     let args = types::SubmitArgs::new().timespec(&ts);
-    match ring.submitter().submit_with_args(1, &args) {
+    match ring.submitter().submit_with_args(sending + 1, &args) {
         Ok(_) => Ok(()),
         Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {
             Ok(())
