@@ -17,11 +17,12 @@
 # process (user + sys from GNU time, start-up included) over the requests it completed, pinned
 # to CPU 0, 64 connections, against the same server, rows alternating over ROUNDS rounds:
 # wirebench at its default (awake for sends due within 30 us), --spin 0, --slack 1ms (sends
-# batched on a 1 ms tick, as wrk2's timer), --slack 5ms; vegeta (64 workers, as 64 connections;
-# without a cap on them it stalled near 480 requests/s here; built from the Go module proxy
-# if missing) and wrk2 (WRK2=path, or `wrk2` on PATH; skipped if neither). Each row says how
-# late its sends went where the client says (wirebench: schedule lag p99; wrk2 and vegeta do
-# not report it).
+# batched on a 1 ms tick, as wrk2's timer), --slack 1500us, 2ms, 5ms; vegeta (64 workers, as
+# 64 connections; without a cap on them it stalled near 480 requests/s here; built from the Go
+# module proxy if missing) and wrk2 (WRK2=path, or `wrk2` on PATH; skipped if neither). Each
+# row says how late its sends went: wirebench its schedule lag p99; wrk2 its latency p99 from
+# when each request was due less its p99 from when it was sent (`--latency -U`); vegeta does
+# not say.
 #
 # Usage: tools/open-loop.sh   (ROUNDS=3 DURATION=5 ENGINE=uring PARTS="lag cpu")
 set -euo pipefail
@@ -89,7 +90,7 @@ wrk2=${WRK2:-$(command -v wrk2 || true)}
 out=$(mktemp -d)
 url="http://127.0.0.1:$port/"
 echo "GET $url" > "$out/targets"
-clients=("wirebench default" "wirebench --spin 0" "wirebench --slack 1ms" "wirebench --slack 5ms" vegeta)
+clients=("wirebench default" "wirebench --spin 0" "wirebench --slack 1ms" "wirebench --slack 1500us" "wirebench --slack 2ms" "wirebench --slack 5ms" vegeta)
 [ -n "$wrk2" ] && [ -x "$wrk2" ] && clients+=(wrk2)
 for round in $(seq "$ROUNDS"); do
     for client in "${clients[@]}"; do
@@ -110,9 +111,20 @@ for round in $(seq "$ROUNDS"); do
                 "$vegeta" report -type=json < "$out/$stem.bin" \
                     | python3 -c "import json,sys; v=json.load(sys.stdin); print(int(v['requests'] * v['success']), 'nan')" > "$out/$stem.count" ;;
             wrk2)
+                # Its own lateness: its latency p99 from when each request was due (corrected)
+                # less its p99 from when it was sent (-U, uncorrected) — a difference of
+                # quantiles, near the p99 of how late it sent (it prints no lateness itself).
                 /usr/bin/time -f "%U %S" -o "$out/$stem.time" taskset -c 0 "$wrk2" -t1 -c64 \
-                    -d "${DURATION}s" -R$RATE "$url" > "$out/$stem.out"
-                echo "$(grep -oE '[0-9]+ requests in' "$out/$stem.out" | cut -d' ' -f1) nan" > "$out/$stem.count" ;;
+                    -d "${DURATION}s" -R$RATE --latency -U "$url" > "$out/$stem.out"
+                python3 - "$out/$stem.out" > "$out/$stem.count" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+unit = {"us": 1, "ms": 1e3, "s": 1e6}
+p99 = [float(v) * unit[u] for v, u in re.findall(r"^\s*99\.000%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)]
+n = re.search(r"(\d+) requests in", text).group(1)
+print(n, p99[0] - p99[1] if len(p99) == 2 else "nan")
+PY
+                ;;
         esac
     done
 done
@@ -122,6 +134,7 @@ out, rounds, duration, clients = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys
 print(f"\nCPU per request at 20,000 requests/s: each client's process (user + sys) / requests completed;")
 print(f"client on CPU 0, serve http on the last CPU, 64 connections, median of {rounds} alternating rounds of {duration}s")
 print(f"{'client':<26}{'requests':>10}{'cpu us/req':>12}{'user':>8}{'sys':>8}{'lag p99 us':>12}")
+print("(wrk2's lag p99: its corrected latency p99 less its uncorrected one)")
 fig = {}
 for client in clients:
     stem = client.replace(' ', '_').replace('/', '_')
@@ -134,7 +147,7 @@ for client in clients:
     fig[client] = med(1) + med(2)
     print(f"{client:<26}{med(0):>10.0f}{fig[client]:>12.2f}{med(1):>8.2f}{med(2):>8.2f}{med(3):>12.0f}")
 if "wrk2" in fig:
-    for client in clients[:4]:
+    for client in [c for c in clients if c.startswith("wirebench")]:
         print(f"{client} / wrk2 = {fig[client] / fig['wrk2']:.2f}x")
 PY
 rm -rf "$out"

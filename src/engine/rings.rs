@@ -343,6 +343,12 @@ impl Rings {
             .any(|(r, s)| !s.ring.completion().is_empty() || (r > 0 && s.ring.submission().taskrun()))
     }
 
+    /// Something came to some ring: completions, or deferred ones waiting to run (the ring's
+    /// `IORING_SQ_TASKRUN` flag) — read in user space, no syscall.
+    pub fn pending(&mut self) -> bool {
+        self.shards.iter_mut().any(|s| !s.ring.completion().is_empty() || s.ring.submission().taskrun())
+    }
+
     /// Submit every ring's SQEs (sends go out inline, before any wait) and wait up to `wait`
     /// for `want` completions (0: do not wait) on the first ring, which the others wake.
     pub fn enter(&mut self, want: usize, wait: Duration) -> io::Result<()> {
