@@ -14,6 +14,7 @@ pub mod fuzz;
 pub mod grpc;
 pub mod hpack;
 pub mod huffman;
+pub mod request;
 pub mod server;
 
 pub use grpc::{PROTOCOL as GRPC, run as run_grpc};
