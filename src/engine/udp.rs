@@ -266,6 +266,29 @@ pub fn refused_gso(result: i32) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_senders_address_is_read_from_its_octets_or_is_none() {
+        // SAFETY: all-zero is a valid sockaddr_in.
+        let mut a: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        a.sin_family = libc::AF_INET as libc::sa_family_t;
+        a.sin_port = 4433u16.to_be();
+        a.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::new(127, 0, 0, 9)).to_be();
+        // SAFETY: a plain C struct read as its octets.
+        let octets = unsafe {
+            std::slice::from_raw_parts(
+                (&a as *const libc::sockaddr_in).cast::<u8>(),
+                std::mem::size_of_val(&a),
+            )
+        };
+        assert_eq!(address_from(octets), Some("127.0.0.9:4433".parse().unwrap()));
+        let mut long = octets.to_vec();
+        long.resize(300, 0xff);
+        assert_eq!(address_from(&long), Some("127.0.0.9:4433".parse().unwrap()), "past the storage: cut");
+        assert_eq!(address_from(&octets[..8]), None, "cut short");
+        assert_eq!(address_from(&[]), None);
+        assert_eq!(address_from(&[0u8; 16]), None, "no family");
+    }
+
     fn cmsg(level: libc::c_int, kind: libc::c_int, data: &[u8]) -> Vec<u8> {
         let head = std::mem::size_of::<libc::cmsghdr>();
         let mut m = Vec::new();

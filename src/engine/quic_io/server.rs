@@ -82,10 +82,11 @@ fn serve_core(
             endpoint.drive(now);
             io.post(&mut endpoint, now)?;
             let tick = if closing_turns.is_some() { Duration::from_millis(1) } else { TICK };
+            let quiet = io.quiet_sends();
             wait(
                 &mut io.ring,
                 endpoint.poll_timeout(now).map_or(tick, |at| at.saturating_duration_since(now)).min(tick),
-                SERVER_SENDS - io.free.len(),
+                quiet,
             )?;
             io.reap(&mut endpoint, clocks.to_std(Instant::now()), &mut tally);
         }
@@ -155,7 +156,14 @@ impl SocketOps {
         })
     }
 
-    /// As many of the endpoint's datagrams as there are free sends, and every idle receive.
+    /// Sends in flight whose completion the loop need not wake for: all of them when there was
+    /// a free send left (the endpoint had no more to send), none when every send is busy (its
+    /// next datagrams wait for one to end).
+    fn quiet_sends(&self) -> usize {
+        if self.free.is_empty() { 0 } else { SERVER_SENDS - self.free.len() }
+    }
+
+    /// As many of the endpoint's datagrams as there are free sends, and the receive armed.
     fn post(
         &mut self,
         endpoint: &mut crate::engine::quic::ServerEndpoint,
@@ -234,7 +242,7 @@ impl SocketOps {
         }
     }
 
-    /// Every operation points into `recvs` and `sends`: cancel them and wait before they go
+    /// Every operation points into `bufs`, `hdr` and `sends`: cancel them and wait before they go
     /// (bounded: 100 waits of 10 ms; what never completed is leaked, not freed).
     fn finish(mut self) {
         let busy = usize::from(self.armed) + (SERVER_SENDS - self.free.len());
@@ -265,6 +273,7 @@ impl SocketOps {
         }
         if left > 0 {
             std::mem::forget(self.bufs);
+            std::mem::forget(self.hdr);
             std::mem::forget(self.sends);
         }
     }

@@ -15,6 +15,9 @@ pub(super) struct Slot {
     pub(super) send: Box<Msg>,
     pub(super) recv_armed: bool,
     pub(super) send_busy: bool,
+    /// The send in flight carries all quinn had to send (fewer datagrams than a batch): its
+    /// completion needs no turn, so the loop's wait need not wake for it.
+    pub(super) send_last: bool,
     /// The send in flight: its class, length and datagrams, counted once the socket took it.
     pub(super) sending: (Traffic, u64, u64),
     /// The kernel takes several datagrams in one send (GSO) on this socket; off after a send
@@ -420,6 +423,7 @@ pub(super) fn transmit(
     let Some(t) = conn.poll_transmit(core.clocks.to_std(now), batch, &mut send.buf) else { return Ok(()) };
     let datagrams = t.segment_size.map_or(1, |seg| t.size.div_ceil(seg.max(1))) as u64;
     slot.sending = (class, t.size as u64, datagrams);
+    slot.send_last = datagrams < batch as u64;
     send.for_send(t.size, None, t.segment_size.filter(|_| datagrams > 1));
     let sqe = opcode::SendMsg::new(types::Fd(sock.as_raw_fd()), &send.hdr)
         .build()

@@ -396,32 +396,34 @@ impl<C: ClientCodec> Driver<'_, C> {
         // also carries the answer).
         self.round += 1;
         let submitted = Instant::now();
-        let mut polled = Duration::ZERO;
-        if want == 1 && !slack.is_zero() && now < self.poll_until {
+        let (mut polled, mut idle_poll) = (Duration::ZERO, Duration::ZERO);
+        let until = self.poll_until.min(now + wait);
+        if want == 1 && !slack.is_zero() && submitted < until {
             // `--slack`: a tick's answers come back spread over tens of µs, and a thread that
             // sleeps between them wakes once for each (a VM exit here, dearer than the
             // answer). For ANSWER_POLL after its last completion the thread stays awake,
             // looking at the rings' flags in user space, so the rest are read in one wake
             // and stamped as they come, not when a wake-up lets them be seen.
             self.rings.enter(0, Duration::ZERO)?;
-            let until = self.poll_until.min(now + wait);
             let mut at = Instant::now();
             while at < until && !self.rings.pending() {
                 std::hint::spin_loop();
                 at = Instant::now();
             }
             polled = at.saturating_duration_since(submitted);
+            if at >= until {
+                // A poll that found nothing: awake by choice (the report tells it apart).
+                idle_poll = polled;
+            }
         }
         // (The wait's end stays where it was: a poll does not put the next send off.)
         self.rings.enter(want, wait.saturating_sub(polled))?;
         let woke = Instant::now();
         self.completions.clear();
         self.rings.reap(&mut self.completions)?;
+        self.rec.spin += idle_poll;
         if !self.completions.is_empty() {
             self.poll_until = woke + ANSWER_POLL;
-        } else {
-            // A poll that found nothing: awake by choice (the report tells it apart).
-            self.rec.spin += polled;
         }
         // A spin that found nothing: awake by choice, not load (the report tells them apart).
         if want == 0 && !drove && self.completions.is_empty() {
