@@ -7,7 +7,12 @@
 //! requests go out in one send per connection. `tools/vs-peers.sh` (part h2) runs it beside
 //! h2load and wirebench's h2c client: the least an HTTP/2 client can do per request.
 //!
-//! Usage: cargo bench --bench minimal_h2 -- HOST:PORT [CONNECTIONS 64] [STREAMS 10] [SECONDS 5]
+//! With `hpack` after the seconds, the floor of a client that keeps the server's HPACK table
+//! in step, as RFC 7541 obliges every real one: each header block is gathered and decoded by
+//! wirebench's own decoder (`proto::h2::hpack`), its fields dropped unread — nginx adds four
+//! literal fields to the table with every answer.
+//!
+//! Usage: cargo bench --bench minimal_h2 -- HOST:PORT [CONNECTIONS 64] [STREAMS 10] [SECONDS 5] [hpack]
 //! Prints `requests N in S s = R/s` (the line vs-peers reads).
 
 use io_uring::{cqueue, opcode, types};
@@ -36,6 +41,10 @@ struct Conn {
     out: Vec<u8>,
     sending: Vec<u8>,
     in_flight: usize,
+    /// With `hpack`: the decoder, and the header block being gathered (its octets still to come).
+    hpack: Option<wirebench::proto::h2::hpack::Decoder>,
+    block: Vec<u8>,
+    block_left: usize,
 }
 
 impl Conn {
@@ -54,6 +63,19 @@ impl Conn {
     fn read(&mut self, mut data: &[u8]) -> usize {
         let mut ended = 0;
         while !data.is_empty() {
+            if self.block_left > 0 {
+                let n = self.block_left.min(data.len());
+                self.block.extend_from_slice(&data[..n]);
+                self.block_left -= n;
+                data = &data[n..];
+                if self.block_left == 0
+                    && let Some(decoder) = &mut self.hpack
+                {
+                    decoder.decode(&self.block, |_, _| {}).expect("a valid header block");
+                    self.block.clear();
+                }
+                continue;
+            }
             if self.skip > 0 {
                 let n = self.skip.min(data.len());
                 self.skip -= n;
@@ -71,7 +93,13 @@ impl Conn {
             let h = self.head;
             let len = (h[0] as usize) << 16 | (h[1] as usize) << 8 | h[2] as usize;
             let (kind, flags) = (h[3], h[4]);
-            self.skip = len;
+            // (Padded or prioritized HEADERS, or CONTINUATION, are not what nginx sends.)
+            if kind == 1 && self.hpack.is_some() {
+                assert!(flags & 0x4 != 0 && flags & 0x28 == 0, "a whole, plain header block");
+                self.block_left = len;
+            } else {
+                self.skip = len;
+            }
             match kind {
                 0 | 1 if flags & 1 == 1 => ended += 1,
                 4 if flags & 1 == 0 => self.out.extend_from_slice(&SETTINGS_ACK),
@@ -98,8 +126,11 @@ fn main() {
     let conns: usize = args.get(1).map_or(64, |a| a.parse().expect("connections"));
     let streams: usize = args.get(2).map_or(10, |a| a.parse().expect("streams"));
     let secs: f64 = args.get(3).map_or(5.0, |a| a.parse().expect("seconds"));
+    let hpack = args.get(4).is_some_and(|a| a == "hpack");
     let common::Sockets { streams: _sockets, mut ring, mut bufs } = common::connect(&addr, conns);
-    let mut c: Vec<Conn> = (0..conns).map(|_| Conn { next_id: 1, ..Conn::default() }).collect();
+    let decoder = || wirebench::proto::h2::hpack::Decoder::new(4096, 64 << 10);
+    let mut c: Vec<Conn> =
+        (0..conns).map(|_| Conn { next_id: 1, hpack: hpack.then(decoder), ..Conn::default() }).collect();
     for (i, conn) in c.iter_mut().enumerate() {
         arm(&mut ring, i);
         conn.out.extend_from_slice(PREFACE);
