@@ -147,8 +147,10 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
     let started = gate.wait();
     pinned?;
     let mut ring = ring.map_err(|source| EngineError::Executor { cpu, source })?;
+    // A buffer for each socket's burst, up to 256 (16 MiB) a core.
+    let buffers = (2 * conns.len()).next_power_of_two().clamp(16, 256) as u16;
     let mut receiving =
-        Receiving::new(&ring, conns.len()).map_err(|source| EngineError::Executor { cpu, source })?;
+        Receiving::new(&ring, buffers, false).map_err(|source| EngineError::Executor { cpu, source })?;
     let books = CoreBooks::open(&job, cpu, index);
     let mut rec = job.recorder(cpu);
     let remotes = job
@@ -219,28 +221,66 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
 /// A core's receiving: every socket's one multishot receive (`recvmsg`, armed once, a
 /// completion per datagram — or per GRO batch of them) takes its buffer from one provided-
 /// buffer ring, so a connection waiting holds no buffer of its own; each is copied out for
-/// quinn and given straight back.
+/// quinn and given straight back. The client's (connected sockets) and `serve h3`'s (one
+/// socket, each datagram's sender named) alike.
 struct Receiving {
     bufs: super::bufring::BufRing,
-    /// The header every receive is armed with: no address (the sockets are connected), room
-    /// for GRO's control message.
+    /// The header every receive is armed with: room for GRO's control message, and for the
+    /// sender's address when the socket is not connected.
     hdr: Box<libc::msghdr>,
 }
 
+/// What one receive's completion brought: its sender (when asked for), its octets (a GRO
+/// batch of datagrams of `gro` octets each, or one), and whether it was cut short.
+struct Received {
+    from: Option<SocketAddr>,
+    data: BytesMut,
+    gro: Option<usize>,
+    truncated: bool,
+}
+
 /// Room in a receive buffer before its datagrams: the kernel's `io_uring_recvmsg_out` and the
-/// control message.
+/// control message (and the sender's address, when named).
 const RECV_HEAD: usize = 128;
 const RECV_CONTROL: usize = 64;
 
 impl Receiving {
-    fn new(ring: &IoUring, conns: usize) -> std::io::Result<Receiving> {
-        // A buffer for each socket's burst, up to 256 (16 MiB) a core.
-        let count = (2 * conns).next_power_of_two().clamp(16, 256) as u16;
-        let bufs = super::bufring::BufRing::register(ring, 0, count, GRO_BYTES + RECV_HEAD)?;
+    /// `count` buffers (a power of two) in group 0 of `ring`; `named`: each receive says its
+    /// sender.
+    fn new(ring: &IoUring, count: u16, named: bool) -> std::io::Result<Receiving> {
+        let name = if named { std::mem::size_of::<libc::sockaddr_storage>() } else { 0 };
+        let bufs = super::bufring::BufRing::register(ring, 0, count, GRO_BYTES + RECV_HEAD + name)?;
         // SAFETY: all-zero is a valid msghdr.
         let mut hdr: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        hdr.msg_namelen = name as libc::socklen_t;
         hdr.msg_controllen = RECV_CONTROL;
         Ok(Receiving { bufs, hdr })
+    }
+
+    /// The multishot receive to arm on `fd`, its completions tagged `data`.
+    fn arm(&self, fd: types::Fd, data: u64) -> io_uring::squeue::Entry {
+        opcode::RecvMsgMulti::new(fd, &*self.hdr, self.bufs.group).build().user_data(data)
+    }
+
+    /// A receive's completion unpacked, its buffer given back (`None`: it carried no buffer —
+    /// an error, ICMP unreachable, none free, a cancel — or one the kernel's header does not
+    /// parse, or a sender asked for and not named).
+    fn take(&mut self, result: i32, flags: u32) -> Option<Received> {
+        let bid = io_uring::cqueue::buffer_select(flags)?;
+        let named = self.hdr.msg_namelen > 0;
+        let got = io_uring::types::RecvMsgOut::parse(self.bufs.data(bid, result.max(0) as usize), &self.hdr)
+            .ok()
+            .and_then(|m| {
+                let from = if named { Some(udp::address_from(m.name_data())?) } else { None };
+                Some(Received {
+                    from,
+                    data: BytesMut::from(m.payload_data()),
+                    gro: udp::gro_size(m.control_data()),
+                    truncated: m.is_payload_truncated(),
+                })
+            });
+        self.bufs.give_back(bid);
+        got
     }
 }
 
@@ -494,17 +534,9 @@ fn received(
     if !io_uring::cqueue::more(flags) {
         slot.recv_armed = false;
     }
-    let Some(bid) = io_uring::cqueue::buffer_select(flags) else {
+    let Some(Received { data, gro: size, truncated, .. }) = core.receiving.take(result, flags) else {
         return; // an error (ICMP unreachable, no buffer free), a cancel: re-armed
     };
-    let bufs = &mut core.receiving.bufs;
-    let got = io_uring::types::RecvMsgOut::parse(bufs.data(bid, result.max(0) as usize), &core.receiving.hdr)
-        .ok()
-        .map(|m| {
-            (BytesMut::from(m.payload_data()), udp::gro_size(m.control_data()), m.is_payload_truncated())
-        });
-    bufs.give_back(bid);
-    let Some((data, size, truncated)) = got else { return };
     if truncated {
         // Past the buffer (GRO's bound is 64 KiB, the buffer's): what came is counted, not
         // handed on cut; QUIC resends what it lacks.

@@ -110,10 +110,8 @@ fn serve_core(
 struct SocketOps {
     ring: IoUring,
     fd: types::Fd,
-    bufs: crate::engine::bufring::BufRing,
-    /// The header the receive is armed with: room for the sender's address and GRO's control
-    /// message (the kernel writes both into each buffer, before the datagrams).
-    hdr: Box<libc::msghdr>,
+    /// The receive's buffers and header (each datagram's sender named), and whether it is armed.
+    receiving: Receiving,
     armed: bool,
     // Boxed: the ring's operations point into each, so none may move.
     #[allow(clippy::vec_box)]
@@ -125,29 +123,17 @@ struct SocketOps {
     free: Vec<usize>,
 }
 
-/// A server core's receive buffers, and the room in each before its datagrams: the kernel's
-/// `io_uring_recvmsg_out`, the sender's address, the control message.
+/// A server core's receive buffers.
 const SERVER_BUFFERS: u16 = 64;
-const SERVER_RECV_HEAD: usize = 256;
 
 impl SocketOps {
     fn new(sock: &std::net::UdpSocket) -> std::io::Result<SocketOps> {
         let ring = crate::engine::rings::ring(256, 256)?;
-        let bufs = crate::engine::bufring::BufRing::register(
-            &ring,
-            0,
-            SERVER_BUFFERS,
-            GRO_BYTES + SERVER_RECV_HEAD,
-        )?;
-        // SAFETY: all-zero is a valid msghdr.
-        let mut hdr: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
-        hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        hdr.msg_controllen = RECV_CONTROL;
+        let receiving = Receiving::new(&ring, SERVER_BUFFERS, true)?;
         Ok(SocketOps {
             ring,
             fd: types::Fd(sock.as_raw_fd()),
-            bufs,
-            hdr,
+            receiving,
             armed: false,
             sends: (0..SERVER_SENDS).map(|_| Msg::new(GSO_DATAGRAMS * DATAGRAM)).collect(),
             segmented: [false; SERVER_SENDS],
@@ -183,10 +169,7 @@ impl SocketOps {
             self.free.pop();
         }
         if !self.armed {
-            let sqe = opcode::RecvMsgMulti::new(self.fd, &*self.hdr, self.bufs.group)
-                .build()
-                .user_data(SERVER_RECV);
-            push(&mut self.ring, &sqe)?;
+            push(&mut self.ring, &self.receiving.arm(self.fd, SERVER_RECV))?;
             self.armed = true;
         }
         Ok(())
@@ -206,31 +189,17 @@ impl SocketOps {
                 // A multishot receive stays armed while it says more will come; one that ended
                 // (no buffer free, an error) is armed again at the next post.
                 self.armed &= io_uring::cqueue::more(flags);
-                let Some(bid) = io_uring::cqueue::buffer_select(flags) else { continue };
-                let got = io_uring::types::RecvMsgOut::parse(
-                    self.bufs.data(bid, result.max(0) as usize),
-                    &self.hdr,
-                )
-                .ok()
-                .and_then(|m| {
-                    let from = udp::address_from(m.name_data())?;
-                    Some((
-                        from,
-                        BytesMut::from(m.payload_data()),
-                        udp::gro_size(m.control_data()),
-                        m.is_payload_truncated(),
-                    ))
-                });
                 // (A receive cut short — past 64 KiB, GRO's bound — is counted, not read.)
-                if let Some((from, payload, size, truncated)) = got {
-                    tally.rx += payload.len() as u64;
+                if let Some(Received { from: Some(from), data, gro, truncated }) =
+                    self.receiving.take(result, flags)
+                {
+                    tally.rx += data.len() as u64;
                     if !truncated {
-                        for datagram in udp::datagrams(payload, size) {
+                        for datagram in udp::datagrams(data, gro) {
                             endpoint.datagram(now, from, datagram);
                         }
                     }
                 }
-                self.bufs.give_back(bid);
             } else if (data as usize) < SERVER_SENDS {
                 if result > 0 {
                     tally.tx += result as u64;
@@ -242,7 +211,7 @@ impl SocketOps {
         }
     }
 
-    /// Every operation points into `bufs`, `hdr` and `sends`: cancel them and wait before they go
+    /// Every operation points into `receiving` and `sends`: cancel them and wait before they go
     /// (bounded: 100 waits of 10 ms; what never completed is leaked, not freed).
     fn finish(mut self) {
         let busy = usize::from(self.armed) + (SERVER_SENDS - self.free.len());
@@ -272,8 +241,7 @@ impl SocketOps {
             left -= ended.min(left);
         }
         if left > 0 {
-            std::mem::forget(self.bufs);
-            std::mem::forget(self.hdr);
+            std::mem::forget(self.receiving);
             std::mem::forget(self.sends);
         }
     }

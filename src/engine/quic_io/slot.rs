@@ -220,10 +220,7 @@ fn arm_receive(ring: &mut IoUring, slot: &mut Slot, i: usize, core: &Core<'_>) -
     if !slot.recv_armed
         && let Some(sock) = &slot.sock
     {
-        let hdr: &libc::msghdr = &core.receiving.hdr;
-        let sqe = opcode::RecvMsgMulti::new(types::Fd(sock.as_raw_fd()), hdr, core.receiving.bufs.group)
-            .build()
-            .user_data((i as u64) << 1 | RECV);
+        let sqe = core.receiving.arm(types::Fd(sock.as_raw_fd()), (i as u64) << 1 | RECV);
         push(ring, &sqe)?;
         slot.recv_armed = true;
     }
