@@ -12,6 +12,8 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A UDP server has no port to connect to: wait for the "listening" line it writes to FILE.
+wait_listening() { for _ in $(seq 100); do grep -q listening "$1" 2>/dev/null && return 0; sleep 0.05; done; echo "no listening line in $1" >&2; exit 1; }
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "nothing on port $1" >&2; exit 1; }
 
 # CPU seconds (user + system) used so far by the processes given and their children (nginx's

@@ -113,6 +113,21 @@ server_cpu_per_req() {
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); n=d['ops']; print(sys.argv[2], (float(sys.argv[4])-float(sys.argv[3]))*1e6/n if n else 'nan', d['ops_per_sec'])" "$work/eq.json" "$name" "$before" "$after" >>"$res"
 }
 
+# The row of an equal-load table from RES's "NAME cpu-µs-per-request requests/s" lines at LOAD:
+# servers A and B's medians (µs per request, requests/s) and B over A.
+pair_row() {
+    python3 - "$@" <<'PY'
+import statistics, sys
+res, load, a, b = sys.argv[1:]
+rows = {}
+for line in open(res):
+    name, cpu, rps = line.split()
+    rows.setdefault(name, []).append((float(cpu), float(rps)))
+(x, xr), (y, yr) = ([statistics.median(v[i] for v in rows[k]) for i in range(2)] for k in (a, b))
+print(f"| {int(load):,} req/s | {x:.2f} ({xr:,.0f}) | {y:.2f} ({yr:,.0f}) | {y / x:.2f} |")
+PY
+}
+
 start_minimal_server() {
     taskset -c "$SERVER_CPU" "$MINIMAL_SERVER" "127.0.0.1:$1" >/dev/null &
     pids+=($!)
@@ -286,7 +301,7 @@ if part h2b; then
 echo
 echo "### HTTP/2 server CPU per request at the same offered load (server on CPU $SERVER_CPU, wirebench h2c:// --rate on CPU $CLIENT_CPU, $CONNS connections × $STREAMS streams; median of $ROUNDS alternating rounds of ${DURATION}s)"
 echo
-echo "| load | nginx h2c µs/req | serve h2 (uring) µs/req | serve h2 / nginx |"
+echo "| load | nginx h2c µs/req (req/s) | serve h2 (uring) µs/req (req/s) | serve h2 / nginx |"
 echo "|---|---:|---:|---:|"
 for load in 40000 80000; do
     res="$work/h2eq-$load"; : >"$res"
@@ -298,15 +313,7 @@ for load in 40000 80000; do
             stop_servers
         done
     done
-    python3 - "$res" "$load" <<'PY'
-import statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    name, cpu, _ = line.split()
-    rows.setdefault(name, []).append(float(cpu))
-n, w = statistics.median(rows["nginx"]), statistics.median(rows["serve"])
-print(f"| {int(sys.argv[2]):,} req/s | {n:.2f} | {w:.2f} | {w / n:.2f} |")
-PY
+    pair_row "$res" "$load" nginx serve
 done
 fi
 
@@ -322,10 +329,9 @@ if part h3; then
                 "$WB" serve h2 --tls --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >/dev/null &
                 pids+=($!); wait_port "$port"
             else
-                # UDP: nothing to connect to; its "listening" line says it serves.
                 "$WB" serve h3 --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >"$work/h3.out" &
                 pids+=($!)
-                for _ in $(seq 100); do grep -q listening "$work/h3.out" 2>/dev/null && break; sleep 0.05; done
+                wait_listening "$work/h3.out"
             fi
             /usr/bin/time -f "%U %S" -o "$work/time" taskset -c "$CLIENT_CPU" "$WB" bench "$proto://127.0.0.1:$port/" --insecure \
                 -c "$CONNS" --depth "$STREAMS" -d "${DURATION}s" --cores "$CLIENT_CPU" --json "$work/h3.json" >/dev/null 2>&1 || true
@@ -366,7 +372,7 @@ if part h3p; then
         port=$(free_port)
         "$WB" serve h3 --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >"$work/h3.out" &
         pids+=($!)
-        for _ in $(seq 100); do grep -q listening "$work/h3.out" 2>/dev/null && break; sleep 0.05; done
+        wait_listening "$work/h3.out"
         case $peer in
             quic-go) cmd=("$here/bin/h3-go" load "https://127.0.0.1:$port/" "$CONNS" "$STREAMS" "$DURATION" "$rate") ;;
             aioquic) cmd=(python3 "$here/h3-client.py" "https://127.0.0.1:$port/" "$CONNS" "$STREAMS" "$DURATION" "$rate") ;;
@@ -438,21 +444,12 @@ if part h3s; then
                     "$WB" serve h3 --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >"$work/h3s.out" &
                 fi
                 pids+=($!)
-                # UDP: nothing to connect to; each server's "listening" line says it serves.
-                for _ in $(seq 100); do grep -q listening "$work/h3s.out" 2>/dev/null && break; sleep 0.05; done
+                wait_listening "$work/h3s.out"
                 server_cpu_per_req "$server" "h3://127.0.0.1:$port/" --insecure --depth "$STREAMS" --rate "$load"
                 stop_servers
             done
         done
-        python3 - "$res" "$load" <<'PY'
-import statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    name, cpu, rps = line.split()
-    rows.setdefault(name, []).append((float(cpu), float(rps)))
-(q, qr), (w, wr) = ([statistics.median(x[i] for x in rows[k]) for i in range(2)] for k in ("quic-go", "serve"))
-print(f"| {int(sys.argv[2]):,} req/s | {q:.2f} ({qr:,.0f}) | {w:.2f} ({wr:,.0f}) | {w / q:.2f} |")
-PY
+        pair_row "$res" "$load" quic-go serve
     done
 fi
 
