@@ -34,7 +34,9 @@ fn client_h2(data: &[u8]) {
 /// side allows (×32 bytes), its second how many cut points follow (low 3 bits), one byte each,
 /// cutting the rest into blocks. Per block: no panic; an accepted block leaves the table within
 /// its size; and what it decoded, encoded again by an [`Encoder`](proto::h2::hpack::Encoder)
-/// (with Huffman or without), decodes to the same fields on a decoder of its own.
+/// (with Huffman or without), decodes to the same fields on a decoder of its own. Each block
+/// goes twice (the second time replayed from its record, where it may be) and gives the same
+/// fields and table as on a decoder that decodes every block in full.
 fn hpack(data: &[u8]) {
     use proto::h2::hpack::{Decoder, Encoder};
     let [size, cuts, rest @ ..] = data else { return };
@@ -45,6 +47,7 @@ fn hpack(data: &[u8]) {
     points.sort_unstable();
     let allowed = usize::from(*size) * 32;
     let mut decoder = Decoder::new(allowed, 1 << 16);
+    let mut full = Decoder::new(allowed, 1 << 16).without_replay();
     let (mut plain, mut huffman) = (Encoder::new(false), Encoder::new(true));
     let (mut plain_back, mut huffman_back) = (Decoder::new(4096, 1 << 20), Decoder::new(4096, 1 << 20));
     let mut from = 0;
@@ -52,8 +55,17 @@ fn hpack(data: &[u8]) {
         let block = &stream[from..to];
         from = to;
         let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        if decoder.decode(block, |n, v| fields.push((n.to_vec(), v.to_vec()))).is_err() {
-            return; // the connection's end
+        for again in [false, true] {
+            let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+            let ok = decoder.decode(block, |n, v| mine.push((n.to_vec(), v.to_vec())));
+            let full_ok = full.decode(block, |n, v| theirs.push((n.to_vec(), v.to_vec())));
+            assert_eq!(ok, full_ok, "replayed or not, the same verdict (again: {again})");
+            if ok.is_err() {
+                return; // the connection's end
+            }
+            assert_eq!(mine, theirs, "replayed or not, the same fields (again: {again})");
+            assert!(decoder.table() == full.table(), "replayed or not, the same table (again: {again})");
+            fields = mine;
         }
         assert!(decoder.table().size() <= allowed, "the table grew past {allowed}");
         for (encoder, back) in [(&mut plain, &mut plain_back), (&mut huffman, &mut huffman_back)] {

@@ -11,7 +11,6 @@
 //! no longer (and `huffman` is on). It reproduces the RFC's Appendix C examples byte for byte.
 
 use super::huffman;
-use std::collections::VecDeque;
 
 /// A header block that breaks RFC 7541: a `COMPRESSION_ERROR` for the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -107,15 +106,21 @@ const ENTRY_OVERHEAD: usize = 32;
 type Entry = (usize, u32, u32);
 
 /// A dynamic table (§2.3.2): newest first, evicted oldest first to stay within `max` bytes.
-/// The entries' octets live in one arena, appended at its end and dropped from its front, so
-/// inserting and evicting allocate nothing once it has grown (a `Box` for each name and value
-/// cost eight allocations and eight frees per nginx answer).
+/// The entries, oldest first, and their octets live in two vectors that grow at the end and
+/// drop from the front: evicting moves an index, and the dead fronts are cut off together once
+/// they are the larger part — so inserting and evicting allocate nothing once they have grown
+/// (a `Box` for each name and value cost eight allocations and eight frees per nginx answer),
+/// and neither wraps around as a ring would.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
-    entries: VecDeque<Entry>,
+    /// Oldest first; those before `first` are evicted.
+    entries: Vec<Entry>,
+    first: usize,
     arena: Vec<u8>,
-    /// Octets dropped from the arena's front: an entry at `start` is at `start - dropped`.
+    /// Octets dropped from the arena's front (an entry at `start` is at `start - dropped`), and
+    /// those of the evicted entries still at its front.
     dropped: usize,
+    dead: usize,
     size: usize,
     max: usize,
 }
@@ -124,15 +129,18 @@ impl PartialEq for Table {
     fn eq(&self, other: &Table) -> bool {
         self.size == other.size
             && self.max == other.max
-            && self.entries.len() == other.entries.len()
-            && (0..self.entries.len()).all(|i| self.entry(i) == other.entry(i))
+            && self.len() == other.len()
+            && (0..self.len()).all(|i| self.entry(i) == other.entry(i))
     }
 }
 impl Eq for Table {}
 
+/// The fewest dead entries cut off at once.
+const COMPACT_ENTRIES: usize = 64;
+
 impl Table {
     pub fn new(max: usize) -> Table {
-        Table { entries: VecDeque::new(), arena: Vec::new(), dropped: 0, size: 0, max }
+        Table { max, ..Table::default() }
     }
 
     /// Its size as the RFC counts it: each entry's name and value plus 32.
@@ -141,11 +149,11 @@ impl Table {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() - self.first
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     fn set_max(&mut self, max: usize) {
@@ -153,41 +161,77 @@ impl Table {
         self.evict(0);
     }
 
+    /// The entry `i` places from the newest (0).
     #[inline]
     fn entry(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        let &(start, n, v) = self.entries.get(i)?;
+        let k = self.entries.len().checked_sub(i + 1).filter(|&k| k >= self.first)?;
+        let (start, n, v) = self.entries[k];
         let at = start - self.dropped;
         let (n, v) = (n as usize, v as usize);
         Some((&self.arena[at..at + n], &self.arena[at + n..at + n + v]))
     }
 
     /// Make room for `n` bytes.
+    #[inline]
     fn evict(&mut self, n: usize) {
-        while self.size + n > self.max {
-            let Some((_, name, value)) = self.entries.pop_back() else { break };
-            self.size -= ENTRY_OVERHEAD + name as usize + value as usize;
+        if self.size + n > self.max {
+            self.evict_more(n);
         }
-        // Drop the arena's dead front once it is the larger part (and 1 KiB at least): the arena
-        // holds at most about twice the table's live octets.
-        let live_from = self.entries.back().map_or(self.dropped + self.arena.len(), |e| e.0);
-        let dead = live_from - self.dropped;
-        if dead > 0 && dead >= self.arena.len() / 2 && dead >= 1024 || self.entries.is_empty() {
-            self.arena.drain(..dead);
-            self.dropped += dead;
+    }
+
+    #[inline(never)]
+    fn evict_more(&mut self, n: usize) {
+        while self.size + n > self.max && self.first < self.entries.len() {
+            let (_, name, value) = self.entries[self.first];
+            self.first += 1;
+            self.size -= ENTRY_OVERHEAD + name as usize + value as usize;
+            self.dead += name as usize + value as usize;
+        }
+        // Cut the dead fronts off once they are the larger part (64 entries, or the table's
+        // size in octets, at least): each vector holds about twice what is live at most.
+        if self.first >= self.len().max(COMPACT_ENTRIES) || self.dead >= self.max.max(1024) || self.is_empty()
+        {
+            self.entries.drain(..self.first);
+            self.first = 0;
+            self.arena.drain(..self.dead);
+            self.dropped += self.dead;
+            self.dead = 0;
         }
     }
 
     /// Add an entry; one larger than the whole table empties it and is not kept (§4.4).
+    #[inline]
     fn insert(&mut self, name: &[u8], value: &[u8]) {
-        let n = ENTRY_OVERHEAD + name.len() + value.len();
-        self.evict(n);
-        if n <= self.max {
-            let start = self.dropped + self.arena.len();
+        if self.room_for(name.len() + value.len()) {
             self.arena.extend_from_slice(name);
             self.arena.extend_from_slice(value);
-            self.entries.push_front((start, name.len() as u32, value.len() as u32));
-            self.size += n;
+            self.entries.push((
+                self.dropped + self.arena.len() - name.len() - value.len(),
+                name.len() as u32,
+                value.len() as u32,
+            ));
         }
+    }
+
+    /// [`insert`](Self::insert) a name and its value that lie together: `field[..name]`, and
+    /// the rest.
+    #[inline]
+    fn insert_joined(&mut self, field: &[u8], name: usize) {
+        if self.room_for(field.len()) {
+            let start = self.dropped + self.arena.len();
+            self.arena.extend_from_slice(field);
+            self.entries.push((start, name as u32, (field.len() - name) as u32));
+        }
+    }
+
+    /// Evict for an entry of `octets` (name and value), and count it in if it fits.
+    #[inline]
+    fn room_for(&mut self, octets: usize) -> bool {
+        let n = ENTRY_OVERHEAD + octets;
+        self.evict(n);
+        let fits = n <= self.max;
+        self.size += if fits { n } else { 0 };
+        fits
     }
 
     /// The field at `index` of the two tables (static first, from 1).
@@ -215,7 +259,7 @@ impl Table {
                 by_name.get_or_insert(i + 1);
             }
         }
-        for i in 0..self.entries.len() {
+        for i in 0..self.len() {
             let (n, v) = self.entry(i).expect("in range");
             if n == name {
                 if v == value {
@@ -404,10 +448,86 @@ pub struct Decoder {
     /// A literal's name and value, kept between blocks: nothing allocated per block.
     scratch: (Vec<u8>, Vec<u8>),
     decoded: huffman::Decoded,
+    replay: Replay,
+    /// Whether blocks are replayed ([`Decoder::without_replay`]: each decoded in full).
+    replays: bool,
 }
 
 /// The most the decoder's scratch vectors keep between blocks, octets.
 const SCRATCH_KEPT: usize = 4096;
+
+/// The last header block that named nothing in the dynamic table, with what it decoded to:
+/// the same octets again decode to the same fields and insert the same entries whatever the
+/// dynamic table holds, so they are replayed, not decoded. A server's answers repeat their
+/// block (nginx's changes with its `date`, once a second), the Huffman strings, the integers
+/// and the list's bound included.
+#[derive(Debug, Clone, Default)]
+struct Replay {
+    block: Vec<u8>,
+    /// The fields' octets (each name, then its value), and per field the two lengths and
+    /// whether it went into the dynamic table.
+    octets: Vec<u8>,
+    fields: Vec<(u32, u32, bool)>,
+    /// The table size of the entries it inserts.
+    inserted: usize,
+    /// `block` decoded whole and may be replayed.
+    valid: bool,
+}
+
+/// The largest block, and the most field octets, a decoder keeps to replay.
+const REPLAY_BLOCK: usize = 512;
+const REPLAY_OCTETS: usize = 2048;
+
+impl Replay {
+    /// Start recording `block` (when it is small enough to keep).
+    fn start(&mut self, block: &[u8]) -> bool {
+        self.valid = false;
+        self.octets.clear();
+        self.fields.clear();
+        self.inserted = 0;
+        block.len() <= REPLAY_BLOCK
+    }
+
+    /// One decoded field; `false` once the record grew past its bound.
+    fn push(&mut self, name: &[u8], value: &[u8], inserted: bool) -> bool {
+        if self.octets.len() + name.len() + value.len() > REPLAY_OCTETS {
+            return false;
+        }
+        self.octets.extend_from_slice(name);
+        self.octets.extend_from_slice(value);
+        self.fields.push((name.len() as u32, value.len() as u32, inserted));
+        if inserted {
+            self.inserted += ENTRY_OVERHEAD + name.len() + value.len();
+        }
+        true
+    }
+
+    fn finish(&mut self, block: &[u8]) {
+        self.block.clear();
+        self.block.extend_from_slice(block);
+        self.valid = true;
+    }
+
+    /// The recorded block's fields, each given to `field` and inserted where it was.
+    fn run(&self, table: &mut Table, field: &mut impl FnMut(&[u8], &[u8])) {
+        // Room for all its entries at once: evicting the oldest until they fit together is what
+        // inserting them one by one does, when they fit together at all (the newest are not
+        // evicted then; `inserted` counts them as the table does).
+        if self.inserted <= table.max {
+            table.evict(self.inserted);
+        }
+        let mut at = 0;
+        for &(n, v, inserted) in &self.fields {
+            let (n, v) = (n as usize, v as usize);
+            let (name, value) = (&self.octets[at..at + n], &self.octets[at + n..at + n + v]);
+            field(name, value);
+            if inserted {
+                table.insert_joined(&self.octets[at..at + n + v], n);
+            }
+            at += n + v;
+        }
+    }
+}
 
 impl Decoder {
     /// The string literal at the start of `input` decoded into `out`; the octets it took.
@@ -428,7 +548,16 @@ impl Decoder {
             max_list,
             scratch: Default::default(),
             decoded: huffman::Decoded::default(),
+            replay: Replay::default(),
+            replays: true,
         }
+    }
+
+    /// A decoder that decodes every block in full, to check the replay against.
+    #[doc(hidden)]
+    pub fn without_replay(mut self) -> Decoder {
+        self.replays = false;
+        self
     }
 
     pub fn table(&self) -> &Table {
@@ -437,6 +566,10 @@ impl Decoder {
 
     /// Decode one whole header block, calling `field` with each name and value in order.
     pub fn decode(&mut self, block: &[u8], mut field: impl FnMut(&[u8], &[u8])) -> Result<(), Error> {
+        if self.replay.valid && self.replay.block == block {
+            self.replay.run(&mut self.table, &mut field);
+            return Ok(());
+        }
         let (mut name, mut value) = std::mem::take(&mut self.scratch);
         let decoded = self.decode_with(block, &mut field, &mut name, &mut value);
         // Kept for the next block unless a large literal grew them: a connection does not hold
@@ -456,6 +589,8 @@ impl Decoder {
         value: &mut Vec<u8>,
     ) -> Result<(), Error> {
         let (mut at, mut fields, mut list) = (0, 0usize, 0usize);
+        // Recorded to replay while it names nothing in the dynamic table and changes no size.
+        let mut recording = self.replay.start(block) && self.replays;
         while at < block.len() {
             let rest = &block[at..];
             let b = rest[0];
@@ -469,6 +604,7 @@ impl Decoder {
                     return Err(Error::TableSize);
                 }
                 self.table.set_max(size as usize);
+                recording = false;
                 at += n;
                 continue;
             }
@@ -481,6 +617,7 @@ impl Decoder {
                     return Err(Error::TooLarge);
                 }
                 field(n_, v_);
+                recording = recording && index <= STATIC.len() as u64 && self.replay.push(n_, v_, false);
                 at += n;
             } else {
                 // A literal: with incremental indexing (6-bit name index), or without indexing
@@ -502,9 +639,14 @@ impl Decoder {
                 if indexing {
                     self.table.insert(name, value);
                 }
+                recording =
+                    recording && index <= STATIC.len() as u64 && self.replay.push(name, value, indexing);
                 at += n;
             }
             fields += 1;
+        }
+        if recording {
+            self.replay.finish(block);
         }
         Ok(())
     }
@@ -570,6 +712,44 @@ mod tests {
             assert_eq!(fields[1].1.len(), 4_100);
             assert_eq!(e.table.len(), 1, "the small field alone is kept");
         }
+    }
+
+    /// nginx's answer: `:status` 200 indexed, then `server`, `date`, `content-type` and
+    /// `content-length` as literals with incremental indexing, each naming the static table.
+    fn nginx_block(date: &str) -> Vec<u8> {
+        let mut b = vec![0x88];
+        for (index, value) in [(54u8, "nginx"), (33, date), (31, "text/plain"), (28, "11")] {
+            b.push(0x40 | index);
+            encode_str(&mut b, value.as_bytes(), true);
+        }
+        b
+    }
+
+    /// A block decoded again from its record gives the same fields and leaves the same table as
+    /// decoding it in full, through evictions, a block naming a dynamic entry (not replayed:
+    /// it means whatever that entry holds now), a size update and a broken block; and the
+    /// record is used.
+    #[test]
+    fn a_replayed_block_is_the_block_decoded() {
+        let mut d = Decoder::new(DEFAULT_TABLE_SIZE, 64 << 10);
+        let mut full = Decoder::new(DEFAULT_TABLE_SIZE, 64 << 10).without_replay();
+        let mut replayed = 0;
+        for i in 0..400 {
+            let date = format!("Sun, 06 Dec 2026 05:{:02}:{:02} GMT", i / 100, (i / 7) % 60);
+            let block = match i % 50 {
+                17 => vec![0xbe, 0xc0],             // the newest dynamic entries, by index
+                29 => vec![0x3f, 0xe1, 0x0f, 0x88], // a size update (2,048), then :status 200
+                31 => vec![0x3f, 0xe1, 0x1f, 0x88], // back to 4,096
+                41 => vec![0x76, 0x85],             // cut short: an error, whole or replayed
+                43 => vec![0x76, 0x05, b'n', b'g', b'i', b'n', b'x', 0x5c, 0x01, b'9'],
+                _ => nginx_block(&date),
+            };
+            replayed += usize::from(d.replay.valid && d.replay.block == block);
+            assert_eq!(decoded(&mut d, &block), decoded(&mut full, &block), "block {i}");
+            assert_eq!(d.table, full.table, "block {i}");
+        }
+        assert!(replayed > 250, "replayed {replayed} blocks of 400");
+        assert!(d.table.len() > 10 && d.table.size() <= DEFAULT_TABLE_SIZE);
     }
 
     /// C.3 to C.6: each block decodes to its fields, leaves the table at the RFC's size, and
