@@ -179,6 +179,9 @@ pub struct H2Client {
     sent: u32,
     answered: Option<u32>,
     streams: Vec<Stream>,
+    /// How many of them have more body to send: [`ClientCodec::op_more`] looks no further when
+    /// none has (the common case), not through every stream each time.
+    uploading: usize,
     /// A header block arriving in pieces.
     incoming: frame::Blocks,
     /// The server's SETTINGS_MAX_FRAME_SIZE, for this side's frames, and its
@@ -231,6 +234,7 @@ impl H2Client {
             sent: 0,
             answered: None,
             streams: Vec::new(),
+            uploading: 0,
             incoming: frame::Blocks::default(),
             max_frame: frame::DEFAULT_MAX_FRAME,
             unacked: 0,
@@ -334,6 +338,13 @@ impl H2Client {
         Ok(if end_stream { self.finish(stream, out) } else { Outcome::OpPart })
     }
 
+    /// Take the stream at `at` out of those in flight.
+    fn remove(&mut self, at: usize) -> Stream {
+        let s = self.streams.swap_remove(at);
+        self.uploading -= usize::from(s.uploading());
+        s
+    }
+
     /// Whether `stream` is one this side never opened (§5.1 idle: its own ids are odd and below
     /// the next; push is off, so no even one was promised).
     fn idle(&self, stream: u32) -> bool {
@@ -345,7 +356,7 @@ impl H2Client {
     /// connection goes on.
     fn malformed(&mut self, stream: u32, end_stream: bool, why: &'static str, out: &mut Vec<u8>) -> Outcome {
         let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Outcome::Control };
-        let s = self.streams.swap_remove(at);
+        let s = self.remove(at);
         if !end_stream || s.uploading() {
             frame::write_rst_stream(out, stream, frame::PROTOCOL_ERROR);
         }
@@ -358,7 +369,7 @@ impl H2Client {
     /// `stream`'s answer is whole (a body still going out stops there: the stream is reset).
     fn finish(&mut self, stream: u32, out: &mut Vec<u8>) -> Outcome {
         let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Outcome::Control };
-        let s = self.streams.swap_remove(at);
+        let s = self.remove(at);
         if s.uploading() {
             frame::write_rst_stream(out, stream, frame::CANCEL);
         }
@@ -411,6 +422,7 @@ impl H2Client {
         Ok(())
     }
 
+    #[inline(always)]
     fn frame(&mut self, f: Frame<'_>, out: &mut Vec<u8>) -> Result<Outcome, Error> {
         self.incoming.check(&f)?;
         Ok(match f {
@@ -440,7 +452,7 @@ impl H2Client {
             Frame::Data { stream, .. } if self.idle(stream) => return Err(Error::IdleStream("DATA", stream)),
             Frame::RstStream { stream, code } => match self.streams.iter().position(|s| s.id == stream) {
                 Some(at) => {
-                    self.streams.swap_remove(at);
+                    self.remove(at);
                     self.after_goaway();
                     self.answered = Some(stream);
                     self.status = None;
@@ -511,6 +523,7 @@ impl H2Client {
         s.body_sent += n;
         s.window -= n as i64;
         self.send_window -= n as i64;
+        self.uploading -= usize::from(last);
         last
     }
 
@@ -524,7 +537,10 @@ impl H2Client {
                 rx.prefix += prefix as u64;
                 rx.payload += (n - prefix) as u64;
                 rx.framing += (consumed - n) as u64;
-                if let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) {
+                // Where a gRPC message's prefix ends (nothing else asks).
+                if self.grpc
+                    && let Some(s) = self.streams.iter_mut().find(|s| s.id == stream)
+                {
                     s.rx_data += n;
                 }
             }
@@ -623,6 +639,7 @@ impl ClientCodec for H2Client {
             window: self.stream_window,
             rx_data: 0,
         });
+        self.uploading += usize::from(body);
         self.open = body && !self.send_body(self.streams.len() - 1, out);
     }
 
@@ -647,7 +664,8 @@ impl ClientCodec for H2Client {
     /// frame), as far as its own window goes. None above a GOAWAY's last stream: the server
     /// will not read them.
     fn op_more(&mut self, out: &mut Vec<u8>) -> Option<(u64, bool)> {
-        if self.send_window <= 0 {
+        debug_assert_eq!(self.uploading, self.streams.iter().filter(|s| s.uploading()).count());
+        if self.send_window <= 0 || self.uploading == 0 {
             return None;
         }
         let last_taken = self.goaway.unwrap_or(u32::MAX);
