@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The generator's memory per idle WebSocket connection: `bench ws://… -c N --interval 30s`
-# against `serve ws` (uring, CPU 1), the client on CPU 0, its VmRSS read at 7 s, minus the same
+# against `serve ws` on its default settings (uring, CPU 1), the client on CPU 0, its VmRSS read at 7 s, minus the same
 # run with one connection; each binary given (BINS, default this tree's release build; e.g.
 # BINS="target/release/wirebench /tmp/base/wirebench" for a change side by side), ROUNDS
 # alternating rounds (default 2). Also prints each run's handshakes that timed out or failed.
@@ -18,7 +18,7 @@ rounds="${ROUNDS:-2}"
 dir="$(mktemp -d)"
 port=$((20000 + RANDOM % 20000))
 server_bin=${bins[0]}
-taskset -c 1 "$server_bin" serve ws --listen "127.0.0.1:$port" --cores 1 --max-conns $((n + 1000)) -d 3000s >/dev/null 2>&1 &
+taskset -c 1 "$server_bin" serve ws --listen "127.0.0.1:$port" --cores 1 -d 3000s >/dev/null 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$dir"' EXIT
 sleep 1

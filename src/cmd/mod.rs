@@ -498,7 +498,7 @@ pub struct LimitArgs {
     /// Connections served at once, shared out evenly over the server's cores (each of C cores
     /// serves ceil(N / C); the kernel spreads connections by hash, so one core may refuse
     /// while another has room); more are answered 503 (HTTP, WebSocket) or closed (NSQ TCP).
-    #[arg(long, default_value_t = 16_384)]
+    #[arg(long, default_value_t = crate::engine::serve_conn::DEFAULT_MAX_CONNS)]
     pub max_conns: usize,
     /// Think time: hold each answer this long after its request arrived (as an application
     /// server's work would), e.g. `10ms`; pipelined requests read together share one delay.

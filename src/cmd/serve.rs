@@ -19,7 +19,7 @@ use std::time::Duration;
 /// kernel a few KiB at least), and far from overflowing what is sized from it.
 const MAX_CONNS: usize = 1 << 30;
 /// Connections a built-in server expects to hold at most; the file limit is raised for them.
-const SERVER_SOCKETS: u64 = 65_536;
+const SERVER_SOCKETS: u64 = crate::engine::serve_conn::DEFAULT_MAX_CONNS as u64;
 
 /// Built-in servers started together on the same cores.
 pub struct Started {
