@@ -5,6 +5,13 @@
 use clap::Parser;
 use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, report, search, serve, sweep, watch};
 
+/// `--features mimalloc`: quinn's per-stream allocations cost HTTP/3 less (its client's CPU a
+/// request 0.83× glibc's), and an idle connection costs more memory (2.1 KiB against 1.8 at
+/// 18,000 WebSocket connections); the default build keeps glibc's (docs/performance.md).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// An error and its causes in one line, each cause once: one whose words end the line already
 /// (an error that prints its source, as `cannot listen on …: Address already in use`) is not
 /// said again.
