@@ -202,36 +202,30 @@ impl Table {
     /// Add an entry; one larger than the whole table empties it and is not kept (§4.4).
     #[inline]
     fn insert(&mut self, name: &[u8], value: &[u8]) {
-        if self.room_for(name.len() + value.len()) {
-            self.arena.extend_from_slice(name);
-            self.arena.extend_from_slice(value);
-            self.entries.push((
-                self.dropped + self.arena.len() - name.len() - value.len(),
-                name.len() as u32,
-                value.len() as u32,
-            ));
-        }
+        self.append(&[name, value], name.len());
     }
 
     /// [`insert`](Self::insert) a name and its value that lie together: `field[..name]`, and
     /// the rest.
     #[inline]
     fn insert_joined(&mut self, field: &[u8], name: usize) {
-        if self.room_for(field.len()) {
-            let start = self.dropped + self.arena.len();
-            self.arena.extend_from_slice(field);
-            self.entries.push((start, name as u32, (field.len() - name) as u32));
-        }
+        self.append(&[field], name);
     }
 
-    /// Evict for an entry of `octets` (name and value), and count it in if it fits.
+    /// Add the entry whose octets are `parts` in order, its name their first `name`.
     #[inline]
-    fn room_for(&mut self, octets: usize) -> bool {
+    fn append(&mut self, parts: &[&[u8]], name: usize) {
+        let octets: usize = parts.iter().map(|p| p.len()).sum();
         let n = ENTRY_OVERHEAD + octets;
         self.evict(n);
-        let fits = n <= self.max;
-        self.size += if fits { n } else { 0 };
-        fits
+        if n <= self.max {
+            let start = self.dropped + self.arena.len();
+            for part in parts {
+                self.arena.extend_from_slice(part);
+            }
+            self.entries.push((start, name as u32, (octets - name) as u32));
+            self.size += n;
+        }
     }
 
     /// The field at `index` of the two tables (static first, from 1).
