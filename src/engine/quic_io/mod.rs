@@ -487,9 +487,9 @@ fn run_loop(
 }
 
 /// Submit what is queued and wait, at most `wait`, for a completion that is not one of the
-/// `sending` sends in flight (sends whose completion asks nothing of the loop). A UDP send on a socket with room completes inside the submit, so
-/// waiting for one completion returned at once with the send's and the loop entered the ring a
-/// second time to sleep: `serve h3` at 20,000 paced requests/s entered 1.44 times a request.
+/// `sending` sends in flight (sends whose completion asks nothing of the loop). A UDP send on
+/// a socket with room completes inside the submit, so waiting for one completion returned at
+/// once with the send's and the loop entered the ring a second time to sleep: `serve h3` at 20,000 paced requests/s entered 1.44 times a request.
 /// Waiting for `sending + 1` sleeps in the same enter until something else happens too (a
 /// send still in flight only delays the wake-up while it is, bounded by `wait`).
 fn wait(ring: &mut IoUring, wait: Duration, sending: usize) -> std::io::Result<()> {
