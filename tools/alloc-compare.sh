@@ -13,26 +13,26 @@ DURATION=${DURATION:-5}
 cargo build --release >/dev/null 2>&1
 cargo build --release --features mimalloc --target-dir target/mimalloc >/dev/null 2>&1
 declare -A bin=([glibc]=target/release/wirebench [mimalloc]=target/mimalloc/release/wirebench)
-work=$(mktemp -d)
-server=""
-trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+# shellcheck source=tools/scratch.sh
+. tools/scratch.sh
 for r in $(seq "$ROUNDS"); do
     for proto in h3 h2 h2c http; do
         for alloc in glibc mimalloc; do
-            b=${bin[$alloc]} port=$((20000 + RANDOM % 20000)) tls=()
+            b=${bin[$alloc]} port=$(free_port) tls=()
             case $proto in
                 h3) kind=(h3) tls=(--insecure) ;;
                 h2) kind=(h2 --tls) tls=(--insecure) ;;
                 h2c) kind=(h2) ;;
                 http) kind=(http) ;;
             esac
-            taskset -c 1 "$b" serve "${kind[@]}" --listen "127.0.0.1:$port" --cores 1 -d 100000 >"$work/serve.out" 2>&1 &
-            server=$!
-            for _ in $(seq 100); do grep -q listening "$work/serve.out" && break; sleep 0.1; done
+            out="$work/serve-$r-$proto-$alloc.out"
+            taskset -c 1 "$b" serve "${kind[@]}" --listen "127.0.0.1:$port" --cores 1 -d 100000 >"$out" 2>&1 &
+            pids+=($!)
+            wait_listening "$out"
+            rm -f "$work/r.json"
             /usr/bin/time -f "%U %S" -o "$work/time" taskset -c 0 "$b" bench "$proto://127.0.0.1:$port/" "${tls[@]}" \
                 -c 64 --depth 10 -d "${DURATION}s" --cores 0 --json "$work/r.json" >/dev/null 2>&1 || true
-            kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
-            server=""
+            kill "${pids[-1]}" 2>/dev/null; wait "${pids[-1]}" 2>/dev/null || true
             python3 - "$proto" "$alloc" "$work" >>"$work/rows" <<'PY'
 import json, sys
 proto, alloc, work = sys.argv[1:4]
