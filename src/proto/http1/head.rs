@@ -192,15 +192,13 @@ pub enum ChunkScan {
 /// input's length. Resuming at the offset returned keeps the walk linear in the body's size.
 pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<ChunkScan, Error> {
     loop {
-        let Some(line_end) = find_crlf(&buf[from..]) else {
-            return if buf.len() - from > MAX_CHUNK_LINE {
-                Err(Error::BadChunk)
-            } else {
-                Ok(ChunkScan::Need(from))
-            };
+        let Some(line_end) = bounded_line(buf, from, from + MAX_CHUNK_LINE)? else {
+            return Ok(ChunkScan::Need(from));
         };
         let line = &buf[from..from + line_end];
-        let hex = line.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+        // chunk-size, then optional whitespace (RFC 9112's BWS) and extensions.
+        let hex = line.split(|&b| b == b';').next().unwrap_or_default();
+        let hex = trim_ows(hex);
         if hex.is_empty() || hex.len() > 15 {
             return Err(Error::BadChunk);
         }
@@ -211,16 +209,10 @@ pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<Chu
         }
         let data = from + line_end + 2;
         if size == 0 {
-            // Trailer fields, then an empty line; bounded, so that endless trailers end.
+            // Trailer fields, then an empty line, all within MAX_TRAILERS: endless trailers end.
             let mut pos = data;
             loop {
-                if pos - data > MAX_TRAILERS {
-                    return Err(Error::BadChunk);
-                }
-                let Some(end) = find_crlf(&buf[pos..]) else {
-                    if buf.len() - data > MAX_TRAILERS {
-                        return Err(Error::BadChunk);
-                    }
+                let Some(end) = bounded_line(buf, pos, data + MAX_TRAILERS)? else {
                     return Ok(ChunkScan::Need(from));
                 };
                 if end == 0 {
@@ -240,6 +232,29 @@ pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<Chu
         }
         from = data + size + 2;
     }
+}
+
+/// The length of the line starting at `from` (up to its CRLF), which must end by `limit`: its
+/// CRLF starts at `limit` at the latest. `Ok(None)` while the bytes so far could still make
+/// such a line; `BadChunk` once they cannot. The verdict depends only on the bytes up to the
+/// limit, never on how many arrived past it, so a body is judged alike whole or in pieces
+/// (the fuzzer found a 400 KiB chunk-size line accepted whole and refused in 4 KiB reads).
+fn bounded_line(buf: &[u8], from: usize, limit: usize) -> Result<Option<usize>, Error> {
+    let window = &buf[from.min(buf.len())..buf.len().min(limit + 2)];
+    match find_crlf(window) {
+        Some(end) => Ok(Some(end)),
+        None if buf.len() >= limit + 2 => Err(Error::BadChunk),
+        None => Ok(None),
+    }
+}
+
+/// `bytes` without leading and trailing spaces and tabs (HTTP's optional whitespace; a CR or
+/// LF is not whitespace inside a line).
+fn trim_ows(bytes: &[u8]) -> &[u8] {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = bytes.iter().position(|b| !ows(b)).unwrap_or(bytes.len());
+    let end = bytes.iter().rposition(|b| !ows(b)).map_or(start, |i| i + 1);
+    &bytes[start..end]
 }
 
 /// The data of a chunked body already found whole by [`scan_chunked`].
@@ -329,5 +344,33 @@ mod tests {
         assert_eq!(scan_chunked(body, 8, 100), Ok(ChunkScan::End(body.len())));
         assert_eq!(dechunk(body), b"abcde");
         assert_eq!(scan_chunked(b"ff\r\n", 0, 16), Err(Error::BodyTooLarge));
+    }
+
+    /// Found by the fuzzer (server_http1): a chunk-size line of 400 KiB, a bare CR after its
+    /// digits, was a chunk of 0xf0 awaited when it came whole and a bad chunk in 4 KiB reads.
+    /// Now a line longer than MAX_CHUNK_LINE is refused both ways, as are trailers longer than
+    /// MAX_TRAILERS, and a line or trailer section right at its limit is accepted both ways.
+    #[test]
+    fn line_limits_judge_alike_whole_and_in_pieces() {
+        let verdicts = |body: &[u8]| {
+            let whole = scan_chunked(body, 0, 1 << 20);
+            // Every cut near the end (where the limits lie), a spread of the others.
+            for cut in (0..body.len()).step_by(997).chain(body.len().saturating_sub(40)..body.len()) {
+                let part = scan_chunked(&body[..cut], 0, 1 << 20);
+                assert!(
+                    matches!(part, Ok(ChunkScan::Need(_))) || part == whole,
+                    "cut at {cut}: {part:?} vs {whole:?}"
+                );
+            }
+            whole
+        };
+        let line = |ext: usize| [b"5;".as_slice(), &vec![b'x'; ext], b"\r\nhello\r\n0\r\n\r\n"].concat();
+        assert!(matches!(verdicts(&line(MAX_CHUNK_LINE - 2)), Ok(ChunkScan::End(_))));
+        assert_eq!(verdicts(&line(MAX_CHUNK_LINE - 1)), Err(Error::BadChunk));
+        assert_eq!(verdicts(b"f0\r;x\r\n"), Err(Error::BadChunk), "a bare CR is not whitespace");
+        let trailers = |len: usize| [b"0\r\nT: ".as_slice(), &vec![b'v'; len - 3], b"\r\n\r\n"].concat();
+        // The trailer section (fields and their CRLFs, not the last empty line) may be MAX_TRAILERS.
+        assert!(matches!(verdicts(&trailers(MAX_TRAILERS - 2)), Ok(ChunkScan::End(_))));
+        assert_eq!(verdicts(&trailers(MAX_TRAILERS - 1)), Err(Error::BadChunk));
     }
 }
