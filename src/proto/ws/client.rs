@@ -141,7 +141,12 @@ impl Session {
         if head.rsv != 0 {
             // `H` of `HTTP/1.1 400 …` reads as a frame with reserved bits: a server that wrote an
             // HTTP answer after its 101 (socket.io 4 does, for an Engine.IO version it refuses).
-            if let Some(status) = input.strip_prefix(b"HTTP/1.1 ").and_then(|s| s.get(..3)) {
+            // Judged on its first 12 octets, so that it is judged alike however it arrives.
+            const HTTP: &[u8] = b"HTTP/1.1 ";
+            if input.len() < HTTP.len() + 3 && HTTP.starts_with(&input[..input.len().min(HTTP.len())]) {
+                return Ok(None);
+            }
+            if let Some(status) = input.strip_prefix(HTTP).and_then(|s| s.get(..3)) {
                 let status = std::str::from_utf8(status).ok().and_then(|s| s.parse().ok());
                 return Err(Error::HttpAfterUpgrade(status.unwrap_or(0)));
             }

@@ -166,6 +166,11 @@ fn client_refuses_bad_upgrades_and_frames() {
     assert_eq!(c.decode_op(&[0xC2, 0x00], &mut out), Err(Error::ReservedBits));
     let http = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 28\r\n\r\nUnsupported protocol version";
     assert_eq!(c.decode_op(http, &mut out), Err(Error::HttpAfterUpgrade(400)));
+    // In pieces, the same verdict: its first 12 octets are awaited (the fuzzer's property).
+    for cut in 2..12 {
+        assert!(c.decode_op(&http[..cut], &mut out).is_ok(), "{cut} octets of it are awaited");
+    }
+    assert_eq!(c.decode_op(b"HTX", &mut out), Err(Error::ReservedBits));
     assert_eq!(c.decode_op(&[0x82, 0x7f, 0xff, 0, 0, 0, 0, 0, 0, 0], &mut out), Err(Error::FrameTooLarge));
     assert_eq!(c.decode_op(&[0x82, 0x02, b'a', b'b'], &mut out), Err(Error::EchoLength));
     assert_eq!(c.decode_op(&[0x89, 126, 0, 126], &mut out), Err(Error::BadControlFrame));
