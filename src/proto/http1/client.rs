@@ -151,16 +151,15 @@ impl ClientCodec for Http1Client {
         };
         let end = match head.framing {
             Framing::Length(n) => (input.len() >= head.len + n).then_some(head.len + n),
-            Framing::Chunked { resume } => match head::scan_chunked(input, resume, MAX_RESPONSE_BODY)? {
-                ChunkScan::End(end) => Some(end),
-                ChunkScan::Need(resume) => {
-                    if resume - head.len > MAX_RESPONSE_BODY {
-                        return Err(Error::BodyTooLarge);
+            Framing::Chunked { resume } => {
+                match head::scan_chunked(input, head.len, resume, MAX_RESPONSE_BODY)? {
+                    ChunkScan::End(end) => Some(end),
+                    ChunkScan::Need(resume) => {
+                        self.head = Some(Head { framing: Framing::Chunked { resume }, ..head });
+                        return Ok(Decoded::Partial);
                     }
-                    self.head = Some(Head { framing: Framing::Chunked { resume }, ..head });
-                    return Ok(Decoded::Partial);
                 }
-            },
+            }
             Framing::UntilEof => {
                 if input.len() - head.len > MAX_RESPONSE_BODY {
                     return Err(Error::BodyTooLarge);

@@ -188,9 +188,23 @@ pub enum ChunkScan {
     End(usize),
 }
 
-/// Walk chunks from offset `from` of `buf`, none larger than `max_chunk`; bounded by the
-/// input's length. Resuming at the offset returned keeps the walk linear in the body's size.
-pub fn scan_chunked(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<ChunkScan, Error> {
+/// Walk the chunked body that starts at offset `start` of `buf`, from offset `from` (its start,
+/// or where the last walk stopped: resuming there keeps the walk linear in the body's size).
+/// The body as framed (size lines, data, trailers) may be at most `max_body` octets, and is
+/// judged on its first `max_body + 1` alone: whole or in pieces, the same verdict (a check of
+/// the octets that happened to have arrived would refuse in pieces what it took whole).
+pub fn scan_chunked(buf: &[u8], start: usize, from: usize, max_body: usize) -> Result<ChunkScan, Error> {
+    let limit = start.saturating_add(max_body).saturating_add(1);
+    let view = &buf[..buf.len().min(limit)];
+    match walk_chunks(view, from, max_body)? {
+        ChunkScan::End(end) if end - start > max_body => Err(Error::BodyTooLarge),
+        ChunkScan::Need(_) if view.len() == limit => Err(Error::BodyTooLarge),
+        scan => Ok(scan),
+    }
+}
+
+/// [`scan_chunked`]'s walk of `buf` from `from`, no chunk larger than `max_chunk`.
+fn walk_chunks(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<ChunkScan, Error> {
     loop {
         let Some(line_end) = bounded_line(buf, from, from + MAX_CHUNK_LINE)? else {
             return Ok(ChunkScan::Need(from));
@@ -339,11 +353,11 @@ mod tests {
     #[test]
     fn chunks_scan_resumably_and_dechunk() {
         let body = b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nT: v\r\n\r\n";
-        assert_eq!(scan_chunked(body, 0, 100), Ok(ChunkScan::End(body.len())));
-        assert_eq!(scan_chunked(&body[..10], 0, 100), Ok(ChunkScan::Need(8)));
-        assert_eq!(scan_chunked(body, 8, 100), Ok(ChunkScan::End(body.len())));
+        assert_eq!(scan_chunked(body, 0, 0, 100), Ok(ChunkScan::End(body.len())));
+        assert_eq!(scan_chunked(&body[..10], 0, 0, 100), Ok(ChunkScan::Need(8)));
+        assert_eq!(scan_chunked(body, 0, 8, 100), Ok(ChunkScan::End(body.len())));
         assert_eq!(dechunk(body), b"abcde");
-        assert_eq!(scan_chunked(b"ff\r\n", 0, 16), Err(Error::BodyTooLarge));
+        assert_eq!(scan_chunked(b"ff\r\n", 0, 0, 16), Err(Error::BodyTooLarge));
     }
 
     /// Found by the fuzzer (server_http1): a chunk-size line of 400 KiB, a bare CR after its
@@ -353,10 +367,10 @@ mod tests {
     #[test]
     fn line_limits_judge_alike_whole_and_in_pieces() {
         let verdicts = |body: &[u8]| {
-            let whole = scan_chunked(body, 0, 1 << 20);
+            let whole = scan_chunked(body, 0, 0, 1 << 20);
             // Every cut near the end (where the limits lie), a spread of the others.
             for cut in (0..body.len()).step_by(997).chain(body.len().saturating_sub(40)..body.len()) {
-                let part = scan_chunked(&body[..cut], 0, 1 << 20);
+                let part = scan_chunked(&body[..cut], 0, 0, 1 << 20);
                 assert!(
                     matches!(part, Ok(ChunkScan::Need(_))) || part == whole,
                     "cut at {cut}: {part:?} vs {whole:?}"
@@ -372,5 +386,20 @@ mod tests {
         // The trailer section (fields and their CRLFs, not the last empty line) may be MAX_TRAILERS.
         assert!(matches!(verdicts(&trailers(MAX_TRAILERS - 2)), Ok(ChunkScan::End(_))));
         assert_eq!(verdicts(&trailers(MAX_TRAILERS - 1)), Err(Error::BadChunk));
+        // The body's limit counts it as framed, judged alike (it was checked only while the
+        // body was incomplete: two chunks under the limit each, over it together, passed whole).
+        let body = b"5\r\nhello\r\n5\r\nhello\r\n0\r\n\r\n";
+        for (max, verdict) in
+            [(body.len(), Ok(ChunkScan::End(body.len()))), (body.len() - 1, Err(Error::BodyTooLarge))]
+        {
+            assert_eq!(scan_chunked(body, 0, 0, max), verdict);
+            for cut in 0..body.len() {
+                let part = scan_chunked(&body[..cut], 0, 0, max);
+                assert!(
+                    matches!(part, Ok(ChunkScan::Need(_))) || part == verdict,
+                    "cut {cut}, max {max}: {part:?}"
+                );
+            }
+        }
     }
 }

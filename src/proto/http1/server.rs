@@ -234,18 +234,17 @@ pub fn parse_request<'a>(
     let end = match pending.framing {
         Framing::Length(n) if input.len() >= pending.head_len + n => pending.head_len + n,
         Framing::Length(_) => return Ok(None),
-        Framing::Chunked { resume } => match head::scan_chunked(input, resume, limits.max_body) {
-            Ok(ChunkScan::End(end)) => end,
-            Ok(ChunkScan::Need(_)) if input.len() - pending.head_len > limits.max_body => {
-                return Err(Refusal::BodyTooLarge);
+        Framing::Chunked { resume } => {
+            match head::scan_chunked(input, pending.head_len, resume, limits.max_body) {
+                Ok(ChunkScan::End(end)) => end,
+                Ok(ChunkScan::Need(resume)) => {
+                    reader.body = Some(PendingBody { framing: Framing::Chunked { resume }, ..pending });
+                    return Ok(None);
+                }
+                Err(Error::BodyTooLarge) => return Err(Refusal::BodyTooLarge),
+                Err(_) => return Err(Refusal::BadRequest),
             }
-            Ok(ChunkScan::Need(resume)) => {
-                reader.body = Some(PendingBody { framing: Framing::Chunked { resume }, ..pending });
-                return Ok(None);
-            }
-            Err(Error::BodyTooLarge) => return Err(Refusal::BodyTooLarge),
-            Err(_) => return Err(Refusal::BadRequest),
-        },
+        }
         Framing::UntilEof => return Err(Refusal::BadRequest),
     };
     reader.body = None;
