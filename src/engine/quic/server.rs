@@ -36,7 +36,9 @@ use std::time::{Duration, Instant};
 /// The unfinished field sections one connection may hold, over all its request streams: a
 /// section may be up to 16 KiB (`MAX_FIELD_SECTION`), so a client sending 100 streams' worth
 /// and never finishing them would make the server hold 1.6 MB. Past it the connection closes
-/// (`H3_EXCESSIVE_LOAD`).
+/// (`H3_EXCESSIVE_LOAD`). A bound on what is held, so it depends on how the sections arrive:
+/// one that comes whole in a packet is decoded in place and never held, and the same sections
+/// in interleaved pieces may pass it — deliberately, as a memory bound, not a protocol rule.
 pub const MAX_UNFINISHED_HEADERS: usize = 64 << 10;
 
 /// Handshakes in progress on a core past which a client must prove its address first (a
