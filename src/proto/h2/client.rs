@@ -174,6 +174,9 @@ pub struct H2Client {
     /// encoding it changed nothing: the steady state's block, sent again without encoding.
     blocks: Vec<Option<(u64, Vec<u8>)>>,
     decoder: hpack::Decoder,
+    /// What the last header block the decoder keeps a record of said (the record's number,
+    /// `:status`, `grpc-status`): the same block again gives no fields, these instead.
+    kept: (u64, Option<u16>, Option<&'static str>),
     next_stream: u32,
     /// The stream of the request just written, and of the answer just decoded.
     sent: u32,
@@ -230,6 +233,7 @@ impl H2Client {
             encoder: hpack::Encoder::new(huffman),
             blocks: Vec::new(),
             decoder: hpack::Decoder::new(hpack::DEFAULT_TABLE_SIZE, MAX_HEADER_LIST),
+            kept: (0, None, None),
             next_stream: 1,
             sent: 0,
             answered: None,
@@ -287,11 +291,19 @@ impl H2Client {
         match block {
             // One octet indexing a static `:status` (RFC 7541 Appendix A, 8 to 14): no table to touch.
             &[b @ 0x88..=0x8e] => status = Some([200, 204, 206, 304, 400, 404, 500][usize::from(b - 0x88)]),
-            _ => self.decoder.decode(block, |name, value| match name {
-                b":status" => status = Some(status_code(value).unwrap_or(0)),
-                b"grpc-status" => grpc_status = Some(grpc_code_name(value)),
-                _ => {}
-            })?,
+            _ => {
+                let (known, kept_status, kept_grpc) = self.kept;
+                let record = self.decoder.decode_known(block, known, |name, value| match name {
+                    b":status" => status = Some(status_code(value).unwrap_or(0)),
+                    b"grpc-status" => grpc_status = Some(grpc_code_name(value)),
+                    _ => {}
+                })?;
+                match record {
+                    Some(n) if n == known => (status, grpc_status) = (kept_status, kept_grpc),
+                    Some(n) => self.kept = (n, status, grpc_status),
+                    None => {}
+                }
+            }
         }
         if self.idle(stream) {
             return Err(Error::IdleStream("HEADERS", stream));

@@ -462,10 +462,14 @@ struct Replay {
     /// whether it went into the dynamic table.
     octets: Vec<u8>,
     fields: Vec<(u32, u32, bool)>,
-    /// The table size of the entries it inserts.
+    /// The table size of the entries it inserts, and of all it inserted since it was
+    /// recorded (the recording's included).
     inserted: usize,
+    repeated: usize,
     /// `block` decoded whole and may be replayed.
     valid: bool,
+    /// Which record this is: each new one takes the next number, from 1.
+    serial: u64,
 }
 
 /// The largest block, and the most field octets, a decoder keeps to replay.
@@ -500,22 +504,37 @@ impl Replay {
         self.block.clear();
         self.block.extend_from_slice(block);
         self.valid = true;
+        self.repeated = self.inserted;
+        self.serial += 1;
     }
 
-    /// The recorded block's fields, each given to `field` and inserted where it was.
-    fn run(&self, table: &mut Table, field: &mut impl FnMut(&[u8], &[u8])) {
+    /// The recorded block's fields, each given to `field` (when there is one) and inserted
+    /// where it was.
+    fn run(&mut self, table: &mut Table, mut field: Option<&mut impl FnMut(&[u8], &[u8])>) {
+        // A table holds the newest entries that fit together (each insert evicts the oldest
+        // until the new one fits), whatever came before them. Once this block's inserts since
+        // it was recorded (nothing else touched the table: any other block ends the record)
+        // are more than the table holds, it holds only those — the same entries in the same
+        // order after one more round of them: the table is left as it is.
+        let steady = self.repeated > table.max;
+        self.repeated = self.repeated.saturating_add(self.inserted);
+        if steady && field.is_none() {
+            return;
+        }
         // Room for all its entries at once: evicting the oldest until they fit together is what
         // inserting them one by one does, when they fit together at all (the newest are not
         // evicted then; `inserted` counts them as the table does).
-        if self.inserted <= table.max {
+        if self.inserted <= table.max && !steady {
             table.evict(self.inserted);
         }
         let mut at = 0;
         for &(n, v, inserted) in &self.fields {
             let (n, v) = (n as usize, v as usize);
             let (name, value) = (&self.octets[at..at + n], &self.octets[at + n..at + n + v]);
-            field(name, value);
-            if inserted {
+            if let Some(field) = field.as_mut() {
+                field(name, value);
+            }
+            if inserted && !steady {
                 table.insert_joined(&self.octets[at..at + n + v], n);
             }
             at += n + v;
@@ -559,10 +578,25 @@ impl Decoder {
     }
 
     /// Decode one whole header block, calling `field` with each name and value in order.
-    pub fn decode(&mut self, block: &[u8], mut field: impl FnMut(&[u8], &[u8])) -> Result<(), Error> {
+    pub fn decode(&mut self, block: &[u8], field: impl FnMut(&[u8], &[u8])) -> Result<(), Error> {
+        self.decode_known(block, 0, field).map(|_| ())
+    }
+
+    /// [`decode`](Self::decode), except that a block that replays the record numbered `known`
+    /// gives no fields: the caller kept what it made of them the last time. The number of the
+    /// record whose fields the block holds (given or not), or `None` when it is not one a
+    /// record keeps: a caller keeps what it makes of `Some(n)`'s fields, to know them again.
+    pub fn decode_known(
+        &mut self,
+        block: &[u8],
+        known: u64,
+        mut field: impl FnMut(&[u8], &[u8]),
+    ) -> Result<Option<u64>, Error> {
         if self.replay.valid && self.replay.block == block {
-            self.replay.run(&mut self.table, &mut field);
-            return Ok(());
+            let serial = self.replay.serial;
+            let field = (serial != known).then_some(&mut field);
+            self.replay.run(&mut self.table, field);
+            return Ok(Some(serial));
         }
         let (mut name, mut value) = std::mem::take(&mut self.scratch);
         let decoded = self.decode_with(block, &mut field, &mut name, &mut value);
@@ -571,7 +605,7 @@ impl Decoder {
         if name.capacity() + value.capacity() <= SCRATCH_KEPT {
             self.scratch = (name, value);
         }
-        decoded
+        decoded.map(|()| self.replay.valid.then_some(self.replay.serial))
     }
 
     /// [`decode`](Self::decode) with the scratch vectors lent.
