@@ -182,6 +182,9 @@ pub struct H2Client {
     sent: u32,
     answered: Option<u32>,
     streams: Vec<Stream>,
+    /// Where [`at`](Self::at) last found a stream: a frame's handlers ask for its stream
+    /// several times, and an answer's DATA follows its HEADERS.
+    found: usize,
     /// How many of them have more body to send: [`ClientCodec::op_more`] looks no further when
     /// none has (the common case), not through every stream each time.
     uploading: usize,
@@ -238,6 +241,7 @@ impl H2Client {
             sent: 0,
             answered: None,
             streams: Vec::new(),
+            found: 0,
             uploading: 0,
             incoming: frame::Blocks::default(),
             max_frame: frame::DEFAULT_MAX_FRAME,
@@ -308,9 +312,10 @@ impl H2Client {
         if self.idle(stream) {
             return Err(Error::IdleStream("HEADERS", stream));
         }
-        let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) else {
+        let Some(at) = self.at(stream) else {
             return Ok(Outcome::Control); // a stream already ended (reset): its table was kept in step
         };
+        let s = &mut self.streams[at];
         // Only the block that ends the answer says how the call ended (trailers, or a
         // trailers-only answer).
         if self.grpc && end_stream {
@@ -350,6 +355,18 @@ impl H2Client {
         Ok(if end_stream { self.finish(stream, out) } else { Outcome::OpPart })
     }
 
+    /// Where stream `id` is among those in flight: where the last one was found, or else
+    /// the first with that id.
+    #[inline]
+    fn at(&mut self, id: u32) -> Option<usize> {
+        if self.streams.get(self.found).is_some_and(|s| s.id == id) {
+            return Some(self.found);
+        }
+        let at = self.streams.iter().position(|s| s.id == id)?;
+        self.found = at;
+        Some(at)
+    }
+
     /// Take the stream at `at` out of those in flight.
     fn remove(&mut self, at: usize) -> Stream {
         let s = self.streams.swap_remove(at);
@@ -367,7 +384,7 @@ impl H2Client {
     /// PROTOCOL_ERROR unless both sides have ended it, and its operation fails; the
     /// connection goes on.
     fn malformed(&mut self, stream: u32, end_stream: bool, why: &'static str, out: &mut Vec<u8>) -> Outcome {
-        let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Outcome::Control };
+        let Some(at) = self.at(stream) else { return Outcome::Control };
         let s = self.remove(at);
         if !end_stream || s.uploading() {
             frame::write_rst_stream(out, stream, frame::PROTOCOL_ERROR);
@@ -380,7 +397,7 @@ impl H2Client {
 
     /// `stream`'s answer is whole (a body still going out stops there: the stream is reset).
     fn finish(&mut self, stream: u32, out: &mut Vec<u8>) -> Outcome {
-        let Some(at) = self.streams.iter().position(|s| s.id == stream) else { return Outcome::Control };
+        let Some(at) = self.at(stream) else { return Outcome::Control };
         let s = self.remove(at);
         if s.uploading() {
             frame::write_rst_stream(out, stream, frame::CANCEL);
@@ -416,7 +433,8 @@ impl H2Client {
             frame::write_window_update(out, 0, self.unacked);
             self.unacked = 0;
         }
-        if let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) {
+        if let Some(at) = self.at(stream) {
+            let s = &mut self.streams[at];
             if s.status == 0 {
                 return Err(Error::DataBeforeHeaders);
             }
@@ -462,7 +480,7 @@ impl H2Client {
                 return Err(Error::IdleStream("RST_STREAM", stream));
             }
             Frame::Data { stream, .. } if self.idle(stream) => return Err(Error::IdleStream("DATA", stream)),
-            Frame::RstStream { stream, code } => match self.streams.iter().position(|s| s.id == stream) {
+            Frame::RstStream { stream, code } => match self.at(stream) {
                 Some(at) => {
                     self.remove(at);
                     self.after_goaway();
@@ -491,7 +509,7 @@ impl H2Client {
                 }
                 let window = match stream {
                     0 => Some(&mut self.send_window),
-                    _ => self.streams.iter_mut().find(|s| s.id == stream).map(|s| &mut s.window),
+                    _ => self.at(stream).map(|at| &mut self.streams[at].window),
                 };
                 // A stream already ended: nothing more goes on it.
                 if let Some(window) = window {
@@ -551,9 +569,9 @@ impl H2Client {
                 rx.framing += (consumed - n) as u64;
                 // Where a gRPC message's prefix ends (nothing else asks).
                 if self.grpc
-                    && let Some(s) = self.streams.iter_mut().find(|s| s.id == stream)
+                    && let Some(at) = self.at(stream)
                 {
-                    s.rx_data += n;
+                    self.streams[at].rx_data += n;
                 }
             }
             Part::Block(n) => {
@@ -566,7 +584,7 @@ impl H2Client {
 
     /// A piece of `stream`'s answer: the operation's bytes if it is in flight.
     fn part_of(&mut self, stream: u32) -> Outcome {
-        if self.streams.iter().any(|s| s.id == stream) {
+        if self.at(stream).is_some() {
             self.answered = Some(stream);
             Outcome::OpPart
         } else {
@@ -704,8 +722,9 @@ impl ClientCodec for H2Client {
             Frame::RstStream { stream, .. } => Some((*stream, Part::Framing)),
             _ => None,
         };
-        let before =
-            part.and_then(|(id, _)| self.streams.iter().find(|s| s.id == id)).map(|s| (s.status, s.rx_data));
+        let before = part
+            .and_then(|(id, _)| self.at(id))
+            .map(|at| (self.streams[at].status, self.streams[at].rx_data));
         let outcome = self.frame(f, out)?;
         if let (Some((id, part)), Some((status, rx_data))) = (part, before)
             && outcome != Outcome::Control
