@@ -209,18 +209,7 @@ fn walk_chunks(buf: &[u8], mut from: usize, max_chunk: usize) -> Result<ChunkSca
         let Some(line_end) = bounded_line(buf, from, from + MAX_CHUNK_LINE)? else {
             return Ok(ChunkScan::Need(from));
         };
-        let line = &buf[from..from + line_end];
-        // chunk-size, then optional whitespace (RFC 9112's BWS) and extensions.
-        let hex = line.split(|&b| b == b';').next().unwrap_or_default();
-        let hex = trim_ows(hex);
-        if hex.is_empty() || hex.len() > 15 {
-            return Err(Error::BadChunk);
-        }
-        let mut size = 0usize;
-        for &d in hex {
-            let v = (d as char).to_digit(16).ok_or(Error::BadChunk)?;
-            size = size * 16 + v as usize;
-        }
+        let size = chunk_size(&buf[from..from + line_end]).ok_or(Error::BadChunk)?;
         let data = from + line_end + 2;
         if size == 0 {
             // Trailer fields, then an empty line, all within MAX_TRAILERS: endless trailers end.
@@ -262,6 +251,16 @@ fn bounded_line(buf: &[u8], from: usize, limit: usize) -> Result<Option<usize>, 
     }
 }
 
+/// The size a chunk-size line (without its CRLF) gives: hex digits, then optional whitespace
+/// (RFC 9112's BWS) and extensions; `None` when it gives none (at most 15 digits).
+fn chunk_size(line: &[u8]) -> Option<usize> {
+    let hex = trim_ows(line.split(|&b| b == b';').next().unwrap_or_default());
+    if hex.is_empty() || hex.len() > 15 {
+        return None;
+    }
+    hex.iter().try_fold(0usize, |size, &d| Some(size * 16 + (d as char).to_digit(16)? as usize))
+}
+
 /// `bytes` without leading and trailing spaces and tabs (HTTP's optional whitespace; a CR or
 /// LF is not whitespace inside a line).
 fn trim_ows(bytes: &[u8]) -> &[u8] {
@@ -276,9 +275,7 @@ pub fn dechunk(body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(line_end) = find_crlf(&body[from..]) {
-        let hex = body[from..from + line_end].split(|&b| b == b';').next().unwrap_or_default();
-        let size =
-            std::str::from_utf8(hex).ok().and_then(|h| usize::from_str_radix(h.trim(), 16).ok()).unwrap_or(0);
+        let size = chunk_size(&body[from..from + line_end]).unwrap_or(0);
         let data = from + line_end + 2;
         if size == 0 || body.len() < data + size {
             break;
