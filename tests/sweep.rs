@@ -53,7 +53,10 @@ fn builtin_server_sweep_one_to_two_cores() {
 fn client_sweep_and_watching_the_server() {
     let (server, addr) = serve_process("http", &[]);
     let url = format!("http://{addr}/");
+    let pid = server.0.id().to_string();
     let svg = std::env::temp_dir().join(format!("wirebench-sweep-{}.svg", free_port()));
+    // Watched while the generator scales: the per-core column stays the generator's ops (the
+    // server's CPUs are not the step's), the server's CPU its own column.
     let v = wirebench_json(&[
         "sweep",
         &url,
@@ -63,6 +66,8 @@ fn client_sweep_and_watching_the_server() {
         "400ms",
         "-c",
         "8",
+        "--watch-pid",
+        &pid,
         "--svg",
         svg.to_str().unwrap(),
         "--json",
@@ -70,9 +75,12 @@ fn client_sweep_and_watching_the_server() {
     ]);
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps.len(), cpus().min(2), "64 cores is skipped with a warning");
-    assert!(steps.iter().all(|s| s["errors"] == 0 && s["per_core_unit"] == "ops"));
+    for s in steps {
+        assert!(s["errors"] == 0 && s["per_core_unit"] == "ops", "{s}");
+        assert!(s["per_core"].as_array().unwrap().iter().all(|n| n.as_f64().unwrap() > 0.0), "{s}");
+        assert!(s["server_cpu_pct"].as_f64().unwrap() > 1.0, "{s}");
+    }
     assert!(std::fs::read_to_string(&svg).unwrap().contains("ops/s against cores"));
-    let pid = server.0.id().to_string();
     let v = wirebench_json(&[
         "bench",
         &url,

@@ -337,7 +337,8 @@ impl StepOf<'_> {
         let tallies = builtin.map(|h| h.stop()).transpose()?;
         drop(own);
         let (info, report) = result.with_context(|| format!("step {placement}"))?;
-        Ok(Step { info, cores: cpus.len(), placement, cpus, report, watched, server: tallies })
+        let server_scales = self.server_mode;
+        Ok(Step { info, cores: cpus.len(), placement, cpus, report, watched, server: tallies, server_scales })
     }
 }
 

@@ -32,6 +32,8 @@ pub struct Step {
     pub watched: Option<WatchReport>,
     /// The built-in server's per-core tallies.
     pub server: Option<Vec<ServerTally>>,
+    /// Whether the step's CPUs are the server's (a server sweep) rather than the generator's.
+    pub server_scales: bool,
 }
 
 impl Step {
@@ -43,11 +45,14 @@ impl Step {
         ratio(self.speedup(first), self.cores as f64 / first.cores as f64)
     }
     /// Work per scaled core: server requests per core for a built-in server, CPU % per CPU for
-    /// a watched one, the generator's ops per core otherwise.
+    /// a watched one that scales, the generator's ops per core otherwise (a generator sweep
+    /// with `--watch-pid`: the watched server is not on the scaled CPUs).
     pub fn per_core(&self) -> (Vec<f64>, &'static str) {
         if let Some(t) = &self.server {
             (t.iter().map(|t| t.requests as f64).collect(), "requests")
-        } else if let Some(w) = self.watched.as_ref().filter(|w| !w.per_cpu_pct.is_empty()) {
+        } else if let Some(w) =
+            self.watched.as_ref().filter(|w| self.server_scales && !w.per_cpu_pct.is_empty())
+        {
             (self.cpus.iter().map(|c| w.per_cpu_pct.get(c).copied().unwrap_or(0.0)).collect(), "cpu%")
         } else {
             (self.report.per_core.iter().map(|c| c.ops as f64).collect(), "ops")
