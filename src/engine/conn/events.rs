@@ -115,6 +115,12 @@ impl<C: ClientCodec> Conn<C> {
                 ledger.written(seq, bytes, now);
             }
         });
+        // A handshake written whole waits for its answer holding no buffer: thousands of
+        // connections set up at once would otherwise each hold one until answered, and the
+        // heap they grew stays (later allocations of each connection's life pin it).
+        if self.phase == Phase::Handshake {
+            self.send.release();
+        }
     }
 
     pub fn write_failed(&mut self, error: &std::io::Error, _rec: &mut CoreRecorder) {

@@ -85,10 +85,21 @@ pub(crate) const CLIENT_MAX_FRAME: u64 = 64 * 1024 * 1024;
 
 /// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key`.
 pub fn accept_key(key: &[u8]) -> String {
+    String::from_utf8_lossy(&accept_octets(key)).into_owned()
+}
+
+/// The same, as the 28 octets of its base64 (a SHA-1 is 20 octets): what a client keeps inline
+/// until the answer comes, rather than a string of its own on the heap.
+pub fn accept_octets(key: &[u8]) -> [u8; 28] {
     let mut sha = Sha1::new();
     sha.update(key);
     sha.update(GUID);
-    base64::engine::general_purpose::STANDARD.encode(sha.finalize())
+    let mut out = [0; 28];
+    let n = base64::engine::general_purpose::STANDARD
+        .encode_slice(sha.finalize(), &mut out)
+        .expect("20 octets are 28 in base64");
+    debug_assert_eq!(n, 28);
+    out
 }
 
 /// Append a frame header (FIN set) for `len` payload bytes, with `mask` when a client sends.
