@@ -289,8 +289,15 @@ impl H2Client {
     }
 
     /// A whole header block for `stream`: its `:status`, and the answer's end if it ends it.
-    fn headers(&mut self, b: frame::Block<'_>, out: &mut Vec<u8>) -> Result<Outcome, Error> {
-        let (stream, end_stream, block) = (b.stream, b.end_stream, &b.bytes[..]);
+    /// A whole header block on `stream` (its parts as arguments, not a `Block`: built in the
+    /// caller and passed through the stack, its narrow fields' stores stalled the wide read).
+    fn headers(
+        &mut self,
+        stream: u32,
+        end_stream: bool,
+        block: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Outcome, Error> {
         let (mut status, mut grpc_status) = (None, None);
         match block {
             // One octet indexing a static `:status` (RFC 7541 Appendix A, 8 to 14): no table to touch.
@@ -492,7 +499,7 @@ impl H2Client {
             },
             Frame::Headers { stream, .. } | Frame::Continuation { stream, .. } => {
                 match self.incoming.add(&f, MAX_HEADER_LIST)? {
-                    Some(b) => self.headers(b, out)?,
+                    Some(b) => self.headers(b.stream, b.end_stream, &b.bytes, out)?,
                     None => self.part_of(stream),
                 }
             }

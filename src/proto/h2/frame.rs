@@ -180,7 +180,10 @@ impl Frame<'_> {
 }
 
 /// The frame at the start of `input`, and the octets it took; `None`: not whole yet. `max`:
-/// the largest payload this side accepts (its SETTINGS_MAX_FRAME_SIZE).
+/// the largest payload this side accepts (its SETTINGS_MAX_FRAME_SIZE). Inlined: its result
+/// (a frame of a dozen fields) went back through the stack to each caller, and the client's
+/// reads of it stalled on the writes.
+#[inline(always)]
 pub fn parse(input: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, Error> {
     let Some(head) = input.get(..HEAD_LEN) else { return Ok(None) };
     let len = u32::from_be_bytes([0, head[0], head[1], head[2]]);
@@ -423,8 +426,20 @@ impl Blocks {
     }
 
     /// A HEADERS or CONTINUATION (any other frame: `Ok(None)`): the whole block once its
-    /// END_HEADERS came, else `None` and the piece kept (up to `limit` octets in all).
+    /// END_HEADERS came, else `None` and the piece kept (up to `limit` octets in all). A
+    /// whole block in one HEADERS, the usual case, is answered inline (its result does not
+    /// go back to the caller through the stack, where reading it stalled on the writes).
+    #[inline(always)]
     pub fn add<'a>(&mut self, f: &Frame<'a>, limit: usize) -> Result<Option<Block<'a>>, BlockError> {
+        if self.open.is_none()
+            && let Frame::Headers { stream, end_stream, end_headers: true, block, .. } = *f
+        {
+            return Ok(Some(Block { stream, end_stream, bytes: std::borrow::Cow::Borrowed(block) }));
+        }
+        self.add_in_pieces(f, limit)
+    }
+
+    fn add_in_pieces<'a>(&mut self, f: &Frame<'a>, limit: usize) -> Result<Option<Block<'a>>, BlockError> {
         self.check(f)?;
         match *f {
             Frame::Headers { stream, end_stream, end_headers: true, block, .. } => {
