@@ -22,7 +22,8 @@
 #                                   default count/5000 + 5, or once all are set up if later),
 #                                   PROCS=1, PROTO=ws or sio:
 #                                   Socket.IO events with acks over Engine.IO 4, whose server
-#                                   pings every connection every 25 s; SERVE_WB=path runs another
+#                                   pings every connection every 25 s; WB=path runs another
+#                                   build (generator and server), SERVE_WB=path another
 #                                   build's server)
 set -uo pipefail
 COUNTS=${COUNTS:-10000 100000 1000000}
@@ -34,8 +35,10 @@ PROTO=${PROTO:-ws}
 SERVE_ARGS=${SERVE_ARGS:-} # more `serve` options, e.g. "--ping-interval 120s" for sio
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-(cd "$root" && cargo build -q --release)
-WB="$root/target/release/wirebench"
+if [ -z "${WB:-}" ]; then # WB=path: another build's generator (and server), no cargo build
+    (cd "$root" && cargo build -q --release)
+    WB="$root/target/release/wirebench"
+fi
 SERVE_WB=${SERVE_WB:-$WB} # another build of the server, to measure it beside this one
 cpus=$(nproc)
 SERVER_CPU=$((cpus - 1))
