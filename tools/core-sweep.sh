@@ -15,6 +15,7 @@
 #   NGINX=path/to/nginx         (default: the one on PATH or /usr/sbin/nginx)
 set -euo pipefail
 DURATION=${DURATION:-5}
+case $DURATION in *[!0-9]* | '') echo "DURATION is whole seconds: '$DURATION'" >&2; exit 2 ;; esac
 CONNS=${CONNS:-1024}
 STREAMS=${STREAMS:-10}
 H2_CONNS=${H2_CONNS:-256}
@@ -42,8 +43,8 @@ nginx_sweep() { # NAME LISTEN-EXTRA SCHEME LOAD-ARGS...
     local name=$1 extra=$2 scheme=$3; shift 3
     if [ ! -x "$NGINX" ]; then echo "($name: no nginx at $NGINX, skipped)"; return; fi
     local port dir
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    dir=$(mktemp -d)
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])') || return
+    dir=$(mktemp -d) || return
     cat >"$dir/nginx.conf" <<CONF
 daemon off;
 user root;
@@ -63,15 +64,17 @@ CONF
 # The generator's own scaling: serve http on every server CPU for the whole sweep, the generator
 # at 1, 2, 4, … cores of its half (a step whose server CPU is near 100 % measured the server).
 client_sweep() {
-    local port srv
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    local n_steps=$(( $(echo "$counts" | tr ',' '\n' | wc -l) ))
-    "$WB" serve http --listen "127.0.0.1:$port" --cores "$server_set" -d "$(( n_steps * (DURATION + 5) + 10 ))s" &
+    local port srv n_steps rc=0
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])') || return
+    n_steps=$(echo "$counts" | tr ',' '\n' | wc -l)
+    "$WB" serve http --listen "127.0.0.1:$port" --cores "$server_set" -d "$((n_steps * (DURATION + 5) + 10))s" &
     srv=$!
     sleep 1
     "$WB" sweep "http://127.0.0.1:$port/" --cores "$counts" --cpu-set "$client_set" -d "${DURATION}s" \
-        -c "$CONNS" --watch-pid "$srv" --json "$OUT/client-http.json" --svg "$OUT/client-http.svg" || true
-    kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true
+        -c "$CONNS" --watch-pid "$srv" --json "$OUT/client-http.json" --svg "$OUT/client-http.svg" || rc=$?
+    kill "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null || true
+    return "$rc"
 }
 
 # One part of the study.

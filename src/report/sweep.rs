@@ -130,8 +130,9 @@ pub fn footer(steps: &[Step]) -> String {
          imbalance: (max − min) / mean of the per-core figures\n",
     );
     // A step whose server did not use its CPUs measured something else (the generator, the
-    // network): said, so its efficiency is not read as the server's.
-    for st in steps {
+    // network): said, so its efficiency is not read as the server's (a server sweep's steps:
+    // in a generator sweep the step's cores are the generator's).
+    for st in steps.iter().filter(|st| st.server_scales) {
         let (cpu, _) = st.server_cpu_rss();
         let busy = st.generator_busy();
         if let Some(cpu) = cpu.filter(|c| *c < 80.0 * st.cores as f64) {

@@ -289,8 +289,8 @@ impl H2Client {
     }
 
     /// A whole header block for `stream`: its `:status`, and the answer's end if it ends it.
-    /// A whole header block on `stream` (its parts as arguments, not a `Block`: built in the
-    /// caller and passed through the stack, its narrow fields' stores stalled the wide read).
+    /// (Its parts as arguments, not a `Block`: built in the caller and passed through the
+    /// stack, its narrow fields' stores stalled the wide read.)
     fn headers(
         &mut self,
         stream: u32,
