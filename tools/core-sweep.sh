@@ -38,12 +38,23 @@ client_set="$half-$((cpus - 1))"
 counts=1; n=2; while [ "$n" -le "$half" ]; do counts="$counts,$n"; n=$((n * 2)); done
 steps=(--server-cores "$counts" --cpu-set "$server_set" --client-cores "$client_set" -d "${DURATION}s")
 
+# A port nothing listens on now.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# A built-in server's sweep: KIND LOAD-ARGS...
+builtin_sweep() {
+    local kind=$1; shift
+    "$WB" sweep --serve "$kind" "${steps[@]}" "$@" --json "$OUT/builtin-$kind.json" --svg "$OUT/builtin-$kind.svg"
+}
+
 # nginx for one step: HTTP/1.1 or h2c on a free port, its workers set by sweep's {cores}.
 nginx_sweep() { # NAME LISTEN-EXTRA SCHEME LOAD-ARGS...
     local name=$1 extra=$2 scheme=$3; shift 3
     if [ ! -x "$NGINX" ]; then echo "($name: no nginx at $NGINX, skipped)"; return; fi
     local port dir
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])') || return
+    port=$(free_port) || return
     dir=$(mktemp -d) || return
     cat >"$dir/nginx.conf" <<CONF
 daemon off;
@@ -65,7 +76,7 @@ CONF
 # at 1, 2, 4, … cores of its half (a step whose server CPU is near 100 % measured the server).
 client_sweep() {
     local port srv n_steps rc=0
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])') || return
+    port=$(free_port) || return
     n_steps=$(echo "$counts" | tr ',' '\n' | wc -l)
     "$WB" serve http --listen "127.0.0.1:$port" --cores "$server_set" -d "$((n_steps * (DURATION + 5) + 10))s" &
     srv=$!
@@ -80,12 +91,11 @@ client_sweep() {
 # One part of the study.
 part() {
     case $1 in
-        http) "$WB" sweep --serve http "${steps[@]}" -c "$CONNS" --json "$OUT/builtin-http.json" --svg "$OUT/builtin-http.svg" ;;
+        http | tcp) builtin_sweep "$1" -c "$CONNS" ;;
         nginx) nginx_sweep nginx "" http -c "$CONNS" ;;
-        h2) "$WB" sweep --serve h2 "${steps[@]}" -c "$H2_CONNS" --streams "$STREAMS" --json "$OUT/builtin-h2.json" --svg "$OUT/builtin-h2.svg" ;;
+        h2) builtin_sweep h2 -c "$H2_CONNS" --streams "$STREAMS" ;;
         nginx-h2c) nginx_sweep nginx-h2c http2 h2c -c "$H2_CONNS" --streams "$STREAMS" ;;
-        h3) "$WB" sweep --serve h3 "${steps[@]}" -c "$H3_CONNS" --streams "$STREAMS" --json "$OUT/builtin-h3.json" --svg "$OUT/builtin-h3.svg" ;;
-        tcp) "$WB" sweep --serve tcp "${steps[@]}" -c "$CONNS" --json "$OUT/builtin-tcp.json" --svg "$OUT/builtin-tcp.svg" ;;
+        h3) builtin_sweep h3 -c "$H3_CONNS" --streams "$STREAMS" ;;
         client) client_sweep ;;
         *) echo "unknown part '$1' (http nginx h2 nginx-h2c h3 tcp client)" >&2; return 2 ;;
     esac
