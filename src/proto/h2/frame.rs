@@ -439,13 +439,14 @@ impl Blocks {
         self.add_in_pieces(f, limit)
     }
 
+    /// What [`add`](Self::add) does not answer inline: a HEADERS without END_HEADERS, a
+    /// CONTINUATION, any other frame, or any frame while a block is open (where `check`
+    /// refuses a HEADERS: so a whole one never comes here).
     fn add_in_pieces<'a>(&mut self, f: &Frame<'a>, limit: usize) -> Result<Option<Block<'a>>, BlockError> {
         self.check(f)?;
         match *f {
-            Frame::Headers { stream, end_stream, end_headers: true, block, .. } => {
-                Ok(Some(Block { stream, end_stream, bytes: std::borrow::Cow::Borrowed(block) }))
-            }
-            Frame::Headers { stream, end_stream, block, .. } => {
+            Frame::Headers { stream, end_stream, end_headers, block, .. } => {
+                debug_assert!(!end_headers, "add answers a whole HEADERS inline");
                 if block.len() > limit {
                     return Err(BlockError::TooLarge);
                 }
