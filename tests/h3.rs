@@ -61,7 +61,7 @@ fn requests_against_aioquic_cost_what_rfc_9114_says() {
 #[ignore = "needs tools/bin/h3-go: run by .ci/run"]
 fn requests_against_quic_go_are_answered_and_counted() {
     let (cert, key) = h3_cert_files("quic-go");
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let binary = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/bin/h3-go");
     let mut child = Command::new(&binary)
         .args([&port.to_string(), cert.to_str().unwrap(), key.to_str().unwrap()])
@@ -106,7 +106,7 @@ fn requests_against_quic_go_are_answered_and_counted() {
 /// does not do yet is refused before the run, one line each.
 #[test]
 fn h3_refusals_are_one_line_and_exit_status_2() {
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let url = format!("h3://127.0.0.1:{port}/");
     let started = std::time::Instant::now();
     for (args, says) in [

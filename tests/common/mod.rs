@@ -130,9 +130,36 @@ impl Drop for Peer {
     }
 }
 
-/// A free loopback port (bound and released; good enough for a test's own peer).
+/// A free loopback port for a test's own peer (nginx, a Python server, a second `serve`), taken
+/// from below the kernel's ephemeral range. A port the kernel hands out (`bind` to port 0, or an
+/// outgoing connection's own port) can be given again to a test running beside this one between
+/// this check and the peer's own bind; the peer then fails to bind and the test meets the other
+/// test's server instead (seen once: an HTTPS bench against a plain built-in server). Below the
+/// range only these calls hand ports out: each takes the next one after an offset drawn from
+/// the process id, and keeps it if it binds over both TCP and UDP.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const BASE: u32 = 10_000;
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    if low < BASE + 1_000 {
+        // A range that starts this low leaves no room below it: the kernel's choice, as before.
+        return std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    }
+    let span = low - BASE;
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span {
+        let port = (BASE + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+            && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok()
+        {
+            return port;
+        }
+    }
+    panic!("no free loopback port between {BASE} and {low}");
 }
 
 /// Wait until something accepts connections on `addr`, bounded.
@@ -456,7 +483,7 @@ pub fn h3_cert_files(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
 pub fn start_aioquic() -> (Peer, std::io::BufReader<std::process::ChildStdout>, u16, String) {
     use std::io::BufRead;
     let (cert, key) = h3_cert_files("aioquic");
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let mut child = Command::new("python3")
         .arg(format!("{}/tools/h3-server.py", env!("CARGO_MANIFEST_DIR")))
         .args([&port.to_string(), cert.to_str().unwrap(), key.to_str().unwrap()])

@@ -22,7 +22,7 @@ const H3_REQUEST_INCOMPLETE: u64 = 0x10d;
 /// stopped), the URL and the CA file that trusts it.
 fn hostile_server(mode: &str) -> (Peer, std::io::BufReader<std::process::ChildStdout>, String, String) {
     let (cert, key) = h3_cert_files(mode);
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let mut child = Command::new("python3")
         .args([SCRIPT, "server", &port.to_string(), cert.to_str().unwrap(), key.to_str().unwrap(), mode])
         .stdout(Stdio::piped())
@@ -71,7 +71,7 @@ fn aioquic_here() -> bool {
 /// URL and the CA file.
 fn quic_go_early() -> (Peer, String, String) {
     let (cert, key) = h3_cert_files("quic-go-early");
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let binary = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/bin/h3-go");
     let mut child = Command::new(binary)
         .args([&port.to_string(), cert.to_str().unwrap(), key.to_str().unwrap(), "early"])
