@@ -5,9 +5,10 @@
 use clap::Parser;
 use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, report, search, serve, sweep, watch};
 
-/// `--features mimalloc`: quinn's per-stream allocations cost HTTP/3 less (its client's CPU a
-/// request 0.83× glibc's), and an idle connection costs more memory (2.1 KiB against 1.8 at
-/// 18,000 WebSocket connections); the default build keeps glibc's (docs/performance.md).
+/// mimalloc (the default feature; `--no-default-features` keeps glibc's): quinn allocates and
+/// frees its state for every HTTP/3 stream, and costs the client 0.85× the CPU a request with
+/// it; built without transparent huge pages, an idle connection costs what it does with glibc
+/// (docs/performance.md, `tools/alloc-compare.sh`).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

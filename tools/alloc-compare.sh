@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The allocator's trade, side by side: this tree built with glibc's allocator (the default) and
-# with mimalloc (`--features mimalloc`), each binary loading its own built-in server (server on
+# The allocator's trade, side by side: this tree built with mimalloc (the default) and with
+# glibc's allocator (`--no-default-features`), each binary loading its own built-in server (server on
 # CPU 1, client on CPU 0, 64 connections × 10 deep, DURATION seconds, ROUNDS alternating
 # rounds): client CPU µs per request (GNU time) for h3://, h2:// over TLS, h2c:// and http://,
 # medians; then memory per idle WebSocket connection at N (tools/conn-memory.sh, both binaries).
@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 cargo build --release >/dev/null 2>&1
-cargo build --release --features mimalloc --target-dir target/mimalloc >/dev/null 2>&1
-declare -A bin=([glibc]=target/release/wirebench [mimalloc]=target/mimalloc/release/wirebench)
+cargo build --release --no-default-features --target-dir target/glibc >/dev/null 2>&1
+declare -A bin=([glibc]=target/glibc/release/wirebench [mimalloc]=target/release/wirebench)
 # shellcheck source=tools/scratch.sh
 . tools/scratch.sh
 for r in $(seq "$ROUNDS"); do
