@@ -12,10 +12,16 @@
 //! wirebench's own decoder (`proto::h2::hpack`), its fields dropped unread — nginx adds four
 //! literal fields to the table with every answer.
 //!
-//! Usage: cargo bench --bench minimal_h2 -- HOST:PORT [CONNECTIONS 64] [STREAMS 10] [SECONDS 5] [hpack]
+//! With `tls`, the same over TLS 1.3 (rustls, as wirebench's own client; ALPN `h2`, the
+//! server's certificate not checked): the frames are sealed into one record per send and the
+//! records opened as they come — the floor under an HTTP/2-over-TLS client. Handshakes are
+//! inside the timed window (once per connection, as for every client vs-peers runs).
+//!
+//! Usage: cargo bench --bench minimal_h2 -- HOST:PORT [CONNECTIONS 64] [STREAMS 10] [SECONDS 5] [hpack] [tls]
 //! Prints `requests N in S s = R/s` (the line vs-peers reads).
 
 use io_uring::{cqueue, opcode, types};
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -45,6 +51,9 @@ struct Conn {
     hpack: Option<wirebench::proto::h2::hpack::Decoder>,
     block: Vec<u8>,
     block_left: usize,
+    /// With `tls`: the session, and the plaintext opened from one receive.
+    tls: Option<rustls::ClientConnection>,
+    plain: Vec<u8>,
 }
 
 impl Conn {
@@ -59,7 +68,43 @@ impl Conn {
         self.in_flight += 1;
     }
 
-    /// Read `data`: the streams it ends.
+    /// What to send next, into the empty `sending`: the queued frames, sealed with TLS.
+    fn take_out(&mut self) {
+        match &mut self.tls {
+            None => std::mem::swap(&mut self.sending, &mut self.out),
+            Some(tls) => {
+                if !self.out.is_empty() {
+                    tls.writer().write_all(&self.out).expect("rustls takes plaintext");
+                    self.out.clear();
+                }
+                while tls.wants_write() {
+                    tls.write_tls(&mut self.sending).expect("rustls writes to a vector");
+                }
+            }
+        }
+    }
+
+    /// Bytes from the socket: the streams they end (with TLS, once opened).
+    fn received(&mut self, data: &[u8]) -> usize {
+        let Some(tls) = &mut self.tls else { return self.read(data) };
+        wirebench::tls::open(tls, data).expect("valid TLS records");
+        let mut plain = std::mem::take(&mut self.plain);
+        let mut room = [0u8; 16 << 10];
+        loop {
+            match tls.reader().read(&mut room) {
+                Ok(0) => panic!("the server closed"),
+                Ok(n) => plain.extend_from_slice(&room[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("TLS: {e}"),
+            }
+        }
+        let ended = self.read(&plain);
+        plain.clear();
+        self.plain = plain;
+        ended
+    }
+
+    /// Read `data` (plaintext): the streams it ends.
     fn read(&mut self, mut data: &[u8]) -> usize {
         let mut ended = 0;
         while !data.is_empty() {
@@ -126,11 +171,29 @@ fn main() {
     let conns: usize = args.get(1).map_or(64, |a| a.parse().expect("connections"));
     let streams: usize = args.get(2).map_or(10, |a| a.parse().expect("streams"));
     let secs: f64 = args.get(3).map_or(5.0, |a| a.parse().expect("seconds"));
-    let hpack = args.get(4).is_some_and(|a| a == "hpack");
+    let hpack = args.iter().skip(4).any(|a| a == "hpack");
+    let tls = args.iter().skip(4).any(|a| a == "tls");
     let common::Sockets { streams: _sockets, mut ring, mut bufs } = common::connect(&addr, conns);
     let decoder = || wirebench::proto::h2::hpack::Decoder::new(4096, 64 << 10);
-    let mut c: Vec<Conn> =
-        (0..conns).map(|_| Conn { next_id: 1, hpack: hpack.then(decoder), ..Conn::default() }).collect();
+    let session = tls.then(|| {
+        use wirebench::tls::options::{TlsArgs, TlsVersion, client_config, server_name};
+        let args = TlsArgs { insecure: true, tls_version: Some(TlsVersion::V13), ..TlsArgs::default() };
+        let config = client_config(&args, Some(b"h2")).expect("a TLS configuration");
+        let name = server_name(addr.rsplit_once(':').expect("HOST:PORT").0).expect("a server name");
+        move || {
+            let mut session = rustls::ClientConnection::new(config.clone(), name.clone()).expect("a session");
+            session.set_buffer_limit(None);
+            session
+        }
+    });
+    let mut c: Vec<Conn> = (0..conns)
+        .map(|_| Conn {
+            next_id: 1,
+            hpack: hpack.then(decoder),
+            tls: session.as_ref().map(|s| s()),
+            ..Conn::default()
+        })
+        .collect();
     for (i, conn) in c.iter_mut().enumerate() {
         arm(&mut ring, i);
         conn.out.extend_from_slice(PREFACE);
@@ -144,8 +207,11 @@ fn main() {
     loop {
         // Each connection's queued frames in one send, once its last one is done.
         for (i, conn) in c.iter_mut().enumerate() {
-            if conn.sending.is_empty() && !conn.out.is_empty() {
-                std::mem::swap(&mut conn.sending, &mut conn.out);
+            if !conn.sending.is_empty() {
+                continue; // (its send is with the kernel)
+            }
+            conn.take_out();
+            if !conn.sending.is_empty() {
                 let sqe = opcode::Send::new(
                     types::Fixed(i as u32),
                     conn.sending.as_ptr(),
@@ -176,7 +242,7 @@ fn main() {
             }
             assert!(result > 0 || result == -libc::ENOBUFS, "receive: {result}");
             if let Some(bid) = cqueue::buffer_select(flags) {
-                let ended = conn.read(bufs.data(bid, result.max(0) as usize));
+                let ended = conn.received(bufs.data(bid, result.max(0) as usize));
                 bufs.give_back(bid);
                 done += ended as u64;
                 if sending {

@@ -9,8 +9,8 @@
 # certificate made here; every client skips verification or trusts it). Part h2: HTTP/2 clients
 # against nginx (`listen … http2`, h2c; and `ssl http2`) at CONNS connections × STREAMS streams:
 # h2load (the anchor), wirebench's h2c:// and h2:// clients, wirebench's HTTP/1.1 client
-# pipelining STREAMS deep at the same concurrency, and (h2c) the floor: benches/minimal_h2.rs, alone and
-# keeping the server's HPACK table in step (minimal-h2-hpack). Part h2b: nginx's h2c against `wirebench
+# pipelining STREAMS deep at the same concurrency, and the floor: benches/minimal_h2.rs, alone and
+# keeping the server's HPACK table in step (minimal-h2-hpack), and over TLS keeping it (minimal-h2-tls). Part h2b: nginx's h2c against `wirebench
 # serve h2` at the same offered load, server CPU per request. Part h3: wirebench's HTTP/3 client
 # against its HTTP/2-over-TLS client, each on its built-in server. Part h3p: wirebench's HTTP/3
 # client against peer HTTP/3 clients (quic-go's, aioquic's) at equal load on `serve h3`. Part h3s:
@@ -153,6 +153,7 @@ client_cmd() {
         minimal) local hostport=${url#http://}; echo "$MINIMAL ${hostport%/} $CONNS $secs" ;;
         minimal-h2) local hostport=${url#http://}; echo "$MINIMAL_H2 ${hostport%/} $CONNS $STREAMS $secs" ;;
         minimal-h2-hpack) local hostport=${url#http://}; echo "$MINIMAL_H2 ${hostport%/} $CONNS $STREAMS $secs hpack" ;;
+        minimal-h2-tls) local hostport=${url#https://}; echo "$MINIMAL_H2 ${hostport%/} $CONNS $STREAMS $secs hpack tls" ;;
         wirebench) echo "$WB bench $url $insecure -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
         wirebench-base) echo "$BASE bench $url $insecure -c $CONNS -d ${secs}s --cores $CLIENT_CPU --engine uring --json -" ;;
         # The same client pipelining 16 requests per connection: it then costs so little per
@@ -286,8 +287,8 @@ if part h2; then
             H1_URL="https://127.0.0.1:$p2/"; url="https://127.0.0.1:$p1/"
         fi
         TOOLS=(h2load-h2 wirebench-h2 wirebench-h1)
-        # The floor (h2c only: it speaks no TLS).
-        [ "$mode" = h2c ] && TOOLS+=(minimal-h2 minimal-h2-hpack)
+        # The floor: alone and keeping the table (h2c); over TLS, keeping the table.
+        if [ "$mode" = h2c ]; then TOOLS+=(minimal-h2 minimal-h2-hpack); else TOOLS+=(minimal-h2-tls); fi
         [ -n "${BASE:-}" ] && TOOLS+=(wirebench-base-h2)
         ANCHOR=h2load-h2 measure_clients "$url" "HTTP/2 ($mode) against nginx, $CONNS connections × $STREAMS streams (wirebench-h1: HTTP/1.1 pipelining $STREAMS deep)"
         stop_servers
