@@ -7,8 +7,9 @@ use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, report, search, 
 
 /// mimalloc (the default feature; `--no-default-features` keeps glibc's): quinn allocates and
 /// frees its state for every HTTP/3 stream, and costs the client 0.85× the CPU a request with
-/// it; built without transparent huge pages, an idle connection costs what it does with glibc
-/// (docs/performance.md, `tools/alloc-compare.sh`).
+/// it; without transparent huge pages (its `no_thp` feature, and the process's THP off in
+/// `main`), an idle connection costs what it does with glibc (docs/performance.md,
+/// `tools/alloc-compare.sh`).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -28,6 +29,8 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 fn main() {
+    // What `no_thp` does not cover: a kernel in THP mode `always` needs no advice to use them.
+    wirebench::engine::sys::no_huge_pages();
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Bench(args) => bench::main(args),

@@ -331,6 +331,16 @@ fn ensure_limit(resource: libc::__rlimit_resource_t, wanted: u64) -> Result<(), 
 /// File descriptors a process needs beyond its sockets (stdio, io_uring rings, eventfds, …).
 pub const SPARE_FILES: u64 = 64;
 
+/// No transparent huge pages for this process (`PR_SET_THP_DISABLE`, inherited by its
+/// children): on a kernel whose THP mode is `always`, an allocator's large aligned arenas would
+/// be backed 2 MiB at a time, and an idle connection would cost what its neighbours' pages
+/// weigh (mimalloc with THP: 1.74 KiB a WebSocket connection against 1.35, docs/performance.md).
+/// Best effort: a kernel that refuses leaves its own setting.
+pub fn no_huge_pages() {
+    // SAFETY: a prctl with plain integer arguments, about this process only.
+    unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+}
+
 /// Raise `RLIMIT_NOFILE` to fit `sockets` sockets, or say how.
 pub fn ensure_file_limit(sockets: u64) -> Result<(), LimitError> {
     let wanted = sockets.saturating_add(SPARE_FILES);
