@@ -32,6 +32,8 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x0
 /// HPACK: `:method GET`, `:scheme http`, `:path /` (static indexes 2, 6, 4), `:authority
 /// localhost` as a literal never indexed (the same bytes every time).
 const BLOCK: &[u8] = b"\x82\x86\x84\x01\x09localhost";
+/// The same over TLS: `:scheme https` (static index 7).
+const BLOCK_TLS: &[u8] = b"\x82\x87\x84\x01\x09localhost";
 const SETTINGS_ACK: [u8; 9] = [0, 0, 0, 4, 1, 0, 0, 0, 0];
 /// Give the connection's window back once this much DATA has used it.
 const WINDOW_BACK: u32 = 1 << 15;
@@ -51,9 +53,11 @@ struct Conn {
     hpack: Option<wirebench::proto::h2::hpack::Decoder>,
     block: Vec<u8>,
     block_left: usize,
-    /// With `tls`: the session, and the plaintext opened from one receive.
+    /// With `tls`: the session, the plaintext opened from one receive, and the room rustls
+    /// reads it into (made once).
     tls: Option<rustls::ClientConnection>,
     plain: Vec<u8>,
+    room: Vec<u8>,
 }
 
 impl Conn {
@@ -61,10 +65,11 @@ impl Conn {
     fn request(&mut self) {
         let id = self.next_id;
         self.next_id += 2;
-        let len = BLOCK.len() as u32;
+        let block = if self.tls.is_some() { BLOCK_TLS } else { BLOCK };
+        let len = block.len() as u32;
         self.out.extend_from_slice(&[(len >> 16) as u8, (len >> 8) as u8, len as u8, 1, 0x5]);
         self.out.extend_from_slice(&id.to_be_bytes());
-        self.out.extend_from_slice(BLOCK);
+        self.out.extend_from_slice(block);
         self.in_flight += 1;
     }
 
@@ -89,11 +94,13 @@ impl Conn {
         let Some(tls) = &mut self.tls else { return self.read(data) };
         wirebench::tls::open(tls, data).expect("valid TLS records");
         let mut plain = std::mem::take(&mut self.plain);
-        let mut room = [0u8; 16 << 10];
+        if !tls.is_handshaking() {
+            assert_eq!(tls.alpn_protocol(), Some(&b"h2"[..]), "the server agreed to HTTP/2 by ALPN");
+        }
         loop {
-            match tls.reader().read(&mut room) {
+            match tls.reader().read(&mut self.room) {
                 Ok(0) => panic!("the server closed"),
-                Ok(n) => plain.extend_from_slice(&room[..n]),
+                Ok(n) => plain.extend_from_slice(&self.room[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => panic!("TLS: {e}"),
             }
@@ -191,6 +198,7 @@ fn main() {
             next_id: 1,
             hpack: hpack.then(decoder),
             tls: session.as_ref().map(|s| s()),
+            room: if tls { vec![0; 16 << 10] } else { Vec::new() },
             ..Conn::default()
         })
         .collect();

@@ -9,6 +9,11 @@
 //! Prints `listening on HOST:PORT`, serves until SECONDS pass or the process is killed.
 
 use io_uring::{cqueue, opcode, types};
+
+/// The allocator `serve`'s binary uses (src/main.rs), so the floor allocates as it does.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 use wirebench::engine::bufring::BufRing;
