@@ -24,6 +24,8 @@ OUT=${OUT:-./sweep-results}
 PARTS=${PARTS:-http nginx}
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
+# shellcheck source=tools/scratch.sh
+. "$here/scratch.sh" # free_port, and a scratch directory removed at exit (nginx's)
 mkdir -p "$OUT"
 if [ -z "${WB:-}" ]; then
     (cd "$root" && cargo build -q --release)
@@ -38,11 +40,6 @@ client_set="$half-$((cpus - 1))"
 counts=1; n=2; while [ "$n" -le "$half" ]; do counts="$counts,$n"; n=$((n * 2)); done
 steps=(--server-cores "$counts" --cpu-set "$server_set" --client-cores "$client_set" -d "${DURATION}s")
 
-# A port nothing listens on now.
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 # A built-in server's sweep: KIND LOAD-ARGS...
 builtin_sweep() {
     local kind=$1; shift
@@ -53,9 +50,9 @@ builtin_sweep() {
 nginx_sweep() { # NAME LISTEN-EXTRA SCHEME LOAD-ARGS...
     local name=$1 extra=$2 scheme=$3; shift 3
     if [ ! -x "$NGINX" ]; then echo "($name: no nginx at $NGINX, skipped)"; return; fi
-    local port dir
+    local port dir="$work/$name"
     port=$(free_port) || return
-    dir=$(mktemp -d) || return
+    mkdir -p "$dir" || return
     cat >"$dir/nginx.conf" <<CONF
 daemon off;
 user root;
