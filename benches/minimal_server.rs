@@ -9,14 +9,14 @@
 //! Prints `listening on HOST:PORT`, serves until SECONDS pass or the process is killed.
 
 use io_uring::{cqueue, opcode, types};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+use wirebench::engine::bufring::BufRing;
 
 /// The allocator `serve`'s binary uses (src/main.rs), so the floor allocates as it does.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use std::os::fd::AsRawFd;
-use std::time::{Duration, Instant};
-use wirebench::engine::bufring::BufRing;
 
 const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nHello World";
 const ACCEPT: u64 = u64::MAX;

@@ -4,13 +4,13 @@
 //! armed on a connection (its completions' user data `(i << 1) | 1`).
 
 use io_uring::{IoUring, opcode, types};
+use wirebench::engine::bufring::BufRing;
 
 /// The allocator wirebench's binary uses (src/main.rs), so a floor allocates as it does (the
 /// TLS floor's rustls allocates per record).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use wirebench::engine::bufring::BufRing;
 
 /// The sockets (kept open while the ring uses them), the ring, its buffers.
 pub struct Sockets {
