@@ -92,11 +92,12 @@ impl Conn {
     /// Bytes from the socket: the streams they end (with TLS, once opened).
     fn received(&mut self, data: &[u8]) -> usize {
         let Some(tls) = &mut self.tls else { return self.read(data) };
+        let handshaking = tls.is_handshaking();
         wirebench::tls::open(tls, data).expect("valid TLS records");
-        let mut plain = std::mem::take(&mut self.plain);
-        if !tls.is_handshaking() {
+        if handshaking && !tls.is_handshaking() {
             assert_eq!(tls.alpn_protocol(), Some(&b"h2"[..]), "the server agreed to HTTP/2 by ALPN");
         }
+        let mut plain = std::mem::take(&mut self.plain);
         loop {
             match tls.reader().read(&mut self.room) {
                 Ok(0) => panic!("the server closed"),
