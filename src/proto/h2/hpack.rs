@@ -430,6 +430,59 @@ impl Encoder {
     }
 }
 
+/// The last header block an [`Encoder`] made without changing its table, with the fields it
+/// encodes and the encoder's state then: the same fields in the same state are the same
+/// octets, copied instead of encoded (a server's answers repeat their fields; finding each in
+/// the tables was a quarter of `serve h2`'s instructions). Kept in place: nothing allocated
+/// once warm, and nothing kept past [`KEPT_MAX`] octets.
+#[derive(Debug, Clone, Default)]
+pub struct LastBlock {
+    state: Option<u64>,
+    /// Each name and value after its length (two octets).
+    fields: Vec<u8>,
+    block: Vec<u8>,
+}
+
+/// The most a [`LastBlock`] keeps of fields and block together, octets.
+pub const KEPT_MAX: usize = 512;
+
+impl LastBlock {
+    /// The block of `fields` if it is the one kept and the encoder is still in its state.
+    pub fn get<'a>(&self, state: Option<u64>, fields: &[(&'a [u8], &'a [u8])]) -> Option<&[u8]> {
+        if state.is_none() || state != self.state {
+            return None;
+        }
+        let mut rest = &self.fields[..];
+        for s in fields.iter().flat_map(|&(name, value)| [name, value]) {
+            let (len, tail) = rest.split_first_chunk::<2>()?;
+            let (kept, tail) = tail.split_at_checked(usize::from(u16::from_be_bytes(*len)))?;
+            if kept != s {
+                return None;
+            }
+            rest = tail;
+        }
+        rest.is_empty().then_some(&self.block[..])
+    }
+
+    /// Keep `block`, encoded from `fields` in state `before`, if encoding it left the encoder
+    /// in the same state (`after`); otherwise keep nothing.
+    pub fn keep(&mut self, before: Option<u64>, after: Option<u64>, fields: &[(&[u8], &[u8])], block: &[u8]) {
+        self.state = None;
+        let size = block.len() + fields.iter().map(|(n, v)| 4 + n.len() + v.len()).sum::<usize>();
+        if before.is_none() || before != after || size > KEPT_MAX {
+            return;
+        }
+        self.fields.clear();
+        for s in fields.iter().flat_map(|&(name, value)| [name, value]) {
+            self.fields.extend_from_slice(&(s.len() as u16).to_be_bytes()); // ≤ KEPT_MAX
+            self.fields.extend_from_slice(s);
+        }
+        self.block.clear();
+        self.block.extend_from_slice(block);
+        self.state = before;
+    }
+}
+
 /// The other side of a connection's header compression: every representation (§6).
 #[derive(Debug, Clone)]
 pub struct Decoder {

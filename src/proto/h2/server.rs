@@ -124,6 +124,8 @@ fn block_code(e: frame::BlockError) -> Code {
 pub struct H2Server {
     phase: Phase,
     encoder: hpack::Encoder,
+    /// The last answer's header block, sent again for the same fields.
+    last_block: hpack::LastBlock,
     decoder: hpack::Decoder,
     /// The client's SETTINGS_MAX_FRAME_SIZE and SETTINGS_INITIAL_WINDOW_SIZE.
     peer_max_frame: u32,
@@ -167,6 +169,7 @@ impl Default for H2Server {
         H2Server {
             phase: Phase::Preface,
             encoder: hpack::Encoder::new(true),
+            last_block: hpack::LastBlock::default(),
             decoder: hpack::Decoder::new(hpack::DEFAULT_TABLE_SIZE, MAX_HEADER_LIST),
             peer_max_frame: frame::DEFAULT_MAX_FRAME,
             peer_window: DEFAULT_WINDOW,
@@ -565,9 +568,15 @@ impl H2Server {
     }
 
     fn write_headers(&mut self, stream: u32, fields: &[(&[u8], &[u8])], end_stream: bool, out: &mut Vec<u8>) {
+        let before = self.encoder.state();
+        if let Some(block) = self.last_block.get(before, fields) {
+            frame::write_headers(out, stream, block, end_stream, self.peer_max_frame);
+            return;
+        }
         let mut block = Vec::with_capacity(32);
         self.encoder.encode(fields.iter().copied(), &mut block);
         frame::write_headers(out, stream, &block, end_stream, self.peer_max_frame);
+        self.last_block.keep(before, self.encoder.state(), fields, &block);
     }
 
     /// Send what stream `at` has queued, as far as both windows let; then its end. A stream

@@ -320,3 +320,52 @@ fn a_known_record_gives_no_fields_and_the_same_table() {
         known = got.unwrap_or(0);
     }
 }
+
+/// A kept block is given back only for the same fields in the same state: the encode that
+/// inserted an entry is not kept (its octets would insert it again), the one after it is; a
+/// field changed, one more or one fewer, or any change to the table since, and it is not.
+#[test]
+fn the_last_block_comes_back_for_the_same_fields_in_the_same_state_only() {
+    let mut enc = Encoder::new(true);
+    let mut last = LastBlock::default();
+    let fields: &[(&[u8], &[u8])] = &[(b":status", b"200"), (b"content-length", b"11")];
+    let mut blocks = Vec::new();
+    for _ in 0..3 {
+        let before = enc.state();
+        let mut block = Vec::new();
+        match last.get(before, fields) {
+            Some(kept) => block.extend_from_slice(kept),
+            None => {
+                enc.encode(fields.iter().copied(), &mut block);
+                last.keep(before, enc.state(), fields, &block);
+            }
+        }
+        blocks.push(block);
+    }
+    // The first inserted content-length (not kept); the second indexed it, and was kept.
+    assert_ne!(blocks[0], blocks[1]);
+    assert_eq!(blocks[1], blocks[2]);
+    assert_eq!(blocks[1], [0x88, 0xbe]);
+    let state = enc.state();
+    assert_eq!(last.get(state, fields), Some(&[0x88, 0xbe][..]));
+    assert_eq!(last.get(state, &[(b":status", b"200"), (b"content-length", b"12")]), None);
+    assert_eq!(last.get(state, &fields[..1]), None);
+    assert_eq!(last.get(state, &[fields[0], fields[1], (b"x", b"y")]), None);
+    // The table changed: a new entry, or a size update waiting to be announced.
+    enc.encode([(&b"x-new"[..], &b"1"[..])], &mut Vec::new());
+    assert_eq!(last.get(enc.state(), fields), None);
+    assert_eq!(last.get(state, fields), Some(&[0x88, 0xbe][..]), "kept for its own state");
+    enc.peer_table_size(100);
+    assert_eq!(enc.state(), None);
+    assert_eq!(last.get(enc.state(), fields), None);
+    // Fields past KEPT_MAX are encoded each time, nothing kept.
+    let long = vec![b'a'; KEPT_MAX];
+    let big: &[(&[u8], &[u8])] = &[(b"x-long", &long)];
+    let mut enc = Encoder::new(false);
+    enc.encode(big.iter().copied(), &mut Vec::new());
+    let before = enc.state();
+    let mut block = Vec::new();
+    enc.encode(big.iter().copied(), &mut block);
+    last.keep(before, enc.state(), big, &block);
+    assert_eq!(last.get(before, big), None);
+}
