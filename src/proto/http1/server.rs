@@ -128,6 +128,21 @@ struct PendingBody {
     /// Close after answering (asked, or HTTP/1.0 without keep-alive), and the minor version.
     close: bool,
     minor: u8,
+    /// Where the method and the target lie in the pending bytes (kept as places, not
+    /// borrowed: the bytes may grow, and move, before the body is whole; the head is parsed
+    /// once).
+    method: Span,
+    target: Span,
+}
+
+/// Where a part of the head lies in the bytes it was parsed from: start and length (`None`:
+/// not in them, the parser's default).
+type Span = Option<(usize, usize)>;
+
+/// Where `part` lies in `within`, if it is a slice of it.
+fn span(within: &[u8], part: &str) -> Span {
+    let at = (part.as_ptr() as usize).checked_sub(within.as_ptr() as usize)?;
+    (at + part.len() <= within.len()).then_some((at, part.len()))
 }
 
 impl RequestReader {
@@ -199,14 +214,22 @@ pub fn parse_request<'a>(
                 if end > limits.max_head {
                     return Err(Refusal::HeadTooLarge);
                 }
-                let framing = |h: &head::RequestHead<'_, '_>| {
+                let framing = |h: &head::RequestHead<'_, 'a>| {
+                    let line = (span(input, h.method), span(input, h.target));
                     head::body_framing(&h.fields, 0, h.minor_version, false)
-                        .map(|(framing, close)| (framing, close, h.minor_version))
+                        .map(|(framing, close)| (framing, close, h.minor_version, line))
                 };
                 let blank = reader.head_blank;
                 match head::request_head(&input[blank..end], limits.max_head, framing) {
-                    Ok(Some((Ok((framing, close, minor)), head_len))) => {
-                        break PendingBody { head_len: blank + head_len, framing, close, minor };
+                    Ok(Some((Ok((framing, close, minor, (method, target))), head_len))) => {
+                        break PendingBody {
+                            head_len: blank + head_len,
+                            framing,
+                            close,
+                            minor,
+                            method,
+                            target,
+                        };
                     }
                     Ok(Some((Err(_), _))) | Err(HeadError::Malformed) => return Err(Refusal::BadRequest),
                     Err(HeadError::TooLarge) => return Err(Refusal::HeadTooLarge),
@@ -248,11 +271,11 @@ pub fn parse_request<'a>(
         Framing::UntilEof => return Err(Refusal::BadRequest),
     };
     reader.body = None;
-    // Whole: read the head again to borrow its method and target (once per request whose body
-    // spanned reads; a head is at most a few KiB).
-    let line = |h: &head::RequestHead<'_, 'a>| (h.method, h.target);
-    let Ok(Some(((method, target), _))) =
-        head::request_head(&input[..pending.head_len], limits.max_head, line)
+    // Whole: its method and target borrowed from where the head's parse found them (the
+    // parser's defaults where it had none).
+    let text = |span: Span| span.map(|(at, len)| std::str::from_utf8(&input[at..at + len]));
+    let (Ok(method), Ok(target)) =
+        (text(pending.method).unwrap_or(Ok("")), text(pending.target).unwrap_or(Ok("/")))
     else {
         return Err(Refusal::BadRequest);
     };
@@ -361,6 +384,30 @@ mod tests {
         assert_eq!(out, [RESPONSE_OK, RESPONSE_HELLO].concat());
         assert!(awaited.contains(&Awaiting::Head) && awaited.contains(&Awaiting::Body));
         assert_eq!(awaited.last(), Some(&Awaiting::Request));
+    }
+
+    /// A body that spans reads, each read's bytes in a new buffer (moved, as a growing one
+    /// may be): the request's method and target are those of its head, read where its one
+    /// parse found them; leading empty lines and a head with no target default as the parser.
+    #[test]
+    fn a_body_spanning_reads_keeps_its_heads_method_and_target() {
+        let whole: &[u8] =
+            b"\r\nPUT /a/b?c=d HTTP/1.1\r\nContent-Length: 4\r\n\r\nwxyzDELETE * HTTP/1.1\r\n\r\n";
+        let mut reader = RequestReader::default();
+        let mut seen = Vec::new();
+        let mut consumed = 0;
+        for cut in [30, 47, 49, whole.len()] {
+            let pending = whole[consumed..cut].to_vec();
+            let served = serve_requests(&pending, &mut Vec::new(), HELLO_LIMITS, &mut reader, |r, _| {
+                let r = r.expect("a request");
+                seen.push((r.method.to_string(), r.target.to_string(), r.body.to_vec()));
+            });
+            consumed += served.consumed;
+        }
+        assert_eq!(
+            seen,
+            [("PUT".into(), "/a/b?c=d".into(), b"wxyz".to_vec()), ("DELETE".into(), "*".into(), Vec::new())]
+        );
     }
 
     /// Found by fuzzing with inputs past 8 KiB: a head just over the limit with a malformed
