@@ -591,45 +591,12 @@ impl H2Client {
 
     /// A piece of `stream`'s answer: the operation's bytes if it is in flight.
     fn part_of(&mut self, stream: u32) -> Outcome {
-        let Some(_) = self.at(stream) else { return Outcome::Control };
-        self.answered = Some(stream);
-        Outcome::OpPart
-    }
-
-    /// One frame from `input`: decoded, applied, and counted by layer if it is a stream's.
-    #[inline(always)]
-    fn decode_frame(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
-        self.answered = None;
-        let Some((f, consumed)) = frame::parse(input, MAX_FRAME)? else { return Ok(Decoded::Partial) };
-        // What the frame may hold of a stream's answer, counted once it proves to be one's.
-        let part = match &f {
-            Frame::Data { stream, data, .. } => Some((*stream, Part::Data(data.len()))),
-            Frame::Headers { stream, block, .. } | Frame::Continuation { stream, block, .. } => {
-                Some((*stream, Part::Block(block.len())))
-            }
-            Frame::RstStream { stream, .. } => Some((*stream, Part::Framing)),
-            _ => None,
-        };
-        let before = part
-            .and_then(|(id, _)| self.at(id))
-            .map(|at| (self.streams[at].status, self.streams[at].rx_data));
-        let outcome = self.frame(f, out)?;
-        if let (Some((id, part)), Some((status, rx_data))) = (part, before)
-            && outcome != Outcome::Control
-        {
-            self.count_rx(id, part, consumed, status != 0, rx_data);
+        if self.at(stream).is_some() {
+            self.answered = Some(stream);
+            Outcome::OpPart
+        } else {
+            Outcome::Control
         }
-        Ok(Decoded::Done { consumed, outcome })
-    }
-
-    /// Whether `rest` opens with a whole DATA or HEADERS frame of the stream whose answer
-    /// the last frame left open: [`ClientCodec::decode_op`] takes it too.
-    fn goes_on(&self, rest: &[u8]) -> bool {
-        frame::head(rest).is_some_and(|h| {
-            matches!(h.kind, frame::DATA | frame::HEADERS)
-                && Some(h.stream) == self.answered
-                && rest.len() >= frame::HEAD_LEN + h.len as usize
-        })
     }
 }
 
@@ -750,21 +717,28 @@ impl ClientCodec for H2Client {
         Some((u64::from(self.streams[at].id), last))
     }
 
-    /// A frame, or an answer's frames together: a frame that leaves its stream's answer open
-    /// and the next, whole, that goes on with it are one message to the connection (its
-    /// ledger and recorder kept once per answer); each frame decoded on its own.
     fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
-        let mut taken = 0;
-        loop {
-            let Decoded::Done { consumed, outcome } = self.decode_frame(&input[taken..], out)? else {
-                // Only ever for the first frame: the next is looked at whole before it is taken.
-                return Ok(Decoded::Partial);
-            };
-            taken += consumed;
-            if outcome != Outcome::OpPart || !self.goes_on(&input[taken..]) {
-                return Ok(Decoded::Done { consumed: taken, outcome });
+        self.answered = None;
+        let Some((f, consumed)) = frame::parse(input, MAX_FRAME)? else { return Ok(Decoded::Partial) };
+        // What the frame may hold of a stream's answer, counted once it proves to be one's.
+        let part = match &f {
+            Frame::Data { stream, data, .. } => Some((*stream, Part::Data(data.len()))),
+            Frame::Headers { stream, block, .. } | Frame::Continuation { stream, block, .. } => {
+                Some((*stream, Part::Block(block.len())))
             }
+            Frame::RstStream { stream, .. } => Some((*stream, Part::Framing)),
+            _ => None,
+        };
+        let before = part
+            .and_then(|(id, _)| self.at(id))
+            .map(|at| (self.streams[at].status, self.streams[at].rx_data));
+        let outcome = self.frame(f, out)?;
+        if let (Some((id, part)), Some((status, rx_data))) = (part, before)
+            && outcome != Outcome::Control
+        {
+            self.count_rx(id, part, consumed, status != 0, rx_data);
         }
+        Ok(Decoded::Done { consumed, outcome })
     }
 
     fn take_layers(&mut self) -> Option<Layers> {

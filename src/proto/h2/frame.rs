@@ -179,35 +179,16 @@ impl Frame<'_> {
     }
 }
 
-/// A frame's head, as it came (nothing checked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Head {
-    /// The payload's length.
-    pub len: u32,
-    pub kind: u8,
-    pub flags: u8,
-    pub stream: u32,
-}
-
-/// The head of the frame at the start of `input` (`None`: fewer than nine octets).
-#[inline(always)]
-pub fn head(input: &[u8]) -> Option<Head> {
-    let head = input.first_chunk::<HEAD_LEN>()?;
-    Some(Head {
-        len: u32::from_be_bytes([0, head[0], head[1], head[2]]),
-        kind: head[3],
-        flags: head[4],
-        stream: u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & MAX_WINDOW,
-    })
-}
-
 /// The frame at the start of `input`, and the octets it took; `None`: not whole yet. `max`:
 /// the largest payload this side accepts (its SETTINGS_MAX_FRAME_SIZE). Inlined: its result
 /// (a frame of a dozen fields) went back through the stack to each caller, and the client's
 /// reads of it stalled on the writes.
 #[inline(always)]
 pub fn parse(input: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, Error> {
-    let Some(Head { len, kind, flags, stream }) = head(input) else { return Ok(None) };
+    let Some(head) = input.get(..HEAD_LEN) else { return Ok(None) };
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]);
+    let (kind, flags) = (head[3], head[4]);
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & MAX_WINDOW;
     let err = |code, why| Error { code, kind, why };
     if len > max {
         return Err(err(FRAME_SIZE_ERROR, "larger than SETTINGS_MAX_FRAME_SIZE"));

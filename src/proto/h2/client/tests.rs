@@ -155,41 +155,15 @@ fn handshake_then_streams_answered_out_of_order() {
     answer(&mut enc, 5, "204", b"", &mut input);
     answer(&mut enc, 1, "503", b"busy", &mut input);
     let seen = decode_all(&mut c, &input, &mut out);
-    // Each answer's HEADERS and DATA, here together, are one message.
     assert_eq!(
         seen,
-        [(Outcome::Op, Some(3)), (Outcome::Op, Some(5)), (Outcome::OpFailed(Failure::status(503)), Some(1))]
-    );
-}
-
-/// An answer's frames are one message only when the next is whole and goes on with the same
-/// stream: its DATA cut short, or another stream's frame between, leaves the HEADERS alone.
-#[test]
-fn an_answers_frames_are_taken_together_only_whole_and_of_one_stream() {
-    let mut c = H2Client::new(&spec("GET", b""), false);
-    for _ in 0..2 {
-        c.encode_op(0, &mut Vec::new());
-    }
-    let mut enc = hpack::Encoder::new(false);
-    let (mut one, mut three) = (Vec::new(), Vec::new());
-    answer(&mut enc, 1, "200", b"Hello World", &mut one);
-    answer(&mut enc, 3, "200", b"Hi", &mut three);
-    let headers_len = one.len() - (frame::HEAD_LEN + 11);
-    let mut out = Vec::new();
-    // Its DATA one octet short: the HEADERS alone, then the DATA once whole.
-    let got = c.decode_op(&one[..one.len() - 1], &mut out).unwrap();
-    assert_eq!(got, Decoded::Done { consumed: headers_len, outcome: Outcome::OpPart });
-    assert_eq!(c.decode_op(&one[headers_len..one.len() - 1], &mut out).unwrap(), Decoded::Partial);
-    let got = c.decode_op(&one[headers_len..], &mut out).unwrap();
-    assert_eq!(got, Decoded::Done { consumed: one.len() - headers_len, outcome: Outcome::Op });
-    // Stream 3's HEADERS, then a PING, then its DATA: three messages.
-    let three_headers = three.len() - (frame::HEAD_LEN + 2);
-    let mut input = three[..three_headers].to_vec();
-    frame::write_ping(&mut input, false, [0; 8]);
-    input.extend_from_slice(&three[three_headers..]);
-    assert_eq!(
-        decode_all(&mut c, &input, &mut out),
-        [(Outcome::OpPart, Some(3)), (Outcome::Control, None), (Outcome::Op, Some(3))]
+        [
+            (Outcome::OpPart, Some(3)),
+            (Outcome::Op, Some(3)),
+            (Outcome::Op, Some(5)),
+            (Outcome::OpPart, Some(1)),
+            (Outcome::OpFailed(Failure::status(503)), Some(1)),
+        ]
     );
 }
 
