@@ -503,11 +503,13 @@ pub struct Decoder {
 /// The most the decoder's scratch vectors keep between blocks, octets.
 const SCRATCH_KEPT: usize = 4096;
 
-/// The last header block that named nothing in the dynamic table, with what it decoded to:
-/// the same octets again decode to the same fields and insert the same entries whatever the
-/// dynamic table holds, so they are replayed, not decoded. A server's answers repeat their
-/// block (nginx's changes with its `date`, once a second), the Huffman strings, the integers
-/// and the list's bound included.
+/// The last header block, with what it decoded to, if it named nothing in the dynamic table
+/// or inserted nothing: the same octets again decode to the same fields and insert the same
+/// entries — whatever the dynamic table holds, or, for a block that names its entries, while
+/// nothing but that block came since (it leaves them where they were) — so they are replayed,
+/// not decoded. A server's answers repeat their block (nginx's changes with its `date`, once a
+/// second), and a client's requests theirs (each naming the entries the first one inserted):
+/// the Huffman strings, the integers and the list's bound included.
 #[derive(Debug, Clone, Default)]
 struct Replay {
     block: Vec<u8>,
@@ -670,8 +672,12 @@ impl Decoder {
         value: &mut Vec<u8>,
     ) -> Result<(), Error> {
         let (mut at, mut fields, mut list) = (0, 0usize, 0usize);
-        // Recorded to replay while it names nothing in the dynamic table and changes no size.
+        // Recorded to replay while it changes no size, and kept unless it both names entries of
+        // the dynamic table and inserts some: only a block that inserts nothing leaves the
+        // entries it names where they were (nothing else touches the table before its replay:
+        // any other block ends the record).
         let mut recording = self.replay.start(block) && self.replays;
+        let mut names_dynamic = false;
         while at < block.len() {
             let rest = &block[at..];
             let b = rest[0];
@@ -698,7 +704,8 @@ impl Decoder {
                     return Err(Error::TooLarge);
                 }
                 field(n_, v_);
-                recording = recording && index <= STATIC.len() as u64 && self.replay.push(n_, v_, false);
+                names_dynamic |= index > STATIC.len() as u64;
+                recording = recording && self.replay.push(n_, v_, false);
                 at += n;
             } else {
                 // A literal: with incremental indexing (6-bit name index), or without indexing
@@ -720,13 +727,13 @@ impl Decoder {
                 if indexing {
                     self.table.insert(name, value);
                 }
-                recording =
-                    recording && index <= STATIC.len() as u64 && self.replay.push(name, value, indexing);
+                names_dynamic |= index > STATIC.len() as u64;
+                recording = recording && self.replay.push(name, value, indexing);
                 at += n;
             }
             fields += 1;
         }
-        if recording {
+        if recording && !(names_dynamic && self.replay.inserted > 0) {
             self.replay.finish(block);
         }
         Ok(())
