@@ -388,7 +388,7 @@ mod tests {
 
     /// A body that spans reads, each read's bytes in a new buffer (moved, as a growing one
     /// may be): the request's method and target are those of its head, read where its one
-    /// parse found them; leading empty lines and a head with no target default as the parser.
+    /// parse found them, past the empty line that leads it.
     #[test]
     fn a_body_spanning_reads_keeps_its_heads_method_and_target() {
         let whole: &[u8] =
