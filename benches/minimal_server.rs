@@ -16,7 +16,7 @@ use wirebench::engine::bufring::BufRing;
 /// The allocator `serve`'s binary uses (src/main.rs), so the floor allocates as it does.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: wirebench::allocator::Mimalloc = wirebench::allocator::Mimalloc;
 
 const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nHello World";
 const ACCEPT: u64 = u64::MAX;

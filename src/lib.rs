@@ -44,6 +44,8 @@
 //! `docs/ARCHITECTURE.md` has the floors in a table, the protocol seam, and the recipe for
 //! adding a protocol. The engines' loops are generic over the codec, never `dyn`.
 
+#[cfg(feature = "mimalloc")]
+pub mod allocator;
 pub mod check;
 pub mod clock;
 pub mod cmd;

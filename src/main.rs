@@ -5,14 +5,10 @@
 use clap::Parser;
 use wirebench::cmd::{Cli, Command, bench, compare, merge, plot, report, search, serve, sweep, watch};
 
-/// mimalloc (the default feature; `--no-default-features` keeps glibc's): quinn allocates and
-/// frees its state for every HTTP/3 stream, and costs the client 0.85× the CPU a request with
-/// it; without transparent huge pages (its `no_thp` feature, and the process's THP off in
-/// `main`), an idle connection costs what it does with glibc (docs/performance.md,
-/// `tools/alloc-compare.sh`).
+/// mimalloc, the default feature (`wirebench::allocator`).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: wirebench::allocator::Mimalloc = wirebench::allocator::Mimalloc;
 
 /// An error and its causes in one line, each cause once: one whose words end the line already
 /// (an error that prints its source, as `cannot listen on …: Address already in use`) is not

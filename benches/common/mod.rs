@@ -10,7 +10,7 @@ use wirebench::engine::bufring::BufRing;
 /// TLS floor's rustls allocates per record).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: wirebench::allocator::Mimalloc = wirebench::allocator::Mimalloc;
 
 /// The sockets (kept open while the ring uses them), the ring, its buffers.
 pub struct Sockets {
