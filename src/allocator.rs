@@ -11,9 +11,10 @@
 //! power of two (a QUIC packet's 1,200–1,500 octets) is over-allocated and aligned by hand,
 //! and its page marked as holding aligned blocks, which every later `free` on it checks: 110
 //! instructions an allocation in the HTTP/3 client. Every block mimalloc hands out is aligned
-//! to 16 octets, or for a smaller block to a word (its size classes are whole words; its
-//! `alloc.c` asserts it), so an alignment of at most 16 that the size covers needs plain
-//! `mi_malloc`, as std's `System` decides for glibc.
+//! to 16 octets, or, the 8-octet class, to a word: its block areas start 16-aligned and, with
+//! `MI_MAX_ALIGN_SIZE` 16, its size classes from 16 octets up are multiples of 16 (`mi_bin`
+//! rounds 3, 5 and 7 words up: `MI_ALIGN2W`); `alloc.c` asserts it. So an alignment of at most
+//! 16 that the size covers needs plain `mi_malloc`, as std's `System` decides for glibc.
 
 use libmimalloc_sys as mi;
 use std::alloc::{GlobalAlloc, Layout};
