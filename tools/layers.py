@@ -40,7 +40,7 @@ LAYERS = [
     ["plan", "engine::serve_conn"],
     ["codec", "workload", "cpus", "tls::options", "requests", "proxy_header"],
     ["stats"],
-    ["outcome", "recv", "interrupt", "watch", "clock", "opener"],
+    ["outcome", "recv", "interrupt", "watch", "clock", "opener", "allocator"],
 ]
 # Modules that are nodes of their own in the graph (path under src/ without `.rs` → node):
 # The server connection machine (`engine::serve_conn`) knows only the codec traits: the
