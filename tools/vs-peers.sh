@@ -12,7 +12,7 @@
 # pipelining STREAMS deep at the same concurrency, and the floor: benches/minimal_h2.rs, alone and
 # keeping the server's HPACK table in step (minimal-h2-hpack), and over TLS keeping it (minimal-h2-tls). Part h2b: nginx's h2c against `wirebench
 # serve h2` at the same offered load, server CPU per request. Part h3: wirebench's HTTP/3 client
-# against its HTTP/2-over-TLS client, each on its built-in server. Part h3p: wirebench's HTTP/3
+# against its HTTP/2-over-TLS client, each on its built-in server, and its floor (benches/minimal_h3.rs). Part h3p: wirebench's HTTP/3
 # client against peer HTTP/3 clients (quic-go's, aioquic's) at equal load on `serve h3`. Part h3s:
 # `serve h3` against quic-go's HTTP/3 server at the same offered load, server CPU per request. Part 2: nginx against `wirebench serve http` on the same CPU,
 # loaded by the same clients. Part 3: memory per connection at 10,000 connections, and RSS of a
@@ -59,6 +59,8 @@ MINIMAL=$(cd "$root" && cargo bench --bench minimal_loop --no-run 2>&1 | sed -n 
 MINIMAL="$root/$MINIMAL"
 # HTTP/2's floor: pre-encoded HEADERS, answers read by their frame heads (benches/minimal_h2.rs).
 MINIMAL_H2=$(cd "$root" && cargo bench --bench minimal_h2 --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_h2-[0-9a-f]*\)).*/\1/p' | tail -1)
+# HTTP/3's floor: quinn-proto and io_uring, pre-encoded HEADERS, answers read by their frame heads (benches/minimal_h3.rs).
+MINIMAL_H3=$(cd "$root" && cargo bench --bench minimal_h3 --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_h3-[0-9a-f]*\)).*/\1/p' | tail -1)
 MINIMAL_H2="$root/$MINIMAL_H2"
 # The floor for a server: a bare io_uring keep-alive server with multishot receive (benches/minimal_server.rs).
 MINIMAL_SERVER=$(cd "$root" && cargo bench --bench minimal_server --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_server-[0-9a-f]*\)).*/\1/p' | tail -1)
@@ -320,13 +322,16 @@ fi
 
 # Part h3: wirebench's HTTP/3 client (h3://, QUIC, GSO) against its own HTTP/2-over-TLS client
 # (h2://), each loading the built-in server of its protocol (serve h3; serve h2 --tls) alone on
-# the server CPU, CONNS connections × STREAMS streams; client CPU per request from GNU time.
+# the server CPU, CONNS connections × STREAMS streams; client CPU per request from GNU time. And
+# the floor under each: benches/minimal_h3.rs (quinn-proto, the same I/O, no HTTP/3 state
+# machine) on serve h3, benches/minimal_h2.rs over TLS (rustls, frame heads, the HPACK table
+# kept) on serve h2 --tls.
 if part h3; then
     res="$work/h3-vs-h2"; : >"$res"
     for r in $(seq "$ROUNDS"); do
-        for proto in h2 h3; do
+        for proto in h2 h3 floor floor-h2; do
             port=$(free_port)
-            if [ "$proto" = h2 ]; then
+            if [ "$proto" = h2 ] || [ "$proto" = floor-h2 ]; then
                 "$WB" serve h2 --tls --listen "127.0.0.1:$port" --cores "$SERVER_CPU" -d 100000 >/dev/null &
                 pids+=($!); wait_port "$port"
             else
@@ -334,10 +339,18 @@ if part h3; then
                 pids+=($!)
                 wait_listening "$work/h3.out"
             fi
-            /usr/bin/time -f "%U %S" -o "$work/time" taskset -c "$CLIENT_CPU" "$WB" bench "$proto://127.0.0.1:$port/" --insecure \
-                -c "$CONNS" --depth "$STREAMS" -d "${DURATION}s" --cores "$CLIENT_CPU" --json "$work/h3.json" >/dev/null 2>&1 || true
-            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); u,s=map(float,open(sys.argv[2]).read().split()[-2:]); print(sys.argv[3], (u+s)*1e6/d['ops'] if d['ops'] else 'nan', d['ops_per_sec'], d['bytes']['tx_per_op'], d['bytes']['rx_per_op'])" \
-                "$work/h3.json" "$work/time" "$proto" >>"$res"
+            if [ "$proto" = floor ] || [ "$proto" = floor-h2 ]; then
+                floor=("$MINIMAL_H3" "127.0.0.1:$port" "$CONNS" "$STREAMS" "$DURATION")
+                [ "$proto" = floor-h2 ] && floor=("$MINIMAL_H2" "127.0.0.1:$port" "$CONNS" "$STREAMS" "$DURATION" hpack tls)
+                /usr/bin/time -f "%U %S" -o "$work/time" taskset -c "$CLIENT_CPU" "${floor[@]}" >"$work/h3.floor" 2>&1 || true
+                python3 -c "import re,sys; m=re.search(r'requests (\d+) in ([0-9.]+) s', open(sys.argv[1]).read()); n,t=(int(m[1]),float(m[2])) if m else (0,1); u,s=map(float,open(sys.argv[2]).read().split()[-2:]); print(sys.argv[3], (u+s)*1e6/n if n else 'nan', u*1e6/n if n else 'nan', n/t, 'nan', 'nan')" \
+                    "$work/h3.floor" "$work/time" "$proto" >>"$res"
+            else
+                /usr/bin/time -f "%U %S" -o "$work/time" taskset -c "$CLIENT_CPU" "$WB" bench "$proto://127.0.0.1:$port/" --insecure \
+                    -c "$CONNS" --depth "$STREAMS" -d "${DURATION}s" --cores "$CLIENT_CPU" --json "$work/h3.json" >/dev/null 2>&1 || true
+                python3 -c "import json,sys; d=json.load(open(sys.argv[1])); u,s=map(float,open(sys.argv[2]).read().split()[-2:]); print(sys.argv[3], (u+s)*1e6/d['ops'] if d['ops'] else 'nan', u*1e6/d['ops'] if d['ops'] else 'nan', d['ops_per_sec'], d['bytes']['tx_per_op'], d['bytes']['rx_per_op'])" \
+                    "$work/h3.json" "$work/time" "$proto" >>"$res"
+            fi
             stop_servers
         done
     done
@@ -345,15 +358,17 @@ if part h3; then
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    name, cpu, rps, tx, rx = line.split()
-    rows.setdefault(name, []).append((float(cpu), float(rps), float(tx), float(rx)))
-med = {k: [statistics.median(x[i] for x in v) for i in range(4)] for k, v in rows.items()}
-print(f"\n### HTTP/3 (QUIC, GSO) against HTTP/2 over TLS: wirebench's clients on CPU 0, each against its built-in server on CPU 1; median of {len(rows['h3'])} alternating rounds\n")
-print("| client | requests/s | client CPU µs/req | tx B/req | rx B/req | CPU vs h2:// |")
-print("|---|---:|---:|---:|---:|---:|")
-for k in ("h2", "h3"):
-    cpu, rps, tx, rx = med[k]
-    print(f"| {k}:// | {rps:,.0f} | {cpu:.2f} | {tx:.1f} | {rx:.1f} | {cpu / med['h2'][0]:.2f} |")
+    name, cpu, user, rps, tx, rx = line.split()
+    rows.setdefault(name, []).append((float(cpu), float(user), float(rps), float(tx), float(rx)))
+med = {k: [statistics.median(x[i] for x in v) for i in range(5)] for k, v in rows.items()}
+print(f"\n### HTTP/3 (QUIC, GSO) against HTTP/2 over TLS: wirebench's clients on CPU 0, each against its built-in server on CPU 1, and the floors (benches/minimal_h3.rs on serve h3, minimal_h2.rs over TLS on serve h2 --tls); median of {len(rows['h3'])} alternating rounds\n")
+print("| client | requests/s | client CPU µs/req | of it user | tx B/req | rx B/req | CPU vs h2:// |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for k, label in (("h2", "h2://"), ("floor-h2", "minimal-h2-tls"), ("h3", "h3://"), ("floor", "minimal-h3")):
+    cpu, user, rps, tx, rx = med[k]
+    b = lambda v: "—" if v != v else f"{v:.1f}"
+    print(f"| {label} | {rps:,.0f} | {cpu:.2f} | {user:.2f} | {b(tx)} | {b(rx)} | {cpu / med['h2'][0]:.2f} |")
+print(f"\nh3:// against its floor: {med['h3'][0] / med['floor'][0]:.2f}x (user {med['h3'][1] / med['floor'][1]:.2f}x); h2:// against its floor: {med['h2'][0] / med['floor-h2'][0]:.2f}x; the floors, HTTP/3 against HTTP/2 over TLS: {med['floor'][0] / med['floor-h2'][0]:.2f}x")
 PY
 fi
 
