@@ -2,7 +2,9 @@
 //! (HTTP/2's over TLS): no engine, no statistics, no HTTP/3 state machine — N QUIC
 //! connections (quinn-proto, wirebench's own QUIC configuration), each its own connected UDP
 //! socket with one receive (GRO) and one send (GSO) in flight on one ring, as wirebench's
-//! engine; each connection keeping STREAMS requests in flight: a pre-encoded HEADERS frame
+//! engine (one multishot receive a socket on a provided-buffer ring, the ring entered to sleep
+//! only past the sends whose completions ask nothing); each connection keeping STREAMS
+//! requests in flight: a pre-encoded HEADERS frame
 //! (`GET /`, QPACK's static table only) written and finished on a new stream per request;
 //! answers read by their frame heads alone (payloads skipped unread), a request done when its
 //! stream ends. The server's unidirectional streams (control, QPACK's) are read and dropped;
@@ -15,7 +17,7 @@
 //! Prints `requests N in S s = R/s` (the line vs-peers reads).
 
 use bytes::BytesMut;
-use io_uring::{opcode, types};
+use io_uring::{cqueue, opcode, types};
 use quinn_proto::{
     Connection, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, StreamEvent, StreamId,
 };
@@ -23,6 +25,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wirebench::engine::bufring::BufRing;
 use wirebench::engine::udp::{self, DATAGRAM, GRO_BYTES, GSO_DATAGRAMS, Msg};
 
 /// The allocator wirebench's binary uses (src/main.rs), so the floor allocates as it does
@@ -40,12 +43,14 @@ const CONTROL: &[u8] = b"\x00\x04\x00";
 /// After the window, how long the requests in flight get to finish.
 const DRAIN: Duration = Duration::from_secs(2);
 
-/// One request stream's reading: the frame head being gathered, the payload left to skip.
+/// One request stream's reading: the frame head being gathered, the payload left to skip,
+/// whether a HEADERS frame came.
 #[derive(Default, Clone, Copy)]
 struct Frames {
     head: [u8; 16],
     head_len: usize,
     skip: u64,
+    headers: bool,
 }
 
 impl Frames {
@@ -63,7 +68,8 @@ impl Frames {
             let gathered = self.head_len + n;
             match head(&self.head[..gathered]) {
                 Some((kind, len, used)) => {
-                    assert!(matches!(kind, 0 | 1), "a DATA or HEADERS frame, not {kind:#x}");
+                    // (Any other type is skipped too, as RFC 9114 §9 has unknown ones.)
+                    self.headers |= kind == 1;
                     data = &data[used - self.head_len..];
                     self.head_len = 0;
                     self.skip = len;
@@ -91,14 +97,17 @@ fn varint(b: &[u8]) -> Option<(u64, usize)> {
     Some((bytes[1..].iter().fold(first, |v, &o| v << 8 | u64::from(o)), n))
 }
 
-/// One connection: quinn's state, its socket and the two messages the ring points into.
+/// One connection: quinn's state, its socket and the message its sends point into.
 struct Conn {
     handle: ConnectionHandle,
     quic: Connection,
     sock: OwnedFd,
-    recv: Box<Msg>,
     send: Box<Msg>,
     send_busy: bool,
+    /// The send in flight carries all quinn had (fewer datagrams than a batch): its
+    /// completion asks nothing of the loop, which sleeps past it.
+    send_last: bool,
+    recv_armed: bool,
     connected: bool,
     /// Request streams in flight and how each reads (a handful: searched in place).
     streams: Vec<(StreamId, Frames)>,
@@ -109,14 +118,16 @@ struct Conn {
 }
 
 impl Conn {
-    /// A request on a new stream, written and finished (quinn takes 18 octets whole).
-    fn request(&mut self) {
-        let Some(id) = self.quic.streams().open(Dir::Bi) else { return };
+    /// A request on a new stream, written and finished (quinn takes 18 octets whole); `false`
+    /// when the server's stream credit is spent (more comes as answers end).
+    fn request(&mut self) -> bool {
+        let Some(id) = self.quic.streams().open(Dir::Bi) else { return false };
         let mut send = self.quic.send_stream(id);
         let written = send.write(REQUEST).expect("a new stream takes its request");
         assert_eq!(written, REQUEST.len());
         send.finish().expect("finish");
         self.streams.push((id, Frames::default()));
+        true
     }
 
     /// Everything quinn has to say: its endpoint's events, the handshake's end (the control
@@ -135,19 +146,9 @@ impl Conn {
                     self.connected = true;
                     let id = self.quic.streams().open(Dir::Uni).expect("a control stream");
                     self.quic.send_stream(id).write(CONTROL).expect("the control stream takes SETTINGS");
-                    for _ in 0..depth {
-                        self.request();
-                    }
                 }
                 Event::ConnectionLost { reason } => panic!("connection lost: {reason}"),
-                Event::Stream(StreamEvent::Readable { id }) => {
-                    done += self.read(id);
-                    if sending {
-                        while self.streams.len() < depth {
-                            self.request();
-                        }
-                    }
-                }
+                Event::Stream(StreamEvent::Readable { id }) => done += self.read(id),
                 Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
                     while let Some(id) = self.quic.streams().accept(Dir::Uni) {
                         self.read(id);
@@ -156,6 +157,8 @@ impl Conn {
                 _ => {}
             }
         }
+        // Back to `depth` requests in flight, as far as the server's stream credit goes.
+        while sending && self.connected && self.streams.len() < depth && self.request() {}
         done
     }
 
@@ -186,6 +189,7 @@ impl Conn {
             Some(at) if ended => {
                 let (_, frames) = self.streams.swap_remove(at);
                 assert!(frames.head_len == 0 && frames.skip == 0, "an answer cut inside a frame");
+                assert!(frames.headers, "an answer without HEADERS");
                 1
             }
             _ => 0,
@@ -207,6 +211,13 @@ fn main() {
     };
     let entries = (2 * conns as u32 + 8).next_power_of_two().max(64);
     let mut ring = wirebench::engine::rings::ring(entries, entries).expect("ring");
+    let mut bufs =
+        BufRing::register(&ring, 0, (2 * conns).next_power_of_two().clamp(16, 256) as u16, GRO_BYTES + 128)
+            .expect("a provided-buffer ring");
+    // The header every receive is armed with: room for GRO's control message.
+    // SAFETY: all-zero is a valid msghdr.
+    let mut hdr: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+    hdr.msg_controllen = 64;
     let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, false, None);
     let start = Instant::now();
     let mut c: Vec<Conn> = (0..conns)
@@ -216,9 +227,10 @@ fn main() {
                 handle,
                 quic,
                 sock: udp::connected(addr, None).expect("a UDP socket"),
-                recv: Msg::new(GRO_BYTES),
                 send: Msg::new(GSO_DATAGRAMS * DATAGRAM),
                 send_busy: false,
+                send_last: false,
+                recv_armed: false,
                 connected: false,
                 streams: Vec::with_capacity(depth),
                 timeout: None,
@@ -226,12 +238,9 @@ fn main() {
             }
         })
         .collect();
-    for (i, conn) in c.iter_mut().enumerate() {
-        arm(&mut ring, conn, i);
-    }
     let end = start + Duration::from_secs_f64(secs);
     let (mut done, mut sending, mut completions) = (0u64, true, Vec::new());
-    let mut scratch = Vec::new();
+    let (mut scratch, mut quiet) = (Vec::new(), 0usize);
     loop {
         let now = Instant::now();
         if sending && now >= end {
@@ -247,11 +256,21 @@ fn main() {
                 conn.quic.handle_timeout(now);
                 conn.dirty = true;
             }
+            if !conn.recv_armed {
+                let sqe = opcode::RecvMsgMulti::new(types::Fd(conn.sock.as_raw_fd()), &*hdr, bufs.group)
+                    .build()
+                    .user_data(((i as u64) << 1) | 1);
+                // SAFETY: the header and the buffers outlive the ring's operations (the
+                // process ends after the loop).
+                unsafe { ring.submission().push(&sqe).expect("room") };
+                conn.recv_armed = true;
+            }
             if conn.dirty {
                 conn.dirty = false;
                 done += conn.turn(&mut endpoint, depth, sending);
                 if !conn.send_busy {
                     transmit(&mut ring, conn, i, now);
+                    quiet += usize::from(conn.send_busy && conn.send_last);
                 }
                 conn.timeout = conn.quic.poll_timeout();
             }
@@ -261,49 +280,47 @@ fn main() {
         }
         let wait = wake.saturating_duration_since(now).min(Duration::from_millis(20));
         let ts = types::Timespec::new().sec(wait.as_secs()).nsec(wait.subsec_nanos());
-        match ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts)) {
+        // A UDP send completes inside the submit: waiting for one completion beyond the quiet
+        // sends sleeps until a datagram or a timer, as the engine's loop does.
+        match ring.submitter().submit_with_args(quiet + 1, &types::SubmitArgs::new().timespec(&ts)) {
             Ok(_) => {}
             Err(e)
                 if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {}
             Err(e) => panic!("enter: {e}"),
         }
         completions.clear();
-        completions.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+        completions.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
         let now = Instant::now();
-        for &(data, result) in &completions {
+        for &(data, result, flags) in &completions {
             let (i, recv) = ((data >> 1) as usize, data & 1 == 1);
             let conn = &mut c[i];
             conn.dirty = true;
             if !recv {
                 conn.send_busy = false;
+                quiet -= usize::from(std::mem::take(&mut conn.send_last));
                 assert!(result > 0, "send: {result}");
                 continue;
             }
-            assert!(result > 0, "receive: {result}");
-            let batch = BytesMut::from(&conn.recv.buf[..result as usize]);
-            for datagram in udp::datagrams(batch, conn.recv.gro_size()) {
+            if !cqueue::more(flags) {
+                conn.recv_armed = false; // (armed again in the next turn)
+            }
+            // No buffer: none was free (ENOBUFS); the datagram is QUIC's to resend.
+            let Some(bid) = cqueue::buffer_select(flags) else { continue };
+            let got = types::RecvMsgOut::parse(bufs.data(bid, result.max(0) as usize), &hdr)
+                .map(|m| (BytesMut::from(m.payload_data()), udp::gro_size(m.control_data())));
+            bufs.give_back(bid);
+            let (batch, gro) = got.expect("a receive's header");
+            for datagram in udp::datagrams(batch, gro) {
                 if let Some(DatagramEvent::ConnectionEvent(_, event)) =
                     endpoint.handle(now, addr, None, None, datagram, &mut scratch)
                 {
                     conn.quic.handle_event(event);
                 }
             }
-            arm(&mut ring, conn, i);
         }
     }
     let elapsed = start.elapsed().as_secs_f64();
     println!("requests {done} in {elapsed:.2} s = {:.0}/s", done as f64 / elapsed);
-}
-
-/// Arm connection `i`'s receive (one datagram, or a GRO batch of them).
-fn arm(ring: &mut io_uring::IoUring, conn: &mut Conn, i: usize) {
-    conn.recv.for_receive(false);
-    let sqe = opcode::RecvMsg::new(types::Fd(conn.sock.as_raw_fd()), &mut conn.recv.hdr)
-        .build()
-        .user_data(((i as u64) << 1) | 1);
-    // SAFETY: the message lives in the connection, which outlives the ring's operations (the
-    // process ends after the loop).
-    unsafe { ring.submission().push(&sqe).expect("room") };
 }
 
 /// Send what quinn has (up to a GSO batch of datagrams), if anything.
@@ -312,10 +329,12 @@ fn transmit(ring: &mut io_uring::IoUring, conn: &mut Conn, i: usize, now: Instan
     send.buf.clear();
     let Some(t) = conn.quic.poll_transmit(now, GSO_DATAGRAMS, &mut send.buf) else { return };
     let datagrams = t.segment_size.map_or(1, |seg| t.size.div_ceil(seg.max(1)));
+    conn.send_last = datagrams < GSO_DATAGRAMS;
     send.for_send(t.size, None, t.segment_size.filter(|_| datagrams > 1));
     let sqe =
         opcode::SendMsg::new(types::Fd(conn.sock.as_raw_fd()), &send.hdr).build().user_data((i as u64) << 1);
-    // SAFETY: as `arm`'s.
+    // SAFETY: the message lives in the connection, which outlives the ring's operations (the
+    // process ends after the loop).
     unsafe { ring.submission().push(&sqe).expect("room") };
     conn.send_busy = true;
 }

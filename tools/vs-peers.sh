@@ -62,6 +62,7 @@ MINIMAL_H2=$(cd "$root" && cargo bench --bench minimal_h2 --no-run 2>&1 | sed -n
 # HTTP/3's floor: quinn-proto and io_uring, pre-encoded HEADERS, answers read by their frame heads (benches/minimal_h3.rs).
 MINIMAL_H3=$(cd "$root" && cargo bench --bench minimal_h3 --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_h3-[0-9a-f]*\)).*/\1/p' | tail -1)
 MINIMAL_H2="$root/$MINIMAL_H2"
+MINIMAL_H3="$root/$MINIMAL_H3"
 # The floor for a server: a bare io_uring keep-alive server with multishot receive (benches/minimal_server.rs).
 MINIMAL_SERVER=$(cd "$root" && cargo bench --bench minimal_server --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_server-[0-9a-f]*\)).*/\1/p' | tail -1)
 MINIMAL_SERVER="$root/$MINIMAL_SERVER"
