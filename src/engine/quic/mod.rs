@@ -302,15 +302,13 @@ impl ClientConn {
         let mut answered_early = false;
         let read = read_stream(&mut self.conn, stream, |piece| {
             let outcome = match (piece, request) {
-                (Piece::Data(bytes), true) => h3.request_data(id, bytes, false)?,
-                (Piece::End, true) => {
-                    let outcome = h3.request_data(id, &[], true)?;
-                    answered_early = outcome.is_some() && unsent.contains_key(&stream);
+                (Piece::Data(bytes, fin), true) => {
+                    let outcome = h3.request_data(id, bytes, fin)?;
+                    answered_early = fin && outcome.is_some() && unsent.contains_key(&stream);
                     outcome
                 }
                 (Piece::Reset(code), true) => h3.reset(id, code),
-                (Piece::Data(bytes), false) => h3.uni_data(id, bytes, false).map(|()| None)?,
-                (Piece::End, false) => h3.uni_data(id, &[], true).map(|()| None)?,
+                (Piece::Data(bytes, fin), false) => h3.uni_data(id, bytes, fin).map(|()| None)?,
                 // A critical stream (its control stream) reset is the connection's end.
                 (Piece::Reset(_), false) => h3.uni_reset(id).map(|()| None)?,
             };
@@ -429,17 +427,18 @@ fn write_all(conn: &mut Connection, stream: StreamId, bytes: &mut Bytes) {
     }
 }
 
-/// A piece of what a peer's stream gave: bytes, its end (FIN), or its reset's code.
+/// A piece of what a peer's stream gave: bytes and whether the stream ended after them (its
+/// end alone is empty bytes), or its reset's code.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Piece<'a> {
-    Data(&'a [u8]),
-    End,
+    Data(&'a [u8], bool),
     Reset(u64),
 }
 
 /// Read what `stream` has, each piece to `take` until it fails, the stream is blocked, or it
-/// ends (its end last, as [`Piece::End`]). Both roles read their peer's streams this way.
-/// Bounded: each chunk is bytes the peer sent within its flow-control window.
+/// ends. A chunk is handed on once the next one says whether the stream ended after it, so an
+/// answer's last bytes and its end are one piece, not two. Both roles read their peer's
+/// streams this way. Bounded: each chunk is bytes the peer sent within its flow-control window.
 pub(crate) fn read_stream<E>(
     conn: &mut quinn_proto::Connection,
     stream: StreamId,
@@ -447,14 +446,15 @@ pub(crate) fn read_stream<E>(
 ) -> Result<(), E> {
     let mut recv = conn.recv_stream(stream);
     let Ok(mut chunks) = recv.read(true) else { return Ok(()) };
-    let mut read = Ok(());
-    let mut ended = false;
+    let (mut held, mut read, mut ended, mut reset) = (None::<Bytes>, Ok(()), false, None);
     loop {
         match chunks.next(usize::MAX) {
             Ok(Some(chunk)) => {
-                read = take(Piece::Data(&chunk.bytes));
-                if read.is_err() {
-                    break;
+                if let Some(before) = held.replace(chunk.bytes) {
+                    read = take(Piece::Data(&before, false));
+                    if read.is_err() {
+                        break;
+                    }
                 }
             }
             Ok(None) => {
@@ -463,16 +463,19 @@ pub(crate) fn read_stream<E>(
             }
             Err(quinn_proto::ReadError::Blocked) => break,
             Err(quinn_proto::ReadError::Reset(code)) => {
-                read = take(Piece::Reset(code.into_inner()));
+                reset = Some(code.into_inner());
                 break;
             }
         }
     }
     let _ = chunks.finalize();
-    if ended && read.is_ok() {
-        read = take(Piece::End);
+    read?;
+    match held {
+        Some(last) => take(Piece::Data(&last, ended))?,
+        None if ended => take(Piece::Data(&[], true))?,
+        None => {}
     }
-    read
+    reset.map_or(Ok(()), |code| take(Piece::Reset(code)))
 }
 
 #[cfg(test)]

@@ -406,14 +406,12 @@ fn serve_stream(now: Instant, c: &mut ServerConn, stream: StreamId, bounds: &Ser
     let mut answer = Vec::new();
     let h3 = &mut c.h3;
     let read = super::read_stream(&mut c.conn, stream, |piece| match (piece, request) {
-        (Piece::Data(bytes), true) => h3.request_data(id, bytes, false, &mut answer).map(|_| ()),
-        (Piece::End, true) => h3.request_data(id, &[], true, &mut answer).map(|_| ()),
+        (Piece::Data(bytes, fin), true) => h3.request_data(id, bytes, fin, &mut answer).map(|_| ()),
         (Piece::Reset(_), true) => {
             h3.reset(id);
             Ok(())
         }
-        (Piece::Data(bytes), false) => h3.uni_data(id, bytes, false).map_err(|e| e.code()),
-        (Piece::End, false) => h3.uni_data(id, &[], true).map_err(|e| e.code()),
+        (Piece::Data(bytes, fin), false) => h3.uni_data(id, bytes, fin).map_err(|e| e.code()),
         (Piece::Reset(_), false) => h3.uni_reset(id).map_err(|e| e.code()),
     });
     let mut error = read.err();
