@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wirebench::engine::bufring::BufRing;
 use wirebench::engine::udp::{self, DATAGRAM, GRO_BYTES, GSO_DATAGRAMS, Msg};
+use wirebench::proto::h3::frame;
 
 /// The allocator wirebench's binary uses (src/main.rs), so the floor allocates as it does
 /// (quinn allocates per stream).
@@ -66,10 +67,10 @@ impl Frames {
             let n = (16 - self.head_len).min(data.len());
             self.head[self.head_len..self.head_len + n].copy_from_slice(&data[..n]);
             let gathered = self.head_len + n;
-            match head(&self.head[..gathered]) {
+            match frame::parse_head(&self.head[..gathered]).expect("a frame head HTTP/3 allows") {
                 Some((kind, len, used)) => {
                     // (Any other type is skipped too, as RFC 9114 §9 has unknown ones.)
-                    self.headers |= kind == 1;
+                    self.headers |= kind == frame::HEADERS;
                     data = &data[used - self.head_len..];
                     self.head_len = 0;
                     self.skip = len;
@@ -81,20 +82,6 @@ impl Frames {
             }
         }
     }
-}
-
-/// A frame head's type, length and octets (two QUIC varints), or `None` when not whole.
-fn head(b: &[u8]) -> Option<(u64, u64, usize)> {
-    let (kind, a) = varint(b)?;
-    let (len, c) = varint(&b[a..])?;
-    Some((kind, len, a + c))
-}
-
-fn varint(b: &[u8]) -> Option<(u64, usize)> {
-    let n = 1 << (b.first()? >> 6);
-    let bytes = b.get(..n)?;
-    let first = u64::from(bytes[0] & 0x3f);
-    Some((bytes[1..].iter().fold(first, |v, &o| v << 8 | u64::from(o)), n))
 }
 
 /// One connection: quinn's state, its socket and the message its sends point into.
