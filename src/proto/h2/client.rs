@@ -221,6 +221,9 @@ pub struct H2Client {
     closing: bool,
     /// The debug data of a GOAWAY with an error code, as text (bounded), for the sample.
     goaway_debug: Option<String>,
+    /// An error met in a frame after others of the same answer: [`ClientCodec::decode_op`]
+    /// hands those on first and gives it at the next call.
+    deferred: Option<Error>,
 }
 
 impl H2Client {
@@ -252,6 +255,7 @@ impl H2Client {
             goaway: None,
             closing: false,
             goaway_debug: None,
+            deferred: None,
         }
     }
 
@@ -589,6 +593,32 @@ impl H2Client {
         }
     }
 
+    /// One whole frame at the start of `input`: the octets it took and what it meant
+    /// (`None`: not whole yet).
+    #[inline(always)]
+    fn decode_frame(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Option<(usize, Outcome)>, Error> {
+        let Some((f, consumed)) = frame::parse(input, MAX_FRAME)? else { return Ok(None) };
+        // What the frame may hold of a stream's answer, counted once it proves to be one's.
+        let part = match &f {
+            Frame::Data { stream, data, .. } => Some((*stream, Part::Data(data.len()))),
+            Frame::Headers { stream, block, .. } | Frame::Continuation { stream, block, .. } => {
+                Some((*stream, Part::Block(block.len())))
+            }
+            Frame::RstStream { stream, .. } => Some((*stream, Part::Framing)),
+            _ => None,
+        };
+        let before = part
+            .and_then(|(id, _)| self.at(id))
+            .map(|at| (self.streams[at].status, self.streams[at].rx_data));
+        let outcome = self.frame(f, out)?;
+        if let (Some((id, part)), Some((status, rx_data))) = (part, before)
+            && outcome != Outcome::Control
+        {
+            self.count_rx(id, part, consumed, status != 0, rx_data);
+        }
+        Ok(Some((consumed, outcome)))
+    }
+
     /// A piece of `stream`'s answer: the operation's bytes if it is in flight.
     fn part_of(&mut self, stream: u32) -> Outcome {
         if self.at(stream).is_some() {
@@ -717,28 +747,50 @@ impl ClientCodec for H2Client {
         Some((u64::from(self.streams[at].id), last))
     }
 
+    /// One message: a frame, or the frames of one stream's answer that follow each other
+    /// whole in `input` (HEADERS and DATA, gRPC's trailers), decoded as one — the answer's
+    /// bytes are its operation's either way, and the engine then takes it in one step, not
+    /// one per frame. A frame that fails after others of the answer went is kept for the next
+    /// call: those are handed on (and counted) first.
     fn decode_op(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Decoded, Error> {
-        self.answered = None;
-        let Some((f, consumed)) = frame::parse(input, MAX_FRAME)? else { return Ok(Decoded::Partial) };
-        // What the frame may hold of a stream's answer, counted once it proves to be one's.
-        let part = match &f {
-            Frame::Data { stream, data, .. } => Some((*stream, Part::Data(data.len()))),
-            Frame::Headers { stream, block, .. } | Frame::Continuation { stream, block, .. } => {
-                Some((*stream, Part::Block(block.len())))
-            }
-            Frame::RstStream { stream, .. } => Some((*stream, Part::Framing)),
-            _ => None,
-        };
-        let before = part
-            .and_then(|(id, _)| self.at(id))
-            .map(|at| (self.streams[at].status, self.streams[at].rx_data));
-        let outcome = self.frame(f, out)?;
-        if let (Some((id, part)), Some((status, rx_data))) = (part, before)
-            && outcome != Outcome::Control
-        {
-            self.count_rx(id, part, consumed, status != 0, rx_data);
+        if let Some(e) = self.deferred.take() {
+            return Err(e);
         }
-        Ok(Decoded::Done { consumed, outcome })
+        self.answered = None;
+        let (mut consumed, mut outcome) = (0, None);
+        // Bounded: each turn takes a whole frame (at least its 9-octet head) of `input`.
+        loop {
+            let rest = &input[consumed..];
+            let answer = match (outcome, self.answered) {
+                (None, _) => None,
+                (Some(Outcome::OpPart), Some(stream)) if frame::answer_on(rest, stream, MAX_FRAME) => {
+                    Some(stream)
+                }
+                _ => break,
+            };
+            match self.decode_frame(rest, out) {
+                Ok(Some((n, next))) => {
+                    // A frame of an answer in flight is never control (its stream was found);
+                    // were one, its octets would stay the operation's, still counted.
+                    debug_assert!(answer.is_none() || next != Outcome::Control);
+                    consumed += n;
+                    outcome = Some(next);
+                }
+                Ok(None) => break,
+                Err(e) => match answer {
+                    None => return Err(e),
+                    Some(stream) => {
+                        self.deferred = Some(e);
+                        self.answered = Some(stream);
+                        break;
+                    }
+                },
+            }
+        }
+        Ok(match outcome {
+            Some(outcome) => Decoded::Done { consumed, outcome },
+            None => Decoded::Partial,
+        })
     }
 
     fn take_layers(&mut self) -> Option<Layers> {

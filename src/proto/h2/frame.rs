@@ -299,9 +299,22 @@ fn check_setting(id: u16, value: u32) -> Result<(), Error> {
 
 /// Append a frame's 9-octet head.
 pub fn write_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
-    out.extend_from_slice(&(len as u32).to_be_bytes()[1..]);
-    out.extend_from_slice(&[kind, flags]);
-    out.extend_from_slice(&(stream & MAX_WINDOW).to_be_bytes());
+    let [_, l0, l1, l2] = (len as u32).to_be_bytes();
+    let [s0, s1, s2, s3] = (stream & MAX_WINDOW).to_be_bytes();
+    out.extend_from_slice(&[l0, l1, l2, kind, flags, s0, s1, s2, s3]);
+}
+
+/// Whether `input` starts with a whole frame that may carry more of `stream`'s answer (DATA,
+/// HEADERS or CONTINUATION on it, of at most `max` octets): read from its head alone.
+#[inline]
+pub fn answer_on(input: &[u8], stream: u32, max: u32) -> bool {
+    let Some(head) = input.get(..HEAD_LEN) else { return false };
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]);
+    let on = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & MAX_WINDOW;
+    matches!(head[3], DATA | HEADERS | CONTINUATION)
+        && on == stream
+        && len <= max
+        && input.len() >= HEAD_LEN + len as usize
 }
 
 /// Append a SETTINGS frame with `params` (an empty one: just the frame).

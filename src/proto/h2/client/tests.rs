@@ -25,7 +25,7 @@ fn answer(encoder: &mut hpack::Encoder, stream: u32, status: &str, body: &[u8], 
     }
 }
 
-/// Feed `input` to `decode_op` frame by frame: each outcome with the stream it names.
+/// Feed `input` to `decode_op` message by message: each outcome with the stream it names.
 fn decode_all(c: &mut H2Client, mut input: &[u8], out: &mut Vec<u8>) -> Vec<(Outcome, Option<u64>)> {
     let mut seen = Vec::new();
     while let Decoded::Done { consumed, outcome } = c.decode_op(input, out).unwrap() {
@@ -154,17 +154,61 @@ fn handshake_then_streams_answered_out_of_order() {
     answer(&mut enc, 3, "200", b"Hello World", &mut input);
     answer(&mut enc, 5, "204", b"", &mut input);
     answer(&mut enc, 1, "503", b"busy", &mut input);
+    // Each answer's HEADERS and DATA, whole here, are one message.
     let seen = decode_all(&mut c, &input, &mut out);
     assert_eq!(
         seen,
-        [
-            (Outcome::OpPart, Some(3)),
-            (Outcome::Op, Some(3)),
-            (Outcome::Op, Some(5)),
-            (Outcome::OpPart, Some(1)),
-            (Outcome::OpFailed(Failure::status(503)), Some(1)),
-        ]
+        [(Outcome::Op, Some(3)), (Outcome::Op, Some(5)), (Outcome::OpFailed(Failure::status(503)), Some(1))]
     );
+}
+
+/// An answer's frames are one message only while they follow each other whole: its DATA not
+/// yet here, or another stream's frame between, and its HEADERS are a part; a frame of it that
+/// breaks the connection comes as the error after the parts before it, which are counted.
+#[test]
+fn an_answer_is_one_message_only_while_its_frames_follow_whole() {
+    let mut c = H2Client::new(&spec("get", b""), false);
+    for _ in 0..3 {
+        c.encode_op(0, &mut Vec::new());
+    }
+    let mut enc = hpack::Encoder::new(false);
+    let (mut input, mut out) = (Vec::new(), Vec::new());
+    answer(&mut enc, 1, "200", b"Hello World", &mut input);
+    // Its DATA cut short: the HEADERS alone, then the rest once here.
+    let cut = input.len() - 3;
+    let headers = frame::HEAD_LEN + 1;
+    assert_eq!(
+        c.decode_op(&input[..cut], &mut out).unwrap(),
+        Decoded::Done { consumed: headers, outcome: Outcome::OpPart }
+    );
+    assert_eq!(c.decode_op(&input[..cut][headers..], &mut out).unwrap(), Decoded::Partial);
+    assert_eq!(
+        c.decode_op(&input[headers..], &mut out).unwrap(),
+        Decoded::Done { consumed: input.len() - headers, outcome: Outcome::Op }
+    );
+    // Stream 3's HEADERS, then stream 5's, then 3's DATA: three messages.
+    let mut input = Vec::new();
+    let mut block = Vec::new();
+    enc.encode([(&b":status"[..], &b"200"[..])], &mut block);
+    frame::write_headers(&mut input, 3, &block, false, 16_384);
+    frame::write_headers(&mut input, 5, &block, false, 16_384);
+    frame::write_data(&mut input, 3, b"x", true, 16_384);
+    let seen = decode_all(&mut c, &input, &mut out);
+    assert_eq!(seen, [(Outcome::OpPart, Some(3)), (Outcome::OpPart, Some(5)), (Outcome::Op, Some(3))]);
+    // A new stream's DATA padded past its length (a PROTOCOL_ERROR of the connection) right
+    // after its HEADERS: the HEADERS first, as the stream's part, then the error.
+    c.encode_op(0, &mut Vec::new());
+    let mut input = Vec::new();
+    frame::write_headers(&mut input, 7, &block, false, 16_384);
+    let headers = input.len();
+    frame::write_head(&mut input, 1, frame::DATA, 0x8, 7);
+    input.push(5);
+    assert_eq!(
+        c.decode_op(&input, &mut out).unwrap(),
+        Decoded::Done { consumed: headers, outcome: Outcome::OpPart }
+    );
+    assert_eq!(c.answers_op(), Some(7));
+    assert!(c.decode_op(&input[headers..], &mut out).is_err());
 }
 
 #[test]
