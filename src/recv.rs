@@ -8,17 +8,10 @@ pub const RECV_BUF_INITIAL: usize = 4 * 1024;
 /// A single message (response head plus body, WebSocket frame) may grow the buffer to this.
 pub const RECV_BUF_MAX: usize = 80 * 1024 * 1024;
 
-/// A grown buffer at most this many times its initial size is kept once emptied: a read of a
-/// few answers at once (pipelined, or a burst of streams) grows it to 2-4x, and gave it back
-/// at once before, to grow it again at the next such read (a reallocation, a page zeroed
-/// and one freed, every few answers).
-const KEPT_GROWTH: usize = 4;
-
 /// A connection's receive buffer: `buf[start..end]` holds bytes read but not yet decoded. It
 /// is allocated at its first use, grows (doubling) for a large message up to its limit, and
-/// shrinks back to its initial size once emptied if it grew past [`KEPT_GROWTH`] times that,
-/// so one large message does not pin memory for a connection's life; an idle connection
-/// gives it back whole ([`RecvBuf::release`]).
+/// shrinks back to its initial size once emptied, so one large message does not pin memory for
+/// a connection's life; an idle connection gives it back whole ([`RecvBuf::release`]).
 #[derive(Debug)]
 pub struct RecvBuf {
     buf: Vec<u8>,
@@ -48,7 +41,7 @@ impl RecvBuf {
         }
     }
     fn shrink(&mut self) {
-        if self.buf.len() > KEPT_GROWTH * self.initial {
+        if self.buf.len() > self.initial {
             self.buf = vec![0; self.initial];
         }
     }
@@ -133,23 +126,17 @@ mod tests {
 
     #[test]
     fn recv_buf_shrinks_back_after_a_large_message_and_stops_at_its_limit() {
-        let mut b = RecvBuf::bounded(4, 32);
+        let mut b = RecvBuf::bounded(4, 16);
         for _ in 0..2 {
             let n = b.spare().unwrap().len();
             b.filled(n);
         }
         assert_eq!(b.capacity(), 8);
-        // Grown to twice its size: kept once emptied (the next such read needs it again).
-        b.consume(8);
-        assert_eq!(b.capacity(), 8);
-        for _ in 0..3 {
-            let n = b.spare().unwrap().len();
-            b.filled(n);
-        }
-        assert_eq!(b.capacity(), 32);
+        let n = b.spare().unwrap().len();
+        b.filled(n);
+        assert_eq!(b.capacity(), 16);
         assert!(b.spare().is_none(), "a message over the limit");
-        // Past four times its size: given back.
-        b.consume(32);
+        b.consume(16);
         assert_eq!(b.capacity(), 4);
     }
 }
