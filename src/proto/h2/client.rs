@@ -1,8 +1,11 @@
 //! The HTTP/2 client (`h2c://`: cleartext, with prior knowledge): each operation is a stream —
 //! its HEADERS (and DATA when it has a body) out, the server's HEADERS and DATA on that stream
 //! back — completed by its own answer in whatever order the streams end (the connection
-//! machine finds it by [`op_id`](ClientCodec::op_id)). The preface and the first SETTINGS
-//! exchange are the handshake; SETTINGS, PING, WINDOW_UPDATE and GOAWAY later are control.
+//! machine finds it by [`op_id`](ClientCodec::op_id)). An answer's frames that are here
+//! together (HEADERS and DATA, as servers send them) are one message: one step of the
+//! connection machine per answer, as HTTP/1.1 takes, not one per frame. The preface and the
+//! first SETTINGS exchange are the handshake; SETTINGS, PING, WINDOW_UPDATE and GOAWAY later
+//! are control.
 //!
 //! Requests are HPACK-encoded as clients do, on the connection's own dynamic table: the first
 //! request inserts its headers, the next ones index them, so the first costs more bytes than
@@ -771,7 +774,7 @@ impl ClientCodec for H2Client {
             match self.decode_frame(rest, out) {
                 Ok(Some((n, next))) => {
                     // A frame of an answer in flight is never control (its stream was found);
-                    // were one, its octets would stay the operation's, still counted.
+                    // were one, the message would be counted as the frame's outcome says.
                     debug_assert!(answer.is_none() || next != Outcome::Control);
                     consumed += n;
                     outcome = Some(next);

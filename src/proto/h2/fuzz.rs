@@ -105,8 +105,43 @@ pub fn samples(name: &str) -> Vec<Vec<u8>> {
             [hello(), get(1), get(3), post(5, b"body")].concat(),
             [hello(), grpc_call(1, b"hello"), get(3)].concat(),
         ],
+        // Answers as nginx sends them, each HEADERS then DATA: an even stream (GETs), and an
+        // odd one (gRPC calls: a 100 Continue first, trailers with grpc-status last).
+        "client_h2" => vec![
+            [answer(1, b"OK"), answer(3, b"Hello World"), answer(5, b"")].concat(),
+            [informational(1), answer(1, b"\0\0\0\0\x01x"), trailers(1), answer(3, b"")].concat(),
+        ],
         _ => vec![],
     }
+}
+
+/// A server's `200` on `stream` (`:status` from the static table): HEADERS, then `body` in
+/// a DATA that ends the stream (none for an empty body: the HEADERS end it).
+pub fn answer(stream: u32, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    super::frame::write_headers(&mut out, stream, &[0x88], body.is_empty(), 16_384);
+    if !body.is_empty() {
+        super::frame::write_data(&mut out, stream, body, false, 16_384);
+        super::frame::write_data(&mut out, stream, b"", true, 16_384);
+    }
+    out
+}
+
+/// A `100 Continue` on `stream` (`:status` as a literal of static name 8).
+pub fn informational(stream: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    super::frame::write_headers(&mut out, stream, &[0x08, 0x03, b'1', b'0', b'0'], false, 16_384);
+    out
+}
+
+/// gRPC's trailers on `stream`: `grpc-status: 0`, ending it.
+pub fn trailers(stream: u32) -> Vec<u8> {
+    let mut block = vec![0x00, 11];
+    block.extend_from_slice(b"grpc-status");
+    block.extend_from_slice(&[1, b'0']);
+    let mut out = Vec::new();
+    super::frame::write_headers(&mut out, stream, &block, true, 16_384);
+    out
 }
 
 /// An HTTP/2 client's preface and SETTINGS.
