@@ -173,8 +173,10 @@ fn grpc_prefix(at: usize, n: usize) -> usize {
 pub struct H2Client {
     requests: Arc<Vec<Request>>,
     encoder: hpack::Encoder,
-    /// Per entry, its last header block and the encoder's state it was encoded in, when
-    /// encoding it changed nothing: the steady state's block, sent again without encoding.
+    /// Per entry, its last HEADERS frame (on stream 0, its id written in when it goes) and the
+    /// encoder's state its block was encoded in, when encoding it changed nothing and it fits
+    /// one frame of the least size a server may set: the steady state's frame, sent again
+    /// without encoding or framing.
     blocks: Vec<Option<(u64, Vec<u8>)>>,
     decoder: hpack::Decoder,
     /// What the last header block the decoder keeps a record of said (the record's number,
@@ -679,17 +681,24 @@ impl ClientCodec for H2Client {
         let state = self.encoder.state();
         let from = out.len();
         let block_len = match &self.blocks[entry] {
-            Some((at, block)) if state == Some(*at) => {
-                frame::write_headers(out, stream, block, !body, self.max_frame);
-                block.len()
+            Some((at, headers)) if state == Some(*at) => {
+                out.extend_from_slice(headers);
+                out[from + 5..from + frame::HEAD_LEN].copy_from_slice(&stream.to_be_bytes());
+                headers.len() - frame::HEAD_LEN
             }
             _ => {
                 let mut block = Vec::with_capacity(64);
                 self.encoder.encode(request.fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut block);
                 frame::write_headers(out, stream, &block, !body, self.max_frame);
                 let len = block.len();
-                // Encoded without a change to the table: the same octets next time too.
-                self.blocks[entry] = state.filter(|&s| self.encoder.state() == Some(s)).map(|s| (s, block));
+                // Encoded without a change to the table: the same octets next time too (one
+                // frame whatever SETTINGS_MAX_FRAME_SIZE the server sets: never below 16,384).
+                let same = state.filter(|&s| self.encoder.state() == Some(s));
+                self.blocks[entry] = same.filter(|_| len <= frame::DEFAULT_MAX_FRAME as usize).map(|s| {
+                    let mut headers = Vec::with_capacity(frame::HEAD_LEN + len);
+                    frame::write_headers(&mut headers, 0, &block, !body, frame::DEFAULT_MAX_FRAME);
+                    (s, headers)
+                });
                 len
             }
         };

@@ -572,3 +572,40 @@ fn control_frames_resets_continuations_and_window_updates() {
         Err(Error::Push)
     );
 }
+
+/// The steady state's HEADERS frame is sent again as it was kept, its stream's id written in:
+/// the frame the second request's block makes on that stream, with or without a body; a
+/// header block larger than a frame of the least size a server may set is not kept, and goes
+/// with its CONTINUATION each time.
+#[test]
+fn a_kept_headers_frame_goes_on_its_own_stream() {
+    let mut large = spec("get", b"");
+    large.headers.push(("x-large".into(), "v".repeat(20_000)));
+    for (spec, frames) in [(spec("get", b""), 1), (spec("post", b"body"), 1), (large, 2)] {
+        let body = !spec.body.is_empty();
+        let mut c = H2Client::new(&spec, false);
+        let mut steady = Vec::new();
+        for stream in [1u32, 3, 5, 7] {
+            let mut out = Vec::new();
+            c.encode_op(0, &mut out);
+            let (mut at, mut heads, mut block) = (0, Vec::new(), Vec::new());
+            while let Some((f, n)) = frame::parse(&out[at..], 1 << 20).unwrap() {
+                if let Frame::Headers { block: b, .. } | Frame::Continuation { block: b, .. } = f {
+                    block.extend_from_slice(b);
+                }
+                heads.push((f.kind(), u32::from_be_bytes(out[at + 5..at + 9].try_into().unwrap())));
+                at += n;
+            }
+            assert_eq!(at, out.len());
+            assert!(heads.iter().all(|&(_, id)| id == stream), "{heads:?}");
+            assert_eq!(heads.iter().filter(|h| h.0 != frame::DATA).count(), frames);
+            if stream == 3 {
+                steady = block; // the table holds the request's fields from here on
+            } else if stream > 3 {
+                let mut expected = Vec::new();
+                frame::write_headers(&mut expected, stream, &steady, !body, frame::DEFAULT_MAX_FRAME);
+                assert_eq!(out[..expected.len()], expected[..], "stream {stream}");
+            }
+        }
+    }
+}
