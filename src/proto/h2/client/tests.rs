@@ -599,6 +599,8 @@ fn a_kept_headers_frame_goes_on_its_own_stream() {
             assert_eq!(at, out.len());
             assert!(heads.iter().all(|&(_, id)| id == stream), "{heads:?}");
             assert_eq!(heads.iter().filter(|h| h.0 != frame::DATA).count(), frames);
+            // Kept from the second request on (the first changed the table), if one frame.
+            assert_eq!(c.blocks[0].is_some(), stream > 1 && frames == 1, "stream {stream}");
             if stream == 3 {
                 steady = block; // the table holds the request's fields from here on
             } else if stream > 3 {
