@@ -179,16 +179,23 @@ impl Frame<'_> {
     }
 }
 
+/// The head at the start of `input`, if whole: its payload's length, type, flags and stream
+/// (the reserved bit cleared).
+#[inline(always)]
+fn head(input: &[u8]) -> Option<(u32, u8, u8, u32)> {
+    let head = input.get(..HEAD_LEN)?;
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]);
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & MAX_WINDOW;
+    Some((len, head[3], head[4], stream))
+}
+
 /// The frame at the start of `input`, and the octets it took; `None`: not whole yet. `max`:
 /// the largest payload this side accepts (its SETTINGS_MAX_FRAME_SIZE). Inlined: its result
 /// (a frame of a dozen fields) went back through the stack to each caller, and the client's
 /// reads of it stalled on the writes.
 #[inline(always)]
 pub fn parse(input: &[u8], max: u32) -> Result<Option<(Frame<'_>, usize)>, Error> {
-    let Some(head) = input.get(..HEAD_LEN) else { return Ok(None) };
-    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]);
-    let (kind, flags) = (head[3], head[4]);
-    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & MAX_WINDOW;
+    let Some((len, kind, flags, stream)) = head(input) else { return Ok(None) };
     let err = |code, why| Error { code, kind, why };
     if len > max {
         return Err(err(FRAME_SIZE_ERROR, "larger than SETTINGS_MAX_FRAME_SIZE"));
@@ -308,10 +315,8 @@ pub fn write_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u3
 /// HEADERS or CONTINUATION on it, of at most `max` octets): read from its head alone.
 #[inline]
 pub fn answer_on(input: &[u8], stream: u32, max: u32) -> bool {
-    let Some(head) = input.get(..HEAD_LEN) else { return false };
-    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]);
-    let on = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & MAX_WINDOW;
-    matches!(head[3], DATA | HEADERS | CONTINUATION)
+    let Some((len, kind, _, on)) = head(input) else { return false };
+    matches!(kind, DATA | HEADERS | CONTINUATION)
         && on == stream
         && len <= max
         && input.len() >= HEAD_LEN + len as usize
