@@ -105,18 +105,19 @@ pub fn samples(name: &str) -> Vec<Vec<u8>> {
             [hello(), get(1), get(3), post(5, b"body")].concat(),
             [hello(), grpc_call(1, b"hello"), get(3)].concat(),
         ],
-        // Answers as nginx sends them, each HEADERS then DATA: an even stream (GETs), and an
-        // odd one (gRPC calls: a 100 Continue first, trailers with grpc-status last).
+        // Answers, each HEADERS then DATA, and a PING between: an even stream (the target's
+        // GETs), and an odd one (its gRPC calls: a 100 Continue first, trailers with
+        // grpc-status last). `tests/decoders_random.rs` checks the lengths say so.
         "client_h2" => vec![
-            [answer(1, b"OK"), answer(3, b"Hello World"), answer(5, b"")].concat(),
-            [informational(1), answer(1, b"\0\0\0\0\x01x"), trailers(1), answer(3, b"")].concat(),
+            [answer(1, b"OK"), answer(3, b"Hello World"), ping(), answer(5, b"")].concat(),
+            [informational(1), answer(1, b"\0\0\0\0\x01x"), ping(), trailers(1), answer(3, b"")].concat(),
         ],
         _ => vec![],
     }
 }
 
 /// A server's `200` on `stream` (`:status` from the static table): HEADERS, then `body` in
-/// a DATA that ends the stream (none for an empty body: the HEADERS end it).
+/// a DATA and an empty DATA that ends the stream (none for an empty body: the HEADERS end it).
 pub fn answer(stream: u32, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     super::frame::write_headers(&mut out, stream, &[0x88], body.is_empty(), 16_384);
@@ -124,6 +125,13 @@ pub fn answer(stream: u32, body: &[u8]) -> Vec<u8> {
         super::frame::write_data(&mut out, stream, body, false, 16_384);
         super::frame::write_data(&mut out, stream, b"", true, 16_384);
     }
+    out
+}
+
+/// A PING from the server (the client answers it).
+pub fn ping() -> Vec<u8> {
+    let mut out = Vec::new();
+    super::frame::write_ping(&mut out, false, [7; 8]);
     out
 }
 
