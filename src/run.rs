@@ -87,6 +87,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         proxy: load.proxy,
         spin: load.spin,
         slack: load.slack,
+        gather: load.gather,
         reset_close: load.reset_close,
         // A series' view (`compare --tui`…) draws each of its runs from the cores' copies.
         live: crate::report::tui::series::active().then(|| crate::stats::live::live(load.cores.len())),

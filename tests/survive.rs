@@ -578,6 +578,7 @@ fn a_client_core_that_panics_ends_the_run_with_its_message() {
             proxy: None,
             spin: wirebench::plan::URING_SPIN,
             slack: Duration::ZERO,
+            gather: Duration::ZERO,
             reset_close: false,
             live: None,
             picks: None,

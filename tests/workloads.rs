@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use std::time::Duration;
 
 /// The tests here time things (think times, stalls, schedules): one at a time, so that another
 /// test's load on the same two CPUs does not move the figures they check.
@@ -463,6 +464,60 @@ fn slack_batches_paced_sends_and_the_lag_says_how_late() {
             let e = wirebench::cmd::bench::run(&args).map(|_| ()).unwrap_err().to_string();
             assert!(e.contains(&format!("{} applies to --engine uring", flag[0])), "{engine}: {e}");
         }
+    }
+}
+
+/// `--gather` (uring, closed loop): a wake-up may hold completions for a window of at most
+/// the flag's bound and 1/64 of the mean latency; the report gives the longest it used, zero
+/// with `--gather 0` or below 8 connections, and the flag is refused where it does not apply.
+#[test]
+fn gathered_wake_ups_stay_within_their_bounds_and_are_reported() {
+    let _alone = alone();
+    // Answers a millisecond late: a window of ~16 µs (1/64 of it) by default.
+    let server = start_builtin_with("uring", "http", &["--delay", "1ms"]);
+    let url = format!("http://{}/", server.addr());
+    let cpu = client_cpu().to_string();
+    let base = [url.as_str(), "-c", "16", "-d", "1s", "--cores", &cpu];
+    let gathered =
+        |r: &wirebench::stats::Report| r.per_core.iter().map(|c| c.gathered).max().unwrap_or_default();
+    let argv = [&["wirebench", "bench"][..], &base[..]].concat();
+    let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
+    let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
+    let (info, auto) = wirebench::cmd::bench::run(&args).expect("bench runs");
+    assert_clean(&auto);
+    let (window, mean) = (gathered(&auto), Duration::from_nanos(auto.latency.mean() as u64));
+    let text = wirebench::report::text::render(&info, &wirebench::report::json::bench(&info, &auto, None));
+    let capped = bench_on("uring", &[&base[..], &["--gather", "5us"]].concat());
+    assert_clean(&capped);
+    if wirebench::engine::rings::Rings::gather_here() {
+        assert!(window > Duration::ZERO && window <= Duration::from_micros(50), "{window:?}");
+        // 1/64 of the mean of some 5 ms: at least the run's mean's, at most its slowest answer's.
+        let slowest = Duration::from_nanos(auto.latency.max());
+        assert!(window >= mean / 128 && window <= slowest / 64, "{window:?} against {mean:?}, {slowest:?}");
+        assert_eq!(auto.gathered, window, "the totals carry the longest");
+        assert!(text.contains("wake-ups gathered"), "{text}");
+        assert!(gathered(&capped) > Duration::ZERO && gathered(&capped) <= Duration::from_micros(5));
+    } else {
+        // Before Linux 6.12 every completion wakes the engine, and the report says none waited.
+        assert_eq!((window, gathered(&capped)), (Duration::ZERO, Duration::ZERO));
+        assert!(!text.contains("wake-ups gathered"), "{text}");
+    }
+    let off = bench_on("uring", &[&base[..], &["--gather", "0s"]].concat());
+    assert_clean(&off);
+    assert_eq!(gathered(&off), Duration::ZERO);
+    let few = bench_on("uring", &[url.as_str(), "-c", "4", "-d", "1s", "--cores", &cpu]);
+    assert_clean(&few);
+    assert_eq!(gathered(&few), Duration::ZERO, "4 connections are not gathered for");
+    for (engine, extra) in [
+        ("glommio", &["--gather", "10us"][..]),
+        ("uring", &["--gather", "10us", "--rate", "100"][..]),
+        ("uring", &["--gather", "2ms"][..]),
+    ] {
+        let argv = [&["wirebench", "bench", "--engine", engine][..], &base[..], extra].concat();
+        let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
+        let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
+        let e = wirebench::cmd::bench::run(&args).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("--gather"), "{engine} {extra:?}: {e}");
     }
 }
 

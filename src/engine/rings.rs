@@ -150,6 +150,9 @@ pub struct Rings {
     /// Signalled by every ring but the first, polled by the first; made with the second ring.
     eventfd: Option<OwnedFd>,
     poll_armed: bool,
+    /// The kernel can gather a wait's completions (`min_wait_usec`, Linux 6.12's
+    /// `IORING_FEAT_MIN_TIMEOUT`): see [`Rings::enter`].
+    gathers: bool,
 }
 
 /// A ring for `entries` submissions, single-issuer with deferred task run where the kernel
@@ -189,6 +192,7 @@ impl Rings {
             buffers: (buffers.max(1), size),
             eventfd: None,
             poll_armed: false,
+            gathers: false,
         };
         for _ in 0..layout.rings {
             rings.add_ring()?;
@@ -202,6 +206,9 @@ impl Rings {
             .next_power_of_two()
             .min(MAX_COMPLETIONS as usize) as u32;
         let ring = ring(self.entries, completions)?;
+        if self.shards.is_empty() {
+            self.gathers = ring.params().is_feature_min_timeout();
+        }
         if self.layout.direct {
             ring.submitter().register_files_sparse(self.layout.per_ring as u32).map_err(|e| {
                 io::Error::new(
@@ -351,7 +358,12 @@ impl Rings {
 
     /// Submit every ring's SQEs (sends go out inline, before any wait) and wait up to `wait`
     /// for `want` completions (0: do not wait) on the first ring, which the others wake.
-    pub fn enter(&mut self, want: usize, wait: Duration) -> io::Result<()> {
+    /// With `gather` (where the kernel can: Linux 6.12), a wait that has some completions
+    /// after `gather` ends then, with fewer than `want`; one that has none by then ends at
+    /// the first — so no completion is kept waiting longer than `gather`, and none is waited
+    /// for in vain past it.
+    /// Returns the window the wait was given (zero: none).
+    pub fn enter(&mut self, want: usize, wait: Duration, gather: Duration) -> io::Result<Duration> {
         let mut want = want;
         let (home, others) = self.shards.split_first_mut().expect("a thread has a ring");
         for s in others.iter_mut() {
@@ -383,7 +395,16 @@ impl Rings {
             }
         }
         let ts = types::Timespec::from(wait);
-        let entered = home.ring.submitter().submit_with_args(want, &types::SubmitArgs::new().timespec(&ts));
+        let mut args = types::SubmitArgs::new().timespec(&ts);
+        let mut gather = gather.min(wait);
+        if want > 1 && self.gathers && !gather.is_zero() {
+            let us = gather.as_micros().clamp(1, u128::from(u32::MAX)) as u32;
+            args = args.min_wait_usec(us);
+            gather = Duration::from_micros(u64::from(us));
+        } else {
+            (want, gather) = (want.min(1), Duration::ZERO);
+        }
+        let entered = home.ring.submitter().submit_with_args(want, &args);
         if sleeping {
             for s in others.iter_mut() {
                 s.ring.completion().disable_eventfd();
@@ -391,8 +412,13 @@ impl Rings {
         }
         match entered {
             Err(e) if !benign(&e) => Err(e),
-            _ => Ok(()),
+            _ => Ok(gather),
         }
+    }
+
+    /// Whether this kernel's rings gather a wait's completions (see [`Rings::enter`]).
+    pub fn gather_here() -> bool {
+        ring(8, 16).is_ok_and(|r| r.params().is_feature_min_timeout())
     }
 
     /// Take every ring's completions into `out` (the other rings' deferred ones run first).
@@ -519,19 +545,60 @@ mod tests {
         let (a, b) = std::os::unix::net::UnixStream::pair().expect("pair");
         let group = 0;
         rings.push(2, &receive(Sock::Fd(a.as_raw_fd()), group, 42)).expect("push");
-        rings.enter(0, Duration::ZERO).expect("submit");
+        rings.enter(0, Duration::ZERO, Duration::ZERO).expect("submit");
         let writer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(100));
             std::io::Write::write_all(&mut &b, b"hi").expect("write");
             std::thread::sleep(Duration::from_millis(500));
         });
         let began = crate::clock::Instant::now();
-        rings.enter(1, Duration::from_secs(5)).expect("wait");
+        rings.enter(1, Duration::from_secs(5), Duration::ZERO).expect("wait");
         let woke = began.elapsed();
         let mut out = Vec::new();
         rings.reap(&mut out).expect("reap");
         assert!(woke < Duration::from_secs(2), "slept {woke:?} through a completion on another ring");
         assert!(out.iter().any(|&(tag, result, _)| tag == 42 && result == 2), "{out:?}");
+        drop(writer);
+    }
+
+    /// A gathered wait holds a completion until its window ends (where the kernel gathers),
+    /// never past it, and one with nothing in its window ends at the first completion after.
+    #[test]
+    fn a_gathered_wait_ends_with_its_window_or_at_the_first_completion_after() {
+        let layout = Layout { direct: false, per_ring: 1, rings: 1 };
+        let mut rings = Rings::open(layout, 1, 64, 4096).expect("rings");
+        let (a, b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        rings.push(0, &receive(Sock::Fd(a.as_raw_fd()), 0, 42)).expect("push");
+        rings.enter(0, Duration::ZERO, Duration::ZERO).expect("submit");
+        let writer = std::thread::spawn(move || {
+            // At 50 ms and at 700 ms.
+            for after in [50, 650] {
+                std::thread::sleep(Duration::from_millis(after));
+                std::io::Write::write_all(&mut &b, b"hi").expect("write");
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        });
+        let mut out = Vec::new();
+        // A completion at 50 ms, in a window of 300: held to its end, 8 never come.
+        let began = crate::clock::Instant::now();
+        rings.enter(8, Duration::from_secs(5), Duration::from_millis(300)).expect("wait");
+        let woke = began.elapsed();
+        rings.reap(&mut out).expect("reap");
+        assert!(woke < Duration::from_secs(2), "waited {woke:?} past the window");
+        if rings.gathers {
+            assert!(woke >= Duration::from_millis(250), "woke at {woke:?}, in the window");
+        }
+        assert_eq!(out.len(), 1, "{out:?}");
+        // Nothing in a window of 100 ms: the wait ends at the completion ~400 ms later.
+        let began = crate::clock::Instant::now();
+        rings.enter(8, Duration::from_secs(5), Duration::from_millis(100)).expect("wait");
+        let woke = began.elapsed();
+        rings.reap(&mut out).expect("reap");
+        assert!(
+            (Duration::from_millis(250)..Duration::from_secs(2)).contains(&woke),
+            "woke at {woke:?}, not at the completion"
+        );
+        assert_eq!(out.len(), 2, "{out:?}");
         drop(writer);
     }
 }

@@ -280,7 +280,7 @@ impl<S: ServerCodec> Loop<'_, S> {
             .map_or(TICK, |std::cmp::Reverse((until, _))| until.saturating_duration_since(before).min(TICK))
             .min(self.deadlines.wait(before, TICK));
         let idle = self.again.is_empty();
-        self.rings.enter(usize::from(idle), if idle { wait } else { Duration::ZERO })?;
+        self.rings.enter(usize::from(idle), if idle { wait } else { Duration::ZERO }, Duration::ZERO)?;
         let now = Instant::now();
         if now.duration_since(self.unix.1) >= Duration::from_millis(100) {
             self.unix = (super::unix_secs(), now);

@@ -15,6 +15,10 @@ pub const URING_SPIN: Duration = Duration::from_micros(30);
 pub(super) const MAX_SPIN: Duration = Duration::from_millis(1);
 /// The longest `--slack`: a schedule later than this is no schedule.
 pub(super) const MAX_SLACK: Duration = Duration::from_millis(100);
+/// `--gather`'s default bound (see `engine::uring`'s `GATHER_SHARE` for the other).
+pub const URING_GATHER: Duration = Duration::from_micros(50);
+/// The longest `--gather`: an answer read a millisecond late is a measurement changed.
+pub(super) const MAX_GATHER: Duration = Duration::from_millis(1);
 
 /// The load options every command that generates load takes (`bench`, `compare`, `sweep`):
 /// flattened into each, so every option reaches every one of them.
@@ -103,6 +107,13 @@ pub struct LoadArgs<P: clap::Args> {
     /// each was due) and the schedule lag count the lateness. Default 0: each on time.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub slack: Option<Duration>,
+    /// uring, closed loop, 8 connections a core or more: when nothing has come back, wait up
+    /// to D (default 50us, and never more than 1/64 of the mean latency so far) for several
+    /// completions to wake for at once, not one wake-up each: less CPU per operation and
+    /// bigger batches for the server; an answer may be read, and timed, that much late (the
+    /// report says how much). `--gather 0` wakes for every completion.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub gather: Option<Duration>,
     /// Open at most N connections per second at the start (tcpkali's ramp), connection i at
     /// i/N s; or `auto` (`auto:N`: at most N/s): as fast as the set-ups keep up, each core
     /// starting at 500/s, growing while set-ups take under a second, halving when one takes

@@ -164,6 +164,9 @@ pub struct Load {
     pub spin: Duration,
     /// How late the `uring` engine may wake for paced sends, to send several at once (`--slack`).
     pub slack: Duration,
+    /// How long the `uring` engine may wait in a closed loop to wake once for several
+    /// completions (`--gather`; zero in paced runs and on the other engines).
+    pub gather: Duration,
     /// CPUs, one engine thread each; never more than there are connections.
     pub cores: Vec<usize>,
     pub shape: Shape,
@@ -426,11 +429,12 @@ pub fn validate_load<P: clap::Args + Clone + Into<OptionSet>>(
         Some(text) => parse_bind(text).map_err(|e| anyhow::anyhow!("--bind: {e}"))?,
         None => Vec::new(),
     };
-    let (spin, slack) = spin_and_slack(args, engine_kind, workload)?;
+    let (spin, slack, gather) = spin_slack_gather(args, engine_kind, workload)?;
     Ok(Load {
         engine: engine_kind,
         spin,
         slack,
+        gather,
         cores,
         shape: Shape {
             connections,
@@ -511,12 +515,25 @@ fn counts<P: clap::Args + Clone>(args: &LoadArgs<P>, defaults: &Defaults) -> Res
     Ok((connections, ops))
 }
 
-/// `--spin` and `--slack`: the `uring` engine's, for paced runs, within their bounds.
-fn spin_and_slack<P: clap::Args + Clone>(
+/// `--spin` and `--slack`, the `uring` engine's for paced runs, and `--gather`, its own for a
+/// closed loop, within their bounds.
+fn spin_slack_gather<P: clap::Args + Clone>(
     args: &LoadArgs<P>,
     engine: EngineKind,
     workload: Workload,
-) -> Result<(Duration, Duration)> {
+) -> Result<(Duration, Duration, Duration)> {
+    if args.gather.is_some() && engine != EngineKind::Uring {
+        bail!("--gather applies to --engine uring (the async engines wake as their runtimes do)");
+    }
+    if args.gather.is_some() && workload != Workload::ClosedLoop {
+        bail!("--gather applies to a closed loop (paced runs gather their sends with --slack)");
+    }
+    let gather = args.gather.unwrap_or(args::URING_GATHER);
+    if gather > args::MAX_GATHER {
+        bail!("--gather must be at most 1ms (an answer read later than that is a measurement changed)");
+    }
+    let gather =
+        if engine == EngineKind::Uring && workload == Workload::ClosedLoop { gather } else { Duration::ZERO };
     for (given, flag) in [(args.spin.is_some(), "--spin"), (args.slack.is_some(), "--slack")] {
         if given && engine != EngineKind::Uring {
             bail!("{flag} applies to --engine uring (the async engines sleep on their runtimes' timers)");
@@ -533,7 +550,7 @@ fn spin_and_slack<P: clap::Args + Clone>(
     if spin > MAX_SPIN {
         bail!("--spin must be at most 1ms (past that, sleeping is as punctual and cheaper)");
     }
-    Ok((spin, slack))
+    Ok((spin, slack, gather))
 }
 
 impl LoadPlan {

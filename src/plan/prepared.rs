@@ -62,6 +62,8 @@ pub struct ClientJob {
     pub reset_close: bool,
     /// How late the `uring` engine may wake for paced sends (`--slack`).
     pub slack: Duration,
+    /// How long the `uring` engine may wait to wake once for several completions (`--gather`).
+    pub gather: Duration,
     /// Where each core copies its figures a few times a second while the run goes on
     /// (`--metrics-listen`); `None`: nobody reads them.
     pub live: Option<crate::stats::live::Live>,

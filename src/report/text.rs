@@ -460,6 +460,13 @@ fn cores(info: &RunInfo, r: &RunResult) -> String {
         let _ = writeln!(s, "              imbalance {:.1}% ((max − min) / mean ops)", r.imbalance_pct);
     }
     s += &kernel_note(r);
+    let gathered = r.per_core.iter().map(|c| c.gathered_us).fold(0.0, f64::max);
+    if gathered > 0.0 {
+        let _ = writeln!(
+            s,
+            "  note        wake-ups gathered: an answer may have been read, and timed, up to {gathered:.0}us late (1/64 of the mean latency at most; --gather 0 wakes for each)"
+        );
+    }
     for c in r.per_core.iter().filter(|c| c.steal_pct.is_some_and(|p| p >= 100.0 * STOLEN_CORE)) {
         let _ = writeln!(
             s,

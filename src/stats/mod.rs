@@ -200,6 +200,12 @@ pub struct CoreRecorder {
     /// Of `cpu`, the time the engine stayed awake with nothing to do, for a paced send due
     /// within its spin window (the `uring` engine): chosen, not load.
     pub spin: Duration,
+    /// The sum of the measured operations' latencies, ns (with `ops`, their mean): what the
+    /// `uring` engine sizes its gathered wake-ups by (`--gather`).
+    pub latency_total_ns: u64,
+    /// The longest a gathered wake-up let a completion wait (`--gather`): how late an answer
+    /// may have been read, and so timed, at most.
+    pub gathered: Duration,
     /// When the last measured operation ended (completed or failed): the measured window ends
     /// there, not when the last socket closed (closing a million takes half a minute).
     pub last_end: Option<crate::clock::Instant>,
@@ -298,6 +304,8 @@ impl CoreRecorder {
             wall: Duration::ZERO,
             steal: None,
             spin: Duration::ZERO,
+            latency_total_ns: 0,
+            gathered: Duration::ZERO,
             last_end: None,
             first_sent: None,
             window_net: None,
@@ -385,6 +393,7 @@ impl CoreRecorder {
 
     pub fn record_latency(&mut self, ns: u64) {
         self.staged.latency.record(ns);
+        self.latency_total_ns = self.latency_total_ns.wrapping_add(ns);
     }
 
     /// A measured operation's time from its request's first byte sent to its answer's last
@@ -462,6 +471,8 @@ pub struct CoreSummary {
     pub steal: Option<Duration>,
     /// Of `cpu`, awake waiting for a paced send (see [`CoreRecorder::spin`]).
     pub spin: Duration,
+    /// See [`CoreRecorder::gathered`].
+    pub gathered: Duration,
 }
 
 impl CoreSummary {
@@ -655,6 +666,8 @@ impl CoreRecorder {
         self.reconnects += c.reconnects;
         self.audit.merge(&c.audit);
         self.last_end = self.last_end.max(c.last_end);
+        self.latency_total_ns = self.latency_total_ns.wrapping_add(c.latency_total_ns);
+        self.gathered = self.gathered.max(c.gathered);
         self.first_sent = match (self.first_sent, c.first_sent) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -687,6 +700,7 @@ impl Report {
                 wall: c.wall,
                 steal: c.steal,
                 spin: c.spin,
+                gathered: c.gathered,
             })
             .collect();
         // The engines' monotonic instant as the wall clock, read as the run ends.

@@ -39,6 +39,7 @@ use std::os::fd::IntoRawFd;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+mod gather;
 mod socket;
 
 /// Longest wait in `io_uring_enter`; also how often sleepers are looked at.
@@ -55,6 +56,11 @@ const ANSWER_POLL: Duration = Duration::from_micros(25);
 /// connections would otherwise hold every answer and every send due behind a tenth of a
 /// second of drives.
 const BACKLOG_PER_LOOP: usize = 1024;
+/// The most completions a gathered wait asks for (`--gather`; one a connection otherwise),
+/// and the fewest connections a thread gathers for: a few connections' completions are too
+/// few to gather (and a run of one or two measures latency).
+const MAX_GATHERED: usize = 1024;
+const LEAST_GATHERED: usize = 8;
 /// Steps one drive of a connection takes at most (a connection's usual turn takes two or
 /// three: read what arrived, send the next operation).
 const MAX_STEPS: usize = 64;
@@ -251,6 +257,7 @@ fn run_loop<C: ClientCodec>(
         slack: job.slack,
         poll_until: start,
         reset_close: job.reset_close,
+        gather: gather::Gather::new(job.gather, start),
     };
     let mut wakes = Wakes::default();
     loop {
@@ -341,6 +348,8 @@ struct Driver<'a, C> {
     poll_until: Instant,
     /// `--close-reset`: each socket closed with a reset.
     reset_close: bool,
+    /// `--gather`: a closed loop's wake-ups gathered.
+    gather: gather::Gather,
 }
 
 impl<C: ClientCodec> Driver<'_, C> {
@@ -404,7 +413,7 @@ impl<C: ClientCodec> Driver<'_, C> {
             // answer). For ANSWER_POLL after its last completion the thread stays awake,
             // looking at the rings' flags in user space, so the rest are read in one wake
             // and stamped as they come, not when a wake-up lets them be seen.
-            self.rings.enter(0, Duration::ZERO)?;
+            self.rings.enter(0, Duration::ZERO, Duration::ZERO)?;
             let mut at = Instant::now();
             while at < until && !self.rings.pending() {
                 std::hint::spin_loop();
@@ -417,7 +426,16 @@ impl<C: ClientCodec> Driver<'_, C> {
             }
         }
         // (The wait's end stays where it was: a poll does not put the next send off.)
-        self.rings.enter(want, wait.saturating_sub(polled))?;
+        // `--gather`: nothing came yet; wake once for what comes within the window.
+        // Asked for: a completion a connection with operations out (at most), each held at
+        // most the window; the report gives the longest window a wait was given.
+        let out = (self.rec.in_flight() as usize).min(self.remaining);
+        let (want, gather) = match want == 1 && out >= LEAST_GATHERED && !self.rings.pending() {
+            true => (out.min(MAX_GATHERED), self.gather.window(now, self.rec)),
+            false => (want, Duration::ZERO),
+        };
+        let gathered = self.rings.enter(want, wait.saturating_sub(polled), gather)?;
+        self.rec.gathered = self.rec.gathered.max(gathered);
         let woke = Instant::now();
         self.completions.clear();
         self.rings.reap(&mut self.completions)?;

@@ -325,6 +325,10 @@ pub struct CoreResult {
     pub steal_pct: Option<f64>,
     #[serde(default)]
     pub spin_pct: f64,
+    /// The longest a gathered wake-up let an answer wait before it was read and timed, µs
+    /// (`--gather`; 0: every completion woke the engine).
+    #[serde(default)]
+    pub gathered_us: f64,
 }
 
 impl CoreResult {
@@ -341,6 +345,7 @@ impl CoreResult {
             cpu_us_per_op: 0.0,
             steal_pct: None,
             spin_pct: 0.0,
+            gathered_us: r3(c.gathered.as_secs_f64() * 1e6),
         }
     }
 
