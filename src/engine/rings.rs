@@ -396,11 +396,11 @@ impl Rings {
         }
         let ts = types::Timespec::from(wait);
         let mut args = types::SubmitArgs::new().timespec(&ts);
-        let mut gather = gather.min(wait);
-        if want > 1 && self.gathers && !gather.is_zero() {
-            let us = gather.as_micros().clamp(1, u128::from(u32::MAX)) as u32;
+        // Whole µs, the kernel's unit: a window under one is none.
+        let us = gather.min(wait).as_micros().min(u128::from(u32::MAX)) as u32;
+        let mut gather = Duration::from_micros(u64::from(us));
+        if want > 1 && self.gathers && us > 0 {
             args = args.min_wait_usec(us);
-            gather = Duration::from_micros(u64::from(us));
         } else {
             (want, gather) = (want.min(1), Duration::ZERO);
         }

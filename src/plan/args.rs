@@ -107,11 +107,13 @@ pub struct LoadArgs<P: clap::Args> {
     /// each was due) and the schedule lag count the lateness. Default 0: each on time.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub slack: Option<Duration>,
-    /// uring, closed loop, 8 connections a core or more, a mean latency of 1 ms or more: when
-    /// nothing has come back, wait up to D (default 50us, and never more than 1/64 of the mean
-    /// latency) for several completions to wake for at once, not one wake-up each: less CPU
-    /// per operation and bigger batches for the server; an answer may be read, and timed, that
-    /// much late (the report says how much). `--gather 0` wakes for every completion.
+    /// uring, closed loop, TCP and Unix sockets (QUIC wakes for each), at least 8 operations
+    /// out on as many connections a core, a mean latency of 1 ms or more: when nothing has
+    /// come back, wait up to D (default 50us, at most 1ms, and never more than 1/64 of the
+    /// mean latency) for several completions to wake for at once, not one wake-up each: less
+    /// CPU per operation and bigger batches for the server; an answer may be read, and timed,
+    /// that much late (the report says how much). Linux 6.12 or later (before: a wake-up for
+    /// each). `--gather 0` wakes for every completion.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub gather: Option<Duration>,
     /// Open at most N connections per second at the start (tcpkali's ramp), connection i at

@@ -7,16 +7,18 @@
 //! 0.19 wake-ups a request. And the client, woken for one connection at a time, sends each
 //! connection's next requests in small pieces, so the server reads them in small pieces too.
 //!
-//! So a thread with nothing to do and 8 connections or more asks the kernel for a batch of
-//! completions (as many as it has connections) but waits for it only until the window ends (Linux 6.12's `min_wait`):
-//! then it takes what came, or, if nothing did, the first that comes. No completion waits
-//! longer than the window, and an answer's time is read when the thread takes it, so the
-//! window is how late an answer may be timed: at most `--gather` (50 µs by default) and at
-//! most 1/[`GATHER_SHARE`] of the mean latency so far; a run whose mean is under
-//! [`LEAST_MEAN`] (1 ms) does not gather at all. The report gives the longest window used. Measured against nginx's h2c
-//! (64 connections × 10 streams, client on CPU 0, nginx on CPU 1): 0.19 → 0.035 wake-ups a
-//! request, the client's CPU 5.69 → 3.06 µs a request, and nginx answering 193,000
-//! requests/s instead of 107,000 (docs/performance.md).
+//! So a thread with nothing pending and at least 8 operations out, on as many connections,
+//! asks the kernel for a batch of completions (one a connection with operations out, at
+//! most 1,024) but waits for it only until the window ends (Linux 6.12's `min_wait`): then
+//! it takes what came, or, if nothing did, the first that comes. No completion waits longer
+//! than the window, and an answer's time is read when the thread takes it, so the window is
+//! how late an answer may be timed: at most `--gather` (50 µs by default) and at most
+//! 1/[`GATHER_SHARE`] of the mean latency (of the first 16 measured answers, then of each
+//! 5 ms); a run whose mean is under [`LEAST_MEAN`] (1 ms) does not gather at all. The report
+//! gives the longest window a wait was given. Measured against nginx's h2c (64 connections ×
+//! 10 streams, client on CPU 0, nginx on CPU 1, two alternating rounds): 0.21–0.23 → 0.038
+//! wake-ups a request, the client's CPU 5.74–5.79 → 3.35–3.38 µs a request, nginx answering
+//! 180,000–181,000 requests/s instead of 104,000–107,000 (docs/performance.md).
 
 use crate::clock::Instant;
 use crate::stats::CoreRecorder;
