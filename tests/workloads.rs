@@ -458,10 +458,7 @@ fn slack_batches_paced_sends_and_the_lag_says_how_late() {
     assert!(lag_p99_ms(&spin0) < lag, "no slack sends sooner: {} ms", lag_p99_ms(&spin0));
     for engine in ["glommio", "tokio-uring"] {
         for flag in [["--slack", "1ms"], ["--spin", "0s"]] {
-            let argv = [&["wirebench", "bench", "--engine", engine][..], &base[..], &flag[..]].concat();
-            let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
-            let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
-            let e = wirebench::cmd::bench::run(&args).map(|_| ()).unwrap_err().to_string();
+            let e = bench_refusal(engine, &[&base[..], &flag[..]].concat());
             assert!(e.contains(&format!("{} applies to --engine uring", flag[0])), "{engine}: {e}");
         }
     }
@@ -480,10 +477,7 @@ fn gathered_wake_ups_stay_within_their_bounds_and_are_reported() {
     let base = [url.as_str(), "-c", "16", "-d", "1s", "--cores", &cpu];
     let gathered =
         |r: &wirebench::stats::Report| r.per_core.iter().map(|c| c.gathered).max().unwrap_or_default();
-    let argv = [&["wirebench", "bench"][..], &base[..]].concat();
-    let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
-    let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
-    let (info, auto) = wirebench::cmd::bench::run(&args).expect("bench runs");
+    let (info, auto) = wirebench::cmd::bench::run(&bench_args("uring", &base)).expect("bench runs");
     assert_clean(&auto);
     let (window, mean) = (gathered(&auto), Duration::from_nanos(auto.latency.mean() as u64));
     let text = wirebench::report::text::render(&info, &wirebench::report::json::bench(&info, &auto, None));
@@ -513,10 +507,7 @@ fn gathered_wake_ups_stay_within_their_bounds_and_are_reported() {
         ("uring", &["--gather", "10us", "--rate", "100"][..]),
         ("uring", &["--gather", "2ms"][..]),
     ] {
-        let argv = [&["wirebench", "bench", "--engine", engine][..], &base[..], extra].concat();
-        let cli = <wirebench::cmd::Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
-        let wirebench::cmd::Command::Bench(args) = cli.command else { unreachable!() };
-        let e = wirebench::cmd::bench::run(&args).map(|_| ()).unwrap_err().to_string();
+        let e = bench_refusal(engine, &[&base[..], extra].concat());
         assert!(e.contains("--gather"), "{engine} {extra:?}: {e}");
     }
 }

@@ -82,11 +82,21 @@ pub fn bench(args: &[&str]) -> Report {
 
 /// The same on the given engine.
 pub fn bench_on(engine: &str, args: &[&str]) -> Report {
+    bench::run(&bench_args(engine, args)).expect("bench runs").1
+}
+
+/// `wirebench bench --engine ENGINE ARGS…`, parsed.
+pub fn bench_args(engine: &str, args: &[&str]) -> wirebench::cmd::BenchArgs {
     let mut argv = vec!["wirebench", "bench", "--engine", engine];
     argv.extend_from_slice(args);
     let cli = <Cli as clap::Parser>::try_parse_from(argv).expect("arguments parse");
     let Cmd::Bench(args) = cli.command else { unreachable!() };
-    bench::run(&args).expect("bench runs").1
+    args
+}
+
+/// What `wirebench bench --engine ENGINE ARGS…` refuses with (it must refuse).
+pub fn bench_refusal(engine: &str, args: &[&str]) -> String {
+    bench::run(&bench_args(engine, args)).map(|_| ()).expect_err("refused").to_string()
 }
 
 /// Every figure a clean run must show: no error, every operation accounted for, every byte
