@@ -438,7 +438,7 @@ fn a_generator_spinning_for_a_paced_send_still_sees_its_answers() {
 
 /// `--slack` (uring): the paced sends go out together, up to the slack late — the rate kept,
 /// the lateness in the schedule lag (and so in the corrected latency), none hidden; `--spin 0`
-/// keeps the rate too. Both are refused on the engines that sleep on their runtimes' timers.
+/// keeps the rate too. Both are refused on the engines that sleep and wake on their runtimes.
 #[test]
 fn slack_batches_paced_sends_and_the_lag_says_how_late() {
     let _alone = alone();

@@ -522,26 +522,29 @@ fn spin_slack_gather<P: clap::Args + Clone>(
     engine: EngineKind,
     workload: Workload,
 ) -> Result<(Duration, Duration, Duration)> {
-    if args.gather.is_some() && engine != EngineKind::Uring {
-        bail!("--gather applies to --engine uring (the async engines wake as their runtimes do)");
-    }
-    if args.gather.is_some() && workload != Workload::ClosedLoop {
-        bail!("--gather applies to a closed loop (paced runs gather their sends with --slack)");
+    let closed_loop = workload == Workload::ClosedLoop;
+    for (given, flag, closed) in [
+        (args.spin.is_some(), "--spin", false),
+        (args.slack.is_some(), "--slack", false),
+        (args.gather.is_some(), "--gather", true),
+    ] {
+        if given && engine != EngineKind::Uring {
+            bail!("{flag} applies to --engine uring (the async engines sleep and wake on their runtimes)");
+        }
+        if given && closed != closed_loop {
+            match closed {
+                true => bail!("{flag} applies to a closed loop (paced runs gather their sends with --slack)"),
+                false => bail!(
+                    "{flag} applies to paced runs (--rate, --interval, --stages): a closed loop sends at once"
+                ),
+            }
+        }
     }
     let gather = args.gather.unwrap_or(args::URING_GATHER);
     if gather > args::MAX_GATHER {
         bail!("--gather must be at most 1ms (an answer read later than that is a measurement changed)");
     }
-    let gather =
-        if engine == EngineKind::Uring && workload == Workload::ClosedLoop { gather } else { Duration::ZERO };
-    for (given, flag) in [(args.spin.is_some(), "--spin"), (args.slack.is_some(), "--slack")] {
-        if given && engine != EngineKind::Uring {
-            bail!("{flag} applies to --engine uring (the async engines sleep on their runtimes' timers)");
-        }
-        if given && workload == Workload::ClosedLoop {
-            bail!("{flag} applies to paced runs (--rate, --interval, --stages): a closed loop sends at once");
-        }
-    }
+    let gather = if engine == EngineKind::Uring && closed_loop { gather } else { Duration::ZERO };
     let slack = args.slack.unwrap_or_default();
     if slack > MAX_SLACK {
         bail!("--slack must be at most 100ms");
