@@ -202,7 +202,15 @@ impl fmt::Display for Answer {
 pub struct AnswerCounts(Vec<(Answer, u64)>);
 
 impl AnswerCounts {
+    #[inline]
     pub fn add(&mut self, answer: Answer, n: u64) {
+        // A run's answers are nearly all its first kind (200 OK): that one without a search.
+        if let Some((first, count)) = self.0.first_mut()
+            && first.same(&answer)
+        {
+            *count += n;
+            return;
+        }
         match self.0.iter_mut().find(|(a, _)| a.same(&answer)) {
             Some((_, count)) => *count += n,
             None => self.0.push((answer, n)),

@@ -212,6 +212,16 @@ impl<C: ClientCodec> Conn<C> {
         self.unread > 0
     }
 
+    /// An engine's shortcut for a connection that asked to read and was woken by bytes:
+    /// decode them now, without asking [`next`](Self::next) first, which would ask to read
+    /// again with nothing changed — unless the time of what it waits for ran out, which
+    /// `next` tells first (an answer past its timeout is a timeout, whenever it came).
+    pub fn take_answers(&mut self, now: Instant, rec: &mut CoreRecorder) {
+        if self.time_up(now).is_none() {
+            self.take_arrived(now, rec);
+        }
+    }
+
     /// Decode what arrived (by [`read`](Self::read) or [`arrived`](Self::arrived)).
     pub fn take_arrived(&mut self, now: Instant, rec: &mut CoreRecorder) {
         if std::mem::take(&mut self.unread) == 0 {
@@ -237,6 +247,11 @@ impl<C: ClientCodec> Conn<C> {
             }
             None => self.first_byte(now),
         }
+        // The usual case first, without cloning the phase (a clone and its drop per read).
+        if matches!(self.phase, Phase::Running) {
+            self.decode_ops(now, rec);
+            return;
+        }
         match self.phase.clone() {
             Phase::Handshake => {
                 self.decode_handshake(now, rec);
@@ -245,9 +260,6 @@ impl<C: ClientCodec> Conn<C> {
                 if matches!(self.phase, Phase::Running) && !self.recv.data().is_empty() {
                     self.decode_ops(now, rec);
                 }
-            }
-            Phase::Running => {
-                self.decode_ops(now, rec);
             }
             Phase::Salvage(end) => {
                 self.phase = Phase::Running;

@@ -467,3 +467,27 @@ fn a_handshake_waits_for_its_answer_holding_no_buffer() {
     assert_eq!((c.send.buf().capacity(), c.phase.clone()), (0, Phase::Handshake));
     assert_eq!(rec.tx.handshake, upgrade.len() as u64);
 }
+
+/// The engine's shortcut for bytes that woke a connection waiting to read: an answer is
+/// taken as `next` would have taken it, and one that came past its operation's timeout is a
+/// timeout, as `next` would have said first.
+#[test]
+fn answers_taken_on_waking_are_timed_as_next_would_time_them() {
+    for (late, completed, timed_out) in [(Duration::ZERO, 1, 0), (Duration::from_secs(2), 0, 1)] {
+        let (mut c, now) = conn(1, 1);
+        let mut rec = CoreRecorder::new(0);
+        assert!(matches!(c.next(now, false, &mut rec), Want::Connect(_)));
+        c.connected(now, &mut rec);
+        write_all(&mut c, now, &mut rec);
+        assert!(matches!(c.next(now, false, &mut rec), Want::Read(_)));
+        assert!(c.arrived(OK));
+        let at = now + late;
+        c.take_answers(at, &mut rec);
+        assert_eq!(rec.ops, completed, "answered {late:?} after its request");
+        if timed_out == 1 {
+            assert!(c.has_arrived(), "an answer past its timeout is left undecoded");
+            assert_eq!(c.next(at, false, &mut rec), Want::Close, "it fails with the timeout");
+            assert_eq!(rec.ops, 0);
+        }
+    }
+}

@@ -16,6 +16,8 @@ const MIN_WAIT: Duration = Duration::from_millis(1);
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
     timeout: Duration,
+    /// The same in nanoseconds, for [`over`](Self::over), asked twice a request.
+    timeout_ns: u64,
     /// The run's end plus [`DRAIN_LIMIT`] (expected, while the window is shut).
     drain_end: Instant,
     /// The window is shut: `drain_end` is only expected.
@@ -28,7 +30,8 @@ pub struct Timeouts {
 impl Timeouts {
     #[inline]
     pub fn new(timeout: Duration, run_end: Instant, expected: bool) -> Timeouts {
-        let mut t = Timeouts { timeout, drain_end: run_end, expected, full_until: None };
+        let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        let mut t = Timeouts { timeout, timeout_ns, drain_end: run_end, expected, full_until: None };
         t.set_run_end(run_end, expected);
         t
     }
@@ -81,7 +84,8 @@ impl Timeouts {
     /// the connection machine asks this before every wait, and fails what ran out.
     #[inline]
     pub fn over(&self, now: Instant, since: Instant) -> bool {
-        now >= since + self.timeout || (!self.expected && now >= self.drain_end)
+        now.as_nanos() >= since.as_nanos().saturating_add(self.timeout_ns)
+            || (!self.expected && now >= self.drain_end)
     }
 
     /// Whether the run's end plus [`DRAIN_LIMIT`] has passed (once that end is known).

@@ -121,6 +121,9 @@ struct Slot<C> {
     armed: bool,
     /// The machine waits for bytes until then (no SQE: the receive is always armed).
     reading: Option<Instant>,
+    /// Bytes came while it waited to read: the drive decodes them before it asks the machine
+    /// again ([`Conn::take_answers`]), which would only have asked to read once more.
+    woke_reading: bool,
     /// How the socket's stream ended, not yet told to the machine: 0 (the peer closed) or an
     /// error (negative errno).
     end: Option<i32>,
@@ -205,6 +208,7 @@ fn client_core<C: ClientCodec>(
                 done: false,
                 armed: false,
                 reading: None,
+                woke_reading: false,
                 end: None,
                 closing: false,
                 installing: false,
@@ -559,6 +563,9 @@ impl<C: ClientCodec> Driver<'_, C> {
                 return Ok(());
             }
         }
+        if std::mem::take(&mut self.slots[i].woke_reading) {
+            self.slots[i].conn.take_answers(now, self.rec);
+        }
         // Bounded: a machine that kept asking for steps that finish at once would hold the
         // loop; past this many it is looked at again in the next loop.
         for _ in 0..MAX_STEPS {
@@ -672,7 +679,10 @@ impl<C: ClientCodec> Driver<'_, C> {
             arm(rings, slot, i)?;
         }
         // The machine hears of it if it waits for bytes, or for the receive's end to close.
-        if slot.reading.take().is_some() || (slot.closing && !slot.armed) {
+        if slot.reading.take().is_some() {
+            slot.woke_reading = true;
+            self.ready.push(i);
+        } else if slot.closing && !slot.armed {
             self.ready.push(i);
         }
         Ok(())
