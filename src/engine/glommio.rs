@@ -10,7 +10,8 @@ use super::serve_conn::ServerConn;
 use super::serve_conn::{ServerLimits, busy_answer};
 use super::sys::close_audit;
 use super::{
-    Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, CoreStart, EngineError, REFUSE_WAIT,
+    Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, CoreStart, EngineError, LINGER, LINGER_READS,
+    REFUSE_WAIT,
 };
 use super::{SERVER_POLL, ServerHandle, ServerStart};
 use crate::clock::Instant;
@@ -205,11 +206,21 @@ async fn server_core<S: ServerCodec + 'static>(start: ServerStart<S>) -> Result<
 async fn refuse(mut stream: TcpStream, answer: Vec<u8>) {
     let _ = stream.set_write_timeout(Some(REFUSE_WAIT));
     let _ = stream.write_all(&answer).await;
+    linger(&mut stream).await;
+}
+
+/// Our side is over: a FIN after what was written (glommio's `close` shuts the write side),
+/// then what the client still sends read and dropped until it closes too, within
+/// [`LINGER`], so that our close is not a reset that drops our last words.
+async fn linger(stream: &mut TcpStream) {
     let _ = stream.close().await;
-    // Read what the client sent until it closes, so our close is a FIN rather than a reset.
-    let _ = stream.set_read_timeout(Some(REFUSE_WAIT));
-    let mut buf = [0u8; 1024];
-    for _ in 0..64 {
+    let until = Instant::now() + LINGER;
+    let mut buf = vec![0u8; 16 << 10];
+    for _ in 0..LINGER_READS {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
         if !matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {
             break;
         }
@@ -249,8 +260,7 @@ async fn serve_connection<S: ServerCodec>(
             conn.written(Instant::now(), &mut tally.borrow_mut());
         }
         if conn.closing() {
-            let _ = stream.close().await;
-            return;
+            return linger(&mut stream).await;
         }
     }
 }

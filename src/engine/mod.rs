@@ -543,6 +543,12 @@ impl AsyncServerCore {
 pub const SERVER_POLL: Duration = Duration::from_millis(20);
 /// How long a refused connection is given to read its refusal before it is closed.
 pub const REFUSE_WAIT: Duration = Duration::from_secs(1);
+/// How long a server connection that ends (a refusal, an HTTP/2 GOAWAY, `Connection: close`)
+/// reads and drops what the client still sends after our last words, and how many reads at
+/// most: a socket closed with bytes unread is reset by the kernel, and what was not sent yet
+/// is dropped with it — a GOAWAY queued behind the answers to a flood never reached the client.
+pub const LINGER: Duration = Duration::from_secs(1);
+pub const LINGER_READS: usize = 256;
 
 /// A running built-in server: its addresses, and how to stop it and collect its tally.
 pub struct ServerHandle {

@@ -10,7 +10,10 @@ use super::conn::{Conn, Want};
 use super::serve_conn::ServerConn;
 use super::serve_conn::{ServerLimits, busy_answer};
 use super::sys::close_audit;
-use super::{Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, EngineError, REFUSE_WAIT};
+use super::{
+    Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, EngineError, LINGER, LINGER_READS,
+    REFUSE_WAIT,
+};
 use super::{CoreStart, SERVER_POLL, ServerStart};
 use crate::clock::Instant;
 use crate::plan::Endpoint;
@@ -340,14 +343,25 @@ async fn refuse(stream: TcpStream, answer: Vec<u8>) {
         })
         .await;
     }
+    linger(&stream).await;
+}
+
+/// Our side is over: a FIN after what was written, then what the client still sends read and
+/// dropped until it closes too, within [`LINGER`], so that our close is not a reset that drops
+/// our last words.
+async fn linger(stream: &TcpStream) {
     let _ = stream.shutdown(std::net::Shutdown::Write);
-    // Read what the client sent until it closes, so our close is a FIN rather than a reset.
-    let mut buf = vec![0u8; 1024];
-    for _ in 0..64 {
+    let until = Instant::now() + LINGER;
+    let mut buf = vec![0u8; 16 << 10];
+    for _ in 0..LINGER_READS {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
         let stop = || {
             let _ = stream.shutdown(std::net::Shutdown::Read);
         };
-        match uncancellable(REFUSE_WAIT, stream.read(buf), stop).await {
+        match uncancellable(left, stream.read(buf), stop).await {
             Timed::Done((Ok(n), b)) if n > 0 => buf = b,
             _ => break,
         }
@@ -412,8 +426,7 @@ async fn serve_connection<S: ServerCodec>(
             return;
         }
         if conn.closing() {
-            let _ = stream.shutdown(std::net::Shutdown::Write);
-            return;
+            return linger(&stream).await;
         }
     }
 }
