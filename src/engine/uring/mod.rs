@@ -41,6 +41,8 @@ use std::time::Duration;
 
 mod gather;
 mod socket;
+mod wakes;
+use wakes::Wakes;
 
 /// Longest wait in `io_uring_enter`; also how often sleepers are looked at.
 const TICK: Duration = Duration::from_millis(5);
@@ -287,40 +289,6 @@ fn run_loop<C: ClientCodec>(
         }
         driver.due()?;
         books.publish(driver.now, driver.rec);
-    }
-}
-
-/// The moments every sleeping connection is woken at once, each once: Ctrl-C (so they
-/// notice), the measured window's opening (those set up before the others sleep until it),
-/// and the end of a timed run once the core's last answers are in (so they finish).
-#[derive(Default)]
-struct Wakes {
-    stopped: bool,
-    window_open: bool,
-    run_end: Option<Instant>,
-    drained: bool,
-}
-
-impl Wakes {
-    /// Whether one of those moments came with this loop.
-    fn all_now(&mut self, job: &ClientJob, start: Instant, now: Instant, in_flight: u64) -> bool {
-        let mut wake_all = false;
-        if !self.stopped && job.stop.load(Ordering::Relaxed) {
-            self.stopped = true;
-            wake_all = true;
-        }
-        if !self.window_open
-            && let Some(opened) = job.window.opened(now, start)
-        {
-            self.window_open = true;
-            wake_all = true;
-            self.run_end = Some(opened + job.shape.warmup + job.shape.duration);
-        }
-        if !self.drained && self.run_end.is_some_and(|end| now >= end) && in_flight == 0 {
-            self.drained = true;
-            wake_all = true;
-        }
-        wake_all
     }
 }
 
