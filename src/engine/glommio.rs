@@ -10,8 +10,8 @@ use super::serve_conn::ServerConn;
 use super::serve_conn::{ServerLimits, busy_answer};
 use super::sys::close_audit;
 use super::{
-    Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, CoreStart, EngineError, LINGER, LINGER_READS,
-    REFUSE_WAIT,
+    Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, CoreStart, EngineError, LINGER, LINGER_BUF,
+    LINGER_READS, REFUSE_WAIT,
 };
 use super::{SERVER_POLL, ServerHandle, ServerStart};
 use crate::clock::Instant;
@@ -215,7 +215,7 @@ async fn refuse(mut stream: TcpStream, answer: Vec<u8>) {
 async fn linger(stream: &mut TcpStream) {
     let _ = stream.close().await;
     let until = Instant::now() + LINGER;
-    let mut buf = vec![0u8; 16 << 10];
+    let mut buf = vec![0u8; LINGER_BUF];
     for _ in 0..LINGER_READS {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
@@ -260,6 +260,12 @@ async fn serve_connection<S: ServerCodec>(
             conn.written(Instant::now(), &mut tally.borrow_mut());
         }
         if conn.closing() {
+            // A client too slow for its deadline is closed at once (it would hold its place
+            // for the linger too, as tokio-uring's does not).
+            if conn.timed_out() {
+                let _ = stream.close().await;
+                return;
+            }
             return linger(&mut stream).await;
         }
     }

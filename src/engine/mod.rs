@@ -548,7 +548,9 @@ pub const REFUSE_WAIT: Duration = Duration::from_secs(1);
 /// most: a socket closed with bytes unread is reset by the kernel, and what was not sent yet
 /// is dropped with it — a GOAWAY queued behind the answers to a flood never reached the client.
 pub const LINGER: Duration = Duration::from_secs(1);
-pub const LINGER_READS: usize = 256;
+pub const LINGER_READS: usize = 512;
+/// The buffer a lingering connection reads into (512 reads of it: 2 MiB dropped at most).
+pub const LINGER_BUF: usize = 4 << 10;
 
 /// A running built-in server: its addresses, and how to stop it and collect its tally.
 pub struct ServerHandle {

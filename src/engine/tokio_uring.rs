@@ -11,8 +11,8 @@ use super::serve_conn::ServerConn;
 use super::serve_conn::{ServerLimits, busy_answer};
 use super::sys::close_audit;
 use super::{
-    Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, EngineError, LINGER, LINGER_READS,
-    REFUSE_WAIT,
+    Admitted, AsyncCore, AsyncServerCore, ClientJob, ClientRun, EngineError, LINGER, LINGER_BUF,
+    LINGER_READS, REFUSE_WAIT,
 };
 use super::{CoreStart, SERVER_POLL, ServerStart};
 use crate::clock::Instant;
@@ -347,12 +347,12 @@ async fn refuse(stream: TcpStream, answer: Vec<u8>) {
 }
 
 /// Our side is over: a FIN after what was written, then what the client still sends read and
-/// dropped until it closes too, within [`LINGER`], so that our close is not a reset that drops
-/// our last words.
+/// dropped until it closes too, within [`LINGER`] (a read in flight then gets its
+/// `UNCANCELLABLE_WAIT` to end), so that our close is not a reset that drops our last words.
 async fn linger(stream: &TcpStream) {
     let _ = stream.shutdown(std::net::Shutdown::Write);
     let until = Instant::now() + LINGER;
-    let mut buf = vec![0u8; 16 << 10];
+    let mut buf = vec![0u8; LINGER_BUF];
     for _ in 0..LINGER_READS {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
