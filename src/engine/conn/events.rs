@@ -218,9 +218,7 @@ impl<C: ClientCodec> Conn<C> {
     /// `next` tells first (an answer past its timeout is a timeout, whenever it came).
     pub fn take_answers(&mut self, now: Instant, rec: &mut CoreRecorder) {
         // The run's end as `next` would know it (the window may have opened meanwhile).
-        if self.schedule.waiting() && self.schedule.refresh(now) {
-            self.bound_timeouts();
-        }
+        self.learn_run_end(now);
         if self.time_up(now).is_none() {
             self.take_arrived(now, rec);
         }

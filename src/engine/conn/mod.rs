@@ -345,6 +345,13 @@ impl<C: ClientCodec> Conn<C> {
         self
     }
 
+    /// While the window is shut: whether it opened by `now`, and then the run's end it set.
+    fn learn_run_end(&mut self, now: Instant) {
+        if self.schedule.waiting() && self.schedule.refresh(now) {
+            self.bound_timeouts();
+        }
+    }
+
     /// The timeouts follow the run's end (expected, while the window is shut).
     fn bound_timeouts(&mut self) {
         let (end, expected) = self.schedule.run_end();
@@ -428,9 +435,7 @@ impl<C: ClientCodec> Conn<C> {
             self.layers_epoch = rec.live_epoch;
             crate::stats::layers_merge_into(&mut rec.layers, self.codec.take_layers().as_ref());
         }
-        if self.schedule.waiting() && self.schedule.refresh(now) {
-            self.bound_timeouts();
-        }
+        self.learn_run_end(now);
         if let Some(why) = self.time_up(now) {
             self.send.clear();
             self.fail(ErrorClass::Timeout, why);
