@@ -119,7 +119,17 @@ pub struct RequestReader {
     head_blank: usize,
     /// The head is whole and its body is arriving.
     body: Option<PendingBody>,
+    /// The last head parsed (when it had no empty lines before it and was at most
+    /// `MAX_CACHED_HEAD` long): its bytes and what its parse found. A load generator sends the
+    /// same head again and again, and bytes equal to these parse to the same request, so a
+    /// head that begins the pending bytes as these did is compared, not parsed again (the
+    /// client remembers answers' heads the same way, `Http1Client::head_of`).
+    last: Option<PendingBody>,
+    last_head: Vec<u8>,
 }
+
+/// Request heads longer than this are parsed every time rather than remembered.
+const MAX_CACHED_HEAD: usize = 1024;
 
 #[derive(Debug, Clone, Copy)]
 struct PendingBody {
@@ -199,47 +209,19 @@ pub fn parse_request<'a>(
     let pending = match reader.body {
         Some(pending) => pending,
         None => {
-            // Find the head's end before parsing it, and parse it once.
-            let pending = loop {
-                let Some(end) = head::find_head_end(input, reader.head_scanned) else {
-                    if input.len() > limits.max_head {
-                        return Err(Refusal::HeadTooLarge);
-                    }
-                    reader.head_scanned = input.len();
-                    return Ok(None);
-                };
-                // A head that ends past the limit is too large, whatever it holds: arriving in
-                // pieces, it would have been refused as such before its end came (an 8 KiB
-                // head with a malformed line was `400` whole and `431` in pieces).
-                if end > limits.max_head {
-                    return Err(Refusal::HeadTooLarge);
+            let pending = match reader.last {
+                // The head the last request had, byte for byte, under this call's limit.
+                Some(last)
+                    if reader.head_blank == 0
+                        && last.head_len <= limits.max_head
+                        && input.starts_with(&reader.last_head) =>
+                {
+                    last
                 }
-                let framing = |h: &head::RequestHead<'_, 'a>| {
-                    let line = (span(input, h.method), span(input, h.target));
-                    head::body_framing(&h.fields, 0, h.minor_version, false)
-                        .map(|(framing, close)| (framing, close, h.minor_version, line))
-                };
-                let blank = reader.head_blank;
-                match head::request_head(&input[blank..end], limits.max_head, framing) {
-                    Ok(Some((Ok((framing, close, minor, (method, target))), head_len))) => {
-                        break PendingBody {
-                            head_len: blank + head_len,
-                            framing,
-                            close,
-                            minor,
-                            method,
-                            target,
-                        };
-                    }
-                    Ok(Some((Err(_), _))) | Err(HeadError::Malformed) => return Err(Refusal::BadRequest),
-                    Err(HeadError::TooLarge) => return Err(Refusal::HeadTooLarge),
-                    // Empty lines before the request line (all of them, to `end`): keep looking,
-                    // from past them.
-                    Ok(None) => {
-                        reader.head_scanned = end;
-                        reader.head_blank = end;
-                    }
-                }
+                _ => match read_head(input, limits, reader)? {
+                    Some(pending) => pending,
+                    None => return Ok(None),
+                },
             };
             let pending = match pending.framing {
                 Framing::Length(n) if n > limits.max_body => return Err(Refusal::BodyTooLarge),
@@ -290,6 +272,56 @@ pub fn parse_request<'a>(
     Ok(Some((request, end)))
 }
 
+/// Find the end of the head at the start of `input` before parsing it, and parse it once:
+/// `Ok(None)` while it is incomplete. A head with nothing before it is remembered (`last`).
+fn read_head<'a>(
+    input: &'a [u8],
+    limits: RequestLimits,
+    reader: &mut RequestReader,
+) -> Result<Option<PendingBody>, Refusal> {
+    loop {
+        let Some(end) = head::find_head_end(input, reader.head_scanned) else {
+            if input.len() > limits.max_head {
+                return Err(Refusal::HeadTooLarge);
+            }
+            reader.head_scanned = input.len();
+            return Ok(None);
+        };
+        // A head that ends past the limit is too large, whatever it holds: arriving in
+        // pieces, it would have been refused as such before its end came (an 8 KiB
+        // head with a malformed line was `400` whole and `431` in pieces).
+        if end > limits.max_head {
+            return Err(Refusal::HeadTooLarge);
+        }
+        let framing = |h: &head::RequestHead<'_, 'a>| {
+            let line = (span(input, h.method), span(input, h.target));
+            head::body_framing(&h.fields, 0, h.minor_version, false)
+                .map(|(framing, close)| (framing, close, h.minor_version, line))
+        };
+        let blank = reader.head_blank;
+        match head::request_head(&input[blank..end], limits.max_head, framing) {
+            Ok(Some((Ok((framing, close, minor, (method, target))), head_len))) => {
+                let pending =
+                    PendingBody { head_len: blank + head_len, framing, close, minor, method, target };
+                if blank == 0 && head_len <= MAX_CACHED_HEAD {
+                    reader.last = Some(pending);
+                    reader.last_head.clear();
+                    reader.last_head.extend_from_slice(&input[..head_len]);
+                }
+                return Ok(Some(pending));
+            }
+            Ok(Some((Err(_), _))) | Err(HeadError::Malformed) => return Err(Refusal::BadRequest),
+            Err(HeadError::TooLarge) => return Err(Refusal::HeadTooLarge),
+            // Empty lines before the request line (all of them, to `end`): keep looking,
+            // from past them.
+            Ok(None) => {
+                reader.head_scanned = end;
+                reader.head_blank = end;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,6 +350,38 @@ mod tests {
         );
         assert_eq!(out, [RESPONSE_HELLO, RESPONSE_OK].concat());
         assert_eq!(RESPONSE_HELLO.len(), 50);
+    }
+
+    #[test]
+    fn a_repeated_head_is_remembered_and_a_different_one_parsed() {
+        // One server value across calls, as a connection keeps it: the second GET and the
+        // POST's second copy are the remembered heads; a head that shares all but its last
+        // line with them (`Connection: close`), one trickling in, and one after empty lines
+        // are parsed for what they are.
+        let get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+        let post = b"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n";
+        let mut server = Http1Server::default();
+        let mut out = Vec::new();
+        let input = [&get[..], get, post, b"abc", post, b"xyz", b"\r\n", get].concat();
+        let served = server.serve(&input, &mut out);
+        assert_eq!((served.consumed, served.requests, served.close), (input.len(), 5, false));
+        assert_eq!(out, [RESPONSE_HELLO, RESPONSE_HELLO, RESPONSE_OK, RESPONSE_OK, RESPONSE_HELLO].concat());
+        // The remembered head is the last parsed: the GET with the empty line before it
+        // (the parser skips it; the bytes remembered are those parsed).
+        assert_eq!(server.reader.last_head, [&b"\r\n"[..], get].concat());
+        let (half, rest) = get.split_at(10);
+        out.clear();
+        assert_eq!(server.serve(half, &mut out).requests, 0);
+        assert_eq!(server.serve(&[half, rest].concat(), &mut out).requests, 1);
+        assert_eq!(server.reader.last_head, get);
+        let close = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        let served = server.serve(&[&close[..], get].concat(), &mut out);
+        assert_eq!((served.requests, served.close), (1, true));
+        assert!(out.ends_with(b"Connection: close\r\n\r\nHello World"), "{}", String::from_utf8_lossy(&out));
+        // A head remembered under one limit is not taken under a smaller one.
+        let mut reader = server.reader.clone();
+        let small = RequestLimits { max_head: 20, max_body: 100 };
+        assert!(matches!(parse_request(close, small, &mut reader), Err(Refusal::HeadTooLarge)));
     }
 
     #[test]
