@@ -232,7 +232,7 @@ fn serve<S: ServerCodec>(
         per_ring,
         max_rings,
         completions: Vec::new(),
-        touched: Vec::new(),
+        touched: Touched::default(),
         again: Vec::new(),
         timers: Timers::new(),
         deadlines: Deadlines::new(),
@@ -242,6 +242,26 @@ fn serve<S: ServerCodec>(
         core_loop.turn()?;
     }
     Ok(())
+}
+
+/// The connections something happened to this turn, each once, in the order first touched: a
+/// mark per slot index. (The list sorted and deduplicated each turn instead cost ~100
+/// instructions a request at 64 connections, a tenth of the server's.)
+#[derive(Default)]
+struct Touched {
+    list: Vec<usize>,
+    marked: Vec<bool>,
+}
+
+impl Touched {
+    fn push(&mut self, i: usize) {
+        if i >= self.marked.len() {
+            self.marked.resize(i + 1, false);
+        }
+        if !std::mem::replace(&mut self.marked[i], true) {
+            self.list.push(i);
+        }
+    }
 }
 
 /// A core's loop state: its rings, what they point into, and the connections to look at.
@@ -255,7 +275,7 @@ struct Loop<'a, S> {
     max_rings: usize,
     completions: Vec<rings::Completion>,
     /// Connections something happened to this turn.
-    touched: Vec<usize>,
+    touched: Touched,
     /// Connections with whole requests left after a batch and nothing to write: next turn.
     again: Vec<usize>,
     timers: Timers,
@@ -288,7 +308,9 @@ impl<S: ServerCodec> Loop<'_, S> {
         let mut completions = std::mem::take(&mut self.completions);
         completions.clear();
         self.rings.reap(&mut completions)?;
-        self.touched.append(&mut self.again);
+        for i in self.again.drain(..) {
+            self.touched.push(i);
+        }
         let core = self.core;
         for &(data, result, flags) in &completions {
             let (i, kind) = ((data >> KIND_BITS) as usize, data & ((1 << KIND_BITS) - 1));
@@ -303,14 +325,14 @@ impl<S: ServerCodec> Loop<'_, S> {
         self.completions = completions;
         let mut tally = core.tally.borrow_mut();
         self.due(now, &mut tally)?;
-        // Every connection something happened to: answer, send, or close.
-        let mut touched = std::mem::take(&mut self.touched);
-        touched.sort_unstable();
-        touched.dedup();
+        // Every connection something happened to: answer, send, or close. (`settle` adds to
+        // `again`, never to `touched`.)
+        let mut touched = std::mem::take(&mut self.touched.list);
         for i in touched.drain(..) {
+            self.touched.marked[i] = false;
             self.settle(i, now, &mut tally)?;
         }
-        self.touched = touched;
+        self.touched.list = touched;
         Ok(())
     }
 
