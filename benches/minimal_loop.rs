@@ -4,8 +4,15 @@
 //! learnt from one request first) has arrived. `tools/vs-peers.sh` runs it beside the real
 //! clients, so wirebench's generator can be measured against the least a client can do.
 //!
-//! Usage: cargo bench --bench minimal_loop -- HOST:PORT [CONNECTIONS 64] [SECONDS 5]
-//! Prints `requests N in S s = R/s` (the line vs-peers reads).
+//! With `timed` as a fourth argument it also does the one thing every load generator must do
+//! beyond this loop: time each request. A send is stamped with the clock read once per wake
+//! (as wirebench reads it, `wirebench::clock`), and each whole response's latency from its
+//! send to the wake that brought it is recorded in an HDR histogram (to an hour in ns, 3
+//! digits, as wirebench's). Still no parsing, no counts, no deadlines: the floor of a client that
+//! measures latency at all.
+//!
+//! Usage: cargo bench --bench minimal_loop -- HOST:PORT [CONNECTIONS 64] [SECONDS 5] [timed]
+//! Prints `requests N in S s = R/s` (the line vs-peers reads); timed, then `p50 … p99 …`.
 
 use io_uring::{cqueue, opcode, types};
 use std::io::{Read, Write};
@@ -15,12 +22,15 @@ mod common;
 use common::arm;
 
 const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+/// The longest latency the histogram holds, in ns (an hour, as wirebench's).
+const MAX_NS: u64 = 3_600_000_000_000;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let addr = args.first().expect("HOST:PORT").clone();
     let conns: usize = args.get(1).map_or(64, |a| a.parse().expect("connections"));
     let secs: f64 = args.get(2).map_or(5.0, |a| a.parse().expect("seconds"));
+    let timed = args.get(3).is_some_and(|a| a == "timed");
     // Learn the response's length from one request.
     let response_len = {
         let mut s = std::net::TcpStream::connect(&addr).expect("connect");
@@ -67,6 +77,9 @@ fn main() {
     let end = start + Duration::from_secs_f64(secs);
     let mut sending = true;
     let mut completions = Vec::new();
+    // Timed: each connection's request's send stamp (ns), and the latencies.
+    let mut sent_at = vec![wirebench::clock::Instant::now().as_nanos(); conns];
+    let mut latency = hdrhistogram::Histogram::<u64>::new_with_max(MAX_NS, 3).unwrap();
     while in_flight > 0 {
         ring.submit_and_wait(1).expect("enter");
         completions.clear();
@@ -74,6 +87,7 @@ fn main() {
         if sending && Instant::now() >= end {
             sending = false;
         }
+        let now = if timed { wirebench::clock::Instant::now().as_nanos() } else { 0 };
         for &(data, result, flags) in &completions {
             let (i, recv) = ((data >> 1) as usize, data & 1 == 1);
             if !recv {
@@ -91,6 +105,10 @@ fn main() {
             while pending[i] >= response_len {
                 pending[i] -= response_len;
                 done += 1;
+                if timed {
+                    latency.saturating_record(now.saturating_sub(sent_at[i]).clamp(1, MAX_NS));
+                    sent_at[i] = now;
+                }
                 if sending {
                     send(&mut ring, i);
                 } else {
@@ -101,4 +119,8 @@ fn main() {
     }
     let elapsed = start.elapsed().as_secs_f64();
     println!("requests {done} in {elapsed:.2} s = {:.0}/s", done as f64 / elapsed);
+    if timed {
+        let us = |q: f64| latency.value_at_quantile(q) as f64 / 1e3;
+        println!("p50 {:.0} µs p99 {:.0} µs ({} timed)", us(0.5), us(0.99), latency.len());
+    }
 }

@@ -20,8 +20,10 @@
 #
 # Usage: tools/vs-peers.sh            (ROUNDS=3 DURATION=5 CONNS=64 LONG=60; QUICK=1 skips part 3's long run;
 #                                      PARTS="1 tls h2 h2b h3 h3p h3s 2 2b 3" picks parts; CLIENTS="wirebench minimal" picks
-#                                      part 1's clients; BASE=path/to/an/older/wirebench adds it as
-#                                      `wirebench-base`, for a change measured side by side)
+#                                      part 1's clients (`minimal-timed`: the minimal loop timing each
+#                                      request); BASE=path/to/an/older/wirebench adds it as
+#                                      `wirebench-base` (part 1) and as a fifth server (part 2b), for a
+#                                      change measured side by side)
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
@@ -154,6 +156,7 @@ client_cmd() {
         h2load) echo "h2load --h1 -t1 -c $CONNS -D $secs $url" ;;
         oha) echo "$OHA --no-tui $insecure -c $CONNS -z ${secs}s $url" ;;
         minimal) local hostport=${url#http://}; echo "$MINIMAL ${hostport%/} $CONNS $secs" ;;
+        minimal-timed) local hostport=${url#http://}; echo "$MINIMAL ${hostport%/} $CONNS $secs timed" ;;
         minimal-h2) local hostport=${url#http://}; echo "$MINIMAL_H2 ${hostport%/} $CONNS $STREAMS $secs" ;;
         minimal-h2-hpack) local hostport=${url#http://}; echo "$MINIMAL_H2 ${hostport%/} $CONNS $STREAMS $secs hpack" ;;
         minimal-h2-tls) local hostport=${url#https://}; echo "$MINIMAL_H2 ${hostport%/} $CONNS $STREAMS $secs hpack tls" ;;
@@ -502,11 +505,12 @@ echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for load in 40000 80000 depth16; do
     res="$work/eq-$load"; : >"$res"
     for r in $(seq "$ROUNDS"); do
-        for server in nginx tokio-uring uring minimal; do
+        for server in nginx tokio-uring uring minimal ${BASE:+base}; do
             port=$(free_port)
             case $server in
                 nginx) start_nginx "$port" ;;
                 minimal) start_minimal_server "$port" ;;
+                base) WB=$BASE start_serve "$port" uring ;;
                 *) start_serve "$port" "$server" ;;
             esac
             if [ "$load" = depth16 ]; then args=(--depth 16); else args=(--rate "$load"); fi
@@ -527,6 +531,8 @@ if sys.argv[2] == "depth16":
     load = "saturation, depth 16 (" + ", ".join(f"{k} {rps[k]:,.0f}/s" for k in ("nginx", "tokio-uring", "uring", "minimal")) + ")"
 n = med["nginx"]
 print(f"| {load} | {n:.2f} | {med['tokio-uring']:.2f} | {med['uring']:.2f} | {med['minimal']:.2f} | {med['uring']/n:.2f} | {med['tokio-uring']/n:.2f} | {med['minimal']/n:.2f} |")
+if "base" in med:
+    print(f"|  ↳ BASE's serve http (uring), the same rounds | | | {med['base']:.2f} | | this build ÷ BASE {med['uring']/med['base']:.2f} | | uring ÷ minimal {med['uring']/med['minimal']:.2f}, BASE ÷ minimal {med['base']/med['minimal']:.2f} |")
 PY
 done
 fi
