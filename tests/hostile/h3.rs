@@ -49,18 +49,14 @@ fn hostile_client(port: u16, mode: &str, args: &[&str]) -> serde_json::Value {
         .unwrap_or_else(|_| panic!("{mode}: {text} {}", String::from_utf8_lossy(&out.stderr)))
 }
 
-/// A process's CPU time (user and system) from `/proc/PID/stat`, in clock ticks of 10 ms.
+/// A process's CPU time (user and system) from `/proc/PID/stat`, read by procfs as
+/// `src/watch.rs` reads it. (A hand-rolled parse here kept only the fields that parsed as
+/// u64: with no controlling terminal, as in CI, `tpgid` is -1 and the rest shifted, so it read
+/// stime and cutime, and the idle bound never saw a debug server's handshakes' user time.)
 fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit(')').next().unwrap_or_default();
-    // By position after the command's parenthesis: the state (0), ppid … utime (11), stime
-    // (12). Kept only where they parsed as u64, the fields shifted wherever `tpgid` is -1 (no
-    // controlling terminal, as in CI), and this read stime and cutime, not utime and stime:
-    // the idle bound saw a debug server's system time only, not its handshakes' user time.
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
-    let ticks = field(11) + field(12);
-    Duration::from_millis(ticks * 10)
+    let ticks =
+        procfs::process::Process::new(pid as i32).and_then(|p| p.stat()).map_or(0, |s| s.utime + s.stime);
+    Duration::from_millis(ticks * 1000 / procfs::ticks_per_second().max(1))
 }
 
 fn aioquic_here() -> bool {
