@@ -5,6 +5,10 @@
 use crate::clock::Instant;
 use std::time::Duration;
 
+/// One opening's place in its core's [`Opener`]: no ticket taken yet, or the one it waits on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Turn(Option<u64>);
+
 /// `--connect-rate auto` on one core: TCP's congestion control (AIMD), on set-ups. Each opening
 /// takes a ticket, in turn, and goes at its ticket's time at the core's rate of the moment. The
 /// rate starts at [`START`](Self::START) per second; every [`PERIOD`](Self::PERIOD) in which no
@@ -75,6 +79,21 @@ impl Opener {
         anchor + Duration::from_secs_f64((t as f64 - self.anchor_ticket).max(0.0) / self.rate)
     }
 
+    /// When to look again if the opening holding `turn` must wait for it at this core's rate
+    /// (`None`: open now, and the turn is spent). It takes a ticket once; the time of its
+    /// ticket moves with the rate, so it sleeps until the earliest its turn could come (were
+    /// the rate to rise all the while), and looks again.
+    pub fn wait(&mut self, turn: &mut Turn, now: Instant) -> Option<Instant> {
+        let ticket = *turn.0.get_or_insert_with(|| self.ticket());
+        let at = self.time_for(ticket, now);
+        if at <= now {
+            turn.0 = None;
+            return None;
+        }
+        let earliest = self.earliest_for(ticket, now);
+        Some(at.min(earliest.max(now + Duration::from_millis(1))))
+    }
+
     /// The earliest ticket `t` could open: if the rate rose by a step every period from `now`
     /// on. A connection that sleeps until then wakes on its turn or before it, never after.
     pub fn earliest_for(&self, t: u64, now: Instant) -> Instant {
@@ -91,7 +110,10 @@ impl Opener {
         fastest(connections as f64, Self::START.min(max), max)
     }
 
-    /// A set-up that began at `started` was done at `now`.
+    /// A set-up that began at `started` was done at `now` — or is still not done: one already
+    /// slower than [`SLOW`](Self::SLOW) is trouble now, not when it ends (a server falling
+    /// behind answers late, and the rate would climb meanwhile on the news of set-ups begun
+    /// before the queue formed).
     pub fn set_up(&mut self, started: Instant, now: Instant) {
         if now.saturating_duration_since(started) > Self::SLOW {
             self.went_wrong(started, now);

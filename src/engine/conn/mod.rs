@@ -74,8 +74,6 @@ pub const LOOK_BEFORE_SENDING_AFTER: Duration = Duration::from_millis(100);
 
 /// Spreads the seeds of connections and of their successive sockets (the golden ratio's bits).
 pub const SEED_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
-/// No `--connect-rate auto` ticket taken.
-const NO_TICKET: u64 = u64::MAX;
 
 /// What the engine should do next with this connection's socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,9 +193,9 @@ pub struct Conn<C> {
     target: usize,
     /// `--requests`: its way through the entries (kept across its reconnects).
     picker: Option<Box<crate::requests::Picker>>,
-    /// `--connect-rate auto`: its ticket in its core's opener for the opening it waits to
-    /// make ([`NO_TICKET`]: none taken).
-    ticket: u64,
+    /// `--connect-rate auto`: its place in its core's opener for the opening it waits to
+    /// make.
+    turn: crate::opener::Turn,
     /// The engine wakes this connection when the window opens, and when its core's last
     /// measured operation in flight after the run's end has ended (it need not look).
     woken_by_engine: bool,
@@ -244,7 +242,7 @@ impl<C: ClientCodec> Conn<C> {
             not_before: start,
             target: 0,
             picker: None,
-            ticket: NO_TICKET,
+            turn: crate::opener::Turn::default(),
             woken_by_engine: false,
         }
     }
@@ -256,21 +254,9 @@ impl<C: ClientCodec> Conn<C> {
     }
 
     /// `--connect-rate auto`: when to look again if this opening must wait for its turn at its
-    /// core's rate (`None`: open now). It takes a ticket once; the time of its ticket moves
-    /// with the rate, so it sleeps until the earliest its turn could come (were the rate to
-    /// rise all the while), and looks again.
+    /// core's rate (`None`: open now).
     fn opening_wait(&mut self, now: Instant, rec: &mut CoreRecorder) -> Option<Instant> {
-        let opener = rec.opener.as_mut().filter(|_| !self.per_op)?;
-        if self.ticket == NO_TICKET {
-            self.ticket = opener.ticket();
-        }
-        let at = opener.time_for(self.ticket, now);
-        if at <= now {
-            self.ticket = NO_TICKET;
-            return None;
-        }
-        let earliest = opener.earliest_for(self.ticket, now);
-        Some(at.min(earliest.max(now + Duration::from_millis(1))))
+        rec.opener.as_mut().filter(|_| !self.per_op)?.wait(&mut self.turn, now)
     }
 
     /// Bytes sent first on every connection, before TLS and the protocol's set-up (a PROXY

@@ -15,6 +15,11 @@
 //! A send carries up to 10 datagrams of one size with GSO (`UDP_SEGMENT`), as quinn's
 //! `poll_transmit` batches them; a socket whose kernel refuses it sends one at a time after.
 //!
+//! Connections open at `--connect-rate`'s pace (connection i at i/N s; with `auto`, each
+//! opening — the first and each after a loss — waits its turn at its core's
+//! [`Opener`](crate::opener::Opener)), and keep themselves open with a PING after
+//! [`KEEP_ALIVE`](super::quic::KEEP_ALIVE) of silence.
+//!
 //! Connections are driven when something happened to them — a datagram, a send's end, a
 //! timer of theirs in the core's heap — not all on every turn: an idle connection costs
 //! nothing, and a paced run's wake-ups touch only the connections due.
@@ -182,7 +187,8 @@ fn client_core(start: CoreStart, targets: Vec<Target>) -> Result<(CoreRecorder, 
             settled: false,
             connected_at: None,
             started,
-            retry_at: Some(started),
+            retry_at: Some(started + job.shape.connect_after(i)),
+            turn: crate::opener::Turn::default(),
             closing: false,
             reconnect: false,
             done: false,
@@ -299,6 +305,8 @@ struct Core<'a> {
     /// The slots to drive this turn (a datagram came, a send ended, a timer fell due), and
     /// the slots' timers: (when, slot), an entry stale unless it is the slot's `armed` one.
     ready: Vec<usize>,
+    /// `--connect-rate auto`: the core's opener paces the openings.
+    auto: bool,
     timers: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, usize)>>,
 }
 
@@ -315,7 +323,7 @@ impl Core<'_> {
     /// After its turn: when slot `i` needs its next one with nothing arriving — quinn's
     /// timers (loss detection, ACK delay, idle), a retry, its next paced request, its oldest
     /// request's `--timeout`, its handshake's.
-    fn schedule(&mut self, slots: &mut [Slot], i: usize) {
+    fn schedule(&mut self, slots: &mut [Slot], i: usize, now: Instant) {
         let slot = &mut slots[i];
         let timeout = self.job.shape.timeout;
         let clocks = self.clocks;
@@ -326,8 +334,11 @@ impl Core<'_> {
             let oldest = slot.ops.values().map(|op| op.sent + timeout).min();
             // A socket still waiting for its cancel: that completion gives the turn.
             let retry = slot.retry_at.filter(|_| slot.conn.is_some() || slot.sock.is_none());
-            let handshake =
-                (slot.conn.is_some() && slot.connected_at.is_none()).then(|| slot.started + timeout);
+            // A handshake's `--timeout`, and with `--connect-rate auto` the moment it is slow.
+            let slow = slot.started + crate::opener::Opener::SLOW;
+            let slow = (self.auto && slow > now).then_some(slow);
+            let handshake = (slot.conn.is_some() && slot.connected_at.is_none())
+                .then(|| slow.unwrap_or(slot.started + timeout));
             [quic, retry, slot.next_due, oldest, handshake].into_iter().flatten().min()
         };
         slot.wake = wake;
@@ -410,6 +421,7 @@ fn run_loop(
         deadline: None,
         clocks: Clocks::new(),
         ready: Vec::with_capacity(slots.len()),
+        auto: rec.opener.is_some(),
         timers: std::collections::BinaryHeap::new(),
     };
     let mut done = Vec::new();
@@ -452,7 +464,7 @@ fn run_loop(
             drive(ring, &mut slots[i], i, &mut core, now, over, gave_up, rec, &mut done)?;
             sending += usize::from(slots[i].send_busy && !was_sending && slots[i].send_last);
             finished += usize::from(slots[i].done && !was_done);
-            core.schedule(slots, i);
+            core.schedule(slots, i, now);
         }
         turn.clear();
         books.publish(now, rec);

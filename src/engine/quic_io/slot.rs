@@ -34,7 +34,10 @@ pub(super) struct Slot {
     pub(super) settled: bool,
     pub(super) connected_at: Option<Instant>,
     pub(super) started: Instant,
+    /// When to open the next connection (`--connect-rate N`: the first's place in the ramp),
+    /// and with `--connect-rate auto` its place in the core's opener.
     pub(super) retry_at: Option<Instant>,
+    pub(super) turn: crate::opener::Turn,
     pub(super) closing: bool,
     /// Once closed, open another (a GOAWAY), not done.
     pub(super) reconnect: bool,
@@ -118,10 +121,19 @@ pub(super) fn drive(
     if conn.connected() && slot.connected_at.is_none() {
         slot.connected_at = Some(now);
         rec.phases.handshake(now.saturating_duration_since(slot.started));
+        if let Some(opener) = &mut rec.opener {
+            opener.set_up(slot.started, now);
+        }
         slot.settle(core, now);
     }
     for c in done.drain(..) {
         complete(slot, c, now, core, rec);
+    }
+    // `--connect-rate auto`: a handshake slower than the opener's bound is news for it now.
+    if slot.connected_at.is_none()
+        && let Some(opener) = &mut rec.opener
+    {
+        opener.set_up(slot.started, now);
     }
     // A handshake past `--timeout` is lost as a timeout.
     if slot.connected_at.is_none()
@@ -276,6 +288,15 @@ fn between_lives(
             slot.retry_at = Some(due);
             return false;
         }
+    }
+    // `--connect-rate auto`: each opening (the first, and each after a loss) waits its turn
+    // at the core's rate, which halves when handshakes fail or are slow.
+    if !core.job.shape.per_op
+        && let Some(opener) = &mut rec.opener
+        && let Some(at) = opener.wait(&mut slot.turn, now)
+    {
+        slot.retry_at = Some(at);
+        return false;
     }
     slot.retry_at = None;
     open(slot, i, core, now, rec);
@@ -497,6 +518,11 @@ pub(super) fn lose(
 ) -> std::io::Result<()> {
     fail_all(slot, now, core, lost.class, &lost.reason, rec);
     rec.conn_error(lost.class, || format!("QUIC: {}", lost.reason));
+    if slot.connected_at.is_none()
+        && let Some(opener) = &mut rec.opener
+    {
+        opener.went_wrong(slot.started, now);
+    }
     // This side's CONNECTION_CLOSE (its HTTP/3 error, its timeout), best effort.
     transmit(ring, slot, i, core, now)?;
     end_life(ring, slot, i, core, rec)?;
