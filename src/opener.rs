@@ -12,7 +12,9 @@ pub struct Turn(Option<u64>);
 /// `--connect-rate auto` on one core: TCP's congestion control (AIMD), on set-ups. Each opening
 /// takes a ticket, in turn, and goes at its ticket's time at the core's rate of the moment. The
 /// rate starts at [`START`](Self::START) per second; every [`PERIOD`](Self::PERIOD) in which no
-/// set-up went wrong it grows by [`STEP`](Self::STEP) (up to its share of the maximum), and it
+/// set-up went wrong it grows by [`STEP`](Self::STEP) (up to its share of the maximum, and to
+/// at most twice the set-ups done in the period, as TCP's window grows by the segments
+/// acknowledged, not by the time passed), and it
 /// halves (down to [`FLOOR`](Self::FLOOR)) after a period in which one did (it holds in a
 /// period in which no opening waited for it): a set-up (connect,
 /// TLS, the protocol's handshake) slower than [`SLOW`](Self::SLOW) — a connect that slow is a SYN
@@ -31,6 +33,8 @@ pub struct Opener {
     /// it, and when the rate last halved.
     period_end: Option<Instant>,
     trouble: bool,
+    /// Set-ups done since the current period began.
+    done: u64,
     decreased_at: Option<Instant>,
     /// What it did, for the report.
     pub peak: f64,
@@ -55,6 +59,7 @@ impl Opener {
             tickets: 0,
             period_end: None,
             trouble: false,
+            done: 0,
             decreased_at: None,
             peak: Self::START.min(max),
             decreases: 0,
@@ -110,11 +115,18 @@ impl Opener {
         fastest(connections as f64, Self::START.min(max), max)
     }
 
-    /// A set-up that began at `started` was done at `now` — or is still not done: one already
-    /// slower than [`SLOW`](Self::SLOW) is trouble now, not when it ends (a server falling
-    /// behind answers late, and the rate would climb meanwhile on the news of set-ups begun
-    /// before the queue formed).
+    /// A set-up that began at `started` was done at `now`.
     pub fn set_up(&mut self, started: Instant, now: Instant) {
+        self.adapt(now);
+        self.done += 1;
+        self.pending(started, now);
+    }
+
+    /// A set-up that began at `started` is not done at `now`: one already slower than
+    /// [`SLOW`](Self::SLOW) is trouble now, not when it ends (a server falling behind answers
+    /// late, and the rate would climb meanwhile on the news of set-ups begun before the queue
+    /// formed).
+    pub fn pending(&mut self, started: Instant, now: Instant) {
         if now.saturating_duration_since(started) > Self::SLOW {
             self.went_wrong(started, now);
         }
@@ -141,12 +153,14 @@ impl Opener {
         let quiet = (now.saturating_duration_since(end).as_nanos() / Self::PERIOD.as_nanos()) as f64;
         // The rate rises only where it held openings back (tickets taken beyond those due).
         let waited = self.tickets as f64 > self.due_at(end);
+        // Set-ups done a second over the period (and the quiet ones after it).
+        let done = std::mem::take(&mut self.done) as f64 / (Self::PERIOD.as_secs_f64() * (1.0 + quiet));
         let rate = if self.trouble {
             self.decreases += 1;
             self.decreased_at = Some(end);
             (self.rate / 2.0).max(Self::FLOOR)
         } else if waited {
-            (self.rate + (1.0 + quiet) * Self::STEP).min(self.max)
+            (self.rate + (1.0 + quiet) * Self::STEP).min(self.max).min((2.0 * done).max(self.rate))
         } else {
             self.rate
         };
@@ -223,8 +237,15 @@ mod tests {
         t0 + Duration::from_millis(ms)
     }
 
+    /// `n` set-ups done at `ms` after `t0`, each quick (begun a millisecond before).
+    fn done(o: &mut Opener, t0: Instant, ms: u64, n: u64) {
+        for _ in 0..n {
+            o.set_up(at(t0, ms - 1), at(t0, ms));
+        }
+    }
+
     #[test]
-    fn tickets_go_at_the_start_rate_and_the_rate_steps_up_while_quiet() {
+    fn tickets_go_at_the_start_rate_and_the_rate_steps_up_while_set_ups_keep_up() {
         let t0 = Instant::now();
         let mut o = Opener::new(1e9);
         let times: Vec<Duration> = (0..4)
@@ -235,13 +256,36 @@ mod tests {
             .collect();
         assert_eq!(times, [0, 2, 4, 6].map(Duration::from_millis));
         wait_many(&mut o);
-        // A quiet period: 500/s more; ticket 125 was due at 250 ms, the rest come faster.
+        // A period in which the 125 set-ups it let go were done: 500/s more; ticket 125 was
+        // due at 250 ms, the rest come faster.
+        done(&mut o, t0, 200, 125);
         let t = o.time_for(200, at(t0, 250));
         assert_eq!(o.rate(), 1000.0);
         assert_eq!(t, at(t0, 250 + 75));
-        // Four quiet periods with nobody asking: four steps at once.
-        o.time_for(0, at(t0, 1250));
+        // A period with no set-up done: no news, no rise (it rose by the time passed, and
+        // outran a server that answered 280 handshakes a second ninefold).
+        o.time_for(0, at(t0, 500));
+        assert_eq!(o.rate(), 1000.0);
+        // Four quiet periods after 2,000 set-ups: four steps at once.
+        done(&mut o, t0, 600, 2000);
+        o.time_for(0, at(t0, 1500));
         assert_eq!((o.rate(), o.decreases), (3000.0, 0));
+    }
+
+    #[test]
+    fn the_rate_rises_to_at_most_twice_the_set_ups_done() {
+        let t0 = Instant::now();
+        let mut o = Opener::new(1e9);
+        wait_many(&mut o);
+        o.time_for(0, t0);
+        // A server that sets up 280 a second (70 in a period) while 500 go: 560/s, not 1,000.
+        done(&mut o, t0, 200, 70);
+        o.time_for(0, at(t0, 250));
+        assert_eq!(o.rate(), 560.0);
+        // Fewer than half the rate done: it holds (never falls for it: halving is for trouble).
+        done(&mut o, t0, 400, 70);
+        o.time_for(0, at(t0, 500));
+        assert_eq!((o.rate(), o.decreases), (560.0, 0));
     }
 
     /// Openings waiting far beyond the rate (the rate rises only where it holds some back).
@@ -251,19 +295,24 @@ mod tests {
         }
     }
 
+    /// Periods `from..=to` (ending at 250 ms each), in each of which plenty of set-ups were
+    /// done quickly.
+    fn busy(o: &mut Opener, t0: Instant, periods: std::ops::RangeInclusive<u64>) {
+        for p in periods {
+            done(o, t0, 250 * p - 10, 10_000);
+            o.time_for(0, at(t0, 250 * p));
+        }
+    }
+
     #[test]
     fn a_slow_or_failed_set_up_halves_once_and_the_older_ones_do_not_again() {
         let t0 = Instant::now();
         let mut o = Opener::new(1e9);
         wait_many(&mut o);
         o.time_for(0, t0);
-        for p in 1..=8 {
-            o.time_for(0, at(t0, 250 * p));
-        }
+        busy(&mut o, t0, 1..=8);
         assert_eq!(o.rate(), 4500.0);
-        for p in 9..=12 {
-            o.time_for(0, at(t0, 250 * p));
-        }
+        busy(&mut o, t0, 9..=12);
         assert_eq!(o.rate(), 6500.0);
         // A set-up begun at 1.9 s took 1.2 s: the period it ends in halves the rate.
         o.set_up(at(t0, 1900), at(t0, 3100));
@@ -272,6 +321,7 @@ mod tests {
         assert_eq!((o.rate(), o.decreases), (3250.0, 1));
         // Another slow one that began before the decrease (at 3.25 s) tells of the old rate.
         o.went_wrong(at(t0, 3000), at(t0, 3300));
+        done(&mut o, t0, 3400, 10_000);
         o.time_for(0, at(t0, 3500));
         assert_eq!((o.rate(), o.decreases), (3750.0, 1));
         // One begun after it halves again; the floor holds.
@@ -284,6 +334,18 @@ mod tests {
         }
         assert_eq!(o.rate(), Opener::FLOOR);
         assert_eq!(o.peak, 6500.0);
+        // A set-up not done after a second is trouble then, before it ends (the last
+        // decrease was at 6.25 s).
+        busy(&mut o, t0, 26..=28);
+        let rate = o.rate();
+        assert_eq!(rate, Opener::FLOOR + 3.0 * Opener::STEP);
+        o.pending(at(t0, 6900), at(t0, 7200)); // 300 ms: nothing
+        done(&mut o, t0, 7200, 10_000);
+        o.time_for(0, at(t0, 7250));
+        assert_eq!(o.rate(), rate + Opener::STEP);
+        o.pending(at(t0, 6300), at(t0, 7400)); // 1.1 s, begun after the decrease
+        o.time_for(0, at(t0, 7500));
+        assert_eq!((o.rate(), o.decreases), ((rate + Opener::STEP) / 2.0, 13));
     }
 
     #[test]
@@ -292,6 +354,7 @@ mod tests {
         let mut o = Opener::new(800.0);
         wait_many(&mut o);
         o.time_for(0, t0);
+        done(&mut o, t0, 100, 5000);
         o.time_for(0, at(t0, 10_000));
         assert_eq!(o.rate(), 800.0);
         assert_eq!(Opener::new(10.0).rate(), Opener::FLOOR);

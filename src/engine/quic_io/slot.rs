@@ -133,7 +133,7 @@ pub(super) fn drive(
     if slot.connected_at.is_none()
         && let Some(opener) = &mut rec.opener
     {
-        opener.set_up(slot.started, now);
+        opener.pending(slot.started, now);
     }
     // A handshake past `--timeout` is lost as a timeout.
     if slot.connected_at.is_none()
