@@ -54,7 +54,9 @@ pub fn client_config(tls: Arc<rustls::ClientConfig>) -> anyhow::Result<ClientCon
     // idle timeout (30 s here, the lower of both sides' is the one that holds) closed every
     // connection of a slowly paced run (`--rate 1 -c 2000`: one request every 2,000 s each)
     // and counted it as a timeout. A PING after 10 s of silence, which a connection that is
-    // loaded never sends; its bytes are counted as any other the connection sends.
+    // loaded never sends; the engine counts the datagrams that carry one with nothing in
+    // flight as `control` (the server's ACK of it is counted as the connection's state
+    // says: a few dozen bytes each way every 10 s of idling).
     transport.keep_alive_interval(Some(KEEP_ALIVE));
     config.transport_config(Arc::new(transport));
     Ok(config)

@@ -337,8 +337,10 @@ impl Core<'_> {
             // A handshake's `--timeout`, and with `--connect-rate auto` the moment it is slow.
             let slow = slot.started + crate::opener::Opener::SLOW;
             let slow = (self.auto && slow > now).then_some(slow);
-            let handshake = (slot.conn.is_some() && slot.connected_at.is_none())
-                .then(|| slow.unwrap_or(slot.started + timeout));
+            let handshake = (slot.conn.is_some() && slot.connected_at.is_none()).then(|| {
+                let timeout = slot.started + timeout;
+                slow.map_or(timeout, |slow| slow.min(timeout))
+            });
             [quic, retry, slot.next_due, oldest, handshake].into_iter().flatten().min()
         };
         slot.wake = wake;

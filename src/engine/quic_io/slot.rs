@@ -129,8 +129,10 @@ pub(super) fn drive(
     for c in done.drain(..) {
         complete(slot, c, now, core, rec);
     }
-    // `--connect-rate auto`: a handshake slower than the opener's bound is news for it now.
+    // `--connect-rate auto`: a handshake slower than the opener's bound is news for it now
+    // (not once the run is over and it is being closed).
     if slot.connected_at.is_none()
+        && !slot.closing
         && let Some(opener) = &mut rec.opener
     {
         opener.pending(slot.started, now);
@@ -394,7 +396,7 @@ pub(super) fn open(slot: &mut Slot, i: usize, core: &mut Core<'_>, now: Instant,
         Ok(s) => s,
         Err(e) => {
             rec.conn_error(ErrorClass::Connect, || format!("UDP socket: {e}"));
-            slot.retry_at = Some(now + RETRY_PAUSE);
+            opening_failed(slot, now, rec);
             return;
         }
     };
@@ -416,9 +418,19 @@ pub(super) fn open(slot: &mut Slot, i: usize, core: &mut Core<'_>, now: Instant,
         }
         Err(e) => {
             rec.conn_error(ErrorClass::Connect, || format!("QUIC connect: {e}"));
-            slot.retry_at = Some(now + RETRY_PAUSE);
+            opening_failed(slot, now, rec);
         }
     }
+}
+
+/// No connection could be opened (no socket: the file limit; quinn refused): try again after
+/// a pause, and with `--connect-rate auto` the core's opener slows down, as for a TCP connect
+/// that failed.
+fn opening_failed(slot: &mut Slot, now: Instant, rec: &mut CoreRecorder) {
+    if let Some(opener) = &mut rec.opener {
+        opener.went_wrong(now, now);
+    }
+    slot.retry_at = Some(now + RETRY_PAUSE);
 }
 
 /// Send what quinn has, one datagram at a time (the socket's one send in flight); its bytes
@@ -438,7 +450,14 @@ pub(super) fn transmit(
     let batch = if slot.gso { GSO_DATAGRAMS } else { 1 };
     let send = &mut slot.send;
     send.buf.clear();
+    // A connection with nothing in flight sends a keep-alive PING now and then: its bytes are
+    // the connection's upkeep (`control`), as a TCP protocol's heartbeats, not an operation's.
+    let pings = (conn.connected() && slot.ops.is_empty()).then(|| conn.stats().frame_tx.ping);
     let Some(t) = conn.poll_transmit(core.clocks.to_std(now), batch, &mut send.buf) else { return Ok(()) };
+    let class = match pings {
+        Some(before) if conn.stats().frame_tx.ping > before => Traffic::Control,
+        _ => class,
+    };
     let datagrams = t.segment_size.map_or(1, |seg| t.size.div_ceil(seg.max(1))) as u64;
     slot.sending = (class, t.size as u64, datagrams);
     slot.send_last = datagrams < batch as u64;
