@@ -274,10 +274,7 @@ mod tests {
 
     #[test]
     fn the_rate_rises_to_at_most_twice_the_set_ups_done() {
-        let t0 = Instant::now();
-        let mut o = Opener::new(1e9);
-        wait_many(&mut o);
-        o.time_for(0, t0);
+        let (t0, mut o) = backlogged(1e9);
         // A server that sets up 280 a second (70 in a period) while 500 go: 560/s, not 1,000.
         done(&mut o, t0, 200, 70);
         o.time_for(0, at(t0, 250));
@@ -295,6 +292,15 @@ mod tests {
         }
     }
 
+    /// An opener started at the returned instant with openings waiting far beyond its rate.
+    fn backlogged(max: f64) -> (Instant, Opener) {
+        let t0 = Instant::now();
+        let mut o = Opener::new(max);
+        wait_many(&mut o);
+        o.time_for(0, t0);
+        (t0, o)
+    }
+
     /// Periods `from..=to` (ending at 250 ms each), in each of which plenty of set-ups were
     /// done quickly.
     fn busy(o: &mut Opener, t0: Instant, periods: std::ops::RangeInclusive<u64>) {
@@ -306,10 +312,7 @@ mod tests {
 
     #[test]
     fn a_slow_or_failed_set_up_halves_once_and_the_older_ones_do_not_again() {
-        let t0 = Instant::now();
-        let mut o = Opener::new(1e9);
-        wait_many(&mut o);
-        o.time_for(0, t0);
+        let (t0, mut o) = backlogged(1e9);
         busy(&mut o, t0, 1..=8);
         assert_eq!(o.rate(), 4500.0);
         busy(&mut o, t0, 9..=12);
@@ -350,10 +353,7 @@ mod tests {
 
     #[test]
     fn the_maximum_caps_the_steps() {
-        let t0 = Instant::now();
-        let mut o = Opener::new(800.0);
-        wait_many(&mut o);
-        o.time_for(0, t0);
+        let (t0, mut o) = backlogged(800.0);
         done(&mut o, t0, 100, 5000);
         o.time_for(0, at(t0, 10_000));
         assert_eq!(o.rate(), 800.0);

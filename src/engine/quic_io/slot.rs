@@ -129,24 +129,21 @@ pub(super) fn drive(
     for c in done.drain(..) {
         complete(slot, c, now, core, rec);
     }
-    // `--connect-rate auto`: a handshake slower than the opener's bound is news for it now
-    // (not once the run is over and it is being closed).
-    if slot.connected_at.is_none()
-        && !slot.closing
-        && let Some(opener) = &mut rec.opener
-    {
-        opener.pending(slot.started, now);
-    }
-    // A handshake past `--timeout` is lost as a timeout.
-    if slot.connected_at.is_none()
-        && !slot.closing
-        && now >= slot.started + timeout
-        && let Some(conn) = slot.conn.as_mut()
-    {
-        conn.close(qnow);
-        let lost = Lost { class: ErrorClass::Timeout, reason: "the QUIC handshake timed out".into() };
-        lose(ring, slot, i, core, now, &lost, rec)?;
-        return Ok(());
+    // A handshake not done (nor being closed at the run's end): with `--connect-rate auto`,
+    // one slower than the opener's bound is news for it now; one past `--timeout` is lost as
+    // a timeout.
+    if slot.connected_at.is_none() && !slot.closing {
+        if let Some(opener) = &mut rec.opener {
+            opener.pending(slot.started, now);
+        }
+        if now >= slot.started + timeout
+            && let Some(conn) = slot.conn.as_mut()
+        {
+            conn.close(qnow);
+            let lost = Lost { class: ErrorClass::Timeout, reason: "the QUIC handshake timed out".into() };
+            lose(ring, slot, i, core, now, &lost, rec)?;
+            return Ok(());
+        }
     }
     if !slot.closing
         && let Some(lost) = slot.conn.as_ref().and_then(ClientConn::lost).cloned()
