@@ -23,7 +23,8 @@
 #                                      part 1's clients (`minimal-timed`: the minimal loop timing each
 #                                      request); BASE=path/to/an/older/wirebench adds it as
 #                                      `wirebench-base` (part 1) and as a fifth server (part 2b), for a
-#                                      change measured side by side)
+#                                      change measured side by side; LOADS="40000 80000 depth16" and
+#                                      SERVERS="nginx tokio-uring uring minimal" pick part 2b's loads and servers)
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
@@ -246,6 +247,17 @@ for t, (rps, cpu, user, rss) in sorted(med.items(), key=lambda kv: kv[1][1]):
     s = sysc.get(t, float("nan"))
     ratio = lambda a, b: f"{a / b:.2f}" if w and b else "-"
     print(f"| {t} | {rps:,.0f} | {cpu:.2f} | {user:.2f} | {s:.2f} | {rss / 1024:.1f} MiB | {ratio(cpu, w[1])} | {ratio(user, w[2])} | {ratio(s, sysc.get(anchor, 0))} |")
+# Within a round the tools ran one after the other: a ratio taken round by round is paired
+# (the machine's drift between rounds cancels); its median and range over the rounds.
+floor = next((f for f in ("minimal", "minimal-h2", "minimal-h3") if f in rows), None)
+if floor:
+    paired = []
+    for t in sorted(rows):
+        if t == floor or not t.startswith("wirebench"): continue
+        r = sorted(a[1] / b[1] for a, b in zip(rows[t], rows[floor]))
+        paired.append(f"{t} {statistics.median(r):.3f} ({r[0]:.3f}–{r[-1]:.3f})")
+    if paired:
+        print(f"\nCPU per request ÷ {floor}'s, paired round by round over {len(rows[floor])} rounds: " + ", ".join(paired))
 PY
 }
 
@@ -497,15 +509,17 @@ fi
 # (user + system of its processes), beside the floor for any io_uring server (benches/minimal_server.rs);
 # and at saturation with a pipelining client (depth 16).
 if part 2b; then
+LOADS=${LOADS:-40000 80000 depth16}
+SERVERS=${SERVERS:-nginx tokio-uring uring minimal}
 echo
 echo "### Server CPU per request at the same offered load (server on CPU $SERVER_CPU, wirebench --rate on CPU $CLIENT_CPU, $CONNS connections; median of $ROUNDS alternating rounds of ${DURATION}s)"
 echo
 echo "| load | nginx µs/req | serve http (tokio-uring) µs/req | serve http (uring) µs/req | minimal server µs/req | uring / nginx | tokio-uring / nginx | minimal / nginx |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-for load in 40000 80000 depth16; do
+for load in $LOADS; do
     res="$work/eq-$load"; : >"$res"
     for r in $(seq "$ROUNDS"); do
-        for server in nginx tokio-uring uring minimal ${BASE:+base}; do
+        for server in $SERVERS ${BASE:+base}; do
             port=$(free_port)
             case $server in
                 nginx) start_nginx "$port" ;;
@@ -526,13 +540,23 @@ for line in open(sys.argv[1]):
     rows.setdefault(name, []).append((float(cpu), float(rps)))
 med = {k: statistics.median(c for c, _ in v) for k, v in rows.items()}
 rps = {k: statistics.median(r for _, r in v) for k, v in rows.items()}
+cell = lambda k: f"{med[k]:.2f}" if k in med else "—"
+over = lambda a, b: f"{med[a] / med[b]:.2f}" if a in med and b in med else "—"
 load = sys.argv[2] if sys.argv[2] == "depth16" else f"{int(sys.argv[2]):,} req/s"
 if sys.argv[2] == "depth16":
-    load = "saturation, depth 16 (" + ", ".join(f"{k} {rps[k]:,.0f}/s" for k in ("nginx", "tokio-uring", "uring", "minimal")) + ")"
-n = med["nginx"]
-print(f"| {load} | {n:.2f} | {med['tokio-uring']:.2f} | {med['uring']:.2f} | {med['minimal']:.2f} | {med['uring']/n:.2f} | {med['tokio-uring']/n:.2f} | {med['minimal']/n:.2f} |")
+    load = "saturation, depth 16 (" + ", ".join(f"{k} {rps[k]:,.0f}/s" for k in rps) + ")"
+print(f"| {load} | {cell('nginx')} | {cell('tokio-uring')} | {cell('uring')} | {cell('minimal')} | {over('uring', 'nginx')} | {over('tokio-uring', 'nginx')} | {over('minimal', 'nginx')} |")
+# Each round's servers ran one after the other: the ratio within a round is paired (the
+# machine's drift between rounds cancels), its median and range over the rounds.
+def paired(a, b):
+    if a not in rows or b not in rows:
+        return ""
+    r = sorted(x[0] / y[0] for x, y in zip(rows[a], rows[b]))
+    return f"{statistics.median(r):.3f} ({r[0]:.3f}–{r[-1]:.3f}, {len(r)} rounds)"
+if "minimal" in rows:
+    print(f"|  ↳ paired, round by round: uring ÷ minimal {paired('uring', 'minimal')} | | | | | | | |")
 if "base" in med:
-    print(f"|  ↳ BASE's serve http (uring), the same rounds | | | {med['base']:.2f} | | this build ÷ BASE {med['uring']/med['base']:.2f} | | uring ÷ minimal {med['uring']/med['minimal']:.2f}, BASE ÷ minimal {med['base']/med['minimal']:.2f} |")
+    print(f"|  ↳ BASE's serve http (uring), the same rounds | | | {med['base']:.2f} | | this build ÷ BASE {med['uring']/med['base']:.2f}, paired {paired('uring', 'base')} | | uring ÷ minimal {over('uring', 'minimal')}, BASE ÷ minimal {over('base', 'minimal')}, paired {paired('base', 'minimal')} |")
 PY
 done
 fi
