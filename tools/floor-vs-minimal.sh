@@ -12,19 +12,22 @@ set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
-root="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+# shellcheck source=tools/scratch.sh
+. "$here/scratch.sh" # a scratch directory and its cleanup, bench_binary
 cpus=$(nproc)
 CLIENT_CPU=0
 SERVER_CPU=$((cpus - 1))
 cd "$root"
 cargo build --release -q
 WB="$root/target/release/wirebench"
-MINIMAL=$(cargo bench --bench minimal_loop --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_loop-[0-9a-f]*\)).*/\1/p' | tail -1)
-[[ -x $MINIMAL ]] || { echo "no minimal_loop bench binary" >&2; exit 2; }
-out=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$out"' EXIT
+MINIMAL=$(bench_binary minimal_loop)
+out=$work
 taskset -c "$SERVER_CPU" "$WB" serve http --listen 127.0.0.1:18080 --cores "$SERVER_CPU" -d 600s >/dev/null &
+pids+=($!)
 taskset -c "$SERVER_CPU" "$WB" serve tcp --listen 127.0.0.1:18081 --cores "$SERVER_CPU" -d 600s >/dev/null &
+pids+=($!)
 sleep 1
 for round in $(seq "$ROUNDS"); do
   /usr/bin/time -f "%U %S" -o "$out/t" taskset -c "$CLIENT_CPU" "$MINIMAL" 127.0.0.1:18080 "$CONNS" "$DURATION" >"$out/m"

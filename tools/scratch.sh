@@ -25,3 +25,11 @@ proc_cpu() {
     done
     python3 -c "import os,sys; print(float(sys.argv[1]) / os.sysconf('SC_CLK_TCK'))" "$total"
 }
+
+# The path of benches/$1.rs's release binary, built if it is not (run from the repository root).
+bench_binary() {
+    local bin
+    bin=$(cargo bench --bench "$1" --no-run 2>&1 | sed -n "s/.*(\(target\/release\/deps\/$1-[0-9a-f]*\)).*/\1/p" | tail -1)
+    [[ -x $bin ]] || { echo "no $1 bench binary" >&2; exit 2; }
+    echo "$PWD/$bin"
+}

@@ -19,15 +19,15 @@ RATE=${RATE:-40000}
 CONNS=${CONNS:-64}
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-source "$here/scratch.sh"
+# shellcheck source=tools/scratch.sh
+. "$here/scratch.sh"
 cpus=$(nproc)
 CLIENT_CPU=0
 SERVER_CPU=$((cpus - 1))
 cd "$root"
 cargo build --release -q
 WB="$root/target/release/wirebench"
-MINIMAL=$(cargo bench --bench minimal_server --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_server-[0-9a-f]*\)).*/\1/p' | tail -1)
-[[ -x $MINIMAL ]] || { echo "no minimal_server bench binary" >&2; exit 2; }
+MINIMAL=$(bench_binary minimal_server)
 other=${BASE:+base}
 other=${other:-minimal}
 # user and system seconds of process $1
