@@ -33,3 +33,33 @@ bench_binary() {
     [[ -x $bin ]] || { echo "no $1 bench binary" >&2; exit 2; }
     echo "$PWD/$bin"
 }
+
+# nginx with one worker on $SERVER_CPU answering "Hello World" at 127.0.0.1:$1; $2 is tls, h2c or
+# h2tls (over TLS it wants $work/cert.pem and key.pem).
+NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+start_nginx() {
+    local port=$1 listen="" server=""
+    case "${2:-}" in
+        tls | h2tls)
+            listen=ssl
+            server="ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem; ssl_protocols TLSv1.3;"
+            ;;
+    esac
+    # HTTP/2: with prior knowledge in cleartext (h2c), by ALPN over TLS.
+    case "${2:-}" in h2c | h2tls) listen="$listen http2" ;; esac
+    mkdir -p "$work/nginx"
+    cat >"$work/nginx/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+user root;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+worker_rlimit_nofile 30000;
+events { worker_connections 20000; }
+http { access_log off; keepalive_requests 1000000000; default_type text/plain;
+  server { listen 127.0.0.1:$port $listen; $server location / { return 200 "Hello World"; } } }
+CONF
+    taskset -c "$SERVER_CPU" "$NGINX" -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+    pids+=($!)
+    wait_port "$port"
+}

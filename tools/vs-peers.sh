@@ -69,37 +69,9 @@ MINIMAL_H3="$root/$MINIMAL_H3"
 # The floor for a server: a bare io_uring keep-alive server with multishot receive (benches/minimal_server.rs).
 MINIMAL_SERVER=$(cd "$root" && cargo bench --bench minimal_server --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_server-[0-9a-f]*\)).*/\1/p' | tail -1)
 MINIMAL_SERVER="$root/$MINIMAL_SERVER"
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # shellcheck source=tools/scratch.sh
 . "$here/scratch.sh"
-
-start_nginx() {
-    local port=$1 listen="" server=""
-    case "${2:-}" in
-        tls | h2tls)
-            listen=ssl
-            server="ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem; ssl_protocols TLSv1.3;"
-            ;;
-    esac
-    # HTTP/2: with prior knowledge in cleartext (h2c), by ALPN over TLS.
-    case "${2:-}" in h2c | h2tls) listen="$listen http2" ;; esac
-    mkdir -p "$work/nginx"
-    cat >"$work/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-user root;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-worker_rlimit_nofile 30000;
-events { worker_connections 20000; }
-http { access_log off; keepalive_requests 1000000000; default_type text/plain;
-  server { listen 127.0.0.1:$port $listen; $server location / { return 200 "Hello World"; } } }
-CONF
-    taskset -c "$SERVER_CPU" "$NGINX" -c "$work/nginx/nginx.conf" -p "$work/nginx" &
-    pids+=($!)
-    wait_port "$port"
-}
 
 start_serve() {
     local port=$1 engine=${2:-} kind=${3:-http}
