@@ -9,10 +9,10 @@
 # rounds one after the other move by ±8-16 % on this shared VM (vs-peers part 1, 2026-12-07),
 # two clients sharing a window share what the machine does in it. Each sees half the server
 # and half its CPU: it is not a client alone, but the ratio is paired by construction.
-# FLOOR=bare uses the loop without timing; BASE=path/to/an/older/wirebench puts that build's
+# FLOOR=bare uses the loop without timing; WB_ARGS adds arguments to wirebench's (`--gather 0`); BASE=path/to/an/older/wirebench puts that build's
 # client in the place of the floor.
 #
-# Usage: tools/client-pair.sh   (ROUNDS=7 DURATION=5 CONNS=64 SERVER=nginx FLOOR=timed)
+# Usage: tools/client-pair.sh   (ROUNDS=7 DURATION=5 CONNS=64 SERVER=nginx FLOOR=timed WB_ARGS=)
 set -euo pipefail
 ROUNDS=${ROUNDS:-7}
 DURATION=${DURATION:-5}
@@ -48,7 +48,7 @@ timed=""
 
 for round in $(seq "$ROUNDS"); do
     wb=(taskset -c "$CLIENT_CPU" "$WB" bench "http://127.0.0.1:$port/" -c "$CONNS" -d "${DURATION}s"
-        --cores "$CLIENT_CPU" --engine uring --json "$work/wb.json")
+        --cores "$CLIENT_CPU" --engine uring --json "$work/wb.json" ${WB_ARGS:-})
     if [ -n "${BASE:-}" ]; then
         floor=(taskset -c "$CLIENT_CPU" "$BASE" bench "http://127.0.0.1:$port/" -c "$CONNS" -d "${DURATION}s"
             --cores "$CLIENT_CPU" --engine uring --json "$work/floor.json")
