@@ -57,21 +57,18 @@ if [ -z "$OHA" ]; then
 fi
 (cd "$root" && cargo build -q --release)
 WB="$root/target/release/wirebench"
-# The floor: a bare io_uring keep-alive loop with multishot receive (benches/minimal_loop.rs).
-MINIMAL=$(cd "$root" && cargo bench --bench minimal_loop --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_loop-[0-9a-f]*\)).*/\1/p' | tail -1)
-MINIMAL="$root/$MINIMAL"
-# HTTP/2's floor: pre-encoded HEADERS, answers read by their frame heads (benches/minimal_h2.rs).
-MINIMAL_H2=$(cd "$root" && cargo bench --bench minimal_h2 --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_h2-[0-9a-f]*\)).*/\1/p' | tail -1)
-# HTTP/3's floor: quinn-proto and io_uring, pre-encoded HEADERS, answers read by their frame heads (benches/minimal_h3.rs).
-MINIMAL_H3=$(cd "$root" && cargo bench --bench minimal_h3 --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_h3-[0-9a-f]*\)).*/\1/p' | tail -1)
-MINIMAL_H2="$root/$MINIMAL_H2"
-MINIMAL_H3="$root/$MINIMAL_H3"
-# The floor for a server: a bare io_uring keep-alive server with multishot receive (benches/minimal_server.rs).
-MINIMAL_SERVER=$(cd "$root" && cargo bench --bench minimal_server --no-run 2>&1 | sed -n 's/.*(\(target\/release\/deps\/minimal_server-[0-9a-f]*\)).*/\1/p' | tail -1)
-MINIMAL_SERVER="$root/$MINIMAL_SERVER"
-
 # shellcheck source=tools/scratch.sh
 . "$here/scratch.sh"
+# The floors, each a bench's release binary (tools/scratch.sh's bench_binary):
+# - a bare io_uring keep-alive loop with multishot receive (benches/minimal_loop.rs);
+# - HTTP/2's: pre-encoded HEADERS, answers read by their frame heads (benches/minimal_h2.rs);
+# - HTTP/3's: quinn-proto and io_uring, pre-encoded HEADERS, answers read by their frame heads
+#   (benches/minimal_h3.rs);
+# - a server's: a bare io_uring keep-alive server with multishot receive (benches/minimal_server.rs).
+MINIMAL=$(cd "$root" && bench_binary minimal_loop)
+MINIMAL_H2=$(cd "$root" && bench_binary minimal_h2)
+MINIMAL_H3=$(cd "$root" && bench_binary minimal_h3)
+MINIMAL_SERVER=$(cd "$root" && bench_binary minimal_server)
 
 start_serve() {
     local port=$1 engine=${2:-} kind=${3:-http}
