@@ -5,6 +5,10 @@
 use crate::clock::Instant;
 use std::time::Duration;
 
+/// The most openings a second a core's opener without `--connect-rate` may reach (the ceiling
+/// `--connect-rate auto` has too).
+const MAX: f64 = 10_000_000.0;
+
 /// One opening's place in its core's [`Opener`]: no ticket taken yet, or the one it waits on.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Turn(Option<u64>);
@@ -36,6 +40,9 @@ pub struct Opener {
     /// Set-ups done since the current period began.
     done: u64,
     decreased_at: Option<Instant>,
+    /// Openings that go at once, before any is paced: none with `auto`; without
+    /// `--connect-rate`, [`BURST`](Self::BURST) ([`Opener::first_openings`]).
+    burst: u64,
     /// What it did, for the report.
     pub peak: f64,
     pub decreases: u64,
@@ -61,9 +68,40 @@ impl Opener {
             trouble: false,
             done: 0,
             decreased_at: None,
+            burst: 0,
             peak: Self::START.min(max),
             decreases: 0,
         }
+    }
+
+    /// A core's openings beyond the first this many are paced without `--connect-rate`.
+    pub const BURST: u64 = 1024;
+
+    /// A core's opener without `--connect-rate`: each connection's first opening takes a
+    /// ticket, the first [`BURST`](Self::BURST) go at once, as every load generator opens its
+    /// connections, and those beyond them as `auto` would. Opened all at once, 18,000
+    /// connections overflowed a one-core `serve ws`'s listen queue: their SYNs were dropped
+    /// and sent again a second later, and in 2 of 5 runs (2026-12-07) 480 and 1,040 set-ups
+    /// went past the 5 s timeout. Reopenings are not paced (a server closing every connection
+    /// is a workload, not a ramp).
+    pub fn first_openings() -> Opener {
+        let mut o = Opener::new(MAX);
+        o.burst = Self::BURST;
+        // Ticket t goes at (t − anchor_ticket) / rate: tickets 0 ..= BURST − 1 at once.
+        o.anchor_ticket = (Self::BURST - 1) as f64;
+        o
+    }
+
+    /// Whether an opening waits for its turn: every one with `auto`, each connection's first
+    /// without `--connect-rate`.
+    pub fn paces(&self, first: bool) -> bool {
+        self.burst == 0 || first
+    }
+
+    /// Whether the report tells what it did: always with `auto`; without `--connect-rate`,
+    /// once it held an opening back.
+    pub fn reported(&self) -> bool {
+        self.burst == 0 || self.tickets > self.burst
     }
 
     /// The rate now, per second.
@@ -108,11 +146,12 @@ impl Opener {
         now + fastest(t as f64 - due, (self.rate + Self::STEP).min(self.max), self.max)
     }
 
-    /// The soonest `connections` could all open from the start (the window's expected opening;
-    /// the bound it waits for at most is at the floor rate).
-    pub fn fastest(connections: usize, max: f64) -> Duration {
+    /// The soonest `connections` could all open from the start, the first `burst` of them at
+    /// once (the window's expected opening; the bound it waits for at most is at the floor
+    /// rate).
+    pub fn fastest(connections: usize, burst: u64, max: f64) -> Duration {
         let max = max.max(Self::FLOOR);
-        fastest(connections as f64, Self::START.min(max), max)
+        fastest(connections.saturating_sub(burst as usize) as f64, Self::START.min(max), max)
     }
 
     /// A set-up that began at `started` was done at `now`.
@@ -270,6 +309,29 @@ mod tests {
         done(&mut o, t0, 600, 2000);
         o.time_for(0, at(t0, 1500));
         assert_eq!((o.rate(), o.decreases), (3000.0, 0));
+    }
+
+    #[test]
+    fn without_a_connect_rate_the_first_openings_go_at_once_and_the_rest_are_paced() {
+        let t0 = Instant::now();
+        let mut o = Opener::first_openings();
+        assert!(o.paces(true) && !o.paces(false), "reopenings are not paced");
+        let mut turn = Turn::default();
+        for _ in 0..Opener::BURST {
+            assert_eq!(o.wait(&mut turn, t0), None, "the burst goes at once");
+        }
+        assert!(!o.reported(), "an opener that held nothing back is not in the report");
+        let times: Vec<Duration> = (0..3)
+            .map(|_| {
+                let t = o.ticket();
+                o.time_for(t, t0) - t0
+            })
+            .collect();
+        assert_eq!(times, [2, 4, 6].map(Duration::from_millis), "then 500/s");
+        assert!(o.reported());
+        assert!(Opener::new(1e9).paces(false), "auto paces every opening");
+        assert_eq!(Opener::fastest(1024, Opener::BURST, 1e9), Duration::ZERO);
+        assert!(Opener::fastest(2048, Opener::BURST, 1e9) > Duration::ZERO);
     }
 
     #[test]

@@ -200,7 +200,8 @@ pub struct Shape {
     pub workload: Workload,
     /// A connection per operation (`--no-keepalive`): connect, set up, one operation, close.
     pub per_op: bool,
-    /// How fast connections open (`--connect-rate`; `None`: all at once).
+    /// How fast connections open (`--connect-rate`; `None`: each core's first
+    /// [`BURST`](crate::opener::Opener::BURST) at once, the rest as `auto`).
     pub connect_rate: Option<ConnectRate>,
     /// The measured window opens at this wall-clock time (`--start-at`), never before.
     pub start_at: Option<std::time::SystemTime>,
@@ -209,8 +210,8 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// When connection `index` opens after the start (`--connect-rate N`: index / N; at once
-    /// without one, or when each core's [`Opener`](crate::opener::Opener) lets it with `auto`).
+    /// When connection `index` opens after the start (`--connect-rate N`: index / N; otherwise
+    /// when its core's [`Opener`](crate::opener::Opener) lets it).
     pub fn connect_after(&self, index: usize) -> Duration {
         match self.connect_rate {
             Some(ConnectRate::Fixed(r)) => Duration::from_secs_f64(index as f64 / r),
@@ -218,26 +219,33 @@ impl Shape {
         }
     }
 
-    /// How long opening `connections` is expected to take: the fixed rate's ramp, or with
-    /// `auto`, the soonest its openers could (the window waits on, up to [`ramp_bound`](Self::ramp_bound)).
+    /// How long opening `connections` is expected to take: the fixed rate's ramp, or the
+    /// soonest the cores' openers could (with `auto`; without `--connect-rate`, each core's
+    /// first [`BURST`](crate::opener::Opener::BURST) at once). The window waits on, up to
+    /// [`ramp_bound`](Self::ramp_bound).
     pub fn ramp_expected(&self, connections: usize, cores: usize) -> Duration {
+        use crate::opener::Opener;
+        let cores = cores.max(1);
         match self.connect_rate {
             Some(ConnectRate::Auto { max }) => {
-                let cores = cores.max(1);
-                crate::opener::Opener::fastest(connections.div_ceil(cores), max / cores as f64)
+                Opener::fastest(connections.div_ceil(cores), 0, max / cores as f64)
             }
-            _ => self.connect_after(connections),
+            Some(ConnectRate::Fixed(_)) => self.connect_after(connections),
+            None => Opener::fastest(connections.div_ceil(cores), Opener::BURST, f64::MAX),
         }
     }
 
-    /// How long opening `connections` may take at the slowest: the fixed rate's ramp, or with
-    /// `auto`, at every core's floor rate (the bound the window waits for at most).
+    /// How long opening `connections` may take at the slowest: the fixed rate's ramp, or
+    /// every opener at its floor rate beyond what goes at once (the bound the window waits for
+    /// at most).
     pub fn ramp_bound(&self, connections: usize) -> Duration {
+        use crate::opener::Opener;
         match self.connect_rate {
-            Some(ConnectRate::Auto { .. }) => {
-                Duration::from_secs_f64(connections as f64 / crate::opener::Opener::FLOOR)
-            }
-            _ => self.connect_after(connections),
+            Some(ConnectRate::Auto { .. }) => Duration::from_secs_f64(connections as f64 / Opener::FLOOR),
+            Some(ConnectRate::Fixed(_)) => self.connect_after(connections),
+            None => Duration::from_secs_f64(
+                connections.saturating_sub(Opener::BURST as usize) as f64 / Opener::FLOOR,
+            ),
         }
     }
 }

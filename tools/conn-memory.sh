@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The generator's memory per idle WebSocket connection: `bench ws://… -c N --interval 30s`
-# against `serve ws` on its default settings (uring, CPU 1), the client on CPU 0, its VmRSS read at 7 s, minus the same
+# against `serve ws` on its default settings (uring, CPU 1), the client on CPU 0, its VmRSS read 3 s before it ends, minus the same
 # run with one connection; each binary given (BINS, default this tree's release build; e.g.
 # BINS="target/release/wirebench /tmp/base/wirebench" for a change side by side), ROUNDS
 # alternating rounds (default 2). Also prints each run's handshakes that timed out or failed.
@@ -27,9 +27,17 @@ run() {
     local bin=$1 c=$2
     taskset -c 0 "$bin" bench "ws://127.0.0.1:$port/" -c "$c" --interval 30s -d 10s --cores 0 --json "$dir/r.json" >/dev/null 2>&1 &
     local pid=$!
-    sleep 7
-    local rss; rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+    # VmRSS every 0.5 s; the one 3 s before the run ended is inside its 10 s window, which
+    # opens once every connection is set up (since the default paces openings beyond 1,024 a
+    # core, 18,000 take ~10 s to open: a read at a fixed 7 s missed the later ones).
+    local samples=()
+    while kill -0 "$pid" 2>/dev/null; do
+        samples+=("$(awk '/VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null)")
+        sleep 0.5
+    done
     wait $pid || true
+    local n=${#samples[@]} rss
+    rss=${samples[$((n > 7 ? n - 7 : 0))]}
     local errors; errors=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sum(r["connection_errors"].values()))' "$dir/r.json")
     echo "$rss $errors"
 }

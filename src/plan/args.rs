@@ -119,8 +119,9 @@ pub struct LoadArgs<P: clap::Args> {
     /// Open at most N connections per second at the start (tcpkali's ramp), connection i at
     /// i/N s; or `auto` (`auto:N`: at most N/s): as fast as the set-ups keep up, each core
     /// starting at 500/s, growing while set-ups take under a second (to at most twice
-    /// those done), halving when one takes longer or fails (docs/scale.md). The measured
-    /// window opens once every connection is set up (as always).
+    /// those done), halving when one takes longer or fails (docs/scale.md). Without it, each
+    /// core opens its first 1,024 at once and the rest as `auto` would. The measured window
+    /// opens once every connection is set up (as always).
     #[arg(long, value_name = "N|auto", value_parser = parse_connect_rate)]
     pub connect_rate: Option<ConnectRate>,
     /// A connect or write slower than this, an answer not whole this long after its request

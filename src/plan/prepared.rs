@@ -167,9 +167,13 @@ impl ClientJob {
     pub fn recorder(&self, cpu: usize) -> crate::stats::CoreRecorder {
         let mut rec = crate::stats::CoreRecorder::for_shares(cpu, self.addrs.len(), self.kinds)
             .with_series(self.shape.report_every);
-        if let Some(crate::workload::ConnectRate::Auto { max }) = self.shape.connect_rate {
-            rec.opener = Some(crate::opener::Opener::new(max / self.cores.len().max(1) as f64));
-        }
+        rec.opener = match self.shape.connect_rate {
+            Some(crate::workload::ConnectRate::Auto { max }) => {
+                Some(crate::opener::Opener::new(max / self.cores.len().max(1) as f64))
+            }
+            Some(crate::workload::ConnectRate::Fixed(_)) => None,
+            None => Some(crate::opener::Opener::first_openings()),
+        };
         rec
     }
 

@@ -352,7 +352,8 @@ fn connection_lines(r: &RunResult) -> String {
     if let Some(auto) = &r.connect_rate_auto {
         let _ = writeln!(
             s,
-            "  opening     --connect-rate auto: peaked at {}/s, {}/s at the end, halved {} time{} (a set-up over 1 s, or failed)",
+            "  opening     paced as set-ups kept up (--connect-rate auto, or a core's openings past its first {}): peaked at {}/s, {}/s at the end, halved {} time{} (a set-up over 1 s, or failed)",
+            crate::opener::Opener::BURST,
             si(auto.peak_per_s),
             si(auto.final_per_s),
             auto.decreases,

@@ -637,7 +637,7 @@ impl CoreRecorder {
         for (a, b) in self.kinds.iter_mut().zip(&c.kinds) {
             a.add(b);
         }
-        if let Some(o) = &c.opener {
+        if let Some(o) = c.opener.as_ref().filter(|o| o.reported()) {
             self.openers.get_or_insert_default().add(o);
         }
         if let Some(t) = &c.openers {

@@ -256,7 +256,8 @@ impl<C: ClientCodec> Conn<C> {
     /// `--connect-rate auto`: when to look again if this opening must wait for its turn at its
     /// core's rate (`None`: open now).
     fn opening_wait(&mut self, now: Instant, rec: &mut CoreRecorder) -> Option<Instant> {
-        rec.opener.as_mut().filter(|_| !self.per_op)?.wait(&mut self.turn, now)
+        let first = self.lives == 0;
+        rec.opener.as_mut().filter(|o| !self.per_op && o.paces(first))?.wait(&mut self.turn, now)
     }
 
     /// Bytes sent first on every connection, before TLS and the protocol's set-up (a PROXY

@@ -289,9 +289,11 @@ fn between_lives(
         }
     }
     // `--connect-rate auto`: each opening (the first, and each after a loss) waits its turn
-    // at the core's rate, which halves when handshakes fail or are slow.
+    // at the core's rate, which halves when handshakes fail or are slow; without
+    // `--connect-rate`, the first opening of each beyond the core's first 1,024.
     if !core.job.shape.per_op
         && let Some(opener) = &mut rec.opener
+        && opener.paces(!slot.settled)
         && let Some(at) = opener.wait(&mut slot.turn, now)
     {
         slot.retry_at = Some(at);
