@@ -1,24 +1,34 @@
 #!/usr/bin/env bash
-# Two HTTP/1.1 clients measured at the same time, not one after the other: wirebench's
-# (`bench http://`, the uring engine) and the floor for any io_uring client
-# (benches/minimal_loop.rs, `timed`: it stamps each request and records its latency, as every
-# load generator must) both on the client CPU, each with its own CONNS connections to the same
-# server on the server CPU (nginx with one worker, as tools/vs-peers.sh part 1, or
-# SERVER=minimal: benches/minimal_server.rs), in the same DURATION s window; each client's CPU
-# per request (user and system) from GNU time. tools/server-pair.sh's reasoning, for clients:
-# rounds one after the other move by ±8-16 % on this shared VM (vs-peers part 1, 2026-12-07),
-# two clients sharing a window share what the machine does in it. Each sees half the server
-# and half its CPU: it is not a client alone, but the ratio is paired by construction.
-# FLOOR=bare uses the loop without timing; WB_ARGS adds arguments to wirebench's (`--gather 0`); BASE=path/to/an/older/wirebench puts that build's
-# client in the place of the floor.
+# Two clients measured at the same time, not one after the other: both on the client CPU, each
+# with its own CONNS connections, in the same DURATION s window; each client's CPU per request
+# (user and system) from GNU time (their sum is exact; the kernel splits it between user and
+# system by sampling). tools/server-pair.sh's reasoning, for clients: rounds one after the
+# other move by ±8-16 % on this shared VM (vs-peers part 1, 2026-12-07), two clients sharing a
+# window share what the machine does in it. Each sees half its server and half the CPU: it is
+# not a client alone, but the ratio is paired by construction.
 #
-# Usage: tools/client-pair.sh   (ROUNDS=7 DURATION=5 CONNS=64 SERVER=nginx FLOOR=timed WB_ARGS=)
+# The two (ONE, by default wirebench, and AGAINST, by default the timed floor), by name:
+# - wirebench: `bench http://` (the uring engine); base: the same from BASE=path/to/wirebench;
+# - timed: the floor for any io_uring client, benches/minimal_loop.rs timing each request as
+#   every load generator must; bare: the same loop timing nothing;
+# - wrk, ab, h2load (--h1): the peers, each with one thread;
+#   these load one HTTP/1.1 server on the server CPU: nginx with one worker (as vs-peers part
+#   1) or SERVER=minimal (benches/minimal_server.rs);
+# - h3: `bench h3://` on `serve h3`; h2tls: `bench h2://` on `serve h2 --tls`; minimal-h3 and
+#   minimal-h2tls: their floors (benches/minimal_h3.rs, minimal_h2.rs … hpack tls), on the same
+#   servers; each with STREAMS streams a connection (vs-peers part h3's comparison).
+# WB_ARGS adds arguments to ONE's wirebench (`--gather 0`).
+#
+# Usage: tools/client-pair.sh   (ROUNDS=7 DURATION=5 CONNS=64 STREAMS=10 SERVER=nginx ONE=wirebench
+#                                AGAINST=timed WB_ARGS=)
 set -euo pipefail
 ROUNDS=${ROUNDS:-7}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
+STREAMS=${STREAMS:-10}
 SERVER=${SERVER:-nginx}
-FLOOR=${FLOOR:-timed}
+ONE=${ONE:-wirebench}
+AGAINST=${AGAINST:-timed}
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 # shellcheck source=tools/scratch.sh
@@ -29,64 +39,102 @@ SERVER_CPU=$((cpus - 1))
 cd "$root"
 cargo build --release -q
 WB="$root/target/release/wirebench"
-LOOP=$(bench_binary minimal_loop)
-other=${BASE:+base}
-other=${other:-minimal loop}
 
-port=$(free_port)
-case $SERVER in
-    nginx) start_nginx "$port" ;;
-    minimal)
-        taskset -c "$SERVER_CPU" "$(bench_binary minimal_server)" "127.0.0.1:$port" 100000 >/dev/null &
-        pids+=($!)
-        wait_port "$port"
-        ;;
-    *) echo "SERVER is nginx or minimal, not $SERVER" >&2; exit 2 ;;
-esac
-timed=""
-[ "$FLOOR" = timed ] && timed=timed
+for side in "$ONE" "$AGAINST"; do
+    case $side in
+        wirebench | timed | bare | wrk | ab | h2load | h3 | h2tls | minimal-h3 | minimal-h2tls) ;;
+        base) [ -x "${BASE:-}" ] || { echo "base wants BASE=path/to/wirebench" >&2; exit 2; } ;;
+        *) echo "no client named $side (see the script's head)" >&2; exit 2 ;;
+    esac
+done
+sides=" $ONE $AGAINST "
+# The servers the two need, each started once on the server CPU.
+if [[ $sides =~ \ (wirebench|base|timed|bare|wrk|ab|h2load)\  ]]; then
+    http=$(free_port)
+    case $SERVER in
+        nginx) start_nginx "$http" ;;
+        minimal)
+            taskset -c "$SERVER_CPU" "$(bench_binary minimal_server)" "127.0.0.1:$http" 100000 >/dev/null &
+            pids+=($!)
+            wait_port "$http"
+            ;;
+        *) echo "SERVER is nginx or minimal, not $SERVER" >&2; exit 2 ;;
+    esac
+fi
+if [[ $sides =~ \ (h3|minimal-h3)\  ]]; then
+    quic=$(free_port)
+    taskset -c "$SERVER_CPU" "$WB" serve h3 --listen "127.0.0.1:$quic" --cores "$SERVER_CPU" -d 100000 >"$work/h3.out" &
+    pids+=($!)
+    wait_listening "$work/h3.out"
+fi
+if [[ $sides =~ \ (h2tls|minimal-h2tls)\  ]]; then
+    tls=$(free_port)
+    taskset -c "$SERVER_CPU" "$WB" serve h2 --tls --listen "127.0.0.1:$tls" --cores "$SERVER_CPU" -d 100000 >/dev/null &
+    pids+=($!)
+    wait_port "$tls"
+fi
+
+# The floors' binaries, found (built if need be) before any round: not between two starts.
+case $sides in *" timed "* | *" bare "*) LOOP=$(bench_binary minimal_loop) ;; esac
+case $sides in *" minimal-h3 "*) MINIMAL_H3=$(bench_binary minimal_h3) ;; esac
+case $sides in *" minimal-h2tls "*) MINIMAL_H2=$(bench_binary minimal_h2) ;; esac
+
+# The command line of client $1, writing what it reports to $2 (wirebench: its JSON).
+client_cmd() {
+    local url="http://127.0.0.1:${http:-}/" bench=(bench -c "$CONNS" -d "${DURATION}s" --cores "$CLIENT_CPU" --engine uring --json "$2")
+    case $1 in
+        wirebench) echo "$WB" "${bench[@]}" "$url" ${WB_ARGS:-} ;;
+        base) echo "$BASE" "${bench[@]}" "$url" ;;
+        h3) echo "$WB" "${bench[@]}" --insecure --depth "$STREAMS" "h3://127.0.0.1:$quic/" ${WB_ARGS:-} ;;
+        h2tls) echo "$WB" "${bench[@]}" --insecure --depth "$STREAMS" "h2://127.0.0.1:$tls/" ${WB_ARGS:-} ;;
+        timed | bare) echo "$LOOP" "127.0.0.1:$http" "$CONNS" "$DURATION" "${1/bare/}" ;;
+        minimal-h3) echo "$MINIMAL_H3" "127.0.0.1:$quic" "$CONNS" "$STREAMS" "$DURATION" ;;
+        minimal-h2tls) echo "$MINIMAL_H2" "127.0.0.1:$tls" "$CONNS" "$STREAMS" "$DURATION" hpack tls ;;
+        wrk) echo wrk -t1 "-c$CONNS" "-d${DURATION}s" "$url" ;;
+        ab) echo ab -q -k -c "$CONNS" -t "$DURATION" -n 100000000 "$url" ;;
+        h2load) echo h2load --h1 -t1 -c "$CONNS" -D "$DURATION" "$url" ;;
+    esac
+}
+
+# The requests client $1 completed, from what it reported in $2 (its output, or its JSON).
+count() {
+    case $1 in
+        wirebench | base | h3 | h2tls) python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops'])" "$2.json" ;;
+        wrk) sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$2" ;;
+        ab) sed -n 's/^Complete requests: *\([0-9]*\).*/\1/p' "$2" ;;
+        h2load) sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$2" ;;
+        *) sed -n 's/^requests \([0-9]*\) in.*/\1/p' "$2" ;;
+    esac
+}
 
 for round in $(seq "$ROUNDS"); do
-    wb=(taskset -c "$CLIENT_CPU" "$WB" bench "http://127.0.0.1:$port/" -c "$CONNS" -d "${DURATION}s"
-        --cores "$CLIENT_CPU" --engine uring --json "$work/wb.json" ${WB_ARGS:-})
-    if [ -n "${BASE:-}" ]; then
-        floor=(taskset -c "$CLIENT_CPU" "$BASE" bench "http://127.0.0.1:$port/" -c "$CONNS" -d "${DURATION}s"
-            --cores "$CLIENT_CPU" --engine uring --json "$work/floor.json")
-    else
-        floor=(taskset -c "$CLIENT_CPU" "$LOOP" "127.0.0.1:$port" "$CONNS" "$DURATION" $timed)
-    fi
     # The two in the opposite order each round: neither always starts first.
-    if ((round % 2)); then first=wb; else first=floor; fi
-    for who in $first $([ $first = wb ] && echo floor || echo wb); do
-        if [ "$who" = wb ]; then
-            /usr/bin/time -f "%U %S" -o "$work/wb.time" "${wb[@]}" >/dev/null 2>&1 &
-        else
-            /usr/bin/time -f "%U %S" -o "$work/floor.time" "${floor[@]}" >"$work/floor.out" 2>&1 &
-        fi
+    order=(1 2)
+    ((round % 2)) || order=(2 1)
+    for k in "${order[@]}"; do
+        name=$([ "$k" = 1 ] && echo "$ONE" || echo "$AGAINST")
+        # shellcheck disable=SC2046
+        /usr/bin/time -f "%U %S" -o "$work/$k.time" taskset -c "$CLIENT_CPU" $(client_cmd "$name" "$work/$k.out.json") \
+            >"$work/$k.out" 2>&1 &
         pids+=($!)
     done
     wait "${pids[@]: -2}" || true
     pids=("${pids[@]:0:${#pids[@]}-2}")
-    n1=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops'])" "$work/wb.json")
-    if [ -n "${BASE:-}" ]; then
-        n2=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops'])" "$work/floor.json")
-    else
-        n2=$(sed -n 's/^requests \([0-9]*\) in.*/\1/p' "$work/floor.out")
-    fi
-    echo "$n1 $(tail -1 "$work/wb.time") $n2 $(tail -1 "$work/floor.time")" >>"$work/rows"
+    echo "$(count "$ONE" "$work/1.out") $(tail -1 "$work/1.time") $(count "$AGAINST" "$work/2.out") $(tail -1 "$work/2.time")" >>"$work/rows"
 done
-echo "$(date -u +%F) $(git log -1 --format=%h), clients both on CPU $CLIENT_CPU at once against $SERVER on CPU $SERVER_CPU," \
-    "$CONNS connections each, $ROUNDS rounds of $DURATION s; floor: ${BASE:-minimal loop ($FLOOR)}"
-python3 - "$work/rows" "$other" <<'PY'
+echo "$(date -u +%F) $(git log -1 --format=%h), clients both on CPU $CLIENT_CPU at once, servers on CPU $SERVER_CPU" \
+    "(${http:+$SERVER }${quic:+serve h3 }${tls:+serve h2 --tls}), $CONNS connections each, $ROUNDS rounds of $DURATION s"
+python3 - "$work/rows" "$ONE" "$AGAINST" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+one, other = sys.argv[2], sys.argv[3]
 def per_req(n, u, s):
     return 1e6 * u / n, 1e6 * s / n
 a = [per_req(*r[:3]) for r in rows]
 b = [per_req(*r[3:]) for r in rows]
-print(f"  requests a round: wirebench {statistics.median(r[0] for r in rows):,.0f}, {sys.argv[2]} {statistics.median(r[3] for r in rows):,.0f}")
-for name, v in (("wirebench", a), (sys.argv[2], b)):
-    print(f"  {name:<12} µs/request: total {statistics.median(u + s for u, s in v):6.3f}, user {statistics.median(u for u, _ in v):5.3f}, system {statistics.median(s for _, s in v):5.3f}")
+print(f"  requests a round: {one} {statistics.median(r[0] for r in rows):,.0f}, {other} {statistics.median(r[3] for r in rows):,.0f}")
+for name, v in ((one, a), (other, b)):
+    print(f"  {name:<13} µs/request: total {statistics.median(u + s for u, s in v):6.3f}, user {statistics.median(u for u, _ in v):5.3f}, system {statistics.median(s for _, s in v):5.3f}")
 r = sorted((x[0] + x[1]) / (y[0] + y[1]) for x, y in zip(a, b))
-print(f"  wirebench ÷ {sys.argv[2]}, round by round: median {statistics.median(r):.3f} (range {r[0]:.3f}–{r[-1]:.3f})")
+print(f"  {one} ÷ {other}, round by round: median {statistics.median(r):.3f} (range {r[0]:.3f}–{r[-1]:.3f})")
 PY
