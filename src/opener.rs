@@ -82,8 +82,8 @@ impl Opener {
     /// connections, and those beyond them as `auto` would. Opened all at once, 18,000
     /// connections overflowed a one-core `serve ws`'s listen queue: their SYNs were dropped
     /// and sent again a second later, and in 2 of 5 runs (2026-12-07) 480 and 1,040 set-ups
-    /// went past the 5 s timeout. Reopenings are not paced (a server closing every connection
-    /// is a workload, not a ramp).
+    /// went past the 5 s timeout. Reopenings, and retries after a failed connect, are not
+    /// paced (a server closing every connection is a workload, not a ramp).
     pub fn first_openings() -> Opener {
         let mut o = Opener::new(MAX);
         o.burst = Self::BURST;

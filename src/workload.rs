@@ -243,6 +243,8 @@ impl Shape {
         match self.connect_rate {
             Some(ConnectRate::Auto { .. }) => Duration::from_secs_f64(connections as f64 / Opener::FLOOR),
             Some(ConnectRate::Fixed(_)) => self.connect_after(connections),
+            // A connection per operation opens when its operation is due: nothing is paced.
+            None if self.per_op => Duration::ZERO,
             None => Duration::from_secs_f64(
                 connections.saturating_sub(Opener::BURST as usize) as f64 / Opener::FLOOR,
             ),

@@ -256,7 +256,9 @@ impl<C: ClientCodec> Conn<C> {
     /// `--connect-rate auto`: when to look again if this opening must wait for its turn at its
     /// core's rate (`None`: open now).
     fn opening_wait(&mut self, now: Instant, rec: &mut CoreRecorder) -> Option<Instant> {
-        let first = self.lives == 0;
+        // Its first opening: no socket yet, and no connect that failed (a retry is not paced
+        // without `--connect-rate`, as a reopening is not).
+        let first = self.lives == 0 && self.futile == 0;
         rec.opener.as_mut().filter(|o| !self.per_op && o.paces(first))?.wait(&mut self.turn, now)
     }
 

@@ -293,7 +293,7 @@ fn between_lives(
     // `--connect-rate`, the first opening of each beyond the core's first 1,024.
     if !core.job.shape.per_op
         && let Some(opener) = &mut rec.opener
-        && opener.paces(!slot.settled)
+        && opener.paces(!slot.settled && slot.futile == 0)
         && let Some(at) = opener.wait(&mut slot.turn, now)
     {
         slot.retry_at = Some(at);

@@ -145,7 +145,8 @@ pub struct RunResult {
     pub error_samples: Vec<String>,
     pub connects: u64,
     pub reconnects: u64,
-    /// `--connect-rate auto`: what the openers did.
+    /// What the openers did: `--connect-rate auto`'s, or without `--connect-rate` those that
+    /// paced openings past their core's first 1,024.
     #[serde(default)]
     pub connect_rate_auto: Option<AutoRateResult>,
     /// How long after the start every connection was set up (merged: the longest).

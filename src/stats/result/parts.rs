@@ -22,8 +22,9 @@ pub struct TargetResult {
     pub histogram: Hist,
 }
 
-/// `--connect-rate auto`: what the cores' openers did (rates in connections per second, the
-/// sum over the cores; merged: over the runs too).
+/// What the cores' openers did (`--connect-rate auto`, or without `--connect-rate` past a
+/// core's first 1,024 openings; rates in connections per second, the sum over the cores;
+/// merged: over the runs too).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AutoRateResult {
     pub peak_per_s: f64,
