@@ -219,19 +219,22 @@ impl Shape {
         }
     }
 
-    /// How long opening `connections` is expected to take: the fixed rate's ramp, or the
-    /// soonest the cores' openers could (with `auto`; without `--connect-rate`, each core's
-    /// first [`BURST`](crate::opener::Opener::BURST) at once). The window waits on, up to
+    /// How long opening the first `connecting` connections (those with operations to send)
+    /// is expected to take: the fixed rate's ramp to the last of them, or the soonest the
+    /// cores' openers could (with `auto`; without `--connect-rate`, each core's first
+    /// [`BURST`](crate::opener::Opener::BURST) at once). Cores hold contiguous runs of the
+    /// connections, so the first core opens the most. The window waits on, up to
     /// [`ramp_bound`](Self::ramp_bound).
-    pub fn ramp_expected(&self, connections: usize, cores: usize) -> Duration {
+    pub fn ramp_expected(&self, connecting: usize, cores: usize) -> Duration {
         use crate::opener::Opener;
         let cores = cores.max(1);
+        let first_core = connecting.min(self.connections.div_ceil(cores));
         match self.connect_rate {
             Some(ConnectRate::Auto { max }) => {
-                Opener::fastest(connections.div_ceil(cores), 0, max / cores as f64)
+                Opener::fastest(first_core.saturating_sub(1), 0, max / cores as f64)
             }
-            Some(ConnectRate::Fixed(_)) => self.connect_after(connections),
-            None => Opener::fastest(connections.div_ceil(cores), Opener::BURST, f64::MAX),
+            Some(ConnectRate::Fixed(_)) => self.connect_after(connecting.saturating_sub(1)),
+            None => Opener::fastest(first_core, Opener::BURST, f64::MAX),
         }
     }
 

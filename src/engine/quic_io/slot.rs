@@ -429,6 +429,9 @@ fn opening_failed(slot: &mut Slot, now: Instant, rec: &mut CoreRecorder) {
     if let Some(opener) = &mut rec.opener {
         opener.went_wrong(now, now);
     }
+    // A connection that answered nothing, as a TCP connect that failed is: its retry is not
+    // a first opening (unpaced without `--connect-rate`), and enough in a row give up.
+    slot.futile += 1;
     slot.retry_at = Some(now + RETRY_PAUSE);
 }
 
