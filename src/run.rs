@@ -81,7 +81,7 @@ pub fn prepare(plan: LoadPlan) -> Result<Prepared> {
         seed: fastrand::u64(..),
         stop,
         progress: (0..load.cores.len()).map(|_| AtomicU64::new(0)).collect(),
-        window: ClientJob::fresh_window(&load.shape),
+        window: ClientJob::fresh_window(&load.shape, load.cores.len()),
         tls,
         bind: load.bind.clone(),
         proxy: load.proxy,

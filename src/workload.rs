@@ -238,18 +238,21 @@ impl Shape {
         }
     }
 
-    /// How long opening `connections` may take at the slowest: the fixed rate's ramp, or
-    /// every opener at its floor rate beyond what goes at once (the bound the window waits for
-    /// at most).
-    pub fn ramp_bound(&self, connections: usize) -> Duration {
+    /// How long opening `connections` over `cores` may take at the slowest (the bound the
+    /// window waits for at most): the fixed rate's ramp, or each core's opener at its floor
+    /// rate ([`FLOOR`](crate::opener::Opener::FLOOR), a core's) beyond what goes at once.
+    /// Cores open in parallel and hold contiguous runs of the connections, so the first core,
+    /// which holds the most, bounds it.
+    pub fn ramp_bound(&self, connections: usize, cores: usize) -> Duration {
         use crate::opener::Opener;
+        let first_core = connections.div_ceil(cores.max(1));
         match self.connect_rate {
-            Some(ConnectRate::Auto { .. }) => Duration::from_secs_f64(connections as f64 / Opener::FLOOR),
+            Some(ConnectRate::Auto { .. }) => Duration::from_secs_f64(first_core as f64 / Opener::FLOOR),
             Some(ConnectRate::Fixed(_)) => self.connect_after(connections),
             // A connection per operation opens when its operation is due: nothing is paced.
             None if self.per_op => Duration::ZERO,
             None => Duration::from_secs_f64(
-                connections.saturating_sub(Opener::BURST as usize) as f64 / Opener::FLOOR,
+                first_core.saturating_sub(Opener::BURST as usize) as f64 / Opener::FLOOR,
             ),
         }
     }
@@ -382,6 +385,43 @@ mod tests {
         let mut closed = Workload::ClosedLoop.pacer(0, 1);
         closed.start(open);
         assert_eq!(closed.due(open + interval), open + interval);
+    }
+
+    /// The slowest opening is the first core's (cores open in parallel, each at its opener's
+    /// floor at the least): with 16 cores a million connections were bounded as if one core
+    /// opened them all, 5.5 hours where 21 minutes is the most it can take.
+    #[test]
+    fn the_ramp_bound_is_the_first_cores_at_its_openers_floor() {
+        let shape = |connect_rate| Shape {
+            connections: 1_000_000,
+            depth: 1,
+            ops: None,
+            duration: Duration::from_secs(10),
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(5),
+            workload: Workload::ClosedLoop,
+            per_op: false,
+            connect_rate,
+            start_at: None,
+            report_every: None,
+        };
+        let floor = crate::opener::Opener::FLOOR;
+        let burst = crate::opener::Opener::BURST as f64;
+        let secs = |d: Duration| d.as_secs_f64();
+        let default = shape(None);
+        assert_eq!(secs(default.ramp_bound(1_000_000, 1)), (1e6 - burst) / floor);
+        assert_eq!(secs(default.ramp_bound(1_000_000, 16)), (62_500.0 - burst) / floor);
+        // A core with no more than its burst paces nothing.
+        assert_eq!(default.ramp_bound(2048, 2), Duration::ZERO);
+        let auto = shape(Some(ConnectRate::Auto { max: 1e6 }));
+        assert_eq!(secs(auto.ramp_bound(1_000_000, 16)), 62_500.0 / floor);
+        // Three cores of ten connections: the first holds four.
+        assert_eq!(secs(auto.ramp_bound(10, 3)), 4.0 / floor);
+        // A fixed rate is the run's, whatever the cores.
+        let fixed = shape(Some(ConnectRate::Fixed(1000.0)));
+        assert_eq!(fixed.ramp_bound(1000, 4), Duration::from_secs(1));
+        let per_op = Shape { per_op: true, ..default };
+        assert_eq!(per_op.ramp_bound(1_000_000, 1), Duration::ZERO);
     }
 
     #[test]

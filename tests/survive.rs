@@ -572,7 +572,7 @@ fn a_client_core_that_panics_ends_the_run_with_its_message() {
             seed: 1,
             stop: Arc::new(AtomicBool::new(false)),
             progress: Arc::from([AtomicU64::new(0)]),
-            window: wirebench::plan::ClientJob::fresh_window(&shape),
+            window: wirebench::plan::ClientJob::fresh_window(&shape, 1),
             tls: vec![],
             bind: vec![],
             proxy: None,

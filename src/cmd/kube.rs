@@ -408,10 +408,11 @@ async fn drive(
 
 /// How long a run may take from its start until every pod has said how it ended: set-up
 /// (connections ramped at `--connect-rate`), warm-up, the window, the last answers' timeouts,
-/// and [`GRACE`] to write the results.
+/// and [`GRACE`] to write the results. A pod's cores are the CPUs the node gives it, unknown
+/// here: its ramp is bounded as one core's (each core's opener is as fast at the least).
 fn run_bound(args: &KubeArgs, shape: &crate::workload::Shape) -> Duration {
     args.start_in
-        + shape.ramp_bound(shape.connections)
+        + shape.ramp_bound(shape.connections, 1)
         + shape.warmup
         + shape.duration
         + 2 * shape.timeout

@@ -331,7 +331,7 @@ where
     C: Clone + Send + 'static,
 {
     let start = Arc::new(std::sync::OnceLock::new());
-    let job = &ClientJob { window: ClientJob::fresh_window(&job.shape), ..job.clone() };
+    let job = &ClientJob { window: ClientJob::fresh_window(&job.shape, job.cores.len()), ..job.clone() };
     let net = sys::read_net_counters();
     let barrier = Arc::new(std::sync::Barrier::new(job.cores.len()));
     let cores = job.cores.len();

@@ -179,9 +179,9 @@ impl ClientJob {
 
     /// The run's window: it opens once every connection is set up, and at the latest once the
     /// last connection's connect could have timed out (a connection per operation measures
-    /// its set-up in each operation, and opens it at the start).
-    pub fn fresh_window(shape: &Shape) -> Arc<crate::workload::Window> {
-        let ramp = shape.ramp_bound(shape.connections);
+    /// its set-up in each operation, and opens it at the start). `cores`: how many open them.
+    pub fn fresh_window(shape: &Shape, cores: usize) -> Arc<crate::workload::Window> {
+        let ramp = shape.ramp_bound(shape.connections, cores);
         // Only connections with operations to send connect: with `-n` below `-c`, `n` of them.
         let connecting = shape.ops.map_or(shape.connections, |n| shape.connections.min(n as usize));
         let connections = if shape.per_op { 0 } else { connecting };
