@@ -16,12 +16,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 # shellcheck source=tools/scratch.sh
 . "$here/scratch.sh" # a scratch directory and its cleanup, bench_binary
-cpus=$(nproc)
-CLIENT_CPU=0
-SERVER_CPU=$((cpus - 1))
 cd "$root"
-cargo build --release -q
-WB="$root/target/release/wirebench"
+build_wirebench
 MINIMAL=$(bench_binary minimal_loop)
 out=$work
 taskset -c "$SERVER_CPU" "$WB" serve http --listen 127.0.0.1:18080 --cores "$SERVER_CPU" -d 600s >/dev/null &

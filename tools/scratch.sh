@@ -1,6 +1,7 @@
 # Sourced by the measuring scripts (tools/vs-peers.sh, tools/scale.sh, tools/engines.sh): a
 # scratch directory and a trap that stops every process they started (their PIDs in `pids`)
-# and removes it; a free loopback port; waiting for a port to listen; a process's CPU time.
+# and removes it; a free loopback port; waiting for a port to listen; a process's CPU time;
+# the CPUs to pin to; this tree's build.
 
 work=$(mktemp -d)
 pids=()
@@ -10,6 +11,16 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+
+# Clients on the first CPU, servers on the last, unless the caller (or the environment) chose.
+CLIENT_CPU=${CLIENT_CPU:-0}
+SERVER_CPU=${SERVER_CPU:-$(($(nproc) - 1))}
+
+# This tree's release build as $WB, built now (run from the repository root).
+build_wirebench() {
+    cargo build --release -q
+    WB="$PWD/target/release/wirebench"
+}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # A UDP server has no port to connect to: wait for the "listening" line it writes to FILE.

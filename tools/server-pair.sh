@@ -21,12 +21,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 # shellcheck source=tools/scratch.sh
 . "$here/scratch.sh"
-cpus=$(nproc)
-CLIENT_CPU=0
-SERVER_CPU=$((cpus - 1))
 cd "$root"
-cargo build --release -q
-WB="$root/target/release/wirebench"
+build_wirebench
 MINIMAL=$(bench_binary minimal_server)
 other=${BASE:+base}
 other=${other:-minimal}
