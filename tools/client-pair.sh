@@ -16,7 +16,12 @@
 #   1) or SERVER=minimal (benches/minimal_server.rs);
 # - h3: `bench h3://` on `serve h3`; h2tls: `bench h2://` on `serve h2 --tls`; minimal-h3 and
 #   minimal-h2tls: their floors (benches/minimal_h3.rs, minimal_h2.rs … hpack tls), on the same
-#   servers; each with STREAMS streams a connection (vs-peers part h3's comparison).
+#   servers; each with STREAMS streams a connection (vs-peers part h3's comparison);
+# - h2c: `bench h2c://` with STREAMS streams a connection on nginx's h2c (one worker, on the
+#   server CPU beside the HTTP/1.1 one); pipelined: `bench http://` pipelining STREAMS deep on
+#   the HTTP/1.1 server (vs-peers part h2's pair: HTTP/2's user time beside HTTP/1.1's).
+# Besides the totals' ratio, the user times' ratio round by round (the kernel samples the split:
+# it is not as exact as the total).
 # WB_ARGS adds arguments to ONE's wirebench (`--gather 0`).
 #
 # Usage: tools/client-pair.sh   (ROUNDS=7 DURATION=5 CONNS=64 STREAMS=10 SERVER=nginx ONE=wirebench
@@ -38,14 +43,14 @@ build_wirebench
 
 for side in "$ONE" "$AGAINST"; do
     case $side in
-        wirebench | timed | bare | wrk | ab | h2load | h3 | h2tls | minimal-h3 | minimal-h2tls) ;;
+        wirebench | timed | bare | wrk | ab | h2load | h3 | h2tls | minimal-h3 | minimal-h2tls | h2c | pipelined) ;;
         base) [ -x "${BASE:-}" ] || { echo "base wants BASE=path/to/wirebench" >&2; exit 2; } ;;
         *) echo "no client named $side (see the script's head)" >&2; exit 2 ;;
     esac
 done
 sides=" $ONE $AGAINST "
 # The servers the two need, each started once on the server CPU.
-if [[ $sides =~ \ (wirebench|base|timed|bare|wrk|ab|h2load)\  ]]; then
+if [[ $sides =~ \ (wirebench|base|timed|bare|wrk|ab|h2load|pipelined)\  ]]; then
     http=$(free_port)
     case $SERVER in
         nginx) start_nginx "$http" ;;
@@ -56,6 +61,10 @@ if [[ $sides =~ \ (wirebench|base|timed|bare|wrk|ab|h2load)\  ]]; then
             ;;
         *) echo "SERVER is nginx or minimal, not $SERVER" >&2; exit 2 ;;
     esac
+fi
+if [[ $sides =~ \ h2c\  ]]; then
+    h2c=$(free_port)
+    start_nginx "$h2c" h2c
 fi
 if [[ $sides =~ \ (h3|minimal-h3)\  ]]; then
     quic=$(free_port)
@@ -83,6 +92,8 @@ client_cmd() {
         base) echo "$BASE" "${bench[@]}" "$url" ;;
         h3) echo "$WB" "${bench[@]}" --insecure --depth "$STREAMS" "h3://127.0.0.1:$quic/" ${WB_ARGS:-} ;;
         h2tls) echo "$WB" "${bench[@]}" --insecure --depth "$STREAMS" "h2://127.0.0.1:$tls/" ${WB_ARGS:-} ;;
+        h2c) echo "$WB" "${bench[@]}" --depth "$STREAMS" "h2c://127.0.0.1:$h2c/" ${WB_ARGS:-} ;;
+        pipelined) echo "$WB" "${bench[@]}" --depth "$STREAMS" "$url" ${WB_ARGS:-} ;;
         timed | bare) echo "$LOOP" "127.0.0.1:$http" "$CONNS" "$DURATION" "${1/bare/}" ;;
         minimal-h3) echo "$MINIMAL_H3" "127.0.0.1:$quic" "$CONNS" "$STREAMS" "$DURATION" ;;
         minimal-h2tls) echo "$MINIMAL_H2" "127.0.0.1:$tls" "$CONNS" "$STREAMS" "$DURATION" hpack tls ;;
@@ -95,7 +106,7 @@ client_cmd() {
 # The requests client $1 completed, from what it reported in $2 (its output, or its JSON).
 count() {
     case $1 in
-        wirebench | base | h3 | h2tls) python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops'])" "$2.json" ;;
+        wirebench | base | h3 | h2tls | h2c | pipelined) python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops'])" "$2.json" ;;
         wrk) sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$2" ;;
         ab) sed -n 's/^Complete requests: *\([0-9]*\).*/\1/p' "$2" ;;
         h2load) sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$2" ;;
@@ -119,7 +130,7 @@ for round in $(seq "$ROUNDS"); do
     echo "$(count "$ONE" "$work/1.out") $(tail -1 "$work/1.time") $(count "$AGAINST" "$work/2.out") $(tail -1 "$work/2.time")" >>"$work/rows"
 done
 echo "$(date -u +%F) $(git log -1 --format=%h), clients both on CPU $CLIENT_CPU at once, servers on CPU $SERVER_CPU" \
-    "(${http:+$SERVER }${quic:+serve h3 }${tls:+serve h2 --tls}), $CONNS connections each, $ROUNDS rounds of $DURATION s"
+    "(${http:+$SERVER }${h2c:+nginx h2c }${quic:+serve h3 }${tls:+serve h2 --tls}), $CONNS connections each, $ROUNDS rounds of $DURATION s"
 python3 - "$work/rows" "$ONE" "$AGAINST" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
@@ -133,4 +144,7 @@ for name, v in ((one, a), (other, b)):
     print(f"  {name:<13} µs/request: total {statistics.median(u + s for u, s in v):6.3f}, user {statistics.median(u for u, _ in v):5.3f}, system {statistics.median(s for _, s in v):5.3f}")
 r = sorted((x[0] + x[1]) / (y[0] + y[1]) for x, y in zip(a, b))
 print(f"  {one} ÷ {other}, round by round: median {statistics.median(r):.3f} (range {r[0]:.3f}–{r[-1]:.3f})")
+u = sorted(x[0] / y[0] for x, y in zip(a, b) if y[0] > 0)
+if u:
+    print(f"  {one} ÷ {other}, user time only: median {statistics.median(u):.3f} (range {u[0]:.3f}–{u[-1]:.3f})")
 PY

@@ -46,7 +46,7 @@ bench_binary() {
 }
 
 # nginx with one worker on $SERVER_CPU answering "Hello World" at 127.0.0.1:$1; $2 is tls, h2c or
-# h2tls (over TLS it wants $work/cert.pem and key.pem).
+# h2tls (over TLS it wants $work/cert.pem and key.pem). Each port its own directory: two may run.
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 start_nginx() {
     local port=$1 listen="" server=""
@@ -58,19 +58,20 @@ start_nginx() {
     esac
     # HTTP/2: with prior knowledge in cleartext (h2c), by ALPN over TLS.
     case "${2:-}" in h2c | h2tls) listen="$listen http2" ;; esac
-    mkdir -p "$work/nginx"
-    cat >"$work/nginx/nginx.conf" <<CONF
+    local dir="$work/nginx-$port"
+    mkdir -p "$dir"
+    cat >"$dir/nginx.conf" <<CONF
 worker_processes 1;
 daemon off;
 user root;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
+pid $dir/nginx.pid;
+error_log $dir/error.log;
 worker_rlimit_nofile 30000;
 events { worker_connections 20000; }
 http { access_log off; keepalive_requests 1000000000; default_type text/plain;
   server { listen 127.0.0.1:$port $listen; $server location / { return 200 "Hello World"; } } }
 CONF
-    taskset -c "$SERVER_CPU" "$NGINX" -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+    taskset -c "$SERVER_CPU" "$NGINX" -c "$dir/nginx.conf" -p "$dir" &
     pids+=($!)
     wait_port "$port"
 }
