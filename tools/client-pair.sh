@@ -8,7 +8,8 @@
 # not a client alone, but the ratio is paired by construction.
 #
 # The two (ONE, by default wirebench, and AGAINST, by default the timed floor), by name:
-# - wirebench: `bench http://` (the uring engine); base: the same from BASE=path/to/wirebench;
+# - wirebench: `bench http://` (the uring engine); base: the same from BASE=path/to/wirebench
+#   (and base:h2c, base:h3 … any wirebench side from that build);
 # - timed: the floor for any io_uring client, benches/minimal_loop.rs timing each request as
 #   every load generator must; bare: the same loop timing nothing;
 # - wrk, ab, h2load (--h1): the peers, each with one thread;
@@ -20,12 +21,18 @@
 # - h2c: `bench h2c://` with STREAMS streams a connection on nginx's h2c (one worker, on the
 #   server CPU beside the HTTP/1.1 one); pipelined: `bench http://` pipelining STREAMS deep on
 #   the HTTP/1.1 server (vs-peers part h2's pair: HTTP/2's user time beside HTTP/1.1's).
-# Besides the totals' ratio, the user times' ratio round by round (the kernel samples the split:
-# it is not as exact as the total).
+# Besides the totals' ratio, the user times' ratio round by round. The kernel splits a process's
+# time between user and system by its ticks, coarsely; SAMPLE=1 takes both from `perf record`'s
+# samples of each client instead (cpu-clock at 20 kHz, a sample in the kernel or not), exact to
+# a percent or so in a 5 s round, for a few percent of CPU more on each side. ALONE=1 runs the
+# two one after the other in each round instead (alternating which goes first): two clients
+# sharing a CPU also share its caches, and a client whose time goes to cache misses costs more
+# beside another than alone (HTTP/2's user time beside HTTP/1.1's: 1.46× sharing, 3.3× alone,
+# 2026-12-08) — compare alone too before believing a user-time ratio.
 # WB_ARGS adds arguments to ONE's wirebench (`--gather 0`).
 #
 # Usage: tools/client-pair.sh   (ROUNDS=7 DURATION=5 CONNS=64 STREAMS=10 SERVER=nginx ONE=wirebench
-#                                AGAINST=timed WB_ARGS=)
+#                                AGAINST=timed WB_ARGS= SAMPLE= ALONE=)
 set -euo pipefail
 ROUNDS=${ROUNDS:-7}
 DURATION=${DURATION:-5}
@@ -34,6 +41,7 @@ STREAMS=${STREAMS:-10}
 SERVER=${SERVER:-nginx}
 ONE=${ONE:-wirebench}
 AGAINST=${AGAINST:-timed}
+HZ=20000 # SAMPLE=1's sampling rate
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 # shellcheck source=tools/scratch.sh
@@ -42,13 +50,15 @@ cd "$root"
 build_wirebench
 
 for side in "$ONE" "$AGAINST"; do
+    case $side in base*) [ -x "${BASE:-}" ] || { echo "$side wants BASE=path/to/wirebench" >&2; exit 2; } ;; esac
+    [ "$side" = base ] || side=${side#base:}
     case $side in
         wirebench | timed | bare | wrk | ab | h2load | h3 | h2tls | minimal-h3 | minimal-h2tls | h2c | pipelined) ;;
-        base) [ -x "${BASE:-}" ] || { echo "base wants BASE=path/to/wirebench" >&2; exit 2; } ;;
+        base) ;;
         *) echo "no client named $side (see the script's head)" >&2; exit 2 ;;
     esac
 done
-sides=" $ONE $AGAINST "
+sides=" ${ONE#base:} ${AGAINST#base:} "
 # The servers the two need, each started once on the server CPU.
 if [[ $sides =~ \ (wirebench|base|timed|bare|wrk|ab|h2load|pipelined)\  ]]; then
     http=$(free_port)
@@ -87,7 +97,10 @@ case $sides in *" minimal-h2tls "*) MINIMAL_H2=$(bench_binary minimal_h2) ;; esa
 # The command line of client $1, writing what it reports to $2 (wirebench: its JSON).
 client_cmd() {
     local url="http://127.0.0.1:${http:-}/" bench=(bench -c "$CONNS" -d "${DURATION}s" --cores "$CLIENT_CPU" --engine uring --json "$2")
-    case $1 in
+    local WB=$WB side=$1
+    # base:SIDE: that side from the other build.
+    [ "$side" = "${side#base:}" ] || { WB=$BASE; side=${side#base:}; }
+    case $side in
         wirebench) echo "$WB" "${bench[@]}" "$url" ${WB_ARGS:-} ;;
         base) echo "$BASE" "${bench[@]}" "$url" ;;
         h3) echo "$WB" "${bench[@]}" --insecure --depth "$STREAMS" "h3://127.0.0.1:$quic/" ${WB_ARGS:-} ;;
@@ -105,7 +118,7 @@ client_cmd() {
 
 # The requests client $1 completed, from what it reported in $2 (its output, or its JSON).
 count() {
-    case $1 in
+    case ${1#base:} in
         wirebench | base | h3 | h2tls | h2c | pipelined) python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops'])" "$2.json" ;;
         wrk) sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$2" ;;
         ab) sed -n 's/^Complete requests: *\([0-9]*\).*/\1/p' "$2" ;;
@@ -120,17 +133,37 @@ for round in $(seq "$ROUNDS"); do
     ((round % 2)) || order=(2 1)
     for k in "${order[@]}"; do
         name=$([ "$k" = 1 ] && echo "$ONE" || echo "$AGAINST")
-        # shellcheck disable=SC2046
-        /usr/bin/time -f "%U %S" -o "$work/$k.time" taskset -c "$CLIENT_CPU" $(client_cmd "$name" "$work/$k.out.json") \
-            >"$work/$k.out" 2>&1 &
+        if [ -n "${SAMPLE:-}" ]; then
+            # shellcheck disable=SC2046
+            taskset -c "$CLIENT_CPU" perf record -q -F "$HZ" -e cpu-clock -o "$work/$k.perf" \
+                $(client_cmd "$name" "$work/$k.out.json") >"$work/$k.out" 2>&1 &
+        else
+            # shellcheck disable=SC2046
+            /usr/bin/time -f "%U %S" -o "$work/$k.time" taskset -c "$CLIENT_CPU" $(client_cmd "$name" "$work/$k.out.json") \
+                >"$work/$k.out" 2>&1 &
+        fi
         pids+=($!)
+        if [ -n "${ALONE:-}" ]; then
+            wait "${pids[-1]}" || true
+            unset 'pids[-1]'
+        fi
     done
-    wait "${pids[@]: -2}" || true
-    pids=("${pids[@]:0:${#pids[@]}-2}")
+    if [ -z "${ALONE:-}" ]; then
+        wait "${pids[@]: -2}" || true
+        pids=("${pids[@]:0:${#pids[@]}-2}")
+    fi
+    if [ -n "${SAMPLE:-}" ]; then
+        # User and system seconds: the samples outside the kernel and in it.
+        for k in 1 2; do
+            perf report -i "$work/$k.perf" --sort dso --stdio -n 2>/dev/null |
+                awk -v hz="$HZ" '/^ +[0-9]/ { if ($3 ~ /kernel/) s += $2; else u += $2 } END { print u / hz, s / hz }' >"$work/$k.time"
+        done
+    fi
     echo "$(count "$ONE" "$work/1.out") $(tail -1 "$work/1.time") $(count "$AGAINST" "$work/2.out") $(tail -1 "$work/2.time")" >>"$work/rows"
 done
-echo "$(date -u +%F) $(git log -1 --format=%h), clients both on CPU $CLIENT_CPU at once, servers on CPU $SERVER_CPU" \
-    "(${http:+$SERVER }${h2c:+nginx h2c }${quic:+serve h3 }${tls:+serve h2 --tls}), $CONNS connections each, $ROUNDS rounds of $DURATION s"
+echo "$(date -u +%F) $(git log -1 --format=%h), clients on CPU $CLIENT_CPU$([ -n "${ALONE:-}" ] || echo " both at once"), servers on CPU $SERVER_CPU" \
+    "(${http:+$SERVER }${h2c:+nginx h2c }${quic:+serve h3 }${tls:+serve h2 --tls}), $CONNS connections each, $ROUNDS rounds of $DURATION s" \
+    "${SAMPLE:+, times from perf samples at $HZ Hz}${ALONE:+, each alone in turn}"
 python3 - "$work/rows" "$ONE" "$AGAINST" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
