@@ -214,8 +214,10 @@ print(f"| client | requests/s | CPU µs/req | user µs/req | syscalls/req | peak
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for t, (rps, cpu, user, rss) in sorted(med.items(), key=lambda kv: kv[1][1]):
     s = sysc.get(t, float("nan"))
+    # No anchor among the tools run (CLIENTS left it out): no ratios, a dash.
     ratio = lambda a, b: f"{a / b:.2f}" if w and b else "-"
-    print(f"| {t} | {rps:,.0f} | {cpu:.2f} | {user:.2f} | {s:.2f} | {rss / 1024:.1f} MiB | {ratio(cpu, w[1])} | {ratio(user, w[2])} | {ratio(s, sysc.get(anchor, 0))} |")
+    wc, wu = (w[1], w[2]) if w else (0, 0)
+    print(f"| {t} | {rps:,.0f} | {cpu:.2f} | {user:.2f} | {s:.2f} | {rss / 1024:.1f} MiB | {ratio(cpu, wc)} | {ratio(user, wu)} | {ratio(s, sysc.get(anchor, 0))} |")
 # Within a round the tools ran one after the other: a ratio taken round by round is paired
 # (the machine's drift between rounds cancels); its median and range over the rounds.
 floor = next((f for f in ("minimal", "minimal-h2", "minimal-h3") if f in rows), None)
