@@ -210,6 +210,12 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// The connections that connect: only those with operations to send (with `-n` below
+    /// `-c`, `n` of them).
+    pub fn connecting(&self) -> usize {
+        self.ops.map_or(self.connections, |n| self.connections.min(n as usize))
+    }
+
     /// When connection `index` opens after the start (`--connect-rate N`: index / N; otherwise
     /// when its core's [`Opener`](crate::opener::Opener) lets it).
     pub fn connect_after(&self, index: usize) -> Duration {
@@ -219,15 +225,16 @@ impl Shape {
         }
     }
 
-    /// How long opening the first `connecting` connections (those with operations to send)
-    /// is expected to take: the fixed rate's ramp to the last of them, or the soonest the
-    /// cores' openers could (with `auto`; without `--connect-rate`, each core's first
+    /// How long opening the [`connecting`](Self::connecting) connections is expected to take:
+    /// the fixed rate's ramp to the last of them, or the soonest the cores' openers could
+    /// (with `auto`; without `--connect-rate`, each core's first
     /// [`BURST`](crate::opener::Opener::BURST) at once). Cores hold contiguous runs of the
     /// connections, so the first core opens the most. The window waits on, up to
     /// [`ramp_bound`](Self::ramp_bound).
-    pub fn ramp_expected(&self, connecting: usize, cores: usize) -> Duration {
+    pub fn ramp_expected(&self, cores: usize) -> Duration {
         use crate::opener::Opener;
         let cores = cores.max(1);
+        let connecting = self.connecting();
         let first_core = connecting.min(self.connections.div_ceil(cores));
         match self.connect_rate {
             Some(ConnectRate::Auto { max }) => {

@@ -415,10 +415,7 @@ pub fn new_conn<C: crate::proto::ClientCodec>(
     if job.shape.per_op {
         conn.one_op_per_connection()
     } else {
-        // Only connections with operations to send connect: with `-n` below `-c`, `n` of them.
-        let connecting =
-            job.shape.ops.map_or(job.shape.connections, |n| job.shape.connections.min(n as usize));
-        let ramp = job.shape.ramp_expected(connecting, job.cores.len());
+        let ramp = job.shape.ramp_expected(job.cores.len());
         conn.measured_once_set_up(
             job.window.clone(),
             (start, (start + ramp).max(start_at)),

@@ -182,9 +182,7 @@ impl ClientJob {
     /// its set-up in each operation, and opens it at the start). `cores`: how many open them.
     pub fn fresh_window(shape: &Shape, cores: usize) -> Arc<crate::workload::Window> {
         let ramp = shape.ramp_bound(shape.connections, cores);
-        // Only connections with operations to send connect: with `-n` below `-c`, `n` of them.
-        let connecting = shape.ops.map_or(shape.connections, |n| shape.connections.min(n as usize));
-        let connections = if shape.per_op { 0 } else { connecting };
+        let connections = if shape.per_op { 0 } else { shape.connecting() };
         // The wall-clock start as this process's monotonic instant (one clock for the run).
         let not_before = shape.start_at.map(|at| {
             let ahead = at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO);
