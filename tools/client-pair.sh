@@ -8,8 +8,8 @@
 # not a client alone, but the ratio is paired by construction.
 #
 # The two (ONE, by default wirebench, and AGAINST, by default the timed floor), by name:
-# - wirebench: `bench http://` (the uring engine); base: the same from BASE=path/to/wirebench
-#   (and base:h2c, base:h3 … any wirebench side from that build);
+# - wirebench: `bench http://` (the uring engine); base:SIDE: any wirebench side from the build
+#   BASE=path/to/wirebench names (base alone: base:wirebench);
 # - timed: the floor for any io_uring client, benches/minimal_loop.rs timing each request as
 #   every load generator must; bare: the same loop timing nothing;
 # - wrk, ab, h2load (--h1): the peers, each with one thread;
@@ -29,7 +29,7 @@
 # sharing a CPU also share its caches, and a client whose time goes to cache misses costs more
 # beside another than alone (HTTP/2's user time beside HTTP/1.1's: 1.46× sharing, 3.3× alone,
 # 2026-12-08) — compare alone too before believing a user-time ratio.
-# WB_ARGS adds arguments to ONE's wirebench (`--gather 0`).
+# WB_ARGS adds arguments to this tree's wirebench sides, not BASE's (`--gather 0`).
 #
 # Usage: tools/client-pair.sh   (ROUNDS=7 DURATION=5 CONNS=64 STREAMS=10 SERVER=nginx ONE=wirebench
 #                                AGAINST=timed WB_ARGS= SAMPLE= ALONE=)
@@ -41,6 +41,8 @@ STREAMS=${STREAMS:-10}
 SERVER=${SERVER:-nginx}
 ONE=${ONE:-wirebench}
 AGAINST=${AGAINST:-timed}
+[ "$ONE" = base ] && ONE=base:wirebench
+[ "$AGAINST" = base ] && AGAINST=base:wirebench
 HZ=20000 # SAMPLE=1's sampling rate
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -50,17 +52,19 @@ cd "$root"
 build_wirebench
 
 for side in "$ONE" "$AGAINST"; do
-    case $side in base*) [ -x "${BASE:-}" ] || { echo "$side wants BASE=path/to/wirebench" >&2; exit 2; } ;; esac
-    [ "$side" = base ] || side=${side#base:}
     case $side in
+        base:wirebench | base:h3 | base:h2tls | base:h2c | base:pipelined)
+            [ -x "${BASE:-}" ] || { echo "$side wants BASE=path/to/wirebench" >&2; exit 2; } ;;
+        base:*) echo "$side: base: takes a wirebench side" >&2; exit 2 ;;
+    esac
+    case ${side#base:} in
         wirebench | timed | bare | wrk | ab | h2load | h3 | h2tls | minimal-h3 | minimal-h2tls | h2c | pipelined) ;;
-        base) ;;
         *) echo "no client named $side (see the script's head)" >&2; exit 2 ;;
     esac
 done
 sides=" ${ONE#base:} ${AGAINST#base:} "
 # The servers the two need, each started once on the server CPU.
-if [[ $sides =~ \ (wirebench|base|timed|bare|wrk|ab|h2load|pipelined)\  ]]; then
+if [[ $sides =~ \ (wirebench|timed|bare|wrk|ab|h2load|pipelined)\  ]]; then
     http=$(free_port)
     case $SERVER in
         nginx) start_nginx "$http" ;;
@@ -97,17 +101,16 @@ case $sides in *" minimal-h2tls "*) MINIMAL_H2=$(bench_binary minimal_h2) ;; esa
 # The command line of client $1, writing what it reports to $2 (wirebench: its JSON).
 client_cmd() {
     local url="http://127.0.0.1:${http:-}/" bench=(bench -c "$CONNS" -d "${DURATION}s" --cores "$CLIENT_CPU" --engine uring --json "$2")
-    local WB=$WB side=$1
-    # base:SIDE: that side from the other build.
-    [ "$side" = "${side#base:}" ] || { WB=$BASE; side=${side#base:}; }
+    local WB=$WB side=$1 args=${WB_ARGS:-}
+    # base:SIDE: that side from the other build, without WB_ARGS.
+    [ "$side" = "${side#base:}" ] || { WB=$BASE side=${side#base:} args=; }
     case $side in
-        wirebench) echo "$WB" "${bench[@]}" "$url" ${WB_ARGS:-} ;;
-        base) echo "$BASE" "${bench[@]}" "$url" ;;
-        h3) echo "$WB" "${bench[@]}" --insecure --depth "$STREAMS" "h3://127.0.0.1:$quic/" ${WB_ARGS:-} ;;
-        h2tls) echo "$WB" "${bench[@]}" --insecure --depth "$STREAMS" "h2://127.0.0.1:$tls/" ${WB_ARGS:-} ;;
-        h2c) echo "$WB" "${bench[@]}" --depth "$STREAMS" "h2c://127.0.0.1:$h2c/" ${WB_ARGS:-} ;;
-        pipelined) echo "$WB" "${bench[@]}" --depth "$STREAMS" "$url" ${WB_ARGS:-} ;;
-        timed | bare) echo "$LOOP" "127.0.0.1:$http" "$CONNS" "$DURATION" "${1/bare/}" ;;
+        wirebench) echo "$WB" "${bench[@]}" "$url" $args ;;
+        h3) echo "$WB" "${bench[@]}" --insecure --depth "$STREAMS" "h3://127.0.0.1:$quic/" $args ;;
+        h2tls) echo "$WB" "${bench[@]}" --insecure --depth "$STREAMS" "h2://127.0.0.1:$tls/" $args ;;
+        h2c) echo "$WB" "${bench[@]}" --depth "$STREAMS" "h2c://127.0.0.1:$h2c/" $args ;;
+        pipelined) echo "$WB" "${bench[@]}" --depth "$STREAMS" "$url" $args ;;
+        timed | bare) echo "$LOOP" "127.0.0.1:$http" "$CONNS" "$DURATION" "${side/bare/}" ;;
         minimal-h3) echo "$MINIMAL_H3" "127.0.0.1:$quic" "$CONNS" "$STREAMS" "$DURATION" ;;
         minimal-h2tls) echo "$MINIMAL_H2" "127.0.0.1:$tls" "$CONNS" "$STREAMS" "$DURATION" hpack tls ;;
         wrk) echo wrk -t1 "-c$CONNS" "-d${DURATION}s" "$url" ;;
@@ -119,7 +122,7 @@ client_cmd() {
 # The requests client $1 completed, from what it reported in $2 (its output, or its JSON).
 count() {
     case ${1#base:} in
-        wirebench | base | h3 | h2tls | h2c | pipelined) python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops'])" "$2.json" ;;
+        wirebench | h3 | h2tls | h2c | pipelined) python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops'])" "$2.json" ;;
         wrk) sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$2" ;;
         ab) sed -n 's/^Complete requests: *\([0-9]*\).*/\1/p' "$2" ;;
         h2load) sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$2" ;;
@@ -133,15 +136,12 @@ for round in $(seq "$ROUNDS"); do
     ((round % 2)) || order=(2 1)
     for k in "${order[@]}"; do
         name=$([ "$k" = 1 ] && echo "$ONE" || echo "$AGAINST")
-        if [ -n "${SAMPLE:-}" ]; then
-            # shellcheck disable=SC2046
-            taskset -c "$CLIENT_CPU" perf record -q -F "$HZ" -e cpu-clock -o "$work/$k.perf" \
-                $(client_cmd "$name" "$work/$k.out.json") >"$work/$k.out" 2>&1 &
-        else
-            # shellcheck disable=SC2046
-            /usr/bin/time -f "%U %S" -o "$work/$k.time" taskset -c "$CLIENT_CPU" $(client_cmd "$name" "$work/$k.out.json") \
-                >"$work/$k.out" 2>&1 &
-        fi
+        # Timed by GNU time, or sampled by perf (its own CPU time not the client's).
+        timer=(/usr/bin/time -f "%U %S" -o "$work/$k.time") sampler=()
+        [ -z "${SAMPLE:-}" ] || { timer=() sampler=(perf record -q -F "$HZ" -e cpu-clock -o "$work/$k.perf"); }
+        # shellcheck disable=SC2046
+        "${timer[@]}" taskset -c "$CLIENT_CPU" "${sampler[@]}" $(client_cmd "$name" "$work/$k.out.json") \
+            >"$work/$k.out" 2>&1 &
         pids+=($!)
         if [ -n "${ALONE:-}" ]; then
             wait "${pids[-1]}" || true
